@@ -1,0 +1,89 @@
+# Top-level convenience Makefile for colors.
+#
+# CMake is the real build system; this file only strings together the usual
+# developer / CI workflows so that `make test` works on a fresh Debian 12
+# checkout. Every target is phony: CMake/ctest do their own dependency
+# tracking, so we always delegate to them.
+#
+#   make bootstrap   install missing Debian packages (no-op if all present)
+#   make build       configure + build into ./build
+#   make test        build, then run all test suites
+#   make demo        build, then run scripts/demo.sh
+#   make bench       build, then run the benchmark executable
+#   make asan        build + test with AddressSanitizer in ./build-asan
+#   make tsan        build + test with ThreadSanitizer in ./build-tsan
+#   make install     install ./build into $(PREFIX)
+#   make clean       remove all build directories
+
+# Overridable knobs, e.g. `make test JOBS=8` or `make install PREFIX=/opt/colors`.
+BUILD_DIR  ?= build
+BUILD_TYPE ?= RelWithDebInfo
+GENERATOR  ?= Unix Makefiles
+JOBS       ?= 2
+PREFIX     ?= /usr/local
+# Benchmark executable (built by tests/bench/CMakeLists.txt).
+BENCH      ?= $(BUILD_DIR)/tests/bench/colors-bench
+
+# Sub-makes spawned by `cmake --build` inherit MAKEFLAGS; keep their output terse.
+MAKEFLAGS += --no-print-directory
+
+CTEST_FLAGS = --output-on-failure -j$(JOBS) --timeout 300
+
+# configure_and_build(<build dir>, <extra cmake args>)
+define configure_and_build
+	cmake -S . -B $(1) -G '$(GENERATOR)' -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(2)
+	cmake --build $(1) -j$(JOBS)
+endef
+
+.PHONY: all bootstrap build test demo bench asan tsan install clean
+
+all: build
+
+bootstrap:
+	@bash scripts/bootstrap.sh
+
+build: bootstrap
+	$(call configure_and_build,$(BUILD_DIR),)
+
+test: build
+	ctest --test-dir $(BUILD_DIR) $(CTEST_FLAGS)
+# ---- ADD LANGUAGE BINDING TEST SUITES HERE (as recipe lines, tab-indented) ----
+# Python: . ./$(BUILD_DIR)/env.sh && python3 -m pytest bindings-python/tests
+# Java:   . ./$(BUILD_DIR)/env.sh && mvn -q -f bindings-java/pom.xml test
+# ------------------------------------------------------------------------------
+
+# The demo script is run with the build environment loaded (colors-server
+# on PATH, COLORS_BUILD_DIR / COLORS_SOURCE_DIR set).
+demo: build
+	@if [ ! -f scripts/demo.sh ]; then \
+	    echo "make demo: scripts/demo.sh does not exist yet" >&2; exit 1; \
+	fi
+	. ./$(BUILD_DIR)/env.sh && bash scripts/demo.sh
+
+bench: build
+	@if [ ! -x $(BENCH) ]; then \
+	    echo "make bench: benchmark executable $(BENCH) was not built" >&2; exit 1; \
+	fi
+	. ./$(BUILD_DIR)/env.sh && ./$(BENCH)
+
+# Sanitizer builds live in their own directories so they never pollute the
+# normal build (sanitizer flags are global, see COLORS_SANITIZE in
+# CMakeLists.txt). The *SAN_OPTIONS are exported for the build step too,
+# because catch_discover_tests runs the test binaries at build time.
+asan: export ASAN_OPTIONS = detect_leaks=1
+asan: bootstrap
+	$(call configure_and_build,build-asan,-DCOLORS_SANITIZE=address)
+	ctest --test-dir build-asan $(CTEST_FLAGS)
+
+# second_deadlock_stack=1: report both stacks for lock-order inversions,
+# which matters for the cross-process robust mutexes.
+tsan: export TSAN_OPTIONS = second_deadlock_stack=1
+tsan: bootstrap
+	$(call configure_and_build,build-tsan,-DCOLORS_SANITIZE=thread)
+	ctest --test-dir build-tsan $(CTEST_FLAGS)
+
+install: build
+	cmake --install $(BUILD_DIR) --prefix $(PREFIX)
+
+clean:
+	rm -rf $(sort build build-asan build-tsan $(BUILD_DIR))

@@ -1,0 +1,179 @@
+#include "options.hpp"
+
+#include <cctype>
+#include <charconv>
+#include <cstdio>
+#include <limits>
+#include <thread>
+
+#include "colors/config.hpp"
+#include "server_link.hpp"
+
+namespace colors::server {
+
+namespace {
+
+std::string hex(std::uintptr_t a) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%lx", static_cast<unsigned long>(a));
+  return buf;
+}
+
+std::optional<std::uint64_t> parse_uint(std::string_view s, int base) {
+  std::uint64_t v = 0;
+  if (s.empty()) return std::nullopt;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v, base);
+  if (ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+// Shm object names may not contain '/', and the name also appears in file names and logs.
+bool valid_name(std::string_view s) {
+  if (s.empty() || s.size() > 200) return false;
+  for (char c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') return false;
+  return s != "." && s != "..";
+}
+
+}  // namespace
+
+Options::Options()
+    : heap_size(kDefaultHeapSize),
+      classes_size(kDefaultClassesSize),
+      address(kDefaultAddress),
+      gc_threads(std::max(1u, std::thread::hardware_concurrency())) {}
+
+std::optional<std::size_t> parse_size(std::string_view s) {
+  std::size_t digits = 0;
+  while (digits < s.size() && std::isdigit(static_cast<unsigned char>(s[digits]))) ++digits;
+  auto number = parse_uint(s.substr(0, digits), 10);
+  if (!number) return std::nullopt;
+  std::string suffix;
+  for (char c : s.substr(digits)) suffix += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  unsigned shift = 0;
+  if (!suffix.empty()) {
+    switch (suffix[0]) {
+      case 'K': shift = 10; break;
+      case 'M': shift = 20; break;
+      case 'G': shift = 30; break;
+      case 'B': shift = 0; break;
+      default: return std::nullopt;
+    }
+    std::string_view rest = std::string_view(suffix).substr(suffix[0] == 'B' ? 0 : 1);
+    if (!(rest.empty() || rest == "B" || (shift != 0 && rest == "IB"))) return std::nullopt;
+  }
+  if (*number > (std::numeric_limits<std::size_t>::max() >> shift)) return std::nullopt;
+  return static_cast<std::size_t>(*number << shift);
+}
+
+std::string usage_text() {
+  Options d;
+  std::string text =
+      "Usage: colors-server [flags]\n"
+      "\n"
+      "Creates the colors shared heap (a shared-memory segment mapped at a fixed address), accepts\n"
+      "clients on a Unix socket, reclaims what dead clients leave behind, and removes the segment\n"
+      "on SIGTERM/SIGINT. Prints 'colors-server ready: ...' on stdout once clients may connect.\n"
+      "\n"
+      "Flags (\"--flag value\" or \"--flag=value\"):\n"
+      "  --name NAME          segment name; shared memory object /dev/shm/colors.NAME\n"
+      "                       (default: colors)\n"
+      "  --socket PATH        Unix socket clients connect to (default: $XDG_RUNTIME_DIR/colors/NAME.sock,\n"
+      "                       or /tmp/colors-UID/NAME.sock without XDG_RUNTIME_DIR; now: " +
+      detail::default_socket_path(d.name) +
+      ")\n"
+      "  --heap-size SIZE     objects space, K/M/G suffixes accepted (default: 256M)\n"
+      "  --classes-size SIZE  classes space for classes, repositories and channels (default: 64M)\n"
+      "  --address HEX        fixed address of the segment in every process (default: " +
+      hex(d.address) +
+      ")\n"
+      "  --gc-threshold PCT   start a collection when this percent of the heap is in use (default: 70)\n"
+      "  --gc-threads N       collector threads (default: number of cores, here " +
+      std::to_string(d.gc_threads) +
+      ")\n"
+      "  --log-level LEVEL    error, warn, info or debug (default: info)\n"
+      "  --allow-group GROUP  also accept clients whose primary group is GROUP (name or number); the\n"
+      "                       socket directory becomes 0750, the socket and segment 0660, owned by\n"
+      "                       GROUP (default: none: only the server's own user, dir 0700, files 0600)\n"
+      "  --help               print this text and exit\n"
+      "\n"
+      "Clients find the socket through the same default, or the COLORS_SOCKET environment variable.\n";
+  return text;
+}
+
+ParseResult parse_options(int argc, char** argv) {
+  ParseResult r;
+  Options o;
+  auto fail = [&r](std::string msg) {
+    r.error = std::move(msg);
+    return r;
+  };
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      o.help = true;
+      continue;
+    }
+    if (arg.rfind("--", 0) != 0) return fail("unexpected argument '" + arg + "'");
+    std::string flag = arg, value;
+    bool has_value = false;
+    if (auto eq = arg.find('='); eq != std::string::npos) {
+      flag = arg.substr(0, eq);
+      value = arg.substr(eq + 1);
+      has_value = true;
+    }
+    auto need_value = [&]() -> bool {
+      if (has_value) return true;
+      if (i + 1 >= argc) return false;
+      value = argv[++i];
+      return true;
+    };
+    static const char* const kKnown[] = {"--name",       "--socket",      "--heap-size", "--classes-size",
+                                         "--address",    "--gc-threshold", "--gc-threads", "--log-level",
+                                         "--allow-group"};
+    bool known = false;
+    for (const char* k : kKnown) known = known || flag == k;
+    if (!known) return fail("unknown flag '" + flag + "' (see --help)");
+    if (!need_value()) return fail("flag " + flag + " needs a value");
+
+    if (flag == "--name") {
+      if (!valid_name(value))
+        return fail("--name '" + value + "': use 1-200 characters among letters, digits, '-', '_' and '.'");
+      o.name = value;
+    } else if (flag == "--socket") {
+      if (value.empty()) return fail("--socket needs a non-empty path");
+      o.socket = value;
+    } else if (flag == "--heap-size" || flag == "--classes-size") {
+      auto v = parse_size(value);
+      if (!v || *v == 0) return fail(flag + " '" + value + "': expected a size like 8M, 256M or 1G");
+      (flag == "--heap-size" ? o.heap_size : o.classes_size) = *v;
+    } else if (flag == "--address") {
+      std::string_view h = value;
+      if (h.rfind("0x", 0) == 0 || h.rfind("0X", 0) == 0) h.remove_prefix(2);
+      auto v = parse_uint(h, 16);
+      if (!v || *v == 0 || *v % (1 << 16) != 0)
+        return fail("--address '" + value + "': expected a non-zero, 64 KiB aligned hex address like 0x600000000000");
+      o.address = static_cast<std::uintptr_t>(*v);
+    } else if (flag == "--gc-threshold") {
+      auto v = parse_uint(value, 10);
+      if (!v || *v < 1 || *v > 100) return fail("--gc-threshold '" + value + "': expected a percentage 1-100");
+      o.gc_threshold = static_cast<std::uint32_t>(*v);
+    } else if (flag == "--gc-threads") {
+      auto v = parse_uint(value, 10);
+      if (!v || *v < 1 || *v > 1024) return fail("--gc-threads '" + value + "': expected a number 1-1024");
+      o.gc_threads = static_cast<std::uint32_t>(*v);
+    } else if (flag == "--log-level") {
+      auto l = parse_log_level(value);
+      if (!l) return fail("--log-level '" + value + "': expected error, warn, info or debug");
+      o.log_level = *l;
+    } else if (flag == "--allow-group") {
+      if (value.empty()) return fail("--allow-group needs a group name or number");
+      o.allow_group = value;
+    }
+  }
+  if (o.socket.empty()) o.socket = detail::default_socket_path(o.name);
+  r.options = std::move(o);
+  return r;
+}
+
+}  // namespace colors::server

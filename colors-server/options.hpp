@@ -1,0 +1,44 @@
+// Command-line flags of colors-server, parsed into one struct.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "log.hpp"
+
+namespace colors::server {
+
+struct Options {
+  std::string name = "colors";         // segment name; the shm object is colors.<name>
+  std::string socket;                  // empty until resolved: default_socket_path(name)
+  std::size_t heap_size = 0;           // objects space (bytes)
+  std::size_t classes_size = 0;        // classes space (bytes)
+  std::uintptr_t address = 0;          // fixed segment address
+  std::uint32_t gc_threshold = 70;     // percent of the objects space in use that starts a cycle
+  std::uint32_t gc_threads = 0;        // collector threads (stored for the collector)
+  LogLevel log_level = LogLevel::kInfo;
+  std::optional<std::string> allow_group;  // group name or number allowed besides the owner
+  bool help = false;
+
+  Options();  // fills the defaults that depend on config.hpp and the machine
+};
+
+struct ParseResult {
+  std::optional<Options> options;  // set on success
+  std::string error;               // set on failure, one line, names the flag
+};
+
+// Accepts "--flag value" and "--flag=value". The socket path is resolved here (its default
+// depends on --name), so options->socket is never empty on success.
+ParseResult parse_options(int argc, char** argv);
+
+// Every flag with its meaning and default.
+std::string usage_text();
+
+// "256M" -> 268435456. Accepts a decimal number with an optional K, M or G suffix (powers of
+// 1024, case-insensitive, optionally followed by "B" or "iB"). nullopt on malformed or overflow.
+std::optional<std::size_t> parse_size(std::string_view s);
+
+}  // namespace colors::server

@@ -1,0 +1,324 @@
+// The colors C++ client API.
+//
+//   colors::attach();                                   // default socket, or COLORS_SOCKET
+//   auto cls = colors::define_class("demo.Employee", {{"name", colors::TypeKind::kString},
+//                                                     {"salary", colors::TypeKind::kFloat}});
+//   colors::Object e = colors::new_object(cls);
+//   e.set("name", "Smith");
+//   e.set("salary", 100.0);
+//   colors::repository("db").set(e);                    // any process can now get() it
+//
+// A Value is a shared value held by this process. Scalars are held by value; references are GC
+// roots: while a Value (or any copy) lives, the object and everything reachable from it stays
+// alive. All operations throw colors::Error subclasses (errors.hpp).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <limits>
+#include <optional>
+#include <type_traits>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "colors/config.hpp"
+#include "colors/errors.hpp"
+#include "colors/types.hpp"
+
+namespace colors {
+
+namespace detail {
+struct ClassRecord;
+struct FieldInfo;
+struct RepositoryRecord;
+struct ChannelRecord;
+}  // namespace detail
+
+// ---- attachment ----------------------------------------------------------------------------
+
+// Connects to colors-server at `socket` ("" = $COLORS_SOCKET, else the server's default path) and
+// maps the segment at its fixed address. Throws ServerGoneError, VersionMismatchError,
+// RefusedError or AddressInUseError with what to do.
+void attach(const std::string& socket = "");
+// Unmaps the segment. Values still alive must not be used afterwards (NotAttachedError).
+void detach();
+bool is_attached();
+// Asks the server whether it is alive. Throws ServerGoneError if it is not.
+void ping();
+
+// ---- values --------------------------------------------------------------------------------
+
+class Value {
+ public:
+  Value() noexcept = default;                      // null
+  Value(std::nullptr_t) noexcept {}                // null
+  Value(int v);                                    // integer
+  Value(long v);                                   // integer
+  Value(long long v);                              // integer
+  Value(unsigned v);                               // integer
+  Value(double v);                                 // float (allocates)
+  Value(bool v);                                   // boolean
+  Value(const char* utf8);                         // string (allocates)
+  Value(std::string_view utf8);                    // string (allocates)
+  Value(const std::string& utf8) : Value(std::string_view(utf8)) {}
+  Value(const Value& other);
+  Value(Value&& other) noexcept;
+  Value& operator=(const Value& other);
+  Value& operator=(Value&& other) noexcept;
+  ~Value();
+
+  TypeKind kind() const;
+  bool is_null() const { return word_ == 0; }
+  bool is_shared_object() const;  // a reference into the heap (not null, not an unboxed scalar)
+
+  std::int64_t as_int() const;        // integer; TypeMismatchError otherwise
+  double as_float() const;            // float or integer
+  bool as_bool() const;
+  std::string as_string() const;      // string
+  std::string_view string_view() const;  // string; valid while this Value lives
+  std::vector<std::uint8_t> as_bytes() const;  // binary
+
+  // Language-neutral equality (by value for scalars, strings and binaries; identity otherwise).
+  bool equals(const Value& other) const;
+  bool operator==(const Value& other) const { return equals(other); }
+  std::uint64_t hash() const;
+  bool same_object(const Value& other) const { return word_ == other.word_; }
+  std::string repr() const;  // debugging text
+
+  // Raw tagged word and construction from one (adopts a new root). For bindings.
+  std::uint64_t raw() const { return word_; }
+  static Value from_raw(std::uint64_t word);
+
+ protected:
+  void reset(std::uint64_t word);
+  std::uint64_t word_ = 0;
+  void* root_ = nullptr;       // this process's root-table slot when word_ is a reference
+  std::uint64_t epoch_ = 0;    // attachment the root belongs to (roots die with a detach)
+};
+
+Value new_binary(const void* data, std::size_t n);
+inline Value new_binary(const std::vector<std::uint8_t>& b) { return new_binary(b.data(), b.size()); }
+
+class List : public Value {
+ public:
+  List() = default;
+  explicit List(const Value& v);  // TypeMismatchError unless v is a list
+  std::size_t size() const;
+  Value get(std::size_t i) const;
+  Value operator[](std::size_t i) const { return get(i); }
+  void set(std::size_t i, const Value& v);
+  void append(const Value& v);
+  void insert(std::size_t i, const Value& v);
+  Value erase(std::size_t i);
+  void clear();
+  std::vector<Value> items() const;
+};
+List new_list(std::size_t capacity = 0);
+
+class Set : public Value {
+ public:
+  Set() = default;
+  explicit Set(const Value& v);
+  std::size_t size() const;
+  bool contains(const Value& key) const;
+  bool add(const Value& key);      // true when newly added
+  bool remove(const Value& key);   // true when it was there
+  void clear();
+  std::vector<Value> items() const;
+};
+Set new_set(std::size_t capacity = 0);
+
+class Map : public Value {
+ public:
+  Map() = default;
+  explicit Map(const Value& v);
+  std::size_t size() const;
+  bool contains(const Value& key) const;
+  std::optional<Value> get(const Value& key) const;
+  Value at(const Value& key) const;  // KeyError when missing
+  bool put(const Value& key, const Value& value);  // true when the key was new
+  bool remove(const Value& key);
+  void clear();
+  std::vector<std::pair<Value, Value>> items() const;
+};
+Map new_map(std::size_t capacity = 0);
+
+// ---- classes -------------------------------------------------------------------------------
+
+struct FieldDesc {
+  std::string name;
+  TypeKind type;
+  std::string class_name;
+  std::uint32_t slot;
+};
+
+// One immutable version of a shared class (or a builtin class).
+class Class {
+ public:
+  Class() = default;
+  explicit Class(const detail::ClassRecord* rec) : rec_(rec) {}
+  bool valid() const { return rec_ != nullptr; }
+  std::string name() const;
+  TypeKind kind() const;
+  std::uint32_t version() const;
+  std::vector<FieldDesc> fields() const;
+  std::vector<Class> versions() const;  // every version of this name, oldest first
+  bool operator==(const Class& o) const { return rec_ == o.rec_; }
+  const detail::ClassRecord* record() const { return rec_; }
+
+ private:
+  const detail::ClassRecord* rec_ = nullptr;
+};
+
+// Finds the version of `name` with exactly these fields (names and types, any order) or creates
+// a new version.
+Class define_class(const std::string& name, const std::vector<FieldSpec>& fields);
+// All versions of `name`, oldest first (empty if none).
+std::vector<Class> class_versions(const std::string& name);
+// The shared class of any value (builtin classes for builtins).
+Class class_of(const Value& v);
+
+// A field resolved once against a class version: access through it skips the name lookup when
+// the object still has that version.
+class Field {
+ public:
+  Field() = default;
+  Field(const Class& cls, const std::string& name);  // KeyError when the class lacks it
+  const std::string& name() const { return name_; }
+
+ private:
+  friend class Object;
+  const detail::ClassRecord* cls_ = nullptr;
+  const detail::FieldInfo* info_ = nullptr;
+  std::string name_;
+};
+
+class Object : public Value {
+ public:
+  Object() = default;
+  explicit Object(const Value& v);  // TypeMismatchError unless v is a user object
+  Class cls() const;
+  bool has_field(std::string_view name) const;
+  Value get(std::string_view name) const;  // KeyError when absent
+  Value get(const Field& f) const;
+  void set(std::string_view name, const Value& v);  // KeyError when absent, TypeMismatchError
+  void set(const Field& f, const Value& v);
+  // Schema evolution in place: switches the object to a version with (without) the field.
+  void add_field(const FieldSpec& field);
+  void remove_field(std::string_view name);
+};
+Object new_object(const Class& cls);
+
+// ---- repositories and channels ---------------------------------------------------------------
+
+class Repository {
+ public:
+  Value get() const;
+  void set(const Value& v);
+  // The repository record, usable as a monitor object.
+  const void* address() const { return rec_; }
+
+ private:
+  friend Repository repository(const std::string&);
+  detail::RepositoryRecord* rec_ = nullptr;
+};
+Repository repository(const std::string& name);
+
+class Channel {
+ public:
+  // Blocks until there is room. timeout_ms < 0: no limit. Returns false on timeout.
+  bool send(const Value& v, std::int64_t timeout_ms = -1);
+  bool try_send(const Value& v) { return send(v, 0); }
+  // Blocks until a value arrives. Returns std::nullopt on timeout.
+  std::optional<Value> receive(std::int64_t timeout_ms = -1);
+  std::optional<Value> try_receive() { return receive(0); }
+  std::uint32_t capacity() const;
+
+ private:
+  friend Channel channel(const std::string&, std::uint32_t);
+  detail::ChannelRecord* rec_ = nullptr;
+};
+Channel channel(const std::string& name, std::uint32_t capacity = 64);
+
+// ---- monitors --------------------------------------------------------------------------------
+
+// Holds the monitor of a shared object for its lifetime (re-entrant). wait() releases it while
+// waiting; notify_all() wakes every waiter of the monitor.
+class Monitor {
+ public:
+  explicit Monitor(const Value& obj);
+  explicit Monitor(const Repository& repo);
+  ~Monitor();
+  Monitor(const Monitor&) = delete;
+  Monitor& operator=(const Monitor&) = delete;
+  // Returns false on timeout (timeout_ms < 0: no limit).
+  bool wait(std::int64_t timeout_ms = -1);
+  void notify_all();
+
+ private:
+  const void* obj_;
+  Value keep_;  // keeps the object alive while locked
+};
+
+// ---- deep copies of builtins -----------------------------------------------------------------
+
+// Scalars, strings and Values; the overloads below recurse into standard containers.
+template <class T>
+Value copy_to(const T& v) {
+  if constexpr (std::is_same_v<T, Value> || std::is_base_of_v<Value, T>) {
+    return v;
+  } else if constexpr (std::is_same_v<T, bool>) {
+    return Value(v);
+  } else if constexpr (std::is_integral_v<T>) {
+    if constexpr (std::is_unsigned_v<T> && sizeof(T) >= sizeof(long long)) {
+      if (v > static_cast<T>(std::numeric_limits<long long>::max()))
+        throw OverflowError("unsigned value " + std::to_string(v) + " does not fit a shared integer (64-bit signed)");
+    }
+    return Value(static_cast<long long>(v));
+  } else if constexpr (std::is_floating_point_v<T>) {
+    return Value(static_cast<double>(v));
+  } else {
+    return Value(std::string_view(v));
+  }
+}
+template <class T> Value copy_to(const std::vector<T>& v);
+template <class T> Value copy_to(const std::set<T>& v);
+template <class K, class V> Value copy_to(const std::map<K, V>& v);
+
+template <class T>
+Value copy_to(const std::vector<T>& v) {
+  List l = new_list(v.size());
+  for (const T& x : v) l.append(copy_to(x));
+  return l;
+}
+template <class T>
+Value copy_to(const std::set<T>& v) {
+  Set s = new_set(v.size());
+  for (const T& x : v) s.add(copy_to(x));
+  return s;
+}
+template <class K, class V>
+Value copy_to(const std::map<K, V>& v) {
+  Map m = new_map(v.size());
+  for (const auto& [k, x] : v) m.put(copy_to(k), copy_to(x));
+  return m;
+}
+
+// ---- heap inspection -------------------------------------------------------------------------
+
+struct HeapStats {
+  std::size_t capacity = 0, free_bytes = 0, free_chunks = 0, largest_free = 0;
+  std::size_t allocated_bytes_total = 0;
+};
+HeapStats heap_stats();
+
+// Runs the heap verifier (REQUIRES: no mutator running). Returns the report; `ok` false on errors.
+struct VerifyResult {
+  bool ok;
+  std::string report;
+};
+VerifyResult verify_heap();
+
+}  // namespace colors

@@ -1,0 +1,27 @@
+// Compile-time constants shared by the server, every client and the tests.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+namespace colors {
+
+// Bumped whenever the attach handshake changes. A client and a server must agree exactly.
+inline constexpr std::uint32_t kProtocolVersion = 1;
+// Bumped whenever anything in the segment's binary layout changes (metadata, block headers,
+// object layouts, class records). A client and a server must agree exactly.
+inline constexpr std::uint32_t kLayoutVersion = 1;
+
+// Default fixed address of the segment. High in the user half of the x86-64 address space,
+// below where the kernel places mmap()s top-down (0x7f..) and far above where executables, their
+// heaps and the JVM's compressed-oops heaps go.
+inline constexpr std::uintptr_t kDefaultAddress = 0x600000000000ULL;
+
+inline constexpr std::size_t kDefaultHeapSize = 256ULL << 20;     // objects space
+inline constexpr std::size_t kDefaultClassesSize = 64ULL << 20;   // classes space
+inline constexpr std::size_t kTlabSize = 32ULL << 10;             // one thread-local buffer
+inline constexpr std::size_t kMonitorCount = 4096;                // hashed monitor table
+inline constexpr std::size_t kMaxClients = 256;                   // attached processes at once
+inline constexpr std::size_t kNameBuckets = 4096;                 // class/repository/channel tables
+inline constexpr std::size_t kMaxNameLength = 1024;               // class, field, repository names
+
+}  // namespace colors

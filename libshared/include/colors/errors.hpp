@@ -1,0 +1,61 @@
+// Every failure of the C++ API is one of these exceptions. Messages say what happened and what to
+// do about it; the bindings translate each class to their language's own exception.
+#pragma once
+#include <stdexcept>
+#include <string>
+
+namespace colors {
+
+enum class ErrorCode {
+  kGeneric,
+  kNotAttached,       // no segment mapped in this process
+  kServerGone,        // the server shut down or died
+  kVersionMismatch,   // client and server speak different protocol/layout versions
+  kAddressInUse,      // the fixed address range is already mapped in this process
+  kRefused,           // the server refused the connection (credentials, capacity)
+  kOutOfMemory,       // objects or classes space exhausted
+  kTypeMismatch,      // value of the wrong shared type
+  kOverflow,          // a number does not fit the target type
+  kOwnerDied,         // a process died holding a monitor
+  kNotOwner,          // monitor operation by a thread that does not hold it
+  kIndex,             // index out of range
+  kKey,               // missing key / missing field
+  kInvalidArgument,   // bad input (name too long, invalid UTF-8, ...)
+  kInterrupted,       // a blocking wait was interrupted by the caller's interrupt hook
+  kCorrupt,           // the heap verifier found a broken invariant
+};
+
+class Error : public std::runtime_error {
+ public:
+  Error(ErrorCode code, const std::string& what) : std::runtime_error(what), code_(code) {}
+  ErrorCode code() const noexcept { return code_; }
+
+ private:
+  ErrorCode code_;
+};
+
+#define COLORS_DEFINE_ERROR(Name, Code)                                              \
+  class Name : public Error {                                                        \
+   public:                                                                           \
+    explicit Name(const std::string& what) : Error(ErrorCode::Code, what) {}         \
+  };
+
+COLORS_DEFINE_ERROR(NotAttachedError, kNotAttached)
+COLORS_DEFINE_ERROR(ServerGoneError, kServerGone)
+COLORS_DEFINE_ERROR(VersionMismatchError, kVersionMismatch)
+COLORS_DEFINE_ERROR(AddressInUseError, kAddressInUse)
+COLORS_DEFINE_ERROR(RefusedError, kRefused)
+COLORS_DEFINE_ERROR(OutOfMemoryError, kOutOfMemory)
+COLORS_DEFINE_ERROR(TypeMismatchError, kTypeMismatch)
+COLORS_DEFINE_ERROR(OverflowError, kOverflow)
+COLORS_DEFINE_ERROR(OwnerDiedError, kOwnerDied)
+COLORS_DEFINE_ERROR(NotOwnerError, kNotOwner)
+COLORS_DEFINE_ERROR(IndexError, kIndex)
+COLORS_DEFINE_ERROR(KeyError, kKey)
+COLORS_DEFINE_ERROR(InvalidArgumentError, kInvalidArgument)
+COLORS_DEFINE_ERROR(InterruptedError, kInterrupted)
+COLORS_DEFINE_ERROR(CorruptHeapError, kCorrupt)
+
+#undef COLORS_DEFINE_ERROR
+
+}  // namespace colors

@@ -1,0 +1,219 @@
+#include "channel.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <string>
+
+#include "barrier.hpp"
+#include "classes.hpp"
+#include "colors/errors.hpp"
+#include "futex.hpp"
+#include "robust_mutex.hpp"
+#include "session.hpp"
+
+// Crash consistency (a process may be killed anywhere, also while holding the channel's lock).
+// The lock is robust: the next locker gets it (RobustMutex::lock() returns true) and continues
+// with no repair, because every operation moves the queue between consistent states with single
+// stores, in an order that makes each intermediate state consistent too:
+//   send:    (1) store_ref(slots[tail % cap], v)   (2) tail = tail + 1
+//     Death after (1): slot tail % cap lies outside [head, tail) (there was room), so the value
+//     is not part of the queue; the next send to that index overwrites it (the barrier flags
+//     it). Until then the collector sees it as a root (it scans all slots): a harmless leak.
+//   receive: (1) v = slots[head % cap]   (2) store_ref(slots[head % cap], null)   (3) head + 1
+//     Death after (1): nothing changed; the value is delivered to the next receiver (the dead
+//     process never delivered it, so survivors still see every value exactly once).
+//     Death after (2): the live range starts with a null slot. Null can never be sent, so a
+//     receiver that finds null at head knows it is such a remnant and skips it (the value went
+//     down with the receiver that took it).
+//   The wake-up counters (seq words) may miss the bump of an operation whose process died;
+//   waiters re-check the queue at least every kInterruptSliceNs, so they recover within one
+//   slice. A waiter killed inside futex_wait leaves its waiters count incremented, which only
+//   costs later wakers a FUTEX_WAKE that finds nobody.
+//
+// Wake-up protocol (no lost wake-ups). Waiter (receive shown; send is symmetric with
+// not_full_seq / send_waiters and "tail - head < capacity"):
+//     W1 recv_waiters.fetch_add(1)     [seq_cst]
+//     W2 s = not_empty_seq.load()      [seq_cst]
+//     W3 if tail != head: retry        [seq_cst loads]
+//     W4 futex_wait(not_empty_seq, s)  (the kernel compares *word == s atomically with queueing)
+// Waker (after a send):
+//     K1 tail = t + 1 (release, under the lock; then unlock)
+//     K2 not_empty_seq.fetch_add(1)    [seq_cst]
+//     K3 if recv_waiters.load() > 0: futex_wake_all(not_empty_seq)   [seq_cst load]
+// All of W1, W2, K2, K3 are seq_cst, so they sit in one total order S.
+//   * If K3 precedes W1 in S, then K2 precedes W2 in S, so W2 reads K2's value (or later) and
+//     synchronizes with it; K1 is sequenced before K2, so K1 happens-before W3 and W3 sees the
+//     new tail: the waiter does not sleep.
+//   * Otherwise W1 precedes K3, the waker sees the count and wakes. If W2 read the value before
+//     K2, futex_wait either finds the word changed (returns at once) or is queued before K2's
+//     wake runs, and is woken. If W2 read K2's value, W3 sees the new tail as above.
+// Either way a waiter never sleeps through a send that made its condition true.
+
+namespace colors::detail {
+
+namespace {
+
+constexpr std::int64_t kForever = std::numeric_limits<std::int64_t>::max();
+
+ChannelRecord* find_in_chain(ChannelRecord* c, std::string_view name) {
+  for (; c != nullptr; c = c->next_in_bucket.load(std::memory_order_acquire)) {
+    if (name_view(c->name) == name) return c;
+  }
+  return nullptr;
+}
+
+void wake(std::atomic<std::uint32_t>& seq, std::atomic<std::uint32_t>& waiters) {
+  seq.fetch_add(1, std::memory_order_seq_cst);
+  if (waiters.load(std::memory_order_seq_cst) != 0) futex_wake_all(&seq);
+}
+
+// head is read before tail: both only grow and head <= tail, so the later tail is >= the head
+// we read and the difference never underflows (it may overstate the fill level transiently,
+// which a waiter corrects on the next seq change or slice).
+bool has_room(const ChannelRecord* c) {
+  const std::uint64_t h = c->head.load(std::memory_order_seq_cst);
+  const std::uint64_t t = c->tail.load(std::memory_order_seq_cst);
+  return t - h < c->capacity;
+}
+bool has_data(const ChannelRecord* c) {
+  const std::uint64_t h = c->head.load(std::memory_order_seq_cst);
+  const std::uint64_t t = c->tail.load(std::memory_order_seq_cst);
+  return t != h;
+}
+
+bool try_send(ChannelRecord* c, Word value) {
+  bool sent = false;
+  c->lock.lock();  // owner died: state is consistent by construction (see top of file)
+  const std::uint64_t h = c->head.load(std::memory_order_relaxed);
+  const std::uint64_t t = c->tail.load(std::memory_order_relaxed);
+  if (t - h < c->capacity) {
+    store_ref(&c->slots[t % c->capacity], value);
+    c->tail.store(t + 1, std::memory_order_release);
+    sent = true;
+  }
+  c->lock.unlock();
+  if (sent) wake(c->not_empty_seq, c->recv_waiters);
+  return sent;
+}
+
+bool try_receive(ChannelRecord* c, Word* out) {
+  bool got = false;
+  bool advanced = false;
+  c->lock.lock();  // owner died: state is consistent by construction (see top of file)
+  for (;;) {
+    const std::uint64_t h = c->head.load(std::memory_order_relaxed);
+    const std::uint64_t t = c->tail.load(std::memory_order_relaxed);
+    if (h == t) break;
+    std::atomic<Word>* slot = &c->slots[h % c->capacity];
+    const Word v = slot->load(std::memory_order_acquire);
+    // Deletion barrier: the value leaves a root; flag it so this GC cycle keeps it while the
+    // receiver turns it into a root of its own.
+    store_ref(slot, kNull);
+    c->head.store(h + 1, std::memory_order_release);
+    advanced = true;
+    if (v == kNull) continue;  // remnant of a receiver that died after clearing the slot
+    *out = v;
+    got = true;
+    break;
+  }
+  c->lock.unlock();
+  if (advanced) wake(c->not_full_seq, c->send_waiters);
+  return got;
+}
+
+// Spin, then block in slices, until `attempt` succeeds or the deadline passes.
+template <typename Attempt, typename Ready>
+bool wait_until(Metadata* m, std::atomic<std::uint32_t>& seq, std::atomic<std::uint32_t>& waiters,
+                std::int64_t timeout_ns, std::int64_t spin_ns, Attempt attempt, Ready ready) {
+  if (attempt()) return true;
+  if (timeout_ns == 0) return false;
+  const std::int64_t start = monotonic_ns();
+  const std::int64_t deadline = (timeout_ns < 0 || timeout_ns > kForever - start) ? kForever : start + timeout_ns;
+  const std::int64_t spin = spin_ns < 0 ? spin_budget_ns() : spin_ns;
+  const std::int64_t spin_end = std::min(deadline, start + spin);
+  for (;;) {
+    // Spin phase: acquire loads of head/tail only (no lock, no syscall).
+    std::int64_t now = monotonic_ns();
+    while (now < spin_end && !ready()) {
+      cpu_relax();
+      now = monotonic_ns();
+    }
+    if (ready()) {
+      if (attempt()) return true;
+      continue;  // another process got there first; the spin budget is absolute, so this ends
+    }
+    if (now >= deadline) return false;
+    // Block phase (see the wake-up protocol at the top of the file).
+    waiters.fetch_add(1, std::memory_order_seq_cst);
+    const std::uint32_t s = seq.load(std::memory_order_seq_cst);
+    if (ready()) {
+      waiters.fetch_sub(1, std::memory_order_seq_cst);
+      if (attempt()) return true;
+      continue;
+    }
+    const std::int64_t slice = std::min<std::int64_t>(kInterruptSliceNs, deadline - now);
+    futex_wait(&seq, s, slice);
+    waiters.fetch_sub(1, std::memory_order_seq_cst);
+    if (ready() && attempt()) return true;
+    check_wait_interrupts(m);  // InterruptedError / ServerGoneError
+  }
+}
+
+}  // namespace
+
+ChannelRecord* find_channel(Metadata* m, std::string_view name) {
+  const std::uint32_t h = name_hash(name);
+  return find_in_chain(m->channel_buckets[h % kNameBuckets].load(std::memory_order_acquire), name);
+}
+
+ChannelRecord* find_or_create_channel(Metadata* m, std::string_view name, std::uint32_t capacity) {
+  check_name(name, "channel name");
+  if (capacity < 1 || capacity > kMaxChannelCapacity) {
+    throw InvalidArgumentError("channel capacity must be between 1 and " + std::to_string(kMaxChannelCapacity) +
+                               " (got " + std::to_string(capacity) + ")");
+  }
+  const std::uint32_t h = name_hash(name);
+  std::atomic<ChannelRecord*>& bucket = m->channel_buckets[h % kNameBuckets];
+  if (ChannelRecord* c = find_in_chain(bucket.load(std::memory_order_acquire), name)) return c;
+
+  // A holder of classes_lock that died leaves at most unreachable bytes: nothing is linked
+  // before it is complete.
+  RobustLockGuard g(m->classes_lock);
+  ChannelRecord* head = bucket.load(std::memory_order_acquire);
+  if (ChannelRecord* c = find_in_chain(head, name)) return c;  // created meanwhile
+  auto* slots = static_cast<std::atomic<Word>*>(classes_alloc(m, sizeof(std::atomic<Word>) * capacity));
+  auto* c = static_cast<ChannelRecord*>(classes_alloc(m, sizeof(ChannelRecord)));  // zero-filled
+  c->name = make_name(m, name);
+  c->capacity = capacity;
+  c->slots = slots;  // zero-filled: every slot null
+  c->lock.init();
+  c->head.store(0, std::memory_order_relaxed);
+  c->tail.store(0, std::memory_order_relaxed);
+  c->next_in_bucket.store(head, std::memory_order_relaxed);
+  bucket.store(c, std::memory_order_release);  // publication point
+  return c;
+}
+
+bool channel_send(Metadata* m, ChannelRecord* c, Word value, std::int64_t timeout_ns, std::int64_t spin_ns) {
+  if (value == kNull) {
+    throw InvalidArgumentError("cannot send null through a channel (null marks an empty slot); wrap it or send "
+                               "a sentinel value instead");
+  }
+  return wait_until(
+      m, c->not_full_seq, c->send_waiters, timeout_ns, spin_ns, [&] { return try_send(c, value); },
+      [&] { return has_room(c); });
+}
+
+bool channel_receive(Metadata* m, ChannelRecord* c, Word* out, std::int64_t timeout_ns, std::int64_t spin_ns) {
+  return wait_until(
+      m, c->not_empty_seq, c->recv_waiters, timeout_ns, spin_ns, [&] { return try_receive(c, out); },
+      [&] { return has_data(c); });
+}
+
+std::uint64_t channel_size(const ChannelRecord* c) {
+  const std::uint64_t h = c->head.load(std::memory_order_acquire);
+  const std::uint64_t t = c->tail.load(std::memory_order_acquire);
+  return t >= h ? t - h : 0;
+}
+
+}  // namespace colors::detail

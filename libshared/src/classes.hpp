@@ -1,0 +1,46 @@
+// The classes space: bump allocation of immortal records, shared names, the class registry
+// (families of immutable versions), and builtin classes.
+//
+// Invariants:
+//  * Records are written completely before a release store links them into a table or list;
+//    readers walk tables and version lists without locks (acquire loads).
+//  * Creating records, appending versions and evolving objects happen under
+//    Metadata::classes_lock. A holder that dies leaves at worst unreachable bytes in the space.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "colors/types.hpp"
+#include "layout.hpp"
+
+namespace colors::detail {
+
+void init_classes_space(Metadata* m);
+
+// REQUIRES: classes_lock held. Zero-filled, 16-byte aligned. Throws OutOfMemoryError.
+void* classes_alloc(Metadata* m, std::size_t bytes);
+// REQUIRES: classes_lock held. Copies `s` into the classes space.
+NameRef make_name(Metadata* m, std::string_view s);
+std::string_view name_view(const NameRef& n);
+std::uint32_t name_hash(std::string_view s);
+// Throws InvalidArgumentError unless 1 <= length <= kMaxNameLength and valid UTF-8.
+void check_name(std::string_view s, const char* what);
+
+ClassRecord* builtin_class(Metadata* m, TypeKind k);
+
+// Exact lookup by (name, field set): a version with the same fields (names and types), in any
+// order. Prefers a dense version (slots 0..n-1). Creates a dense version if none exists.
+ClassRecord* find_or_define_class(Metadata* m, std::string_view name, const std::vector<FieldSpec>& fields);
+// Lookup or creation of the version that is `base` plus `field` in a new slot after base's slots,
+// or `base` minus the field named `drop` (same slots for the others). Used by schema evolution:
+// the result's layout is compatible with objects of `base`.
+ClassRecord* version_with_field(Metadata* m, ClassRecord* base, const FieldSpec& field);
+ClassRecord* version_without_field(Metadata* m, ClassRecord* base, std::string_view drop);
+
+ClassFamily* find_family(Metadata* m, std::string_view name);
+const FieldInfo* find_field(const ClassRecord* c, std::string_view name);
+bool is_class_record(Metadata* m, const void* p);
+
+}  // namespace colors::detail

@@ -1,0 +1,427 @@
+// The public C++ API (include/colors/colors.hpp) over the internal modules.
+#include <sys/mman.h>
+
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+
+#include "barrier.hpp"
+#include "channel.hpp"
+#include "classes.hpp"
+#include "colors/colors.hpp"
+#include "containers.hpp"
+#include "heap.hpp"
+#include "monitor.hpp"
+#include "objects.hpp"
+#include "repository.hpp"
+#include "roots.hpp"
+#include "segment.hpp"
+#include "server_link.hpp"
+#include "session.hpp"
+#include "verifier.hpp"
+
+namespace colors {
+
+namespace detail {
+void set_link_probe(bool (*alive)());
+}
+
+using namespace detail;
+
+namespace {
+
+std::mutex g_attach_mu;
+std::unique_ptr<Segment> g_segment;        // GUARDED_BY(g_attach_mu)
+int g_link_fd = -1;                        // GUARDED_BY(g_attach_mu)
+std::atomic<std::uint64_t> g_epoch{0};     // bumped at every attach and detach
+
+bool link_alive() { return g_link_fd >= 0 && server_link_alive(g_link_fd); }
+
+Metadata* meta() { return current_meta(); }
+
+std::int64_t to_ns(std::int64_t timeout_ms) { return timeout_ms < 0 ? -1 : timeout_ms * 1000000; }
+
+}  // namespace
+
+// ---- attachment ----
+
+namespace detail {
+// Drops every per-process trace of a segment (TLAB cursors, free root slots, Values' roots).
+// Used by detach and by in-process test segments.
+void reset_process_state() {
+  forget_all_tlabs();
+  roots_forget_process_state();
+  g_epoch.fetch_add(1, std::memory_order_acq_rel);
+}
+}  // namespace detail
+
+void attach(const std::string& socket) {
+  std::lock_guard<std::mutex> g(g_attach_mu);
+  if (g_segment) return;
+  ServerLink link = connect_to_server(resolve_socket_path(socket));
+  try {
+    g_segment = Segment::open(link.segment_name, link.address, link.size);
+  } catch (...) {
+    close_link(link.fd);
+    throw;
+  }
+  g_link_fd = link.fd;
+  set_current_client(link.client_id, link.slot);
+  g_epoch.fetch_add(1, std::memory_order_acq_rel);
+  forget_all_tlabs();
+  set_link_probe(&link_alive);
+}
+
+void detach() {
+  std::lock_guard<std::mutex> g(g_attach_mu);
+  if (!g_segment) return;
+  retire_thread_tlab();
+  forget_all_tlabs();
+  roots_forget_process_state();
+  g_epoch.fetch_add(1, std::memory_order_acq_rel);
+  set_link_probe(nullptr);
+  // Closing the connection tells the server to release this client's roots and TLABs.
+  close_link(g_link_fd);
+  g_link_fd = -1;
+  set_current_client(0, 0);
+  g_segment.reset();
+  set_current_meta(nullptr);
+}
+
+bool is_attached() { return current_meta_or_null() != nullptr; }
+
+void ping() {
+  std::lock_guard<std::mutex> g(g_attach_mu);
+  if (!g_segment) throw NotAttachedError("not attached to a colors server: call colors::attach() first");
+  if (!ping_server(g_link_fd)) throw ServerGoneError("the colors server does not answer (it died or shut down); restart it and attach again");
+}
+
+// ---- Value ----
+
+void Value::reset(std::uint64_t word) {
+  if (root_ != nullptr) {
+    if (epoch_ == g_epoch.load(std::memory_order_acquire) && current_meta_or_null() != nullptr) {
+      root_release(static_cast<std::atomic<Word>*>(root_));
+    }
+    root_ = nullptr;
+  }
+  word_ = word;
+  if (is_ref(word)) {
+    epoch_ = g_epoch.load(std::memory_order_acquire);
+    root_ = root_acquire(word);
+  }
+}
+
+Value Value::from_raw(std::uint64_t word) {
+  Value v;
+  v.reset(word);
+  return v;
+}
+
+Value::Value(int v) : Value(static_cast<long long>(v)) {}
+Value::Value(long v) : Value(static_cast<long long>(v)) {}
+Value::Value(unsigned v) : Value(static_cast<long long>(v)) {}
+Value::Value(long long v) { reset(fits_small(v) ? make_small(v) : new_integer(meta(), v)); }
+Value::Value(double v) { reset(new_float(meta(), v)); }
+Value::Value(bool v) { reset(make_bool(v)); }
+Value::Value(const char* s) : Value(std::string_view(s)) {}
+Value::Value(std::string_view s) { reset(new_string(meta(), s)); }
+Value::Value(const Value& o) { reset(o.word_); }
+Value::Value(Value&& o) noexcept : word_(o.word_), root_(o.root_), epoch_(o.epoch_) {
+  o.word_ = 0;
+  o.root_ = nullptr;
+}
+Value& Value::operator=(const Value& o) {
+  if (this != &o) reset(o.word_);
+  return *this;
+}
+Value& Value::operator=(Value&& o) noexcept {
+  if (this != &o) {
+    reset(0);
+    word_ = o.word_;
+    root_ = o.root_;
+    epoch_ = o.epoch_;
+    o.word_ = 0;
+    o.root_ = nullptr;
+  }
+  return *this;
+}
+Value::~Value() {
+  if (root_ != nullptr && epoch_ == g_epoch.load(std::memory_order_acquire) && current_meta_or_null() != nullptr) {
+    root_release(static_cast<std::atomic<Word>*>(root_));
+  }
+}
+
+TypeKind Value::kind() const {
+  if (is_ref(word_)) meta();  // NotAttachedError rather than a fault after detach
+  return kind_of(word_);
+}
+bool Value::is_shared_object() const { return is_ref(word_); }
+
+static std::string kind_str(const Value& v) { return std::string(type_name(v.kind())); }
+
+[[noreturn]] static void mismatch(const Value& v, const char* want) {
+  throw TypeMismatchError(std::string("expected a shared ") + want + ", got " + kind_str(v));
+}
+
+std::int64_t Value::as_int() const {
+  if (kind() != TypeKind::kInteger) mismatch(*this, "integer");
+  return integer_value(word_);
+}
+double Value::as_float() const {
+  TypeKind k = kind();
+  if (k == TypeKind::kFloat) return float_value(word_);
+  if (k == TypeKind::kInteger) return static_cast<double>(integer_value(word_));
+  mismatch(*this, "float");
+}
+bool Value::as_bool() const {
+  if (kind() != TypeKind::kBoolean) mismatch(*this, "boolean");
+  return bool_value(word_);
+}
+std::string_view Value::string_view() const {
+  if (kind() != TypeKind::kString) mismatch(*this, "string");
+  return string_value(word_);
+}
+std::string Value::as_string() const { return std::string(string_view()); }
+std::vector<std::uint8_t> Value::as_bytes() const {
+  if (kind() != TypeKind::kBinary) mismatch(*this, "binary");
+  auto* b = reinterpret_cast<BinaryObject*>(word_);
+  return std::vector<std::uint8_t>(b->bytes, b->bytes + b->length);
+}
+bool Value::equals(const Value& o) const {
+  if (is_ref(word_) || is_ref(o.word_)) meta();
+  return values_equal(word_, o.word_);
+}
+std::uint64_t Value::hash() const {
+  if (is_ref(word_)) meta();
+  return value_hash(word_);
+}
+
+std::string Value::repr() const {
+  char buf[64];
+  switch (kind()) {
+    case TypeKind::kNull: return "null";
+    case TypeKind::kInteger: return std::to_string(as_int());
+    case TypeKind::kFloat: std::snprintf(buf, sizeof buf, "%.17g", as_float()); return buf;
+    case TypeKind::kBoolean: return as_bool() ? "true" : "false";
+    case TypeKind::kString: return "\"" + as_string() + "\"";
+    default: {
+      std::snprintf(buf, sizeof buf, " at 0x%lx>", static_cast<unsigned long>(word_));
+      return "<" + std::string(name_view(detail::class_of(word_)->name)) + buf;
+    }
+  }
+}
+
+Value new_binary(const void* data, std::size_t n) { return Value::from_raw(detail::new_binary(meta(), data, n)); }
+
+// ---- containers ----
+
+static void expect(const Value& v, TypeKind k) {
+  if (v.kind() != k) mismatch(v, std::string(type_name(k)).c_str());
+}
+
+List::List(const Value& v) : Value(v) { expect(*this, TypeKind::kList); }
+std::size_t List::size() const { return list_size(word_); }
+Value List::get(std::size_t i) const { return Value::from_raw(list_get(word_, i)); }
+void List::set(std::size_t i, const Value& v) { list_set(word_, i, v.raw()); }
+void List::append(const Value& v) { list_append(meta(), word_, v.raw()); }
+void List::insert(std::size_t i, const Value& v) { list_insert(meta(), word_, i, v.raw()); }
+Value List::erase(std::size_t i) { return Value::from_raw(list_erase(word_, i)); }
+void List::clear() { list_clear(word_); }
+std::vector<Value> List::items() const {
+  std::vector<Value> out;
+  std::size_t n = size();
+  out.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) out.push_back(get(i));
+  return out;
+}
+List new_list(std::size_t capacity) { return List(Value::from_raw(detail::new_list(meta(), capacity))); }
+
+Set::Set(const Value& v) : Value(v) { expect(*this, TypeKind::kSet); }
+std::size_t Set::size() const { return hash_size(word_); }
+bool Set::contains(const Value& k) const { return hash_contains(word_, k.raw()); }
+bool Set::add(const Value& k) { return set_add(meta(), word_, k.raw()); }
+bool Set::remove(const Value& k) { return hash_remove(word_, k.raw()); }
+void Set::clear() { hash_clear(word_); }
+std::vector<Value> Set::items() const {
+  std::vector<Value> out;
+  hash_for_each(word_, [&](Word k, Word) { out.push_back(Value::from_raw(k)); });
+  return out;
+}
+Set new_set(std::size_t capacity) { return Set(Value::from_raw(detail::new_set(meta(), capacity))); }
+
+Map::Map(const Value& v) : Value(v) { expect(*this, TypeKind::kMap); }
+std::size_t Map::size() const { return hash_size(word_); }
+bool Map::contains(const Value& k) const { return hash_contains(word_, k.raw()); }
+std::optional<Value> Map::get(const Value& k) const {
+  Word v;
+  if (!map_get(word_, k.raw(), &v)) return std::nullopt;
+  return Value::from_raw(v);
+}
+Value Map::at(const Value& k) const {
+  auto v = get(k);
+  if (!v) throw KeyError("key " + k.repr() + " not in map");
+  return *v;
+}
+bool Map::put(const Value& k, const Value& v) { return map_put(meta(), word_, k.raw(), v.raw()); }
+bool Map::remove(const Value& k) { return hash_remove(word_, k.raw()); }
+void Map::clear() { hash_clear(word_); }
+std::vector<std::pair<Value, Value>> Map::items() const {
+  std::vector<std::pair<Value, Value>> out;
+  hash_for_each(word_, [&](Word k, Word v) { out.emplace_back(Value::from_raw(k), Value::from_raw(v)); });
+  return out;
+}
+Map new_map(std::size_t capacity) { return Map(Value::from_raw(detail::new_map(meta(), capacity))); }
+
+// ---- classes ----
+
+std::string Class::name() const { return std::string(name_view(rec_->name)); }
+TypeKind Class::kind() const { return rec_->kind; }
+std::uint32_t Class::version() const { return rec_->version; }
+std::vector<FieldDesc> Class::fields() const {
+  std::vector<FieldDesc> out;
+  for (std::uint32_t i = 0; i < rec_->field_count; ++i) {
+    const FieldInfo& f = rec_->fields[i];
+    out.push_back({std::string(name_view(f.name)), f.type, std::string(name_view(f.class_name)), f.slot});
+  }
+  return out;
+}
+std::vector<Class> Class::versions() const {
+  std::vector<Class> out;
+  if (rec_->family == nullptr) return {*this};
+  for (ClassRecord* c = rec_->family->first.load(std::memory_order_acquire); c != nullptr;
+       c = c->next_version.load(std::memory_order_acquire))
+    out.emplace_back(c);
+  return out;
+}
+
+Class define_class(const std::string& name, const std::vector<FieldSpec>& fields) {
+  return Class(find_or_define_class(meta(), name, fields));
+}
+std::vector<Class> class_versions(const std::string& name) {
+  ClassFamily* f = find_family(meta(), name);
+  if (f == nullptr || f->first.load(std::memory_order_acquire) == nullptr) return {};
+  return Class(f->first.load(std::memory_order_acquire)).versions();
+}
+Class class_of(const Value& v) {
+  Metadata* m = meta();
+  Word w = v.raw();
+  if (w == kNull) throw TypeMismatchError("null has no shared class");
+  if (is_small_int(w)) return Class(builtin_class(m, TypeKind::kInteger));
+  if (is_bool(w)) return Class(builtin_class(m, TypeKind::kBoolean));
+  return Class(detail::class_of(w));
+}
+
+Field::Field(const Class& cls, const std::string& name) : cls_(cls.record()), name_(name) {
+  info_ = find_field(cls_, name);
+  if (info_ == nullptr) throw KeyError("class " + cls.name() + " version " + std::to_string(cls.version()) + " has no field '" + name + "'");
+}
+
+Object::Object(const Value& v) : Value(v) { expect(*this, TypeKind::kObject); }
+Class Object::cls() const { return Class(detail::class_of(word_)); }
+bool Object::has_field(std::string_view name) const { return find_field(detail::class_of(word_), name) != nullptr; }
+
+static const FieldInfo& field_or_throw(Word o, std::string_view name) {
+  const ClassRecord* c = detail::class_of(o);
+  const FieldInfo* f = find_field(c, name);
+  if (f == nullptr)
+    throw KeyError("object of class " + std::string(name_view(c->name)) + " has no field '" + std::string(name) +
+                   "' (add it with add_field)");
+  return *f;
+}
+static std::atomic<Word>* slot_or_throw(Word o, const FieldInfo& f) {
+  std::atomic<Word>* s = field_slot(o, f);
+  if (s == nullptr) throw CorruptHeapError("object storage lacks the slot of field '" + std::string(name_view(f.name)) + "'");
+  return s;
+}
+
+Value Object::get(std::string_view name) const {
+  return Value::from_raw(slot_or_throw(word_, field_or_throw(word_, name))->load(std::memory_order_acquire));
+}
+Value Object::get(const Field& f) const {
+  if (detail::class_of(word_) == f.cls_) return Value::from_raw(slot_or_throw(word_, *f.info_)->load(std::memory_order_acquire));
+  return get(f.name());
+}
+void Object::set(std::string_view name, const Value& v) {
+  const FieldInfo& f = field_or_throw(word_, name);
+  check_field_type(f, v.raw());
+  store_ref(slot_or_throw(word_, f), v.raw());
+}
+void Object::set(const Field& f, const Value& v) {
+  if (detail::class_of(word_) != f.cls_) return set(f.name(), v);
+  check_field_type(*f.info_, v.raw());
+  store_ref(slot_or_throw(word_, *f.info_), v.raw());
+}
+void Object::add_field(const FieldSpec& field) { detail::add_field(meta(), word_, field); }
+void Object::remove_field(std::string_view name) { detail::remove_field(meta(), word_, name); }
+
+Object new_object(const Class& cls) {
+  if (!cls.valid()) throw InvalidArgumentError("new_object needs a class");
+  return Object(Value::from_raw(new_user_object(meta(), const_cast<ClassRecord*>(cls.record()))));
+}
+
+// ---- repositories and channels ----
+
+Repository repository(const std::string& name) {
+  Repository r;
+  r.rec_ = find_or_create_repository(meta(), name);
+  return r;
+}
+Value Repository::get() const {
+  meta();
+  return Value::from_raw(repository_get(rec_));
+}
+void Repository::set(const Value& v) {
+  meta();
+  repository_set(rec_, v.raw());
+}
+
+Channel channel(const std::string& name, std::uint32_t capacity) {
+  Channel c;
+  c.rec_ = find_or_create_channel(meta(), name, capacity);
+  return c;
+}
+bool Channel::send(const Value& v, std::int64_t timeout_ms) { return channel_send(meta(), rec_, v.raw(), to_ns(timeout_ms)); }
+std::optional<Value> Channel::receive(std::int64_t timeout_ms) {
+  Word w;
+  if (!channel_receive(meta(), rec_, &w, to_ns(timeout_ms))) return std::nullopt;
+  return Value::from_raw(w);
+}
+std::uint32_t Channel::capacity() const { return rec_->capacity; }
+
+// ---- monitors ----
+
+Monitor::Monitor(const Value& obj) : obj_(reinterpret_cast<const void*>(obj.raw())), keep_(obj) {
+  if (!obj.is_shared_object()) throw TypeMismatchError("only shared objects have monitors, not " + kind_str(obj));
+  monitor_enter(meta(), obj_);
+}
+Monitor::Monitor(const Repository& repo) : obj_(repo.address()) { monitor_enter(meta(), obj_); }
+Monitor::~Monitor() {
+  if (current_meta_or_null() != nullptr && monitor_held_by_me(current_meta_or_null(), obj_)) {
+    monitor_exit(current_meta_or_null(), obj_);
+  }
+}
+bool Monitor::wait(std::int64_t timeout_ms) { return monitor_wait(meta(), obj_, to_ns(timeout_ms)); }
+void Monitor::notify_all() { monitor_notify_all(meta(), obj_); }
+
+// ---- inspection ----
+
+HeapStats heap_stats() {
+  Metadata* m = meta();
+  HeapUsage u = heap_usage(m);
+  HeapStats s;
+  s.capacity = u.capacity;
+  s.free_bytes = u.free_bytes;
+  s.free_chunks = u.free_chunks;
+  s.largest_free = u.largest_free;
+  s.allocated_bytes_total = m->allocated_bytes_total.load(std::memory_order_relaxed);
+  return s;
+}
+
+VerifyResult verify_heap() {
+  VerifyReport r = detail::verify_heap(meta());
+  return {r.ok(), r.summary()};
+}
+
+}  // namespace colors

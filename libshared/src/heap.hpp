@@ -1,0 +1,51 @@
+// Allocation in the objects space: per-thread TLABs, and a first-fit freelist for new TLABs and
+// large objects.
+//
+// Invariants (besides parsability, see block.hpp):
+//  * Every block on the freelist has kind kFree and size >= kTlabSize; the list is changed only
+//    under Metadata::heap_lock, and every change is a single store that leaves it well formed, so
+//    a holder that dies mid-operation leaves at worst a leaked block, never a broken list.
+//  * Free chunks are split from their tail: the new block's header is written inside the chunk
+//    first, then the chunk's size shrinks with one release store. The chunk stays where it is in
+//    the list.
+//  * The rest of a thread's TLAB is always one block of kind kTlab whose `owner` is the thread's
+//    client id. Allocating from it writes the header of the shrunk rest first, then turns the front
+//    into the object. So a dead client's TLABs are exactly the kTlab blocks carrying its id.
+//  * Objects are born `recent` (see gc/README.md) and zero-filled; the payload is initialised
+//    before the header turns kObject (release), and a thread has at most one reserved but
+//    unpublished block at a time.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "layout.hpp"
+
+namespace colors::detail {
+
+void init_objects_space(Metadata* m);
+
+// Reserves a block of `bytes` (multiple of kGranule, >= 32) for a new object for the calling
+// thread of client `client_id`: payload zero-filled, header not yet published. Throws
+// OutOfMemoryError when no space is left.
+BlockHeader* reserve_block(Metadata* m, std::uint32_t client_id, std::size_t bytes);
+// Publishes a reserved block as an object of class `cls`, born recent.
+void publish_object(BlockHeader* h, std::size_t bytes);
+
+// Turns the calling thread's TLAB rest into filler (e.g. before detach or thread exit).
+void retire_thread_tlab();
+// Forgets every thread's TLAB of this process without touching the segment (after detach).
+void forget_all_tlabs();
+
+// Server side, after a client died: turns every kTlab block owned by `client_id` back into free
+// space. Returns the number of bytes reclaimed.
+std::size_t reclaim_client_tlabs(Metadata* m, std::uint32_t client_id);
+
+struct HeapUsage {
+  std::size_t capacity = 0;    // bytes in the objects space
+  std::size_t free_bytes = 0;  // bytes on the freelist
+  std::size_t free_chunks = 0;
+  std::size_t largest_free = 0;
+};
+HeapUsage heap_usage(Metadata* m);
+
+}  // namespace colors::detail

@@ -1,0 +1,199 @@
+// Binary layout of the segment: [metadata | classes space | objects space], mapped at the same
+// fixed address in every process, so the raw pointers stored in it are valid everywhere.
+//
+// Any change here must bump kLayoutVersion (include/colors/config.hpp).
+#pragma once
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "block.hpp"
+#include "colors/config.hpp"
+#include "colors/types.hpp"
+#include "robust_mutex.hpp"
+#include "word.hpp"
+
+namespace colors::detail {
+
+inline constexpr std::uint64_t kSegmentMagic = 0x53524f4c4f43ULL;  // "COLORS"
+inline constexpr std::uint64_t kClassMagic = 0x434c415353ULL;       // "CLASS"
+
+// ---------------------------------------------------------------------------------------------
+// Classes space records (bump-allocated, immortal, immutable once published unless noted).
+
+// A name kept in the classes space (class, field, repository and channel names).
+struct NameRef {
+  std::uint64_t ptr;  // const char*, not NUL-terminated
+  std::uint32_t len;
+  std::uint32_t hash;
+};
+
+struct FieldInfo {
+  NameRef name;
+  TypeKind type;
+  std::uint8_t reserved[3];
+  std::uint32_t slot;     // index into the object's slots (inline, then extension)
+  NameRef class_name;     // for kObject fields: expected class ("" = any user class)
+};
+
+struct ClassFamily;
+
+// One immutable version of a class. Builtin classes have no fields.
+struct ClassRecord {
+  std::uint64_t magic;             // kClassMagic
+  TypeKind kind;                   // builtin kind, or kObject for user classes
+  std::uint8_t reserved[3];
+  std::uint32_t version;           // 1-based within the family
+  std::uint32_t field_count;
+  std::uint32_t slot_count;        // slots an instance needs (max slot + 1)
+  NameRef name;
+  ClassFamily* family;             // all versions of this name
+  std::atomic<ClassRecord*> next_version;  // append-only list, oldest first
+  FieldInfo fields[];              // field_count entries, in declaration order
+};
+
+// All versions of one class name. Bucket chains and the version list are append-only: readers
+// walk them without locks; writers append under Metadata::classes_lock and publish with release.
+struct ClassFamily {
+  NameRef name;
+  std::atomic<ClassRecord*> first;
+  std::atomic<ClassRecord*> last;
+  std::atomic<std::uint32_t> count;
+  std::atomic<ClassFamily*> next_in_bucket;
+};
+
+struct RepositoryRecord {
+  NameRef name;
+  std::atomic<RepositoryRecord*> next_in_bucket;
+  std::atomic<Word> root;  // GC root; stores go through the write barrier
+};
+
+struct ChannelRecord {
+  NameRef name;
+  std::atomic<ChannelRecord*> next_in_bucket;
+  std::uint32_t capacity;
+  std::uint32_t reserved;
+  std::atomic<Word>* slots;           // capacity slots in the classes space; GC roots
+  RobustMutex lock;                   // guards head/tail/slots
+  std::atomic<std::uint64_t> head;    // next to receive (monotonic count)
+  std::atomic<std::uint64_t> tail;    // next to send (monotonic count)
+  std::atomic<std::uint32_t> not_empty_seq;  // futex word: bumped after every send
+  std::atomic<std::uint32_t> not_full_seq;   // futex word: bumped after every receive
+  std::atomic<std::uint32_t> recv_waiters;   // receivers blocked in the kernel
+  std::atomic<std::uint32_t> send_waiters;   // senders blocked in the kernel
+};
+
+// ---------------------------------------------------------------------------------------------
+// Objects space layouts. Every object: BlockHeader, then its class pointer, then its body.
+
+struct ObjectHead {
+  BlockHeader block;
+  std::atomic<ClassRecord*> cls;  // changes only by schema evolution (user objects)
+};
+
+struct IntegerObject { ObjectHead head; std::int64_t value; };
+struct FloatObject { ObjectHead head; double value; };
+struct StringObject { ObjectHead head; std::uint64_t length; std::uint64_t hash; char bytes[]; };
+struct BinaryObject { ObjectHead head; std::uint64_t length; std::uint64_t reserved; unsigned char bytes[]; };
+
+// Slot arrays: list elements, extension fields, root-table chunks.
+struct ArrayObject { ObjectHead head; std::uint64_t capacity; std::atomic<Word> slots[]; };
+
+struct ListObject {
+  ObjectHead head;
+  std::atomic<std::uint64_t> size;
+  std::atomic<Word> array;  // ArrayObject reference (or null when empty)
+};
+
+struct TableEntry {
+  std::atomic<std::uint64_t> hash;
+  std::atomic<Word> key;    // kNull = empty, kTombstone = deleted, kNullKey = the null key
+  std::atomic<Word> value;  // unused by sets
+};
+struct TableObject {
+  ObjectHead head;
+  std::uint64_t capacity;             // power of two
+  std::atomic<std::uint64_t> used;    // live + tombstones
+  TableEntry entries[];
+};
+// Sets and maps.
+struct HashObject {
+  ObjectHead head;
+  std::atomic<std::uint64_t> size;
+  std::atomic<Word> table;  // TableObject reference (or null when never filled)
+};
+
+// User objects: `inline_slots` slots were reserved at allocation (from the block size); a version
+// with more slots keeps the rest in an extension array, swapped (copy + publish) under
+// Metadata::classes_lock so the object never moves.
+struct UserObject {
+  ObjectHead head;
+  std::atomic<Word> extension;  // ArrayObject reference or null
+  std::atomic<Word> slots[];
+};
+
+// ---------------------------------------------------------------------------------------------
+// Metadata space.
+
+struct MonitorEntry {
+  pthread_mutex_t mutex;               // robust, process-shared; we count recursion ourselves
+  std::atomic<std::uint64_t> owner;    // client id << 32 | kernel thread id; 0 = free
+  std::atomic<std::uint32_t> recursion;
+  std::atomic<std::uint32_t> cv_seq;   // futex word of the condition: bumped by notify_all
+  std::atomic<std::uint32_t> waiters;  // threads blocked in wait()
+  std::uint32_t reserved;
+};
+
+enum class ClientState : std::uint32_t { kFree = 0, kActive = 1, kReclaiming = 2 };
+
+struct ClientSlot {
+  std::atomic<std::uint32_t> state;      // ClientState
+  std::atomic<std::uint32_t> client_id;  // unique per attachment, never 0
+  std::atomic<std::int32_t> pid;
+  std::uint32_t reserved;
+  std::atomic<Word> roots;               // first ArrayObject chunk of this client's root table
+};
+
+enum class ServerState : std::uint32_t { kStarting = 0, kRunning = 1, kStopped = 2 };
+
+struct Metadata {
+  std::uint64_t magic;
+  std::uint32_t layout_version;
+  std::uint32_t protocol_version;
+  std::uint64_t base;            // address the segment is mapped at
+  std::uint64_t total_size;
+  std::uint64_t classes_begin, classes_end;
+  std::uint64_t objects_begin, objects_end;
+
+  std::atomic<std::uint32_t> server_state;  // ServerState
+  std::atomic<std::int32_t> server_pid;
+  std::atomic<std::uint32_t> next_client_id;
+  std::uint32_t reserved0;
+
+  // Classes space: bump pointer, guarded by classes_lock for writers (records are published
+  // afterwards with release stores into the tables).
+  RobustMutex classes_lock;
+  std::atomic<std::uint64_t> classes_top;
+  ClassRecord* builtin[kTypeKindCount];
+  std::atomic<ClassFamily*>* class_buckets;            // kNameBuckets
+  std::atomic<RepositoryRecord*>* repository_buckets;  // kNameBuckets
+  std::atomic<ChannelRecord*>* channel_buckets;        // kNameBuckets
+
+  // Objects space freelist: blocks of kind kFree, size >= kTlabSize, singly linked through their
+  // first payload word. Guarded by heap_lock.
+  RobustMutex heap_lock;
+  std::atomic<std::uint64_t> freelist_head;
+  std::atomic<std::uint64_t> free_bytes;     // bytes on the freelist
+  std::atomic<std::uint64_t> free_chunks;    // blocks on the freelist
+  std::atomic<std::uint64_t> allocated_bytes_total;  // bytes ever handed out (monotonic)
+
+  // GC configuration and state (the collector owns these fields).
+  std::atomic<std::uint32_t> gc_threshold_percent;
+  std::atomic<std::uint32_t> gc_request_seq;  // futex word: bumped to ask for a cycle
+  std::atomic<std::uint32_t> gc_done_seq;     // futex word: bumped when a cycle ends
+
+  ClientSlot clients[kMaxClients];
+  MonitorEntry monitors[kMonitorCount];
+};
+
+}  // namespace colors::detail

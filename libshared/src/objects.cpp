@@ -1,0 +1,276 @@
+#include "objects.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "barrier.hpp"
+#include "classes.hpp"
+#include "colors/errors.hpp"
+#include "heap.hpp"
+#include "session.hpp"
+
+namespace colors::detail {
+
+bool is_valid_utf8(std::string_view s);
+
+std::size_t object_bytes(std::size_t payload) { return round_up(sizeof(BlockHeader) + payload, kGranule); }
+
+namespace {
+
+// `body`: bytes after the ObjectHead (header + class pointer).
+template <class Init>
+Word allocate(Metadata* m, TypeKind kind, ClassRecord* cls, std::size_t body, Init&& init) {
+  (void)kind;
+  std::size_t bytes = round_up(sizeof(ObjectHead) + body, kGranule);
+  if (bytes > (std::size_t{1} << 40)) throw OutOfMemoryError("object of " + std::to_string(bytes) + " bytes is too large");
+  BlockHeader* h = reserve_block(m, current_client_id(), bytes);
+  auto* o = reinterpret_cast<ObjectHead*>(h);
+  o->cls.store(cls, std::memory_order_relaxed);
+  init(o);
+  publish_object(h, bytes);
+  return reinterpret_cast<Word>(h);
+}
+
+std::uint64_t mix64(std::uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ULL;
+  x ^= x >> 33;
+  return x;
+}
+
+std::uint64_t bytes_hash(const void* p, std::size_t n) {
+  std::uint64_t h = 1469598103934665603ULL;  // FNV-1a 64
+  auto* c = static_cast<const unsigned char*>(p);
+  for (std::size_t i = 0; i < n; ++i) h = (h ^ c[i]) * 1099511628211ULL;
+  return mix64(h);
+}
+
+}  // namespace
+
+Word new_integer(Metadata* m, std::int64_t v) {
+  if (fits_small(v)) return make_small(v);
+  return allocate(m, TypeKind::kInteger, builtin_class(m, TypeKind::kInteger), sizeof(std::int64_t),
+                  [v](ObjectHead* o) { reinterpret_cast<IntegerObject*>(o)->value = v; });
+}
+
+Word new_float(Metadata* m, double v) {
+  return allocate(m, TypeKind::kFloat, builtin_class(m, TypeKind::kFloat), sizeof(double),
+                  [v](ObjectHead* o) { reinterpret_cast<FloatObject*>(o)->value = v; });
+}
+
+Word new_string(Metadata* m, std::string_view s) {
+  if (!is_valid_utf8(s)) throw InvalidArgumentError("string is not valid UTF-8");
+  std::uint64_t h = bytes_hash(s.data(), s.size());
+  return allocate(m, TypeKind::kString, builtin_class(m, TypeKind::kString), 16 + s.size(), [&](ObjectHead* o) {
+    auto* so = reinterpret_cast<StringObject*>(o);
+    so->length = s.size();
+    so->hash = h;
+    if (!s.empty()) std::memcpy(so->bytes, s.data(), s.size());
+  });
+}
+
+Word new_binary(Metadata* m, const void* data, std::size_t n) {
+  return allocate(m, TypeKind::kBinary, builtin_class(m, TypeKind::kBinary), 16 + n, [&](ObjectHead* o) {
+    auto* b = reinterpret_cast<BinaryObject*>(o);
+    b->length = n;
+    if (n != 0 && data != nullptr) std::memcpy(b->bytes, data, n);
+  });
+}
+
+Word new_array(Metadata* m, TypeKind kind, std::size_t capacity) {
+  if (capacity > (std::size_t{1} << 36)) throw OutOfMemoryError("array of " + std::to_string(capacity) + " slots is too large");
+  return allocate(m, kind, builtin_class(m, kind), 8 + capacity * sizeof(Word),
+                  [capacity](ObjectHead* o) { reinterpret_cast<ArrayObject*>(o)->capacity = capacity; });
+}
+
+Word new_list(Metadata* m, std::size_t capacity) {
+  Word array = capacity == 0 ? kNull : new_array(m, TypeKind::kArray, capacity);
+  // The array is reachable only from this thread until the list is published; it is recent, so
+  // the collector keeps it through the current cycle (gc/README.md).
+  return allocate(m, TypeKind::kList, builtin_class(m, TypeKind::kList), 16, [array](ObjectHead* o) {
+    init_ref(&reinterpret_cast<ListObject*>(o)->array, array);
+  });
+}
+
+static Word new_table(Metadata* m, std::size_t capacity) {
+  std::size_t cap = 8;
+  while (cap < capacity * 4 / 3 + 1) cap <<= 1;
+  return allocate(m, TypeKind::kTable, builtin_class(m, TypeKind::kTable), 16 + cap * sizeof(TableEntry),
+                  [cap](ObjectHead* o) { reinterpret_cast<TableObject*>(o)->capacity = cap; });
+}
+
+Word new_table_word(Metadata* m, std::size_t capacity) { return new_table(m, capacity); }
+
+static Word new_hash(Metadata* m, TypeKind kind, std::size_t capacity) {
+  Word table = capacity == 0 ? kNull : new_table(m, capacity);
+  return allocate(m, kind, builtin_class(m, kind), 16, [table](ObjectHead* o) {
+    init_ref(&reinterpret_cast<HashObject*>(o)->table, table);
+  });
+}
+
+Word new_set(Metadata* m, std::size_t capacity) { return new_hash(m, TypeKind::kSet, capacity); }
+Word new_map(Metadata* m, std::size_t capacity) { return new_hash(m, TypeKind::kMap, capacity); }
+
+Word new_user_object(Metadata* m, ClassRecord* cls) {
+  if (cls == nullptr || cls->kind != TypeKind::kObject) throw InvalidArgumentError("not a user class");
+  return allocate(m, TypeKind::kObject, cls, 8 + std::size_t{cls->slot_count} * sizeof(Word), [](ObjectHead*) {});
+}
+
+std::size_t block_size_of(Word w) { return BlockHeader::size_of(obj(w)->block.load()); }
+
+TypeKind kind_of(Word w) {
+  if (w == kNull) return TypeKind::kNull;
+  if (is_small_int(w)) return TypeKind::kInteger;
+  if (is_bool(w)) return TypeKind::kBoolean;
+  return class_of(w)->kind;
+}
+
+bool is_integer(Word w) { return is_small_int(w) || (is_ref(w) && class_of(w)->kind == TypeKind::kInteger); }
+
+std::int64_t integer_value(Word w) {
+  return is_small_int(w) ? small_value(w) : reinterpret_cast<IntegerObject*>(w)->value;
+}
+
+double float_value(Word w) { return reinterpret_cast<FloatObject*>(w)->value; }
+
+std::string_view string_value(Word w) {
+  auto* s = reinterpret_cast<StringObject*>(w);
+  return std::string_view(s->bytes, s->length);
+}
+
+// Exact comparison of an integer with a double (no rounding through either type).
+static bool int_equals_float(std::int64_t i, double d) {
+  if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0)) return false;
+  if (d != std::floor(d)) return false;
+  return static_cast<std::int64_t>(d) == i;
+}
+
+bool values_equal(Word a, Word b) {
+  if (a == b) return true;
+  TypeKind ka = kind_of(a), kb = kind_of(b);
+  if (ka == TypeKind::kInteger && kb == TypeKind::kInteger) return integer_value(a) == integer_value(b);
+  if (ka == TypeKind::kFloat && kb == TypeKind::kFloat) return float_value(a) == float_value(b);
+  if (ka == TypeKind::kInteger && kb == TypeKind::kFloat) return int_equals_float(integer_value(a), float_value(b));
+  if (ka == TypeKind::kFloat && kb == TypeKind::kInteger) return int_equals_float(integer_value(b), float_value(a));
+  if (ka != kb) return false;
+  if (ka == TypeKind::kString) {
+    auto* x = reinterpret_cast<StringObject*>(a);
+    auto* y = reinterpret_cast<StringObject*>(b);
+    return x->length == y->length && x->hash == y->hash && std::memcmp(x->bytes, y->bytes, x->length) == 0;
+  }
+  if (ka == TypeKind::kBinary) {
+    auto* x = reinterpret_cast<BinaryObject*>(a);
+    auto* y = reinterpret_cast<BinaryObject*>(b);
+    return x->length == y->length && std::memcmp(x->bytes, y->bytes, x->length) == 0;
+  }
+  return false;  // booleans compare by word; everything else by identity
+}
+
+std::uint64_t value_hash(Word w) {
+  switch (kind_of(w)) {
+    case TypeKind::kNull: return 0x9e3779b97f4a7c15ULL;
+    case TypeKind::kInteger: return mix64(static_cast<std::uint64_t>(integer_value(w)));
+    case TypeKind::kFloat: {
+      double d = float_value(w);
+      if (d >= -9223372036854775808.0 && d < 9223372036854775808.0 && d == std::floor(d))
+        return mix64(static_cast<std::uint64_t>(static_cast<std::int64_t>(d)));  // equal ints hash alike
+      if (d == 0.0) return mix64(0);
+      std::uint64_t bits;
+      std::memcpy(&bits, &d, sizeof bits);
+      return mix64(bits);
+    }
+    case TypeKind::kBoolean: return mix64(0xb001ULL + bool_value(w));
+    case TypeKind::kString: return reinterpret_cast<StringObject*>(w)->hash;
+    case TypeKind::kBinary: {
+      auto* b = reinterpret_cast<BinaryObject*>(w);
+      return bytes_hash(b->bytes, b->length);
+    }
+    default: return mix64(w);
+  }
+}
+
+// ---- user objects ----
+
+std::size_t inline_slots(Word o) { return (block_size_of(o) - sizeof(UserObject)) / sizeof(Word); }
+
+std::atomic<Word>* field_slot(Word o, const FieldInfo& f) {
+  auto* u = reinterpret_cast<UserObject*>(o);
+  std::size_t n = inline_slots(o);
+  if (f.slot < n) return &u->slots[f.slot];
+  Word ext = u->extension.load(std::memory_order_acquire);
+  if (ext == kNull) return nullptr;
+  auto* a = reinterpret_cast<ArrayObject*>(ext);
+  std::size_t i = f.slot - n;
+  return i < a->capacity ? &a->slots[i] : nullptr;
+}
+
+void check_field_type(const FieldInfo& f, Word v) {
+  if (v == kNull || f.type == TypeKind::kAny) return;
+  TypeKind k = kind_of(v);
+  bool ok = k == f.type;
+  if (ok && f.type == TypeKind::kObject && f.class_name.len != 0) {
+    ok = name_view(class_of(v)->name) == name_view(f.class_name);
+  }
+  if (!ok) {
+    std::string want(type_name(f.type));
+    if (f.type == TypeKind::kObject && f.class_name.len != 0) want = std::string(name_view(f.class_name));
+    std::string got(type_name(k));
+    if (k == TypeKind::kObject) got = std::string(name_view(class_of(v)->name));
+    throw TypeMismatchError("field '" + std::string(name_view(f.name)) + "' holds " + want + ", cannot store a " + got);
+  }
+}
+
+// REQUIRES: classes_lock held. Makes sure `o` has storage for every slot of `to`.
+static void ensure_storage(Metadata* m, Word o, const ClassRecord* to) {
+  std::size_t n = inline_slots(o);
+  if (to->slot_count <= n) return;
+  auto* u = reinterpret_cast<UserObject*>(o);
+  Word old = u->extension.load(std::memory_order_acquire);
+  std::size_t have = old == kNull ? 0 : reinterpret_cast<ArrayObject*>(old)->capacity;
+  std::size_t need = to->slot_count - n;
+  if (need <= have) return;
+  // Grow with headroom so that repeated additions do not copy every time.
+  Word ext = new_array(m, TypeKind::kExtension, std::max<std::size_t>(need, have * 2));
+  auto* a = reinterpret_cast<ArrayObject*>(ext);
+  for (std::size_t i = 0; i < have; ++i) {
+    init_ref(&a->slots[i], reinterpret_cast<ArrayObject*>(old)->slots[i].load(std::memory_order_acquire));
+  }
+  // A racing unsynchronized store into the old extension between the copy and this publication
+  // may be lost (allowed: racing stores may lose updates); it can never be torn or misplaced.
+  store_ref(&u->extension, ext);
+}
+
+// Lock order: classes_lock before heap_lock (ensure_storage allocates while holding classes_lock).
+ClassRecord* add_field(Metadata* m, Word o, const FieldSpec& field) {
+  for (;;) {
+    ClassRecord* from = class_of(o);
+    if (find_field(from, field.name) != nullptr) return from;  // a racing thread added it
+    ClassRecord* to = version_with_field(m, from, field);
+    RobustLockGuard g(m->classes_lock);
+    if (class_of(o) != from) continue;  // evolved meanwhile: start over from its current class
+    ensure_storage(m, o, to);
+    // The slot may hold data of a field removed earlier; the new field starts out null.
+    store_ref(field_slot(o, *find_field(to, field.name)), kNull);
+    reinterpret_cast<ObjectHead*>(o)->cls.store(to, std::memory_order_release);
+    return to;
+  }
+}
+
+ClassRecord* remove_field(Metadata* m, Word o, std::string_view name) {
+  ClassRecord* from = class_of(o);
+  const FieldInfo* f = find_field(from, name);
+  if (f == nullptr)
+    throw KeyError("object of class " + std::string(name_view(from->name)) + " has no field '" + std::string(name) + "'");
+  ClassRecord* to = version_without_field(m, from, name);
+  RobustLockGuard g(m->classes_lock);
+  // A racing evolution may have switched the object meanwhile; the last switch wins, as with any
+  // racing unsynchronized store.
+  reinterpret_cast<ObjectHead*>(o)->cls.store(to, std::memory_order_release);
+  if (std::atomic<Word>* slot = field_slot(o, *f)) store_ref(slot, kNull);
+  return to;
+}
+
+}  // namespace colors::detail

@@ -1,0 +1,113 @@
+// Wire format of the Unix-socket conversation between a client and colors-server.
+//
+// The socket carries only the attach handshake and a few rare control requests; shared objects
+// never travel over it. After the handshake the connection stays open for the client's whole life:
+// the server reads EOF on it when the client exits or dies (kill -9 included), which is how dead
+// clients are detected.
+//
+// Format: fixed-size little-endian integer fields, strings as a u32 length plus that many bytes
+// (no NUL), at most kMaxWireString bytes each.
+//
+//   Hello (client -> server, 16 bytes, sent once right after connect):
+//     u32 magic (kWireMagic) | u32 protocol version | u32 layout version | i32 client pid
+//   AttachReply (server -> client, kReplyFixedSize bytes, then the two strings):
+//     u32 magic | u32 status (AttachStatus) | u32 server protocol version | u32 server layout version
+//     u32 client id | u32 slot | u64 segment address | u64 segment total size
+//     u32 segment-name length | u32 message length | segment name bytes | message bytes
+//   Request / response (either direction after a successful handshake, 16 bytes):
+//     u32 magic | u32 type (RequestType) | u64 argument
+//
+// Compatibility rule: the first 16 bytes of Hello and the first 16 bytes of AttachReply (magic,
+// status, both versions) never change in any future protocol version, so that any two versions
+// can always tell each other which versions they speak. Everything after them may change with
+// kProtocolVersion.
+#pragma once
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace colors::detail {
+
+inline constexpr std::uint32_t kWireMagic = 0x53524c43;  // "CLRS" as little-endian bytes
+inline constexpr std::size_t kHelloSize = 16;
+inline constexpr std::size_t kReplyFixedSize = 48;
+inline constexpr std::size_t kRequestSize = 16;
+inline constexpr std::size_t kMaxWireString = 4096;
+
+// How long the server waits for a connected peer's Hello before dropping it.
+inline constexpr int kHandshakeTimeoutMs = 5000;
+
+struct Hello {
+  std::uint32_t magic = kWireMagic;
+  std::uint32_t protocol_version = 0;
+  std::uint32_t layout_version = 0;
+  std::int32_t pid = 0;
+};
+
+enum class AttachStatus : std::uint32_t {
+  kOk = 0,
+  kVersionMismatch = 1,  // message names both sides' versions
+  kCredentials = 2,      // SO_PEERCRED check failed; message says why
+  kFull = 3,             // every client slot is taken
+  kBadHello = 4,         // wrong magic: not a colors client
+  kShuttingDown = 5,     // the server is stopping
+  kInternal = 6,         // the server failed while attaching (message says how)
+};
+
+struct AttachReply {
+  std::uint32_t magic = kWireMagic;
+  AttachStatus status = AttachStatus::kOk;
+  std::uint32_t protocol_version = 0;  // the server's
+  std::uint32_t layout_version = 0;    // the server's
+  std::uint32_t client_id = 0;         // kOk only
+  std::uint32_t slot = 0;              // kOk only: index into Metadata::clients
+  std::uint64_t address = 0;           // kOk only: where the segment must be mapped
+  std::uint64_t size = 0;              // kOk only: total bytes of the segment
+  std::string segment_name;            // kOk only: logical name (shm object is shm_name(name))
+  std::string message;                 // human-readable reason when status != kOk
+};
+
+enum class RequestType : std::uint32_t {
+  kPing = 1,    // client -> server; argument echoed back in kPong
+  kPong = 2,    // server -> client
+  kDetach = 3,  // client -> server right before an orderly close (only changes what is logged)
+};
+
+struct Request {
+  std::uint32_t magic = kWireMagic;
+  RequestType type = RequestType::kPing;
+  std::uint64_t arg = 0;
+};
+
+std::array<std::uint8_t, kHelloSize> encode_hello(const Hello& h);
+Hello decode_hello(const std::uint8_t* bytes);  // exactly kHelloSize bytes
+
+// Strings longer than kMaxWireString are truncated.
+std::vector<std::uint8_t> encode_reply(const AttachReply& r);
+// Decodes the fixed part into `r` and returns the two string lengths through the out-params.
+// Returns false when a length exceeds kMaxWireString (the rest of the stream is then unusable).
+bool decode_reply_fixed(const std::uint8_t* bytes, AttachReply& r, std::uint32_t& name_len, std::uint32_t& msg_len);
+
+std::array<std::uint8_t, kRequestSize> encode_request(const Request& q);
+Request decode_request(const std::uint8_t* bytes);  // exactly kRequestSize bytes
+
+// ---------------------------------------------------------------------------------------------
+// Socket I/O with whole-buffer semantics. Both work on blocking and non-blocking sockets alike
+// (they use MSG_DONTWAIT and poll() for waiting), retry on EINTR, and continue after short
+// reads/writes until the whole buffer moved or `timeout_ms` passed (negative: no limit).
+// Writes use MSG_NOSIGNAL: a closed peer gives kError (EPIPE), never SIGPIPE.
+
+enum class IoResult { kOk, kEof, kTimeout, kError };
+
+IoResult read_full(int fd, void* buf, std::size_t n, int timeout_ms);
+IoResult write_full(int fd, const void* buf, std::size_t n, int timeout_ms);
+
+// Reads a whole AttachReply (fixed part, then strings) within `timeout_ms` overall.
+IoResult read_reply(int fd, AttachReply& r, int timeout_ms);
+
+const char* io_result_name(IoResult r);
+const char* attach_status_name(AttachStatus s);
+
+}  // namespace colors::detail

@@ -1,0 +1,45 @@
+#include "robust_mutex.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <string>
+
+#include "colors/errors.hpp"
+
+namespace colors::detail {
+
+void RobustMutex::init() {
+  pthread_mutexattr_t a;
+  pthread_mutexattr_init(&a);
+  pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
+  pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+  pthread_mutex_init(&m_, &a);
+  pthread_mutexattr_destroy(&a);
+}
+
+static bool handle(int rc, pthread_mutex_t* m) {
+  if (rc == 0) return false;
+  if (rc == EOWNERDEAD) {
+    pthread_mutex_consistent(m);
+    return true;
+  }
+  throw Error(ErrorCode::kGeneric, std::string("pthread_mutex_lock failed: ") + std::strerror(rc));
+}
+
+bool RobustMutex::lock() { return handle(pthread_mutex_lock(&m_), &m_); }
+
+int RobustMutex::lock_for(std::int64_t timeout_ns) {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  std::int64_t ns = ts.tv_nsec + timeout_ns;
+  ts.tv_sec += ns / 1000000000;
+  ts.tv_nsec = ns % 1000000000;
+  int rc = pthread_mutex_timedlock(&m_, &ts);
+  if (rc == ETIMEDOUT) return -1;
+  return handle(rc, &m_) ? 1 : 0;
+}
+
+void RobustMutex::unlock() { pthread_mutex_unlock(&m_); }
+
+}  // namespace colors::detail

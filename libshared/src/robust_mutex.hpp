@@ -1,0 +1,40 @@
+// A process-shared, robust pthread mutex living in the segment.
+//
+// Robustness: if the holder dies, the kernel hands the mutex to the next locker with EOWNERDEAD.
+// lock() reports that (returns true) after making the mutex consistent again, so callers decide
+// whether the state it guarded needs repair (internal locks) or must be reported (user monitors).
+#pragma once
+#include <pthread.h>
+
+#include <cstdint>
+
+namespace colors::detail {
+
+class RobustMutex {
+ public:
+  // REQUIRES: called once, by the segment's creator, before any other process maps the segment.
+  void init();
+  // Returns true when the previous holder died while holding the mutex.
+  bool lock();
+  // As lock(), giving up after timeout_ns; returns 0 (locked), 1 (locked, owner died), -1 (timeout).
+  int lock_for(std::int64_t timeout_ns);
+  void unlock();
+
+ private:
+  pthread_mutex_t m_;
+};
+
+// Scoped holder for internal locks, whose guarded state is kept consistent step by step (each
+// step a single store), so a previous holder's death needs no repair.
+class RobustLockGuard {
+ public:
+  explicit RobustLockGuard(RobustMutex& m) : m_(m) { m_.lock(); }
+  ~RobustLockGuard() { m_.unlock(); }
+  RobustLockGuard(const RobustLockGuard&) = delete;
+  RobustLockGuard& operator=(const RobustLockGuard&) = delete;
+
+ private:
+  RobustMutex& m_;
+};
+
+}  // namespace colors::detail

@@ -1,0 +1,181 @@
+#include "server_link.hpp"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "colors/config.hpp"
+#include "colors/errors.hpp"
+#include "protocol.hpp"
+
+namespace colors::detail {
+
+namespace {
+
+// Generous: the server answers from its event loop, which never does long work.
+constexpr int kReplyTimeoutMs = 10000;
+constexpr int kPingTimeoutMs = 5000;
+
+std::string versions(std::uint32_t protocol, std::uint32_t layout) {
+  return "protocol version " + std::to_string(protocol) + " / layout version " + std::to_string(layout);
+}
+
+[[noreturn]] void throw_gone(const std::string& path, const std::string& what) {
+  throw ServerGoneError("no colors server at " + path + ": " + what +
+                        ". Start colors-server (or point COLORS_SOCKET at the socket of a running one).");
+}
+
+}  // namespace
+
+std::string default_socket_path(const std::string& name) {
+  const char* xdg = std::getenv("XDG_RUNTIME_DIR");
+  if (xdg != nullptr && xdg[0] != '\0') return std::string(xdg) + "/colors/" + name + ".sock";
+  return "/tmp/colors-" + std::to_string(::getuid()) + "/" + name + ".sock";
+}
+
+std::string resolve_socket_path(const std::string& given) {
+  if (!given.empty()) return given;
+  const char* env = std::getenv("COLORS_SOCKET");
+  if (env != nullptr && env[0] != '\0') return env;
+  return default_socket_path();
+}
+
+ServerLink connect_to_server(const std::string& socket_path) {
+  ServerLink link;
+  link.socket_path = resolve_socket_path(socket_path);
+  const std::string& path = link.socket_path;
+
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof addr.sun_path)
+    throw InvalidArgumentError("socket path " + path + " is too long (max " + std::to_string(sizeof addr.sun_path - 1) +
+                               " bytes); use a shorter --socket / COLORS_SOCKET");
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) throw Error(ErrorCode::kGeneric, std::string("socket() failed: ") + std::strerror(errno));
+  // Closes fd on every throw below.
+  struct FdGuard {
+    int& fd;
+    ~FdGuard() {
+      if (fd >= 0) ::close(fd);
+    }
+  } guard{fd};
+
+  int rc;
+  do rc = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr);
+  while (rc != 0 && errno == EINTR);
+  if (rc != 0) {
+    int e = errno;
+    if (e == EACCES || e == EPERM)
+      throw RefusedError("permission denied connecting to " + path +
+                         ": the server belongs to another user; ask its owner to start it with --allow-group "
+                         "for one of your groups, or run your own colors-server");
+    throw_gone(path, std::strerror(e));
+  }
+
+  Hello hello;
+  hello.protocol_version = kProtocolVersion;
+  hello.layout_version = kLayoutVersion;
+  hello.pid = static_cast<std::int32_t>(::getpid());
+  auto hb = encode_hello(hello);
+  // A failed write (EPIPE) is not final: a refusing server may already have answered and closed,
+  // and its reason is still waiting in our receive queue.
+  IoResult wrote = write_full(fd, hb.data(), hb.size(), kReplyTimeoutMs);
+
+  AttachReply reply;
+  IoResult got = read_reply(fd, reply, kReplyTimeoutMs);
+  if (got != IoResult::kOk) {
+    std::string why = got == IoResult::kTimeout ? "the server did not answer the handshake within " +
+                                                      std::to_string(kReplyTimeoutMs / 1000) + " s"
+                                                : std::string("the handshake failed (") + io_result_name(got) + ")";
+    if (wrote != IoResult::kOk) why += std::string("; sending the hello failed too (") + io_result_name(wrote) + ")";
+    throw_gone(path, why);
+  }
+  if (reply.magic != kWireMagic) throw_gone(path, "the process behind the socket is not a colors server (bad magic)");
+
+  switch (reply.status) {
+    case AttachStatus::kOk:
+      break;
+    case AttachStatus::kVersionMismatch:
+      throw VersionMismatchError("colors version mismatch with the server at " + path + ": this client speaks " +
+                                 versions(kProtocolVersion, kLayoutVersion) + ", the server speaks " +
+                                 versions(reply.protocol_version, reply.layout_version) +
+                                 ". Use a client library and colors-server from the same build. Server said: " +
+                                 reply.message);
+    case AttachStatus::kShuttingDown:
+      throw ServerGoneError("the colors server at " + path + " is shutting down: " + reply.message +
+                            ". Start colors-server again.");
+    default:
+      throw RefusedError("the colors server at " + path + " refused the connection (" +
+                         attach_status_name(reply.status) + "): " + reply.message);
+  }
+  // A server of the same protocol version never sends these; check anyway before mapping.
+  if (reply.protocol_version != kProtocolVersion || reply.layout_version != kLayoutVersion)
+    throw VersionMismatchError("colors version mismatch with the server at " + path + ": this client speaks " +
+                               versions(kProtocolVersion, kLayoutVersion) + ", the server speaks " +
+                               versions(reply.protocol_version, reply.layout_version));
+  if (reply.client_id == 0 || reply.slot >= kMaxClients || reply.address == 0 || reply.size == 0 ||
+      reply.segment_name.empty())
+    throw_gone(path, "the server sent a malformed handshake reply");
+
+  link.segment_name = reply.segment_name;
+  link.address = static_cast<std::uintptr_t>(reply.address);
+  link.size = static_cast<std::size_t>(reply.size);
+  link.client_id = reply.client_id;
+  link.slot = reply.slot;
+  link.fd = fd;
+  fd = -1;  // ownership moves to the link
+  return link;
+}
+
+bool server_link_alive(int fd) {
+  if (fd < 0) return false;
+  pollfd p{fd, POLLIN, 0};
+  int rc;
+  do rc = ::poll(&p, 1, 0);
+  while (rc < 0 && errno == EINTR);
+  if (rc < 0) return false;
+  if (rc == 0) return true;  // nothing to read, no hang-up: the server holds its end
+  if (p.revents & (POLLERR | POLLNVAL)) return false;
+  char c;
+  ssize_t n = ::recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (n > 0) return true;  // unread data (e.g. a late pong): the server was alive to send it
+  if (n == 0) return false;
+  return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
+}
+
+bool ping_server(int fd) {
+  if (fd < 0) return false;
+  static std::atomic<std::uint64_t> next_seq{1};
+  Request ping;
+  ping.type = RequestType::kPing;
+  ping.arg = next_seq.fetch_add(1, std::memory_order_relaxed);
+  auto out = encode_request(ping);
+  if (write_full(fd, out.data(), out.size(), kPingTimeoutMs) != IoResult::kOk) return false;
+  // Skip answers to earlier pings that timed out on our side.
+  for (;;) {
+    std::uint8_t in[kRequestSize];
+    if (read_full(fd, in, sizeof in, kPingTimeoutMs) != IoResult::kOk) return false;
+    Request pong = decode_request(in);
+    if (pong.magic != kWireMagic) return false;
+    if (pong.type == RequestType::kPong && pong.arg == ping.arg) return true;
+  }
+}
+
+void close_link(int fd) {
+  if (fd < 0) return;
+  Request detach;
+  detach.type = RequestType::kDetach;
+  auto out = encode_request(detach);
+  (void)write_full(fd, out.data(), out.size(), 0);  // best effort, never blocks
+  ::close(fd);
+}
+
+}  // namespace colors::detail

@@ -1,0 +1,59 @@
+// Client side of the connection to colors-server: finding the socket, the versioned attach
+// handshake, and the liveness checks on the connection kept open afterwards.
+//
+// Invariants:
+//  * A client keeps its link's fd open for as long as it is attached: the server treats EOF on
+//    it as the client's exit or death and then reclaims the client's TLABs and roots. Closing the
+//    fd while still using the segment is therefore a bug (the server would reclaim live TLABs).
+//  * The fd is opened with SOCK_CLOEXEC so an exec'd child does not keep a dead parent "alive".
+//    A fork()ed child without exec does inherit it; see colors-server/README.md.
+//
+// REQUIRES: the functions taking an fd are not called concurrently on the same fd (callers
+// serialize use of their link, e.g. under the session's lock).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace colors::detail {
+
+// $XDG_RUNTIME_DIR/colors/<name>.sock, or /tmp/colors-<uid>/<name>.sock without XDG_RUNTIME_DIR.
+std::string default_socket_path(const std::string& name = "colors");
+// `given` when not empty; else $COLORS_SOCKET when set and not empty; else default_socket_path().
+std::string resolve_socket_path(const std::string& given);
+
+struct ServerLink {
+  int fd = -1;                 // connected socket, blocking, close-on-exec
+  std::string segment_name;    // logical name; the shm object is shm_name(segment_name)
+  std::uintptr_t address = 0;  // fixed address the segment must be mapped at
+  std::size_t size = 0;        // total bytes of the segment
+  std::uint32_t client_id = 0; // unique per attachment, never 0
+  std::uint32_t slot = 0;      // index into Metadata::clients
+  std::string socket_path;     // the path actually used (after resolve_socket_path)
+};
+
+// Connects to the server at resolve_socket_path(socket_path) and performs the handshake.
+// Throws:
+//  * ServerGoneError: no server there (no socket, connection refused, closed or silent during the
+//    handshake); the message names the path and says to start colors-server.
+//  * VersionMismatchError: the server speaks another protocol or layout version; the message
+//    names both sides' versions.
+//  * RefusedError: the server refused (credentials, full client table, ...); the message carries
+//    the server's reason. Also when the socket itself is not accessible (EACCES).
+//  * InvalidArgumentError: the path does not fit in a sockaddr_un.
+ServerLink connect_to_server(const std::string& socket_path);
+
+// Non-blocking check: false once the server closed the connection (shut down or died) or the fd
+// is in error. Never consumes data.
+bool server_link_alive(int fd);
+
+// Round trip to the server's event loop (waits at most 5 s). False when the server is gone or
+// does not answer.
+bool ping_server(int fd);
+
+// Orderly detach: tells the server this is a detach rather than a death (best effort, only
+// affects its log), then closes the fd. REQUIRES: the caller has already retired its TLABs and
+// stopped using the segment. Accepts fd < 0 (no-op).
+void close_link(int fd);
+
+}  // namespace colors::detail

@@ -1,0 +1,51 @@
+#include "session.hpp"
+
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+
+#include "colors/errors.hpp"
+
+namespace colors::detail {
+
+namespace {
+std::atomic<std::uint32_t> g_client_id{0};
+std::atomic<std::uint32_t> g_client_slot{0};
+thread_local InterruptHook t_hook = nullptr;
+thread_local std::uint32_t t_tid = 0;
+// Set by the client attach code: returns false once the server's connection is gone.
+std::atomic<bool (*)()> g_link_alive{nullptr};
+}  // namespace
+
+void set_link_probe(bool (*alive)()) { g_link_alive.store(alive, std::memory_order_release); }
+
+std::uint32_t current_client_id() { return g_client_id.load(std::memory_order_relaxed); }
+std::uint32_t current_client_slot() { return g_client_slot.load(std::memory_order_relaxed); }
+void set_current_client(std::uint32_t client_id, std::uint32_t slot) {
+  g_client_slot.store(slot, std::memory_order_relaxed);
+  g_client_id.store(client_id, std::memory_order_release);
+}
+
+std::uint64_t current_owner_word() {
+  if (t_tid == 0) t_tid = static_cast<std::uint32_t>(syscall(SYS_gettid));
+  return (static_cast<std::uint64_t>(current_client_id()) << 32) | t_tid;
+}
+
+void set_interrupt_hook(InterruptHook hook) { t_hook = hook; }
+
+void check_server(Metadata* m) {
+  if (m->server_state.load(std::memory_order_acquire) == static_cast<std::uint32_t>(ServerState::kStopped)) {
+    throw ServerGoneError("the colors server has shut down; restart colors-server and attach again");
+  }
+  if (auto probe = g_link_alive.load(std::memory_order_acquire); probe != nullptr && !probe()) {
+    throw ServerGoneError("the connection to the colors server is gone (server died?); restart colors-server and attach again");
+  }
+}
+
+void check_wait_interrupts(Metadata* m) {
+  if (t_hook != nullptr && t_hook()) throw InterruptedError("blocking wait interrupted");
+  check_server(m);
+}
+
+}  // namespace colors::detail

@@ -1,0 +1,31 @@
+// Process-wide attachment state shared by the internal modules.
+#pragma once
+#include <cstdint>
+
+#include "layout.hpp"
+
+namespace colors::detail {
+
+// Client id of this process's attachment (0 when not attached). Monitor owners and TLAB owners
+// are derived from it.
+std::uint32_t current_client_id();
+std::uint32_t current_client_slot();
+void set_current_client(std::uint32_t client_id, std::uint32_t slot);
+
+// Monitor owner word of the calling thread: client id << 32 | kernel thread id.
+std::uint64_t current_owner_word();
+
+// Blocking waits (monitor enter and wait, channel send and receive) wake at least every
+// kInterruptSliceNs and call the hook; when it returns true they throw InterruptedError. Bindings
+// install one (Python: pending signals; Java: Thread.interrupted()). Per thread.
+using InterruptHook = bool (*)();
+inline constexpr std::int64_t kInterruptSliceNs = 50'000'000;
+void set_interrupt_hook(InterruptHook hook);
+// Throws InterruptedError if the hook asks to. Also throws ServerGoneError when the server stopped.
+void check_wait_interrupts(Metadata* m);
+
+// Throws ServerGoneError when the server has shut down (its state in the segment) or its
+// connection is gone.
+void check_server(Metadata* m);
+
+}  // namespace colors::detail

@@ -1,0 +1,193 @@
+#include "verifier.hpp"
+
+#include <cstdio>
+#include <unordered_set>
+
+#include "classes.hpp"
+#include "objects.hpp"
+
+namespace colors::detail {
+
+namespace {
+
+std::string hex(std::uint64_t a) {
+  char b[32];
+  std::snprintf(b, sizeof b, "0x%lx", static_cast<unsigned long>(a));
+  return b;
+}
+
+struct Checker {
+  Metadata* m;
+  VerifyReport& r;
+  std::unordered_set<std::uint64_t> objects;  // starts of kObject blocks
+
+  void error(const std::string& e) {
+    if (r.errors.size() < 100) r.errors.push_back(e);
+  }
+
+  void check_word(Word w, const std::string& where) {
+    if (w == kNull || is_small_int(w) || is_bool(w)) return;
+    if ((w & 15) != 0) {
+      error(where + ": invalid tagged word " + hex(w));
+      return;
+    }
+    if (objects.count(w) == 0) error(where + ": reference " + hex(w) + " is not a live object");
+  }
+
+  void check_slots(std::atomic<Word>* s, std::size_t n, const std::string& where) {
+    for (std::size_t i = 0; i < n; ++i) check_word(s[i].load(std::memory_order_acquire), where + "[" + std::to_string(i) + "]");
+  }
+
+  void check_object(std::uint64_t p, std::size_t size) {
+    auto* o = reinterpret_cast<ObjectHead*>(p);
+    ClassRecord* c = o->cls.load(std::memory_order_acquire);
+    std::string at = "object " + hex(p);
+    if (!is_class_record(m, c)) {
+      error(at + ": class pointer " + hex(reinterpret_cast<std::uint64_t>(c)) + " is not a class record");
+      return;
+    }
+    auto need = [&](std::size_t payload, const char* what) {
+      if (object_bytes(payload) > size) error(at + ": " + what + " does not fit its block of " + std::to_string(size));
+    };
+    switch (c->kind) {
+      case TypeKind::kInteger: need(8 + 8, "integer"); break;
+      case TypeKind::kFloat: need(8 + 8, "float"); break;
+      case TypeKind::kString: need(8 + 16 + reinterpret_cast<StringObject*>(p)->length, "string"); break;
+      case TypeKind::kBinary: need(8 + 16 + reinterpret_cast<BinaryObject*>(p)->length, "binary"); break;
+      case TypeKind::kArray:
+      case TypeKind::kExtension:
+      case TypeKind::kRootChunk: {
+        auto* a = reinterpret_cast<ArrayObject*>(p);
+        need(8 + 8 + a->capacity * 8, "array");
+        if (object_bytes(16 + a->capacity * 8) <= size) check_slots(a->slots, a->capacity, at);
+        break;
+      }
+      case TypeKind::kList: {
+        auto* l = reinterpret_cast<ListObject*>(p);
+        Word a = l->array.load();
+        check_word(a, at + ".array");
+        if (a != kNull && objects.count(a) && class_of(a)->kind != TypeKind::kArray) error(at + ": list storage is not an array");
+        if (a == kNull && l->size.load() != 0) error(at + ": list has size but no storage");
+        if (a != kNull && objects.count(a) && l->size.load() > reinterpret_cast<ArrayObject*>(a)->capacity)
+          error(at + ": list size exceeds its storage");
+        break;
+      }
+      case TypeKind::kSet:
+      case TypeKind::kMap: {
+        Word t = reinterpret_cast<HashObject*>(p)->table.load();
+        check_word(t, at + ".table");
+        if (t != kNull && objects.count(t) && class_of(t)->kind != TypeKind::kTable) error(at + ": hash storage is not a table");
+        break;
+      }
+      case TypeKind::kTable: {
+        auto* t = reinterpret_cast<TableObject*>(p);
+        need(8 + 16 + t->capacity * sizeof(TableEntry), "table");
+        if ((t->capacity & (t->capacity - 1)) != 0) error(at + ": table capacity is not a power of two");
+        if (object_bytes(24 + t->capacity * sizeof(TableEntry)) > size) break;
+        for (std::size_t i = 0; i < t->capacity; ++i) {
+          Word k = t->entries[i].key.load();
+          if (k != kTombstone && k != kNullKey) check_word(k, at + ".key[" + std::to_string(i) + "]");
+          check_word(t->entries[i].value.load(), at + ".value[" + std::to_string(i) + "]");
+        }
+        break;
+      }
+      case TypeKind::kObject: {
+        auto* u = reinterpret_cast<UserObject*>(p);
+        need(8 + 8 + c->slot_count * 0, "user object");
+        std::size_t n = (size - sizeof(UserObject)) / 8;
+        check_slots(u->slots, n, at);
+        Word ext = u->extension.load();
+        check_word(ext, at + ".extension");
+        std::size_t ext_cap = (ext != kNull && objects.count(ext)) ? reinterpret_cast<ArrayObject*>(ext)->capacity : 0;
+        if (c->slot_count > n + ext_cap) error(at + ": class needs " + std::to_string(c->slot_count) + " slots, object has " + std::to_string(n + ext_cap));
+        break;
+      }
+      default: error(at + ": unexpected class kind " + std::string(type_name(c->kind)));
+    }
+  }
+};
+
+}  // namespace
+
+std::string VerifyReport::summary() const {
+  std::string s = std::to_string(blocks) + " blocks: " + std::to_string(objects) + " objects (" + std::to_string(object_bytes) +
+                  " B), " + std::to_string(free_blocks) + " free (" + std::to_string(free_bytes) + " B), " +
+                  std::to_string(filler_blocks) + " filler (" + std::to_string(filler_bytes) + " B), " +
+                  std::to_string(tlab_blocks) + " tlab (" + std::to_string(tlab_bytes) + " B); " +
+                  std::to_string(errors.size()) + " errors";
+  for (const auto& e : errors) s += "\n  " + e;
+  return s;
+}
+
+VerifyReport verify_heap(Metadata* m) {
+  VerifyReport r;
+  Checker ck{m, r, {}};
+  std::unordered_set<std::uint64_t> free_blocks;
+  std::vector<std::pair<std::uint64_t, std::size_t>> objs;
+  // Pass 1: tiling and kinds.
+  std::uint64_t p = m->objects_begin;
+  while (p < m->objects_end) {
+    BlockHeader* h = header_at(p);
+    std::uint64_t w = h->load();
+    std::size_t size = BlockHeader::size_of(w);
+    BlockKind kind = BlockHeader::kind_of(w);
+    if (size == 0 || size % kGranule != 0 || p + size > m->objects_end) {
+      ck.error("block " + hex(p) + ": bad size " + std::to_string(size) + "; heap walk stops here");
+      break;
+    }
+    ++r.blocks;
+    switch (kind) {
+      case BlockKind::kObject: ++r.objects; r.object_bytes += size; ck.objects.insert(p); objs.push_back({p, size}); break;
+      case BlockKind::kFree: ++r.free_blocks; r.free_bytes += size; free_blocks.insert(p); break;
+      case BlockKind::kFiller: ++r.filler_blocks; r.filler_bytes += size; break;
+      case BlockKind::kTlab: {
+        ++r.tlab_blocks;
+        r.tlab_bytes += size;
+        std::uint32_t owner = h->owner.load();
+        bool active = false;
+        for (const ClientSlot& cs : m->clients) {
+          if (cs.state.load() == static_cast<std::uint32_t>(ClientState::kActive) && cs.client_id.load() == owner) active = true;
+        }
+        if (!active) ck.error("TLAB " + hex(p) + " belongs to client " + std::to_string(owner) + " which is not attached");
+        break;
+      }
+      default: ck.error("block " + hex(p) + ": invalid kind " + std::to_string(static_cast<int>(kind)));
+    }
+    p += size;
+  }
+  if (p != m->objects_end && r.errors.empty()) ck.error("blocks end at " + hex(p) + ", not at the end of the objects space");
+  // Pass 2: object contents and references.
+  for (auto [o, size] : objs) ck.check_object(o, size);
+  // Roots.
+  for (std::size_t b = 0; b < kNameBuckets; ++b) {
+    for (RepositoryRecord* r2 = m->repository_buckets[b].load(); r2 != nullptr; r2 = r2->next_in_bucket.load())
+      ck.check_word(r2->root.load(), "repository " + std::string(name_view(r2->name)));
+    for (ChannelRecord* c = m->channel_buckets[b].load(); c != nullptr; c = c->next_in_bucket.load())
+      ck.check_slots(c->slots, c->capacity, "channel " + std::string(name_view(c->name)));
+  }
+  for (std::size_t i = 0; i < kMaxClients; ++i) ck.check_word(m->clients[i].roots.load(), "client slot " + std::to_string(i) + " roots");
+  // Freelist.
+  std::size_t n = 0, bytes = 0;
+  std::unordered_set<std::uint64_t> seen;
+  for (std::uint64_t f = m->freelist_head.load(); f != 0; f = reinterpret_cast<std::atomic<std::uint64_t>*>(header_at(f)->payload())->load()) {
+    if (!free_blocks.count(f)) {
+      ck.error("freelist entry " + hex(f) + " is not a free block");
+      break;
+    }
+    if (!seen.insert(f).second) {
+      ck.error("freelist has a cycle at " + hex(f));
+      break;
+    }
+    std::size_t size = BlockHeader::size_of(header_at(f)->load());
+    if (size < kTlabSize) ck.error("freelist entry " + hex(f) + " is smaller than a TLAB");
+    ++n;
+    bytes += size;
+  }
+  if (n != free_blocks.size()) ck.error(std::to_string(free_blocks.size() - n) + " free blocks are not on the freelist");
+  if (n != m->free_chunks.load() || bytes != m->free_bytes.load())
+    ck.error("freelist counters say " + std::to_string(m->free_chunks.load()) + " chunks / " + std::to_string(m->free_bytes.load()) +
+             " bytes, list has " + std::to_string(n) + " / " + std::to_string(bytes));
+  return r;
+}
+
+}  // namespace colors::detail

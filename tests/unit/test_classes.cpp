@@ -1,0 +1,112 @@
+// Module tests of classes, versions and schema evolution (the paper's Employee example).
+#include <catch2/catch.hpp>
+
+#include "colors/colors.hpp"
+#include "test_segment.hpp"
+
+using namespace colors;
+
+static std::vector<FieldSpec> employee_fields() {
+  return {{"name", TypeKind::kString, ""}, {"salary", TypeKind::kFloat, ""}};
+}
+
+TEST_CASE("define_class finds the exact version by name and field set") {
+  test::TestSegment seg;
+  Class a = define_class("demo.Employee", employee_fields());
+  Class b = define_class("demo.Employee", {{"salary", TypeKind::kFloat, ""}, {"name", TypeKind::kString, ""}});
+  REQUIRE(a == b);  // same set, any order
+  REQUIRE(a.version() == 1);
+  Class c = define_class("demo.Employee", {{"name", TypeKind::kString, ""}, {"salary", TypeKind::kFloat, ""},
+                                           {"manager", TypeKind::kObject, "demo.Employee"}});
+  REQUIRE(c.version() == 2);
+  REQUIRE(c.versions().size() == 2);
+  REQUIRE(class_versions("demo.Employee").size() == 2);
+  Class d = define_class("demo.Employee", {{"name", TypeKind::kInteger, ""}, {"salary", TypeKind::kFloat, ""}});
+  REQUIRE(d.version() == 3);  // a type change is another version
+  REQUIRE(a.name() == "demo.Employee");
+  auto f = c.fields();
+  REQUIRE(f.size() == 3);
+  REQUIRE(f[2].class_name == "demo.Employee");
+}
+
+TEST_CASE("bad class definitions are refused") {
+  test::TestSegment seg;
+  REQUIRE_THROWS_AS(define_class("", {}), InvalidArgumentError);
+  REQUIRE_THROWS_AS(define_class("x", {{"a", TypeKind::kInteger, ""}, {"a", TypeKind::kFloat, ""}}), InvalidArgumentError);
+  REQUIRE_THROWS_AS(define_class("x", {{"a", TypeKind::kArray, ""}}), InvalidArgumentError);
+  REQUIRE_THROWS_AS(define_class(std::string(2000, 'n'), {}), InvalidArgumentError);
+}
+
+TEST_CASE("fields are typed; mismatches and unknown fields throw") {
+  test::TestSegment seg;
+  Object e = new_object(define_class("demo.Employee", employee_fields()));
+  e.set("name", "Smith");
+  e.set("salary", 100.0);
+  REQUIRE(e.get("name").as_string() == "Smith");
+  REQUIRE(e.get("salary").as_float() == 100.0);
+  REQUIRE_THROWS_AS(e.set("salary", "lots"), TypeMismatchError);
+  REQUIRE_THROWS_AS(e.get("state"), KeyError);
+  e.set("name", Value());  // null fits every field
+  REQUIRE(e.get("name").is_null());
+  Field salary(e.cls(), "salary");
+  e.set(salary, 120.0);
+  REQUIRE(e.get(salary).as_float() == 120.0);
+}
+
+TEST_CASE("adding and removing fields evolves objects in place (section 3.1.2)") {
+  test::TestSegment seg;
+  Class v1 = define_class("demo.Employee", employee_fields());
+  Object e = new_object(v1);
+  Object old = new_object(v1);
+  old.set("name", "Jones");
+  e.set("name", "Smith");
+  e.set("salary", 100.0);
+  Value same = e;
+  Field salary(v1, "salary");
+
+  e.add_field({"state", TypeKind::kString, ""});  // Python: e.state = 'NY'
+  e.set("state", "NY");
+  REQUIRE(e.same_object(same));  // not moved
+  REQUIRE(e.cls().version() == 2);
+  REQUIRE(e.get("state").as_string() == "NY");
+  REQUIRE(e.get("name").as_string() == "Smith");
+  REQUIRE(e.get(salary).as_float() == 100.0);  // stale Field falls back to the name
+  REQUIRE(old.cls() == v1);  // other objects keep their version
+  REQUIRE_FALSE(old.has_field("state"));
+
+  // Many more fields than the object was allocated with: they live in its extension.
+  for (int i = 0; i < 20; ++i) {
+    e.add_field({"f" + std::to_string(i), TypeKind::kInteger, ""});
+    e.set("f" + std::to_string(i), Value(i));
+  }
+  for (int i = 0; i < 20; ++i) REQUIRE(e.get("f" + std::to_string(i)).as_int() == i);
+  REQUIRE(e.get("state").as_string() == "NY");
+
+  e.remove_field("salary");  // Python: del e.salary
+  REQUIRE_FALSE(e.has_field("salary"));
+  REQUIRE_THROWS_AS(e.get("salary"), KeyError);
+  REQUIRE(e.get("name").as_string() == "Smith");
+  REQUIRE_THROWS_AS(e.remove_field("salary"), KeyError);
+  // Re-adding starts out empty, not with the old value.
+  e.add_field({"salary", TypeKind::kFloat, ""});
+  REQUIRE(e.get("salary").is_null());
+
+  // A second object taking the same evolution path reuses the versions.
+  Object g = new_object(v1);
+  g.add_field({"state", TypeKind::kString, ""});
+  REQUIRE(g.cls().version() == 2);
+  auto v = verify_heap();
+  INFO(v.report);
+  REQUIRE(v.ok);
+}
+
+TEST_CASE("reflection: classes of builtins and of user objects") {
+  test::TestSegment seg;
+  REQUIRE(class_of(Value(3)).name() == "integer");
+  REQUIRE(class_of(Value("s")).kind() == TypeKind::kString);
+  REQUIRE(class_of(new_map()).name() == "map");
+  REQUIRE_THROWS_AS(class_of(Value()), TypeMismatchError);
+  Object e = new_object(define_class("demo.Employee", employee_fields()));
+  REQUIRE(class_of(e).name() == "demo.Employee");
+  REQUIRE(class_of(e).fields()[1].type == TypeKind::kFloat);
+}

@@ -1,0 +1,137 @@
+// Module tests of list, set and map against the standard containers.
+#include <catch2/catch.hpp>
+#include <map>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "colors/colors.hpp"
+#include "test_segment.hpp"
+
+using namespace colors;
+
+TEST_CASE("list behaves like a vector") {
+  test::TestSegment seg;
+  List l = new_list();
+  std::vector<long long> ref;
+  std::mt19937 rng(1);
+  for (int i = 0; i < 2000; ++i) {
+    int op = rng() % 4;
+    if (op <= 1 || ref.empty()) {
+      l.append(Value(static_cast<long long>(i)));
+      ref.push_back(i);
+    } else if (op == 2) {
+      std::size_t at = rng() % (ref.size() + 1);
+      l.insert(at, Value(static_cast<long long>(-i)));
+      ref.insert(ref.begin() + static_cast<long>(at), -i);
+    } else {
+      std::size_t at = rng() % ref.size();
+      REQUIRE(l.erase(at).as_int() == ref[at]);
+      ref.erase(ref.begin() + static_cast<long>(at));
+    }
+  }
+  REQUIRE(l.size() == ref.size());
+  for (std::size_t i = 0; i < ref.size(); ++i) REQUIRE(l[i].as_int() == ref[i]);
+  REQUIRE_THROWS_AS(l.get(ref.size()), IndexError);
+  REQUIRE_THROWS_AS(l.set(ref.size() + 5, Value(1)), IndexError);
+  l.clear();
+  REQUIRE(l.size() == 0);
+  REQUIRE(verify_heap().ok);
+}
+
+TEST_CASE("lists hold any value, including nested containers") {
+  test::TestSegment seg;
+  List l = new_list(2);
+  l.append(Value("s"));
+  l.append(Value(1.5));
+  l.append(Value());
+  l.append(new_list());
+  REQUIRE(l[0].as_string() == "s");
+  REQUIRE(l[1].as_float() == 1.5);
+  REQUIRE(l[2].is_null());
+  REQUIRE(l[3].kind() == TypeKind::kList);
+}
+
+TEST_CASE("map behaves like std::map with neutral keys") {
+  test::TestSegment seg;
+  Map m = new_map();
+  std::map<std::string, long long> ref;
+  std::mt19937 rng(2);
+  for (int i = 0; i < 5000; ++i) {
+    std::string k = "k" + std::to_string(rng() % 700);
+    if (rng() % 3 == 0) {
+      REQUIRE(m.remove(Value(k)) == (ref.erase(k) == 1));
+    } else {
+      bool fresh = ref.find(k) == ref.end();
+      REQUIRE(m.put(Value(k), Value(static_cast<long long>(i))) == fresh);
+      ref[k] = i;
+    }
+  }
+  REQUIRE(m.size() == ref.size());
+  for (auto& [k, v] : ref) REQUIRE(m.at(Value(k)).as_int() == v);
+  REQUIRE_FALSE(m.get(Value("absent")).has_value());
+  REQUIRE_THROWS_AS(m.at(Value("absent")), KeyError);
+  REQUIRE(m.items().size() == ref.size());
+  // Numeric keys: 3 and 3.0 are one key; null is a key too.
+  m.put(Value(3), Value("three"));
+  REQUIRE(m.at(Value(3.0)).as_string() == "three");
+  m.put(Value(), Value("null"));
+  REQUIRE(m.at(Value()).as_string() == "null");
+  REQUIRE(verify_heap().ok);
+}
+
+TEST_CASE("set behaves like std::set") {
+  test::TestSegment seg;
+  Set s = new_set();
+  std::set<long long> ref;
+  std::mt19937 rng(3);
+  for (int i = 0; i < 5000; ++i) {
+    long long k = rng() % 500;
+    if (rng() % 2) REQUIRE(s.add(Value(k)) == ref.insert(k).second);
+    else REQUIRE(s.remove(Value(k)) == (ref.erase(k) == 1));
+  }
+  REQUIRE(s.size() == ref.size());
+  for (long long k : ref) REQUIRE(s.contains(Value(k)));
+  // User objects and lists are keys by identity.
+  List a = new_list(), b = new_list();
+  s.add(a);
+  REQUIRE(s.contains(a));
+  REQUIRE_FALSE(s.contains(b));
+}
+
+TEST_CASE("deep copies of builtins") {
+  test::TestSegment seg;
+  std::map<std::string, std::vector<long long>> src{{"a", {1, 2, 3}}, {"b", {}}};
+  Map m(copy_to(src));
+  REQUIRE(m.size() == 2);
+  List a(m.at(Value("a")));
+  REQUIRE(a.size() == 3);
+  REQUIRE(a[2].as_int() == 3);
+  Set s(copy_to(std::set<std::string>{"x", "y"}));
+  REQUIRE(s.contains(Value("y")));
+}
+
+TEST_CASE("racing unsynchronized container use never corrupts the heap") {
+  test::TestSegment seg(32 << 20);
+  List l = new_list();
+  Map m = new_map();
+  std::vector<std::thread> ts;
+  for (int t = 0; t < 3; ++t) {
+    ts.emplace_back([&, t] {
+      std::mt19937 rng(static_cast<unsigned>(t));
+      for (int i = 0; i < 20000; ++i) {
+        switch (rng() % 5) {
+          case 0: l.append(Value(i)); break;
+          case 1: try { l.erase(0); } catch (const IndexError&) {} break;
+          case 2: m.put(Value(static_cast<long long>(rng() % 300)), Value(i)); break;
+          case 3: m.remove(Value(static_cast<long long>(rng() % 300))); break;
+          default: try { (void)l.get(rng() % 50); } catch (const IndexError&) {} break;
+        }
+      }
+    });
+  }
+  for (auto& t : ts) t.join();
+  auto v = verify_heap();
+  INFO(v.report);
+  REQUIRE(v.ok);
+}

@@ -1,0 +1,133 @@
+// Module tests of the objects-space allocator: TLABs, freelist, parsability, reclamation.
+#include <catch2/catch.hpp>
+#include <thread>
+#include <vector>
+
+#include "colors/colors.hpp"
+#include "heap.hpp"
+#include "objects.hpp"
+#include "test_segment.hpp"
+#include "verifier.hpp"
+
+using namespace colors;
+using namespace colors::detail;
+
+TEST_CASE("fresh heap is one parsable free region and verifies") {
+  test::TestSegment seg(8 << 20);
+  VerifyReport r = verify_heap(seg.meta());
+  INFO(r.summary());
+  REQUIRE(r.ok());
+  REQUIRE(r.objects == 0);
+  REQUIRE(r.free_bytes == 8u << 20);
+}
+
+TEST_CASE("small objects come from a TLAB owned by the client, large ones from the freelist") {
+  test::TestSegment seg(8 << 20);
+  Metadata* m = seg.meta();
+  Word a = new_string(m, "hello");
+  Word b = new_string(m, "world");
+  REQUIRE(b == a + block_size_of(a));  // bump allocation: adjacent
+  VerifyReport r = verify_heap(m);
+  INFO(r.summary());
+  REQUIRE(r.ok());
+  REQUIRE(r.tlab_blocks == 1);
+  REQUIRE(r.tlab_bytes == kTlabSize - block_size_of(a) - block_size_of(b));
+
+  std::vector<char> big(100000, 'x');
+  Word s = new_string(m, std::string_view(big.data(), big.size()));
+  REQUIRE(string_value(s).size() == big.size());
+  r = verify_heap(m);
+  INFO(r.summary());
+  REQUIRE(r.ok());
+  REQUIRE(r.objects == 3);
+}
+
+TEST_CASE("allocation until out of memory fails cleanly and leaves a verifiable heap") {
+  test::TestSegment seg(1 << 20);
+  Metadata* m = seg.meta();
+  std::size_t n = 0;
+  bool oom = false;
+  try {
+    for (;;) {
+      new_binary(m, nullptr, 1000);
+      ++n;
+    }
+  } catch (const OutOfMemoryError& e) {
+    oom = true;
+    REQUIRE(std::string(e.what()).find("--heap-size") != std::string::npos);
+  }
+  REQUIRE(oom);
+  REQUIRE(n > 900);  // 1 MiB / ~1 KiB objects, minus TLAB tails
+  VerifyReport r = verify_heap(m);
+  INFO(r.summary());
+  REQUIRE(r.ok());
+  // Large objects still fail, small requests also fail: nothing left to give.
+  REQUIRE_THROWS_AS(new_binary(m, nullptr, 100000), OutOfMemoryError);
+}
+
+TEST_CASE("a dead client's TLABs are reclaimed into the freelist") {
+  test::TestSegment seg(8 << 20);
+  Metadata* m = seg.meta();
+  std::size_t before = heap_usage(m).free_bytes;
+  // Another thread allocates as client 7 (slot 3) and leaves its TLAB behind, as a killed
+  // process would.
+  seg.register_client(3, 7);
+  retire_thread_tlab();
+  set_current_client(7, 3);
+  for (int i = 0; i < 10; ++i) new_string(m, "leftover");
+  forget_all_tlabs();  // like a killed process: the TLAB is left behind as it is
+  set_current_client(1, 0);
+  REQUIRE(heap_usage(m).free_bytes == before - kTlabSize);
+  m->clients[3].state.store(static_cast<std::uint32_t>(ClientState::kFree));  // it died
+  REQUIRE_FALSE(verify_heap(m).ok());  // an orphaned TLAB is an error until reclaimed
+  std::size_t got = reclaim_client_tlabs(m, 7);
+  REQUIRE(got > 0);
+  REQUIRE(got < kTlabSize);
+  VerifyReport r = verify_heap(m);
+  INFO(r.summary());
+  REQUIRE(r.ok());
+  REQUIRE(r.tlab_blocks == 0);
+}
+
+TEST_CASE("threads allocating concurrently keep the heap parsable") {
+  test::TestSegment seg(32 << 20);
+  Metadata* m = seg.meta();
+  std::atomic<bool> stop{false};
+  std::atomic<std::size_t> walks{0};
+  // A walker parses the heap continuously while others allocate: parsability without locks.
+  std::thread walker([&] {
+    while (!stop.load()) {
+      std::uintptr_t p = m->objects_begin;
+      while (p < m->objects_end) {
+        std::uint64_t w = header_at(p)->load();
+        std::size_t size = BlockHeader::size_of(w);
+        BlockKind k = BlockHeader::kind_of(w);
+        if (size == 0 || size % kGranule || (k != BlockKind::kFree && k != BlockKind::kFiller && k != BlockKind::kTlab &&
+                                             k != BlockKind::kObject)) {
+          FAIL("unparsable block at " << std::hex << p << " (objects " << m->objects_begin << ".." << m->objects_end << ") size " << std::dec << size << " kind " << int(k));
+        }
+        p += size;
+      }
+      if (p != m->objects_end) FAIL("walk overran the objects space");
+      walks.fetch_add(1);
+    }
+  });
+  std::vector<std::thread> ts;
+  for (int t = 0; t < 3; ++t) {
+    ts.emplace_back([&, t] {
+      for (int i = 0; i < 20000; ++i) {
+        if (i % 100 == 0) new_binary(m, nullptr, 9000 + t);  // large: freelist path
+        else new_string(m, std::string(static_cast<std::size_t>(i % 200), 'a'));
+      }
+    });
+  }
+  for (auto& t : ts) t.join();
+  stop = true;
+  walker.join();
+  REQUIRE(walks.load() > 0);
+  for (auto& t : ts) (void)t;
+  VerifyReport r = verify_heap(m);
+  INFO(r.summary());
+  REQUIRE(r.ok());
+  REQUIRE(r.objects == 60000);
+}

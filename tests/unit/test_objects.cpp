@@ -1,0 +1,79 @@
+// Module tests of values, scalars, strings, binaries and the neutral hash/equality.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <limits>
+
+#include "colors/colors.hpp"
+#include "objects.hpp"
+#include "test_segment.hpp"
+
+using namespace colors;
+
+TEST_CASE("scalars round-trip through values") {
+  test::TestSegment seg;
+  REQUIRE(Value(42).as_int() == 42);
+  REQUIRE(Value(-7LL).kind() == TypeKind::kInteger);
+  const long long big = std::numeric_limits<long long>::max();
+  Value b(big);
+  REQUIRE(b.is_shared_object());  // boxed: wider than 60 bits
+  REQUIRE(b.as_int() == big);
+  REQUIRE(Value(std::numeric_limits<long long>::min()).as_int() == std::numeric_limits<long long>::min());
+  REQUIRE(Value(2.5).as_float() == 2.5);
+  REQUIRE(Value(true).as_bool());
+  REQUIRE(Value().is_null());
+  REQUIRE(Value().kind() == TypeKind::kNull);
+  REQUIRE(Value("héllo").as_string() == "héllo");
+  REQUIRE(Value("").as_string().empty());
+  std::vector<std::uint8_t> bytes{0, 1, 2, 255};
+  REQUIRE(new_binary(bytes).as_bytes() == bytes);
+}
+
+TEST_CASE("wrong-type reads throw TypeMismatchError") {
+  test::TestSegment seg;
+  REQUIRE_THROWS_AS(Value("x").as_int(), TypeMismatchError);
+  REQUIRE_THROWS_AS(Value(1).as_string(), TypeMismatchError);
+  REQUIRE_THROWS_AS(Value(1.5).as_bool(), TypeMismatchError);
+  REQUIRE_THROWS_AS(List(Value(3)), TypeMismatchError);
+}
+
+TEST_CASE("invalid UTF-8 is refused with a clear error") {
+  test::TestSegment seg;
+  REQUIRE_THROWS_AS(Value(std::string_view("\xff\xfe")), InvalidArgumentError);
+  REQUIRE_THROWS_AS(Value(std::string_view("\xc0\xaf")), InvalidArgumentError);  // overlong
+  REQUIRE_THROWS_AS(Value(std::string_view("\xed\xa0\x80")), InvalidArgumentError);  // surrogate
+  REQUIRE(Value(std::string_view("\xf0\x9f\x98\x80")).as_string() == "\xf0\x9f\x98\x80");
+}
+
+TEST_CASE("neutral equality and hash") {
+  test::TestSegment seg;
+  REQUIRE(Value("abc") == Value("abc"));
+  REQUIRE(Value("abc").hash() == Value("abc").hash());
+  REQUIRE_FALSE(Value("abc") == Value("abd"));
+  REQUIRE(Value(1) == Value(1.0));  // integral floats equal integers, as in Python
+  REQUIRE(Value(1).hash() == Value(1.0).hash());
+  REQUIRE_FALSE(Value(1) == Value(1.5));
+  REQUIRE_FALSE(Value(1) == Value(true));  // booleans are their own kind
+  const long long big = (1LL << 62) + 1;
+  REQUIRE(Value(big) == Value(big));
+  REQUIRE_FALSE(Value(big) == Value(static_cast<double>(big)));  // 2^62+1 is not representable
+  REQUIRE(new_binary({1, 2}) == new_binary({1, 2}));
+  List a = new_list(), b = new_list();
+  REQUIRE_FALSE(a == b);  // identity
+  REQUIRE(a == Value(a));
+  double nan = std::nan("");
+  Value n(nan);
+  REQUIRE(n == n);  // same object
+  REQUIRE_FALSE(n == Value(nan));
+}
+
+TEST_CASE("values keep roots; copies and moves are independent") {
+  test::TestSegment seg;
+  Value s("shared");
+  Value c = s;
+  REQUIRE(c.same_object(s));
+  Value m = std::move(c);
+  REQUIRE(c.is_null());
+  REQUIRE(m.as_string() == "shared");
+  s = Value();
+  REQUIRE(m.as_string() == "shared");
+}

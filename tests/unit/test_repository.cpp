@@ -1,0 +1,105 @@
+// Unit tests of repositories (libshared/src/repository.*).
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "block.hpp"
+#include "classes.hpp"
+#include "colors/errors.hpp"
+#include "repository.hpp"
+#include "support/test_segment.hpp"
+
+using namespace colors;
+using namespace colors::detail;
+
+TEST_CASE("repository: find_or_create returns one record per name", "[repository]") {
+  test::TestSegment seg(1 << 20);
+  Metadata* m = seg.meta();
+  CHECK(find_repository(m, "demo.root") == nullptr);
+  RepositoryRecord* r = find_or_create_repository(m, "demo.root");
+  REQUIRE(r != nullptr);
+  CHECK(name_view(r->name) == "demo.root");
+  CHECK(find_or_create_repository(m, "demo.root") == r);
+  CHECK(find_repository(m, "demo.root") == r);
+  CHECK(find_or_create_repository(m, "demo.root2") != r);
+  CHECK(find_or_create_repository(m, "démo.ünïcode") != r);
+  CHECK(find_repository(m, "démo.ünïcode") != nullptr);
+  // Records live in the classes space.
+  auto a = reinterpret_cast<std::uintptr_t>(r);
+  CHECK(a >= m->classes_begin);
+  CHECK(a < m->classes_end);
+}
+
+TEST_CASE("repository: get and set", "[repository]") {
+  test::TestSegment seg(1 << 20);
+  Metadata* m = seg.meta();
+  RepositoryRecord* r = find_or_create_repository(m, "r");
+  CHECK(repository_get(r) == kNull);
+  repository_set(r, make_small(42));
+  CHECK(repository_get(r) == make_small(42));
+  CHECK(repository_get(find_or_create_repository(m, "r")) == make_small(42));
+
+  // Overwriting a reference flags the old target pending (SATB deletion barrier).
+  alignas(16) BlockHeader a{}, b{};
+  const Word ra = reinterpret_cast<Word>(&a), rb = reinterpret_cast<Word>(&b);
+  REQUIRE(is_ref(ra));
+  repository_set(r, ra);
+  CHECK(a.pending.load() == 0);
+  repository_set(r, rb);
+  CHECK(a.pending.load() == 1);
+  CHECK(b.pending.load() == 0);
+  CHECK(repository_get(r) == rb);
+  repository_set(r, kNull);
+  CHECK(b.pending.load() == 1);
+}
+
+TEST_CASE("repository: bad names are rejected", "[repository]") {
+  test::TestSegment seg(1 << 20);
+  Metadata* m = seg.meta();
+  CHECK_THROWS_AS(find_or_create_repository(m, ""), InvalidArgumentError);
+  CHECK_THROWS_AS(find_or_create_repository(m, std::string(kMaxNameLength + 1, 'x')), InvalidArgumentError);
+  CHECK_THROWS_AS(find_or_create_repository(m, "bad\xff utf8"), InvalidArgumentError);
+  CHECK_THROWS_AS(find_or_create_repository(m, std::string("nul\0inside", 10)), InvalidArgumentError);
+  CHECK_NOTHROW(find_or_create_repository(m, std::string(kMaxNameLength, 'x')));
+}
+
+TEST_CASE("repository: many names, for_each_repository visits each once", "[repository]") {
+  test::TestSegment seg(1 << 20);
+  Metadata* m = seg.meta();
+  constexpr int kN = 3000;  // many buckets hold chains of several records
+  std::vector<RepositoryRecord*> recs;
+  for (int i = 0; i < kN; ++i) recs.push_back(find_or_create_repository(m, "repo." + std::to_string(i)));
+  for (int i = 0; i < kN; ++i) REQUIRE(find_repository(m, "repo." + std::to_string(i)) == recs[i]);
+  std::set<RepositoryRecord*> seen;
+  int visits = 0;
+  for_each_repository(m, [&](RepositoryRecord* r) {
+    seen.insert(r);
+    ++visits;
+  });
+  CHECK(visits == kN);
+  CHECK(seen.size() == static_cast<std::size_t>(kN));
+}
+
+TEST_CASE("repository: racing creators agree on one record", "[repository]") {
+  test::TestSegment seg(1 << 20);
+  Metadata* m = seg.meta();
+  constexpr int kThreads = 4, kNames = 200;
+  std::vector<std::vector<RepositoryRecord*>> got(kThreads, std::vector<RepositoryRecord*>(kNames));
+  std::atomic<bool> go{false};
+  std::vector<std::thread> ts;
+  for (int t = 0; t < kThreads; ++t) {
+    ts.emplace_back([&, t] {
+      while (!go) std::this_thread::yield();
+      for (int i = 0; i < kNames; ++i) got[t][i] = find_or_create_repository(m, "race." + std::to_string(i));
+    });
+  }
+  go = true;
+  for (auto& t : ts) t.join();
+  for (int t = 1; t < kThreads; ++t) CHECK(got[t] == got[0]);
+  int visits = 0;
+  for_each_repository(m, [&](RepositoryRecord*) { ++visits; });
+  CHECK(visits == kNames);
+}
