@@ -174,7 +174,7 @@ bool Server::start() {
     std::string path;
     std::string what;
   } locks[] = {{socket_lock_, opt_.socket + ".lock", "socket " + opt_.socket},
-               {name_lock_, "/dev/shm/" + shm + ".lock", "segment name '" + opt_.name + "'"}};
+               {name_lock_, "/dev/shm/colors-lock." + opt_.name, "segment name '" + opt_.name + "'"}};
   for (auto& l : locks) {
     switch (l.lock.acquire(l.path)) {
       case InstanceLock::Result::kAcquired:

@@ -38,7 +38,12 @@ std::atomic<std::uint64_t> g_epoch{0};     // bumped at every attach and detach
 
 bool link_alive() { return g_link_fd >= 0 && server_link_alive(g_link_fd); }
 
-Metadata* meta() { return current_meta(); }
+// Every API entry that touches shared state goes through here: attached, and server not stopped.
+Metadata* meta() {
+  Metadata* m = current_meta();
+  check_server_state(m);
+  return m;
+}
 
 std::int64_t to_ns(std::int64_t timeout_ms) { return timeout_ms < 0 ? -1 : timeout_ms * 1000000; }
 
@@ -154,7 +159,7 @@ Value::~Value() {
 }
 
 TypeKind Value::kind() const {
-  if (is_ref(word_)) meta();  // NotAttachedError rather than a fault after detach
+  if (is_ref(word_)) current_meta();  // NotAttachedError rather than a fault after detach
   return kind_of(word_);
 }
 bool Value::is_shared_object() const { return is_ref(word_); }
@@ -190,11 +195,11 @@ std::vector<std::uint8_t> Value::as_bytes() const {
   return std::vector<std::uint8_t>(b->bytes, b->bytes + b->length);
 }
 bool Value::equals(const Value& o) const {
-  if (is_ref(word_) || is_ref(o.word_)) meta();
+  if (is_ref(word_) || is_ref(o.word_)) current_meta();
   return values_equal(word_, o.word_);
 }
 std::uint64_t Value::hash() const {
-  if (is_ref(word_)) meta();
+  if (is_ref(word_)) current_meta();
   return value_hash(word_);
 }
 

@@ -34,10 +34,14 @@ std::uint64_t current_owner_word() {
 
 void set_interrupt_hook(InterruptHook hook) { t_hook = hook; }
 
-void check_server(Metadata* m) {
+void check_server_state(Metadata* m) {
   if (m->server_state.load(std::memory_order_acquire) == static_cast<std::uint32_t>(ServerState::kStopped)) {
     throw ServerGoneError("the colors server has shut down; restart colors-server and attach again");
   }
+}
+
+void check_server(Metadata* m) {
+  check_server_state(m);
   if (auto probe = g_link_alive.load(std::memory_order_acquire); probe != nullptr && !probe()) {
     throw ServerGoneError("the connection to the colors server is gone (server died?); restart colors-server and attach again");
   }

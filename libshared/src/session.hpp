@@ -25,7 +25,10 @@ void set_interrupt_hook(InterruptHook hook);
 void check_wait_interrupts(Metadata* m);
 
 // Throws ServerGoneError when the server has shut down (its state in the segment) or its
-// connection is gone.
+// connection is gone (one poll() on the connection).
 void check_server(Metadata* m);
+// The cheap half of check_server: only the server state word (no system call). Every API entry
+// point that touches shared state calls it, so a clean shutdown is noticed at once.
+void check_server_state(Metadata* m);
 
 }  // namespace colors::detail

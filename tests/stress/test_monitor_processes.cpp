@@ -99,10 +99,15 @@ TEST_CASE("processes: counter incremented under a monitor by several processes",
   test::TestSegment seg(1 << 20);
   Metadata* m = seg.meta();
   auto* counter = shared_alloc<std::uint64_t>(m);
-  constexpr int kProcs = 4, kIters = 20000;
+  auto* started = shared_alloc<std::atomic<std::uint32_t>>(m);
+  constexpr int kProcs = 4, kIters = 100000;
   std::vector<pid_t> kids;
   for (int p = 0; p < kProcs; ++p) {
     kids.push_back(spawn(10 + p, [&] {
+      // Start together so that the processes really contend.
+      started->fetch_add(1);
+      const std::int64_t gate = monotonic_ns() + 10'000 * kMs;
+      while (started->load() < kProcs && monotonic_ns() < gate) cpu_relax();
       for (int i = 0; i < kIters; ++i) {
         if (!monitor_enter(m, counter, 10'000 * kMs)) return 1;
         volatile std::uint64_t* c = counter;
@@ -114,6 +119,7 @@ TEST_CASE("processes: counter incremented under a monitor by several processes",
   }
   for (pid_t k : kids) CHECK(reap(k) == 0);
   CHECK(*counter == static_cast<std::uint64_t>(kProcs) * kIters);
+  CHECK(monitor_for(m, counter).recursion.load() == 0);
   CHECK(monitor_for(m, counter).owner.load() == 0);
 }
 

@@ -1,0 +1,296 @@
+// Multi-process integration tests: real colors-server, real client processes (fork), the public
+// C++ API, and the heap verifier at the end of every test.
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <csignal>
+#include <functional>
+
+#include "colors/colors.hpp"
+#include "server_process.hpp"
+
+using namespace colors;
+using colors::test::ServerConfig;
+using colors::test::ServerProcess;
+using colors::test::TempDir;
+
+namespace {
+
+// A client process: runs `body` attached to the server, exits with its result (never returns
+// into Catch2).
+pid_t fork_client(const std::string& socket, const std::function<int()>& body) {
+  pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    int rc = 1;
+    try {
+      attach(socket);
+      rc = body();
+      detach();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "client %d: %s\n", getpid(), e.what());
+      rc = 3;
+    }
+    ::_exit(rc);
+  }
+  return pid;
+}
+
+int wait_child(pid_t pid, int timeout_ms = 60000) {
+  auto t0 = std::chrono::steady_clock::now();
+  for (;;) {
+    int st = 0;
+    if (::waitpid(pid, &st, WNOHANG) == pid) return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    if (colors::test::ms_since(t0) > timeout_ms) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &st, 0);
+      return -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+struct Fixture {
+  TempDir dir;
+  ServerConfig cfg = ServerConfig::fresh(dir.path());
+  std::unique_ptr<ServerProcess> server;
+  explicit Fixture(const std::vector<std::string>& extra = {"--heap-size", "32M"}) {
+    server = std::make_unique<ServerProcess>(cfg, cfg.args(extra), dir.path() + "/server.log");
+    REQUIRE(server->wait_ready());
+  }
+  ~Fixture() {
+    if (is_attached()) detach();
+  }
+  // Attaches this (test) process and waits until the heap verifies: dead clients' TLABs are
+  // reclaimed by the server asynchronously, after it notices their connection closing.
+  void attach_and_verify() {
+    attach(cfg.socket);
+    VerifyResult v{false, ""};
+    bool ok = colors::test::eventually([&] { return (v = verify_heap()).ok; }, 10000);
+    INFO(v.report);
+    REQUIRE(ok);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("several processes allocate concurrently; their data survives and the heap verifies") {
+  Fixture f;
+  const int kProcs = 3, kItems = 3000;
+  std::vector<pid_t> kids;
+  for (int p = 0; p < kProcs; ++p) {
+    kids.push_back(fork_client(f.cfg.socket, [p, kItems] {
+      Class pt = define_class("test.Point", {{"x", TypeKind::kInteger, ""}, {"label", TypeKind::kString, ""}});
+      List keep = new_list();
+      for (int i = 0; i < kItems; ++i) {
+        Object o = new_object(pt);
+        o.set("x", Value(p * 1000000 + i));
+        o.set("label", Value("p" + std::to_string(p) + "-" + std::to_string(i)));
+        if (i % 3 == 0) keep.append(o);            // some kept, most garbage
+        Map m = new_map();                         // containers of every kind
+        m.put(Value(i), Value(std::string(i % 50, 'z')));
+        List l = new_list();
+        l.append(m);
+        l.append(new_binary(std::vector<std::uint8_t>(i % 300, 7)));
+      }
+      repository("proc-" + std::to_string(p)).set(keep);
+      return 0;
+    }));
+  }
+  for (pid_t k : kids) REQUIRE(wait_child(k) == 0);
+  f.attach_and_verify();
+  for (int p = 0; p < kProcs; ++p) {
+    List keep(repository("proc-" + std::to_string(p)).get());
+    REQUIRE(keep.size() == kItems / 3);
+    for (std::size_t i = 0; i < keep.size(); ++i) {
+      Object o(keep[i]);
+      REQUIRE(o.get("x").as_int() == p * 1000000 + static_cast<long long>(i) * 3);
+      REQUIRE(o.get("label").as_string() == "p" + std::to_string(p) + "-" + std::to_string(i * 3));
+    }
+  }
+}
+
+TEST_CASE("kill -9 of a client mid-allocation: its TLAB is reclaimed and the heap verifies") {
+  Fixture f;
+  int ready[2];
+  REQUIRE(::pipe(ready) == 0);
+  pid_t kid = fork_client(f.cfg.socket, [&] {
+    ::close(ready[0]);
+    for (long i = 0;; ++i) {
+      List l = new_list();
+      l.append(Value("garbage " + std::to_string(i)));
+      if (i == 1000) {
+        char c = 1;
+        (void)::write(ready[1], &c, 1);
+      }
+    }
+    return 0;
+  });
+  ::close(ready[1]);
+  char c;
+  REQUIRE(::read(ready[0], &c, 1) == 1);
+  ::close(ready[0]);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ::kill(kid, SIGKILL);
+  REQUIRE(wait_child(kid) == 128 + SIGKILL);
+  REQUIRE(f.server->wait_for_log("died"));
+  f.attach_and_verify();  // an orphaned TLAB would fail verification
+  HeapStats s = heap_stats();
+  REQUIRE(s.free_bytes > 0);
+}
+
+TEST_CASE("cross-process channel ping-pong") {
+  Fixture f;
+  const int kRounds = 2000;
+  pid_t kid = fork_client(f.cfg.socket, [kRounds] {
+    Channel ping = channel("ping", 4), pong = channel("pong", 4);
+    for (int i = 0; i < kRounds; ++i) {
+      auto v = ping.receive(10000);
+      if (!v) return 4;
+      List l(*v);
+      pong.send(Value(l[0].as_int() + 1));
+    }
+    return 0;
+  });
+  attach(f.cfg.socket);
+  Channel ping = channel("ping", 4), pong = channel("pong", 4);
+  for (int i = 0; i < kRounds; ++i) {
+    List l = new_list();
+    l.append(Value(i));
+    REQUIRE(ping.send(l, 10000));
+    auto r = pong.receive(10000);
+    REQUIRE(r.has_value());
+    REQUIRE(r->as_int() == i + 1);
+  }
+  REQUIRE(wait_child(kid) == 0);
+  detach();
+  f.attach_and_verify();
+}
+
+TEST_CASE("repository handoff with monitor wait/notify") {
+  Fixture f;
+  pid_t kid = fork_client(f.cfg.socket, [] {
+    Repository r = repository("db");
+    Value got;
+    {
+      Monitor m(r);
+      while ((got = r.get()).is_null()) {
+        if (!m.wait(10000)) return 4;
+      }
+    }
+    Map db(got);
+    if (db.at(Value("answer")).as_int() != 42) return 5;
+    db.put(Value("seen-by"), Value(static_cast<long long>(getpid())));
+    channel("done").send(Value(true));
+    return 0;
+  });
+  attach(f.cfg.socket);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // let the child block in wait()
+  Map db = new_map();
+  db.put(Value("answer"), Value(42));
+  Repository r = repository("db");
+  {
+    Monitor m(r);
+    r.set(db);
+    m.notify_all();
+  }
+  auto done = channel("done").receive(10000);
+  REQUIRE(done.has_value());
+  REQUIRE(db.at(Value("seen-by")).as_int() == kid);
+  REQUIRE(wait_child(kid) == 0);
+  detach();
+  f.attach_and_verify();
+}
+
+TEST_CASE("kill -9 of a client holding a monitor: next acquirer gets owner-died, then it works") {
+  Fixture f;
+  int ready[2];
+  REQUIRE(::pipe(ready) == 0);
+  pid_t kid = fork_client(f.cfg.socket, [&] {
+    ::close(ready[0]);
+    Monitor m(repository("locked"));
+    char c = 1;
+    (void)::write(ready[1], &c, 1);
+    ::pause();
+    return 0;
+  });
+  ::close(ready[1]);
+  char c;
+  REQUIRE(::read(ready[0], &c, 1) == 1);
+  ::close(ready[0]);
+  ::kill(kid, SIGKILL);
+  REQUIRE(wait_child(kid) == 128 + SIGKILL);
+  attach(f.cfg.socket);
+  Repository r = repository("locked");
+  bool owner_died = false;
+  try {
+    Monitor m(r);
+  } catch (const OwnerDiedError& e) {
+    owner_died = true;
+    REQUIRE(std::string(e.what()).find("died") != std::string::npos);
+  }
+  REQUIRE(owner_died);
+  {
+    Monitor m(r);  // usable again, no deadlock
+    m.notify_all();
+  }
+  detach();
+  f.attach_and_verify();
+}
+
+TEST_CASE("attach is refused when the fixed address range is taken in the client") {
+  Fixture f;
+  pid_t kid = ::fork();
+  REQUIRE(kid >= 0);
+  if (kid == 0) {
+    void* p = ::mmap(reinterpret_cast<void*>(f.cfg.address + (1 << 20)), 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    if (p == MAP_FAILED) ::_exit(10);
+    try {
+      attach(f.cfg.socket);
+      ::_exit(11);  // must not succeed
+    } catch (const AddressInUseError& e) {
+      std::string msg = e.what();
+      bool names_address = msg.find(f.cfg.address_hex()) != std::string::npos && msg.find("--address") != std::string::npos;
+      // The existing mapping is intact.
+      volatile char x = *static_cast<char*>(p);
+      (void)x;
+      ::_exit(names_address ? 0 : 12);
+    } catch (...) {
+      ::_exit(13);
+    }
+  }
+  REQUIRE(wait_child(kid) == 0);
+}
+
+TEST_CASE("server shutdown: attached clients get ServerGoneError, blocked receivers wake") {
+  Fixture f;
+  int ready[2];
+  REQUIRE(::pipe(ready) == 0);
+  pid_t kid = fork_client(f.cfg.socket, [&] {
+    ::close(ready[0]);
+    char c = 1;
+    (void)::write(ready[1], &c, 1);
+    try {
+      channel("never").receive(20000);
+      return 4;  // neither a value nor a timeout may end this wait
+    } catch (const ServerGoneError&) {
+      return 0;
+    }
+  });
+  ::close(ready[1]);
+  char c;
+  REQUIRE(::read(ready[0], &c, 1) == 1);
+  ::close(ready[0]);
+  attach(f.cfg.socket);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  auto t0 = std::chrono::steady_clock::now();
+  f.server->signal(SIGTERM);
+  REQUIRE(f.server->wait_exit(10000) == 0);
+  REQUIRE(wait_child(kid, 15000) == 0);
+  REQUIRE(colors::test::ms_since(t0) < 5000);
+  REQUIRE_THROWS_AS(ping(), ServerGoneError);
+  REQUIRE_THROWS_AS(channel("x").try_receive(), ServerGoneError);
+  detach();
+}
