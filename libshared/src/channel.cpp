@@ -1,10 +1,12 @@
 #include "channel.hpp"
 
 #include <algorithm>
+#include <cstddef>
 #include <limits>
 #include <string>
 
 #include "barrier.hpp"
+#include "block.hpp"
 #include "classes.hpp"
 #include "colors/errors.hpp"
 #include "futex.hpp"
@@ -37,17 +39,25 @@
 //     W3 if tail != head: retry        [seq_cst loads]
 //     W4 futex_wait(not_empty_seq, s)  (the kernel compares *word == s atomically with queueing)
 // Waker (after a send):
-//     K1 tail = t + 1 (release, under the lock; then unlock)
-//     K2 not_empty_seq.fetch_add(1)    [seq_cst]
-//     K3 if recv_waiters.load() > 0: futex_wake_all(not_empty_seq)   [seq_cst load]
-// All of W1, W2, K2, K3 are seq_cst, so they sit in one total order S.
-//   * If K3 precedes W1 in S, then K2 precedes W2 in S, so W2 reads K2's value (or later) and
-//     synchronizes with it; K1 is sequenced before K2, so K1 happens-before W3 and W3 sees the
-//     new tail: the waiter does not sleep.
-//   * Otherwise W1 precedes K3, the waker sees the count and wakes. If W2 read the value before
-//     K2, futex_wait either finds the word changed (returns at once) or is queued before K2's
-//     wake runs, and is woken. If W2 read K2's value, W3 sees the new tail as above.
+//     K1 tail = t + 1                  (release, under the lock; then unlock)
+//     KF atomic_thread_fence(seq_cst)
+//     K3 if recv_waiters.load() > 0:   [relaxed]
+//     K4   not_empty_seq.fetch_add(1); futex_wake_all(not_empty_seq)
+// The published state itself (tail) is what waiters re-check, so the seq word only needs to
+// change when somebody may sleep on it; an uncontended send touches no extra shared cache line.
+//   * If K3 reads a count from before W1, K3 is coherence-ordered before the seq_cst W1, so the
+//     fence KF precedes W1 in the single total order S, hence precedes W3 (W1 is sequenced
+//     before W3); K1 is sequenced before KF, so W3 observes K1 ([atomics.order]: a seq_cst load
+//     that follows in S a fence sequenced after a store observes that store or a later one).
+//     The waiter sees the new tail and does not sleep.
+//   * Otherwise K3 sees W1 and the waker bumps the word and wakes. If W2 read the word before
+//     K4, futex_wait either finds it changed (returns at once) or is queued before the wake and
+//     is woken. If W2 read K4's value, it synchronizes with K4, so W3 sees the new tail.
 // Either way a waiter never sleeps through a send that made its condition true.
+//
+// Cache lines: records are placed so that the lock word, head, tail and both seq words share
+// one 64-byte line and the waiter counts (read by every waker, rarely written) sit on the next:
+// a send or receive then moves about two lines between cores (that one and the slot's).
 
 namespace colors::detail {
 
@@ -63,8 +73,17 @@ ChannelRecord* find_in_chain(ChannelRecord* c, std::string_view name) {
 }
 
 void wake(std::atomic<std::uint32_t>& seq, std::atomic<std::uint32_t>& waiters) {
-  seq.fetch_add(1, std::memory_order_seq_cst);
-  if (waiters.load(std::memory_order_seq_cst) != 0) futex_wake_all(&seq);
+#if defined(__SANITIZE_THREAD__)
+  // ThreadSanitizer does not model fences: use the equivalent seq_cst read-modify-write (it
+  // orders K1 before a later W1 through the modification order of `waiters`).
+  if (waiters.fetch_add(0, std::memory_order_seq_cst) != 0) {
+#else
+  std::atomic_thread_fence(std::memory_order_seq_cst);  // KF (see the protocol above)
+  if (waiters.load(std::memory_order_relaxed) != 0) {
+#endif
+    seq.fetch_add(1, std::memory_order_seq_cst);
+    futex_wake_all(&seq);
+  }
 }
 
 // head is read before tail: both only grow and head <= tail, so the later tail is >= the head
@@ -181,8 +200,14 @@ ChannelRecord* find_or_create_channel(Metadata* m, std::string_view name, std::u
   RobustLockGuard g(m->classes_lock);
   ChannelRecord* head = bucket.load(std::memory_order_acquire);
   if (ChannelRecord* c = find_in_chain(head, name)) return c;  // created meanwhile
-  auto* slots = static_cast<std::atomic<Word>*>(classes_alloc(m, sizeof(std::atomic<Word>) * capacity));
-  auto* c = static_cast<ChannelRecord*>(classes_alloc(m, sizeof(ChannelRecord)));  // zero-filled
+  auto* slots = static_cast<std::atomic<Word>*>(classes_alloc(m, round_up(sizeof(std::atomic<Word>) * capacity, 64) + 64));
+  slots = reinterpret_cast<std::atomic<Word>*>(round_up(reinterpret_cast<std::uintptr_t>(slots), 64));
+  // Place the record so that its lock starts a cache line (see "Cache lines" above); the record
+  // only needs 8-byte alignment.
+  static_assert(alignof(ChannelRecord) <= 8 && offsetof(ChannelRecord, lock) % 8 == 0);
+  constexpr std::size_t kLockOffset = offsetof(ChannelRecord, lock);
+  auto raw = reinterpret_cast<std::uintptr_t>(classes_alloc(m, sizeof(ChannelRecord) + 64));  // zero-filled
+  auto* c = reinterpret_cast<ChannelRecord*>(round_up(raw + kLockOffset, 64) - kLockOffset);
   c->name = make_name(m, name);
   c->capacity = capacity;
   c->slots = slots;  // zero-filled: every slot null

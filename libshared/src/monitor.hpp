@@ -3,8 +3,9 @@
 // in every process).
 //
 // Semantics (Java-like):
-//  * Re-entrant: the entry records its owner (detail::current_owner_word(): client id << 32 |
-//    kernel thread id) and a recursion count; only the outermost enter/exit touch the mutex.
+//  * Re-entrant: the entry records its owner (client id << 32 | kernel thread id, the layout of
+//    detail::current_owner_word(), cached per thread: see monitor.cpp) and a recursion count;
+//    only the outermost enter/exit touch the mutex.
 //  * Distinct objects may hash to the same entry. That only adds contention and spurious
 //    wakeups; it is why notify is always notify-all (a notify meant for one object could
 //    otherwise wake a waiter of another object and be lost).
@@ -21,8 +22,8 @@
 //
 // Invariants:
 //  * entry.owner == W (W != 0) only while the thread with owner word W holds entry.mutex, and
-//    only that thread writes W into it. So `owner == current_owner_word()` is a race-free
-//    "do I hold it?" test even with relaxed loads.
+//    only that thread writes W into it. So `owner == my word` is a race-free "do I hold it?"
+//    test even with relaxed loads.
 //  * entry.recursion is read and written only by the holder of entry.mutex.
 //  * entry.cv_seq changes only under entry.mutex (notify requires ownership); waiters read it
 //    under the mutex before releasing it, so a notify that happens after a waiter released the

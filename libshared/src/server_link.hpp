@@ -8,8 +8,9 @@
 //  * The fd is opened with SOCK_CLOEXEC so an exec'd child does not keep a dead parent "alive".
 //    A fork()ed child without exec does inherit it; see colors-server/README.md.
 //
-// REQUIRES: the functions taking an fd are not called concurrently on the same fd (callers
-// serialize use of their link, e.g. under the session's lock).
+// REQUIRES: ping_server and close_link are not called concurrently on the same fd (callers
+// serialize them, e.g. under the attach lock). server_link_alive never consumes data and may be
+// called from any thread at any time.
 #pragma once
 #include <cstddef>
 #include <cstdint>

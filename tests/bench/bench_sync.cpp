@@ -1,11 +1,10 @@
 // Synchronization benchmarks: monitors and channels against bare baselines measured in the same
 // run (these machines are noisy; only the ratios mean much).
 //
-//   bench_sync(out) creates a private segment (name "bench-sync-<pid>", at
-//   COLORS_BENCH_SYNC_ADDRESS or 0x620000000000, so it never collides with a segment the bench
-//   main may already have attached), forks one echo child per round-trip measurement, prints
-//   "name | ours ns | baseline ns | ratio" rows, removes the segment and restores the process's
-//   previous attachment state.
+//   bench_sync(out) creates an in-process segment (test::TestSegment, at the bench's
+//   COLORS_TEST_ADDRESS), forks one echo child per round-trip measurement, and prints rows with
+//   bench::row (ours ns | baseline ns | speedup = baseline / ours; the note gives ours / baseline
+//   against the target).
 //
 // Rows:
 //  * monitor enter+exit, uncontended, vs a bare robust process-shared pthread mutex lock+unlock
@@ -25,18 +24,17 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
-#include <iomanip>
-#include <memory>
 #include <ostream>
 #include <string>
 
+#include "bench_util.hpp"
 #include "channel.hpp"
 #include "classes.hpp"
 #include "futex.hpp"
 #include "monitor.hpp"
 #include "robust_mutex.hpp"
-#include "segment.hpp"
 #include "session.hpp"
+#include "test_segment.hpp"
 
 void bench_sync(std::ostream& out);
 
@@ -163,29 +161,21 @@ double futex_round_trip(Shared* s, long iters, std::int64_t spin) {
 }
 
 void row(std::ostream& out, const std::string& name, double ours, double base, double target) {
-  char buf[256];
-  const double ratio = ours / base;
-  std::snprintf(buf, sizeof buf, "%-58s | %10.1f | %10.1f | %6.2f%s", name.c_str(), ours, base, ratio,
-                (ours < 0 || base < 0) ? "  (FAILED)" : (target > 0 && ratio > target ? "  (above target)" : ""));
-  out << buf << "\n";
+  char note[128];
+  if (ours < 0 || base < 0) {
+    std::snprintf(note, sizeof note, "FAILED (a child process did not echo correctly)");
+  } else {
+    std::snprintf(note, sizeof note, "ours/base %.2f, target <= %.1f%s", ours / base, target,
+                  ours / base > target ? " (ABOVE TARGET)" : "");
+  }
+  bench::row(out, name, ours, base, note);
 }
 
 }  // namespace
 
 void bench_sync(std::ostream& out) {
-  Metadata* const prev_meta = current_meta_or_null();
-  const std::uint32_t prev_client = current_client_id();
-  const std::uint32_t prev_slot = current_client_slot();
-
-  SegmentConfig cfg;
-  cfg.name = "bench-sync-" + std::to_string(getpid());
-  const char* addr = std::getenv("COLORS_BENCH_SYNC_ADDRESS");
-  cfg.address = addr != nullptr ? std::strtoull(addr, nullptr, 16) : 0x620000000000ULL;
-  cfg.heap_size = 1 << 20;
-  cfg.classes_size = 4 << 20;
-  std::unique_ptr<Segment> seg = Segment::create(cfg);
-  Metadata* m = seg->meta();
-  set_current_client(1, 0);
+  test::TestSegment seg(1 << 20, 4 << 20);
+  Metadata* m = seg.meta();
 
   Shared* s = nullptr;
   {
@@ -199,12 +189,8 @@ void bench_sync(std::ostream& out) {
   pthread_mutex_init(&s->bare, &a);
   pthread_mutexattr_destroy(&a);
 
-  out << "colors sync benchmarks (best of 5 for the mutex rows; spin budget " << spin_budget_ns() << " ns)\n";
-  char head[256];
-  std::snprintf(head, sizeof head, "%-58s | %10s | %10s | %6s", "name", "ours ns", "baseline ns", "ratio");
-  out << head << "\n" << std::string(96, '-') << "\n";
-
-  // (a) Uncontended monitor enter+exit vs bare robust pshared mutex lock+unlock, interleaved.
+  // (a) Uncontended monitor enter+exit vs bare robust pshared mutex lock+unlock, interleaved
+  // rounds, best of 5 each.
   const void* obj = &s->monitor_obj[0];
   constexpr long kLockIters = 2'000'000;
   double ours = 1e300, base = 1e300;
@@ -222,9 +208,10 @@ void bench_sync(std::ostream& out) {
       }
     }));
   }
-  row(out, "monitor enter+exit (uncontended) vs robust pshared mutex", ours, base, 1.5);
+  row(out, "monitor enter+exit, uncontended (vs robust pshared pthread mutex)", ours, base, 1.5);
 
-  // (b) Cross-process round trips.
+  // (b) Cross-process round trips: small integer out through one channel, echoed back through
+  // another, blocking calls on both sides.
   ChannelRecord* ping = find_or_create_channel(m, "bench.ping", 1);
   ChannelRecord* pong = find_or_create_channel(m, "bench.pong", 1);
   const std::int64_t spin = spin_budget_ns();
@@ -233,14 +220,10 @@ void bench_sync(std::ostream& out) {
   const double fx_spin = futex_round_trip(s, kSpinIters, spin);
   const double ch_block = channel_round_trip(m, ping, pong, kBlockIters, 0);
   const double fx_block = futex_round_trip(s, kBlockIters, 0);
-  row(out, "channel round trip (spin) vs futex ping-pong (same spin)", ch_spin, fx_spin, 1.5);
-  row(out, "channel round trip (spin 0) vs futex ping-pong (no spin)", ch_block, fx_block, 1.5);
-  row(out, "channel round trip (spin) vs futex ping-pong (no spin)", ch_spin, fx_block, 1.5);
+  const std::string sp = std::to_string(spin / 1000) + " us";
+  row(out, "channel round trip, 2 processes, spin " + sp + " (vs futex ping-pong, same spin)", ch_spin, fx_spin, 1.5);
+  row(out, "channel round trip, 2 processes, no spin (vs futex ping-pong, no spin)", ch_block, fx_block, 1.5);
+  row(out, "channel round trip, 2 processes, spin " + sp + " (vs futex ping-pong, no spin)", ch_spin, fx_block, 1.5);
 
   pthread_mutex_destroy(&s->bare);
-  const std::string name = seg->name();
-  seg.reset();
-  Segment::remove(name);
-  set_current_meta(prev_meta);
-  set_current_client(prev_client, prev_slot);
 }

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -92,7 +93,7 @@ struct ServerConfig {
     c.dir = socket_subdir.empty() ? dir : dir + "/" + socket_subdir;
     c.socket = c.dir + "/" + c.name + ".sock";
     std::uintptr_t slot = (static_cast<std::uintptr_t>(::getpid()) % 1024) * 32 + static_cast<std::uintptr_t>(n % 32);
-    c.address = 0x610000000000ULL + slot * 0x10000000ULL;  // 256 MiB apart: at most 0x618000000000
+    c.address = 0x610000000000ULL + slot * 0x10000000ULL;  // 256 MiB apart, below 0x690000000000
     return c;
   }
 
@@ -157,29 +158,30 @@ class ServerProcess {
   pid_t pid() const { return pid_; }
   const std::string& ready_line() const { return ready_line_; }
   std::string log() const { return read_file(stderr_path_); }
-  std::string stdout_text() const { return stdout_; }
 
-  // Reads stdout until the ready line. False if the server exited or stayed silent.
+  // Reads stdout until the ready line (at the start of a line). False if the server exited or
+  // stayed silent.
   bool wait_ready(int timeout_ms = 10000) {
     auto t0 = std::chrono::steady_clock::now();
+    const std::string marker = "colors-server ready:";
     for (;;) {
-      auto pos = stdout_.find("colors-server ready:");
-      if (pos != std::string::npos) {
+      for (std::size_t pos = stdout_.find(marker); pos != std::string::npos; pos = stdout_.find(marker, pos + 1)) {
+        if (pos != 0 && stdout_[pos - 1] != '\n') continue;
         auto nl = stdout_.find('\n', pos);
-        if (nl != std::string::npos) {
-          ready_line_ = stdout_.substr(pos, nl - pos);
-          return true;
-        }
+        if (nl == std::string::npos) break;
+        ready_line_ = stdout_.substr(pos, nl - pos);
+        return true;
       }
-      int left = timeout_ms - static_cast<int>(ms_since(t0));
-      if (left <= 0) return false;
-      pollfd p{stdout_fd_, POLLIN, 0};
-      if (::poll(&p, 1, left) <= 0) continue;
-      char buf[512];
-      ssize_t n = ::read(stdout_fd_, buf, sizeof buf);
-      if (n <= 0) return false;  // EOF: the server exited
-      stdout_.append(buf, static_cast<std::size_t>(n));
+      if (!read_some(timeout_ms - static_cast<int>(ms_since(t0)))) return false;
     }
+  }
+
+  // Everything the process writes on stdout until it closes it.
+  std::string read_stdout_to_eof(int timeout_ms = 10000) {
+    auto t0 = std::chrono::steady_clock::now();
+    while (read_some(timeout_ms - static_cast<int>(ms_since(t0)))) {
+    }
+    return stdout_;
   }
 
   // Exit code (128 + signal for a killed server), or nullopt after `timeout_ms` (-1: wait forever).
@@ -206,6 +208,20 @@ class ServerProcess {
   }
 
  private:
+  // Appends what stdout has within `left_ms`. False on EOF or timeout.
+  bool read_some(int left_ms) {
+    if (left_ms <= 0) return false;
+    pollfd p{stdout_fd_, POLLIN, 0};
+    int rc = ::poll(&p, 1, left_ms);
+    if (rc < 0 && errno == EINTR) return true;  // the caller recomputes what is left
+    if (rc <= 0) return false;
+    char buf[512];
+    ssize_t n = ::read(stdout_fd_, buf, sizeof buf);
+    if (n <= 0) return false;  // EOF: the process closed stdout (exited)
+    stdout_.append(buf, static_cast<std::size_t>(n));
+    return true;
+  }
+
   ServerConfig cfg_;
   std::string stderr_path_;
   pid_t pid_ = -1;

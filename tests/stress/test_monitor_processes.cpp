@@ -21,7 +21,7 @@
 #include "monitor.hpp"
 #include "repository.hpp"
 #include "session.hpp"
-#include "support/test_segment.hpp"
+#include "test_segment.hpp"
 
 using namespace colors;
 using namespace colors::detail;

@@ -12,7 +12,7 @@
 #include "colors/errors.hpp"
 #include "futex.hpp"
 #include "session.hpp"
-#include "support/test_segment.hpp"
+#include "test_segment.hpp"
 
 using namespace colors;
 using namespace colors::detail;
@@ -24,7 +24,7 @@ bool interrupt_now() { return true; }
 }  // namespace
 
 TEST_CASE("channel: find_or_create and capacity rules", "[channel]") {
-  test::TestSegment seg(1 << 20);
+  test::TestSegment seg(1 << 20, 16 << 20);  // room for a channel of the maximal capacity (8 MiB)
   Metadata* m = seg.meta();
   CHECK(find_channel(m, "jobs") == nullptr);
   ChannelRecord* c = find_or_create_channel(m, "jobs", 8);

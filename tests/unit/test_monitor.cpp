@@ -9,7 +9,7 @@
 #include "futex.hpp"
 #include "monitor.hpp"
 #include "session.hpp"
-#include "support/test_segment.hpp"
+#include "test_segment.hpp"
 
 using namespace colors;
 using namespace colors::detail;

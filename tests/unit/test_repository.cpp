@@ -10,7 +10,7 @@
 #include "classes.hpp"
 #include "colors/errors.hpp"
 #include "repository.hpp"
-#include "support/test_segment.hpp"
+#include "test_segment.hpp"
 
 using namespace colors;
 using namespace colors::detail;
