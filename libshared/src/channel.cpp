@@ -151,7 +151,7 @@ bool wait_until(Metadata* m, std::atomic<std::uint32_t>& seq, std::atomic<std::u
   const std::int64_t spin = spin_ns < 0 ? spin_budget_ns() : spin_ns;
   const std::int64_t spin_end = std::min(deadline, start + spin);
   for (;;) {
-    // Spin phase: acquire loads of head/tail only (no lock, no syscall).
+    // Spin phase: loads of head/tail only (no lock, no syscall).
     std::int64_t now = monotonic_ns();
     while (now < spin_end && !ready()) {
       cpu_relax();
@@ -205,7 +205,7 @@ ChannelRecord* find_or_create_channel(Metadata* m, std::string_view name, std::u
   // Place the record so that its lock starts a cache line (see "Cache lines" above); the record
   // only needs 8-byte alignment.
   static_assert(alignof(ChannelRecord) <= 8 && offsetof(ChannelRecord, lock) % 8 == 0);
-  constexpr std::size_t kLockOffset = offsetof(ChannelRecord, lock);
+  constexpr std::size_t kLockOffset = offsetof(ChannelRecord, head);
   auto raw = reinterpret_cast<std::uintptr_t>(classes_alloc(m, sizeof(ChannelRecord) + 64));  // zero-filled
   auto* c = reinterpret_cast<ChannelRecord*>(round_up(raw + kLockOffset, 64) - kLockOffset);
   c->name = make_name(m, name);

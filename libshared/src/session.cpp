@@ -3,6 +3,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <pthread.h>
+
 #include <atomic>
 
 #include "colors/errors.hpp"
@@ -17,6 +19,13 @@ thread_local std::uint32_t t_tid = 0;
 // Set by the client attach code: returns false once the server's connection is gone.
 std::atomic<bool (*)()> g_link_alive{nullptr};
 }  // namespace
+
+// A forked child is another process: its thread id differs and it must not inherit the parent's
+// cached owner word.
+[[maybe_unused]] const int g_atfork = [] {
+  pthread_atfork(nullptr, nullptr, [] { t_tid = 0; });
+  return 0;
+}();
 
 void set_link_probe(bool (*alive)()) { g_link_alive.store(alive, std::memory_order_release); }
 

@@ -215,11 +215,18 @@ void bench_sync(std::ostream& out) {
   ChannelRecord* ping = find_or_create_channel(m, "bench.ping", 1);
   ChannelRecord* pong = find_or_create_channel(m, "bench.pong", 1);
   const std::int64_t spin = spin_budget_ns();
-  constexpr long kSpinIters = 50'000, kBlockIters = 3'000;
-  const double ch_spin = channel_round_trip(m, ping, pong, kSpinIters, spin);
-  const double fx_spin = futex_round_trip(s, kSpinIters, spin);
-  const double ch_block = channel_round_trip(m, ping, pong, kBlockIters, 0);
-  const double fx_block = futex_round_trip(s, kBlockIters, 0);
+  // Kernel wake-up latency on these machines swings by 2x from one second to the next, so the
+  // blocking pair alternates over several rounds and keeps each side's best.
+  constexpr long kSpinIters = 50'000, kBlockIters = 4'000;
+  constexpr int kRounds = 3;
+  double ch_spin = 1e300, fx_spin = 1e300, ch_block = 1e300, fx_block = 1e300;
+  auto keep = [](double& best, double v) { best = (v < 0 || best < 0) ? -1 : std::min(best, v); };
+  for (int r = 0; r < kRounds; ++r) {
+    keep(ch_spin, channel_round_trip(m, ping, pong, kSpinIters, spin));
+    keep(fx_spin, futex_round_trip(s, kSpinIters, spin));
+    keep(ch_block, channel_round_trip(m, ping, pong, kBlockIters, 0));
+    keep(fx_block, futex_round_trip(s, kBlockIters, 0));
+  }
   const std::string sp = std::to_string(spin / 1000) + " us";
   row(out, "channel round trip, 2 processes, spin " + sp + " (vs futex ping-pong, same spin)", ch_spin, fx_spin, 1.5);
   row(out, "channel round trip, 2 processes, no spin (vs futex ping-pong, no spin)", ch_block, fx_block, 1.5);
