@@ -10,21 +10,20 @@
 
 namespace colors::detail {
 
+constinit thread_local TlabCursor t_tlab_cursor{0, 0, 0};
+std::atomic<std::uint64_t> g_tlab_epoch{1};
+
 namespace {
 
 constexpr std::size_t kMaxBlock = std::size_t{1} << 40;  // keeps sizes far below the 56-bit field
 
-// Per-thread TLAB cursor. `cur` is the address of the kTlab block holding the unallocated rest,
-// which ends at `end`. `epoch` ties it to one attachment of this process.
-struct ThreadTlab {
-  std::uintptr_t cur = 0;
-  std::uintptr_t end = 0;
-  std::uint64_t epoch = 0;
-  ~ThreadTlab();
+// Retires the thread's TLAB when the thread exits. Armed on the slow path only, so that the fast
+// path never touches a thread_local with a destructor.
+struct TlabExitGuard {
+  bool armed = false;
+  ~TlabExitGuard();
 };
-
-std::atomic<std::uint64_t> g_epoch{1};
-thread_local ThreadTlab t_tlab;
+thread_local TlabExitGuard t_exit_guard;
 
 void free_chunk_push(Metadata* m, std::uintptr_t p, std::size_t size) {
   // REQUIRES: heap_lock held; [p, p+size) is a block nobody else uses.
@@ -89,14 +88,8 @@ std::uintptr_t carve(Metadata* m, std::size_t bytes, BlockKind kind, std::uint32
 
 }  // namespace
 
-ThreadTlab::~ThreadTlab() {
-  // Thread exit: hand the rest of this thread's TLAB back as filler while still attached.
-  Metadata* m = current_meta_or_null();
-  if (m != nullptr && cur != 0 && epoch == g_epoch.load(std::memory_order_acquire)) {
-    BlockHeader* h = header_at(cur);
-    h->publish(end - cur, BlockKind::kFiller);
-  }
-  cur = end = 0;
+TlabExitGuard::~TlabExitGuard() {
+  if (armed) retire_thread_tlab();
 }
 
 void init_objects_space(Metadata* m) {
@@ -112,65 +105,45 @@ void init_objects_space(Metadata* m) {
   }
 }
 
-BlockHeader* reserve_block(Metadata* m, std::uint32_t client_id, std::size_t bytes) {
-  ThreadTlab& t = t_tlab;
-  const std::uint64_t epoch = g_epoch.load(std::memory_order_relaxed);
-  if (t.epoch != epoch) t = ThreadTlab{0, 0, epoch};
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    if (t.cur != 0 && t.end - t.cur >= bytes) {
-      std::uintptr_t obj = t.cur;
-      std::size_t rest = t.end - t.cur - bytes;
-      if (rest != 0) {
-        // The rest becomes the TLAB block before the front turns into the object.
-        BlockHeader* nt = header_at(obj + bytes);
-        nt->pending.store(0, std::memory_order_relaxed);
-        nt->marked.store(0, std::memory_order_relaxed);
-        nt->recent.store(0, std::memory_order_relaxed);
-        nt->owner.store(client_id, std::memory_order_relaxed);
-        nt->word.store(BlockHeader::pack(rest, BlockKind::kTlab), std::memory_order_release);
-        t.cur = obj + bytes;
-      } else {
-        t.cur = t.end = 0;
-      }
-      BlockHeader* h = header_at(obj);
-      std::memset(h->payload(), 0, bytes - sizeof(BlockHeader));
-      return h;
-    }
-    if (bytes > kTlabSize / 4) {
-      std::uintptr_t p = carve(m, bytes, BlockKind::kFiller, 0);
-      if (p == 0) throw OutOfMemoryError(out_of_memory_message(m, bytes));
-      BlockHeader* h = header_at(p);
-      std::memset(h->payload(), 0, bytes - sizeof(BlockHeader));
-      return h;
-    }
-    // Retire the current TLAB (its rest becomes filler) and take a fresh one.
-    if (t.cur != 0) header_at(t.cur)->publish(t.end - t.cur, BlockKind::kFiller);
+BlockHeader* reserve_block_slow(Metadata* m, std::uint32_t client_id, std::size_t bytes) {
+  TlabCursor& t = t_tlab_cursor;
+  const std::uint64_t epoch = g_tlab_epoch.load(std::memory_order_relaxed);
+  if (t.epoch != epoch) t = TlabCursor{0, 0, epoch};
+  t_exit_guard.armed = true;
+  if (t.cur != 0 && t.end - t.cur == bytes) {
+    // Exact fit: the object takes the whole rest of the TLAB.
+    BlockHeader* h = header_at(t.cur);
     t.cur = t.end = 0;
-    std::uintptr_t p = carve(m, kTlabSize, BlockKind::kTlab, client_id);
-    if (p == 0) throw OutOfMemoryError(out_of_memory_message(m, bytes));
-    header_at(p)->publish(kTlabSize, BlockKind::kTlab);
-    t.cur = p;
-    t.end = p + kTlabSize;
+    std::memset(h->payload(), 0, bytes - sizeof(BlockHeader));
+    return h;
   }
-  throw OutOfMemoryError(out_of_memory_message(m, bytes));  // unreachable: a fresh TLAB fits
-}
-
-void publish_object(BlockHeader* h, std::size_t bytes) {
-  h->pending.store(0, std::memory_order_relaxed);
-  h->marked.store(0, std::memory_order_relaxed);
-  h->recent.store(1, std::memory_order_relaxed);
-  h->publish(bytes, BlockKind::kObject);
+  if (bytes > kTlabSize / 4) {
+    std::uintptr_t p = carve(m, bytes, BlockKind::kFiller, 0);
+    if (p == 0) throw OutOfMemoryError(out_of_memory_message(m, bytes));
+    BlockHeader* h = header_at(p);
+    std::memset(h->payload(), 0, bytes - sizeof(BlockHeader));
+    return h;
+  }
+  // Retire the current TLAB (its rest becomes filler) and take a fresh one.
+  if (t.cur != 0) header_at(t.cur)->publish(t.end - t.cur, BlockKind::kFiller);
+  t.cur = t.end = 0;
+  std::uintptr_t p = carve(m, kTlabSize, BlockKind::kTlab, client_id);
+  if (p == 0) throw OutOfMemoryError(out_of_memory_message(m, bytes));
+  header_at(p)->publish(kTlabSize, BlockKind::kTlab);
+  t.cur = p;
+  t.end = p + kTlabSize;
+  return reserve_block(m, client_id, bytes);  // fits: bytes <= kTlabSize / 4
 }
 
 void retire_thread_tlab() {
-  ThreadTlab& t = t_tlab;
-  if (t.cur != 0 && t.epoch == g_epoch.load(std::memory_order_acquire) && current_meta_or_null() != nullptr) {
+  TlabCursor& t = t_tlab_cursor;
+  if (t.cur != 0 && t.epoch == g_tlab_epoch.load(std::memory_order_acquire) && current_meta_or_null() != nullptr) {
     header_at(t.cur)->publish(t.end - t.cur, BlockKind::kFiller);
   }
   t.cur = t.end = 0;
 }
 
-void forget_all_tlabs() { g_epoch.fetch_add(1, std::memory_order_acq_rel); }
+void forget_all_tlabs() { g_tlab_epoch.fetch_add(1, std::memory_order_acq_rel); }
 
 std::size_t reclaim_client_tlabs(Metadata* m, std::uint32_t client_id) {
   std::size_t reclaimed = 0;

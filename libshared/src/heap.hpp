@@ -24,12 +24,50 @@ namespace colors::detail {
 
 void init_objects_space(Metadata* m);
 
+// The calling thread's TLAB cursor: `cur` is the kTlab block holding the unallocated rest, which
+// ends at `end`; `epoch` ties it to one attachment of this process (a stale epoch means "none").
+// Trivially destructible and constinit so that the fast path reads it without a TLS wrapper call.
+struct TlabCursor {
+  std::uintptr_t cur;
+  std::uintptr_t end;
+  std::uint64_t epoch;
+};
+extern constinit thread_local TlabCursor t_tlab_cursor;
+extern std::atomic<std::uint64_t> g_tlab_epoch;
+
+BlockHeader* reserve_block_slow(Metadata* m, std::uint32_t client_id, std::size_t bytes);
+
 // Reserves a block of `bytes` (multiple of kGranule, >= 32) for a new object for the calling
 // thread of client `client_id`: payload zero-filled, header not yet published. Throws
 // OutOfMemoryError when no space is left.
-BlockHeader* reserve_block(Metadata* m, std::uint32_t client_id, std::size_t bytes);
-// Publishes a reserved block as an object of class `cls`, born recent.
-void publish_object(BlockHeader* h, std::size_t bytes);
+inline BlockHeader* reserve_block(Metadata* m, std::uint32_t client_id, std::size_t bytes) {
+  TlabCursor& t = t_tlab_cursor;
+  // Fast path: the object fits and leaves a non-empty rest (exact fits take the slow path).
+  if (__builtin_expect(t.epoch == g_tlab_epoch.load(std::memory_order_relaxed) && t.end - t.cur > bytes, 1)) {
+    std::uintptr_t obj = t.cur;
+    // The rest becomes the TLAB block before the front turns into the object (parsability).
+    BlockHeader* rest = header_at(obj + bytes);
+    rest->pending.store(0, std::memory_order_relaxed);
+    rest->marked.store(0, std::memory_order_relaxed);
+    rest->recent.store(0, std::memory_order_relaxed);
+    rest->owner.store(client_id, std::memory_order_relaxed);
+    rest->word.store(BlockHeader::pack(t.end - obj - bytes, BlockKind::kTlab), std::memory_order_release);
+    t.cur = obj + bytes;
+    BlockHeader* h = header_at(obj);
+    auto* p = reinterpret_cast<std::uint64_t*>(h->payload());
+    for (std::size_t i = 0, n = (bytes - sizeof(BlockHeader)) / 8; i < n; ++i) p[i] = 0;
+    return h;
+  }
+  return reserve_block_slow(m, client_id, bytes);
+}
+
+// Publishes a reserved block as an object, born recent.
+inline void publish_object(BlockHeader* h, std::size_t bytes) {
+  h->pending.store(0, std::memory_order_relaxed);
+  h->marked.store(0, std::memory_order_relaxed);
+  h->recent.store(1, std::memory_order_relaxed);
+  h->publish(bytes, BlockKind::kObject);
+}
 
 // Turns the calling thread's TLAB rest into filler (e.g. before detach or thread exit).
 void retire_thread_tlab();
