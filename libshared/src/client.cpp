@@ -124,14 +124,33 @@ Value Value::from_raw(std::uint64_t word) {
   return v;
 }
 
+Value Value::adopt_root(std::uint64_t word, void* root_slot) {
+  Value v;
+  v.word_ = word;
+  if (root_slot != nullptr) {
+    v.root_ = root_slot;
+    v.epoch_ = g_epoch.load(std::memory_order_acquire);
+  }
+  return v;
+}
+
+// A rooted result (allocation or rooted load) becomes a Value without a second root.
+static Value adopt(Rooted&& r) {
+  Word w = r.word();
+  return Value::adopt_root(w, r.take());
+}
+
 Value::Value(int v) : Value(static_cast<long long>(v)) {}
 Value::Value(long v) : Value(static_cast<long long>(v)) {}
 Value::Value(unsigned v) : Value(static_cast<long long>(v)) {}
-Value::Value(long long v) { reset(fits_small(v) ? make_small(v) : new_integer(meta(), v)); }
-Value::Value(double v) { reset(new_float(meta(), v)); }
-Value::Value(bool v) { reset(make_bool(v)); }
+Value::Value(long long v) {
+  if (fits_small(v)) word_ = make_small(v);
+  else *this = adopt(new_integer(meta(), v));
+}
+Value::Value(double v) { *this = adopt(new_float(meta(), v)); }
+Value::Value(bool v) : word_(make_bool(v)) {}
 Value::Value(const char* s) : Value(std::string_view(s)) {}
-Value::Value(std::string_view s) { reset(new_string(meta(), s)); }
+Value::Value(std::string_view s) { *this = adopt(new_string(meta(), s)); }
 Value::Value(const Value& o) { reset(o.word_); }
 Value::Value(Value&& o) noexcept : word_(o.word_), root_(o.root_), epoch_(o.epoch_) {
   o.word_ = 0;
@@ -218,7 +237,7 @@ std::string Value::repr() const {
   }
 }
 
-Value new_binary(const void* data, std::size_t n) { return Value::from_raw(detail::new_binary(meta(), data, n)); }
+Value new_binary(const void* data, std::size_t n) { return adopt(detail::new_binary(meta(), data, n)); }
 
 // ---- containers ----
 
@@ -228,11 +247,16 @@ static void expect(const Value& v, TypeKind k) {
 
 List::List(const Value& v) : Value(v) { expect(*this, TypeKind::kList); }
 std::size_t List::size() const { return list_size(word_); }
-Value List::get(std::size_t i) const { return Value::from_raw(list_get(word_, i)); }
+Value List::get(std::size_t i) const { return adopt(list_load(word_, i)); }
 void List::set(std::size_t i, const Value& v) { list_set(word_, i, v.raw()); }
 void List::append(const Value& v) { list_append(meta(), word_, v.raw()); }
 void List::insert(std::size_t i, const Value& v) { list_insert(meta(), word_, i, v.raw()); }
-Value List::erase(std::size_t i) { return Value::from_raw(list_erase(word_, i)); }
+Value List::erase(std::size_t i) {
+  Value v = get(i);  // rooted before it leaves the list
+  Word removed = list_erase(word_, i);
+  if (removed != v.raw()) return Value::from_raw(removed);  // a racing store changed the slot; still pending-protected
+  return v;
+}
 void List::clear() { list_clear(word_); }
 std::vector<Value> List::items() const {
   std::vector<Value> out;
@@ -241,7 +265,7 @@ std::vector<Value> List::items() const {
   for (std::size_t i = 0; i < n; ++i) out.push_back(get(i));
   return out;
 }
-List new_list(std::size_t capacity) { return List(Value::from_raw(detail::new_list(meta(), capacity))); }
+List new_list(std::size_t capacity) { return List(adopt(detail::new_list(meta(), capacity))); }
 
 Set::Set(const Value& v) : Value(v) { expect(*this, TypeKind::kSet); }
 std::size_t Set::size() const { return hash_size(word_); }
@@ -251,18 +275,18 @@ bool Set::remove(const Value& k) { return hash_remove(word_, k.raw()); }
 void Set::clear() { hash_clear(word_); }
 std::vector<Value> Set::items() const {
   std::vector<Value> out;
-  hash_for_each(word_, [&](Word k, Word) { out.push_back(Value::from_raw(k)); });
+  hash_for_each_rooted(word_, [&](Rooted k, Rooted) { out.push_back(adopt(std::move(k))); });
   return out;
 }
-Set new_set(std::size_t capacity) { return Set(Value::from_raw(detail::new_set(meta(), capacity))); }
+Set new_set(std::size_t capacity) { return Set(adopt(detail::new_set(meta(), capacity))); }
 
 Map::Map(const Value& v) : Value(v) { expect(*this, TypeKind::kMap); }
 std::size_t Map::size() const { return hash_size(word_); }
 bool Map::contains(const Value& k) const { return hash_contains(word_, k.raw()); }
 std::optional<Value> Map::get(const Value& k) const {
-  Word v;
-  if (!map_get(word_, k.raw(), &v)) return std::nullopt;
-  return Value::from_raw(v);
+  Rooted v;
+  if (!map_load(word_, k.raw(), &v)) return std::nullopt;
+  return adopt(std::move(v));
 }
 Value Map::at(const Value& k) const {
   auto v = get(k);
@@ -274,10 +298,10 @@ bool Map::remove(const Value& k) { return hash_remove(word_, k.raw()); }
 void Map::clear() { hash_clear(word_); }
 std::vector<std::pair<Value, Value>> Map::items() const {
   std::vector<std::pair<Value, Value>> out;
-  hash_for_each(word_, [&](Word k, Word v) { out.emplace_back(Value::from_raw(k), Value::from_raw(v)); });
+  hash_for_each_rooted(word_, [&](Rooted k, Rooted v) { out.emplace_back(adopt(std::move(k)), adopt(std::move(v))); });
   return out;
 }
-Map new_map(std::size_t capacity) { return Map(Value::from_raw(detail::new_map(meta(), capacity))); }
+Map new_map(std::size_t capacity) { return Map(adopt(detail::new_map(meta(), capacity))); }
 
 // ---- classes ----
 
@@ -342,10 +366,10 @@ static std::atomic<Word>* slot_or_throw(Word o, const FieldInfo& f) {
 }
 
 Value Object::get(std::string_view name) const {
-  return Value::from_raw(slot_or_throw(word_, field_or_throw(word_, name))->load(std::memory_order_acquire));
+  return adopt(root_load(slot_or_throw(word_, field_or_throw(word_, name))));
 }
 Value Object::get(const Field& f) const {
-  if (detail::class_of(word_) == f.cls_) return Value::from_raw(slot_or_throw(word_, *f.info_)->load(std::memory_order_acquire));
+  if (detail::class_of(word_) == f.cls_) return adopt(root_load(slot_or_throw(word_, *f.info_)));
   return get(f.name());
 }
 void Object::set(std::string_view name, const Value& v) {
@@ -363,7 +387,7 @@ void Object::remove_field(std::string_view name) { detail::remove_field(meta(), 
 
 Object new_object(const Class& cls) {
   if (!cls.valid()) throw InvalidArgumentError("new_object needs a class");
-  return Object(Value::from_raw(new_user_object(meta(), const_cast<ClassRecord*>(cls.record()))));
+  return Object(adopt(new_user_object(meta(), const_cast<ClassRecord*>(cls.record()))));
 }
 
 // ---- repositories and channels ----
@@ -375,7 +399,7 @@ Repository repository(const std::string& name) {
 }
 Value Repository::get() const {
   meta();
-  return Value::from_raw(repository_get(rec_));
+  return adopt(root_load(&rec_->root));
 }
 void Repository::set(const Value& v) {
   meta();

@@ -8,8 +8,6 @@
 
 namespace colors::detail {
 
-Word new_table_word(Metadata* m, std::size_t capacity);
-
 namespace {
 
 ListObject* as_list(Word w) { return reinterpret_cast<ListObject*>(w); }
@@ -29,7 +27,8 @@ Word grow(Metadata* m, ListObject* l, Word array, std::size_t need) {
   if (need <= cap) return array;
   std::size_t ncap = cap < 4 ? 4 : cap * 2;
   if (ncap < need) ncap = need;
-  Word fresh = new_array(m, TypeKind::kArray, ncap);
+  Rooted fresh_root = new_array(m, TypeKind::kArray, ncap);
+  Word fresh = fresh_root.word();
   std::size_t n = l->size.load(std::memory_order_acquire);
   if (n > cap) n = cap;
   for (std::size_t i = 0; i < n; ++i) init_ref(&as_array(fresh)->slots[i], as_array(array)->slots[i].load(std::memory_order_acquire));
@@ -73,7 +72,8 @@ bool insert_new(TableObject* t, Word key, Word value, std::uint64_t h) {
 
 // Replaces the table by one sized for `need` live entries, dropping tombstones.
 Word rehash(Metadata* m, HashObject* ho, Word table, std::size_t need) {
-  Word fresh = new_table_word(m, need * 2);
+  Rooted fresh_root = new_table(m, need * 2);
+  Word fresh = fresh_root.word();
   TableObject* nt = as_table(fresh);
   if (table != kNull) {
     TableObject* t = as_table(table);
@@ -122,6 +122,14 @@ Word list_get(Word list, std::size_t i) {
   Word a = l->array.load(std::memory_order_acquire);
   if (i >= n || i >= array_capacity(a)) index_error(i, n);
   return as_array(a)->slots[i].load(std::memory_order_acquire);
+}
+
+Rooted list_load(Word list, std::size_t i) {
+  ListObject* l = as_list(list);
+  std::size_t n = l->size.load(std::memory_order_acquire);
+  Word a = l->array.load(std::memory_order_acquire);
+  if (i >= n || i >= array_capacity(a)) index_error(i, n);
+  return root_load(&as_array(a)->slots[i]);
 }
 
 void list_set(Word list, std::size_t i, Word v) {
@@ -193,6 +201,15 @@ bool map_get(Word map, Word key, Word* value) {
   return true;
 }
 
+bool map_load(Word map, Word key, Rooted* value) {
+  Word table = as_hash(map)->table.load(std::memory_order_acquire);
+  if (table == kNull) return false;
+  TableEntry* e = find_entry(as_table(table), encode_key(key), value_hash(key));
+  if (e == nullptr) return false;
+  *value = root_load(&e->value);
+  return true;
+}
+
 bool map_put(Metadata* m, Word map, Word key, Word value) { return put(m, map, key, value); }
 
 bool set_add(Metadata* m, Word set, Word key) {
@@ -228,6 +245,23 @@ void hash_for_each(Word h, const std::function<void(Word, Word)>& f) {
     Word k = t->entries[i].key.load(std::memory_order_acquire);
     if (k == kNull || k == kTombstone) continue;
     f(decode_key(k), t->entries[i].value.load(std::memory_order_acquire));
+  }
+}
+
+}  // namespace colors::detail
+
+namespace colors::detail {
+
+void hash_for_each_rooted(Word h, const std::function<void(Rooted, Rooted)>& f) {
+  Word table = as_hash(h)->table.load(std::memory_order_acquire);
+  if (table == kNull) return;
+  TableObject* t = as_table(table);
+  for (std::size_t i = 0; i < t->capacity; ++i) {
+    Rooted k = root_load(&t->entries[i].key);
+    if (k.word() == kNull || k.word() == kTombstone) continue;
+    Rooted v = root_load(&t->entries[i].value);
+    if (k.word() == kNullKey) k = Rooted(kNull, nullptr);
+    f(std::move(k), std::move(v));
   }
 }
 

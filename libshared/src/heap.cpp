@@ -6,7 +6,9 @@
 #include <unordered_set>
 
 #include "colors/errors.hpp"
+#include "futex.hpp"
 #include "segment.hpp"
+#include "session.hpp"
 
 namespace colors::detail {
 
@@ -25,21 +27,6 @@ struct TlabExitGuard {
 };
 thread_local TlabExitGuard t_exit_guard;
 
-void free_chunk_push(Metadata* m, std::uintptr_t p, std::size_t size) {
-  // REQUIRES: heap_lock held; [p, p+size) is a block nobody else uses.
-  BlockHeader* h = header_at(p);
-  reinterpret_cast<std::atomic<std::uint64_t>*>(h->payload())->store(m->freelist_head.load(std::memory_order_relaxed),
-                                                                      std::memory_order_relaxed);
-  h->publish(size, BlockKind::kFree);
-  m->freelist_head.store(p, std::memory_order_release);
-  m->free_bytes.fetch_add(size, std::memory_order_relaxed);
-  m->free_chunks.fetch_add(1, std::memory_order_relaxed);
-}
-
-std::atomic<std::uint64_t>* next_of(std::uintptr_t p) {
-  return reinterpret_cast<std::atomic<std::uint64_t>*>(header_at(p)->payload());
-}
-
 std::string out_of_memory_message(Metadata* m, std::size_t bytes) {
   HeapUsage u = heap_usage(m);
   return "shared heap exhausted: needed " + std::to_string(bytes) + " bytes, " + std::to_string(u.free_bytes) +
@@ -47,43 +34,44 @@ std::string out_of_memory_message(Metadata* m, std::size_t bytes) {
          "); drop references you no longer need or restart colors-server with a larger --heap-size";
 }
 
-// Carves `bytes` from the tail of a first-fit freelist chunk. The carved block gets header
-// `kind`/`owner` (kFiller until the caller publishes it, or kTlab). Returns its address or 0.
-std::uintptr_t carve(Metadata* m, std::size_t bytes, BlockKind kind, std::uint32_t owner) {
+// Carves `bytes` from the tail of a first-fit freelist chunk, as a kTlab block owned by `owner`
+// (a new TLAB, or a large object until it is published). Returns its address or 0.
+std::uintptr_t carve(Metadata* m, std::size_t bytes, std::uint32_t owner) {
   RobustLockGuard g(m->heap_lock);
-  std::atomic<std::uint64_t>* link = &m->freelist_head;
-  for (std::uint64_t p = link->load(std::memory_order_acquire); p != 0; p = link->load(std::memory_order_acquire)) {
+  for (std::uint64_t p = m->freelist_head.load(std::memory_order_acquire); p != 0;
+       p = free_next(p)->load(std::memory_order_acquire)) {
     BlockHeader* h = header_at(p);
     std::size_t size = BlockHeader::size_of(h->load());
-    if (size >= bytes) {
-      std::size_t rest = size - bytes;
-      std::uintptr_t block = p + rest;
-      BlockHeader* nb = header_at(block);
-      nb->pending.store(0, std::memory_order_relaxed);
-      nb->marked.store(0, std::memory_order_relaxed);
-      nb->recent.store(0, std::memory_order_relaxed);
-      nb->owner.store(owner, std::memory_order_relaxed);
-      nb->word.store(BlockHeader::pack(bytes, kind), std::memory_order_relaxed);
-      if (rest >= kTlabSize) {
-        h->publish(rest, BlockKind::kFree);  // chunk shrinks; stays linked
-      } else {
-        // Too small to stay on the freelist: unlink, then (if anything is left) make it filler.
-        link->store(next_of(p)->load(std::memory_order_relaxed), std::memory_order_release);
-        m->free_chunks.fetch_sub(1, std::memory_order_relaxed);
-        if (rest == 0) {
-          // The carved header *is* the chunk's header: publish the carved kind with release.
-          nb->publish(bytes, kind);
-        } else {
-          h->publish(rest, BlockKind::kFiller);
-        }
-      }
-      m->free_bytes.fetch_sub(size - (rest >= kTlabSize ? rest : 0), std::memory_order_relaxed);
-      m->allocated_bytes_total.fetch_add(bytes, std::memory_order_relaxed);
-      return block;
+    if (size < bytes) continue;
+    std::size_t rest = size - bytes;
+    std::uintptr_t block = p + rest;
+    if (rest < kTlabSize) freelist_unlink(m, p);  // too small to stay on the freelist
+    else m->free_bytes.fetch_sub(bytes, std::memory_order_relaxed);
+    BlockHeader* nb = header_at(block);
+    nb->pending.store(0, std::memory_order_relaxed);
+    nb->marked.store(0, std::memory_order_relaxed);
+    nb->recent.store(0, std::memory_order_relaxed);
+    nb->owner.store(owner, std::memory_order_relaxed);
+    if (rest == 0) {
+      nb->publish(bytes, BlockKind::kTlab);  // the carved header is the chunk's header
+    } else {
+      nb->word.store(BlockHeader::pack(bytes, BlockKind::kTlab), std::memory_order_relaxed);
+      // The chunk shrinks (release): walkers now find the carved block behind it.
+      h->publish(rest, rest >= kTlabSize ? BlockKind::kFree : BlockKind::kFiller);
     }
-    link = next_of(p);
+    m->allocated_bytes_total.fetch_add(bytes, std::memory_order_relaxed);
+    return block;
   }
   return 0;
+}
+
+// Carves, asking the collector for up to two cycles when the heap is full.
+std::uintptr_t carve_or_collect(Metadata* m, std::size_t bytes, std::uint32_t owner, std::size_t want) {
+  for (int attempt = 0;; ++attempt) {
+    if (std::uintptr_t p = carve(m, bytes, owner)) return p;
+    if (attempt == 2 || !request_gc_and_wait(m, 10'000'000'000LL)) break;
+  }
+  throw OutOfMemoryError(out_of_memory_message(m, want));
 }
 
 }  // namespace
@@ -92,12 +80,63 @@ TlabExitGuard::~TlabExitGuard() {
   if (armed) retire_thread_tlab();
 }
 
+void freelist_push(Metadata* m, std::uintptr_t p, std::size_t size) {
+  BlockHeader* h = header_at(p);
+  std::uint64_t head = m->freelist_head.load(std::memory_order_relaxed);
+  free_next(p)->store(head, std::memory_order_relaxed);
+  free_prev(p)->store(0, std::memory_order_relaxed);
+  h->publish(size, BlockKind::kFree);
+  if (head != 0) free_prev(head)->store(p, std::memory_order_relaxed);
+  m->freelist_head.store(p, std::memory_order_release);
+  m->free_bytes.fetch_add(size, std::memory_order_relaxed);
+  m->free_chunks.fetch_add(1, std::memory_order_relaxed);
+}
+
+void freelist_unlink(Metadata* m, std::uintptr_t p) {
+  std::uint64_t next = free_next(p)->load(std::memory_order_relaxed);
+  std::uint64_t prev = free_prev(p)->load(std::memory_order_relaxed);
+  if (prev == 0) m->freelist_head.store(next, std::memory_order_release);
+  else free_next(prev)->store(next, std::memory_order_release);
+  if (next != 0) free_prev(next)->store(prev, std::memory_order_relaxed);
+  m->free_bytes.fetch_sub(BlockHeader::size_of(header_at(p)->load()), std::memory_order_relaxed);
+  m->free_chunks.fetch_sub(1, std::memory_order_relaxed);
+}
+
+bool request_gc_and_wait(Metadata* m, std::int64_t timeout_ns) {
+  if (m->gc_running.load(std::memory_order_acquire) == 0) return false;  // nobody would answer
+  // A cycle that starts after this point sees everything dropped before it.
+  std::uint32_t target = m->gc_started_seq.load(std::memory_order_acquire) + 1;
+  m->gc_request_seq.fetch_add(1, std::memory_order_seq_cst);
+  futex_wake_all(&m->gc_request_seq);
+  std::int64_t deadline = timeout_ns < 0 ? -1 : monotonic_ns() + timeout_ns;
+  m->gc_waiters.fetch_add(1, std::memory_order_seq_cst);
+  bool ok = true;
+  for (;;) {
+    std::uint32_t done = m->gc_done_seq.load(std::memory_order_seq_cst);
+    if (static_cast<std::int32_t>(done - target) >= 0) break;
+    check_wait_interrupts(m);
+    std::int64_t slice = kInterruptSliceNs;
+    if (deadline >= 0) {
+      std::int64_t left = deadline - monotonic_ns();
+      if (left <= 0) {
+        ok = false;
+        break;
+      }
+      slice = std::min(slice, left);
+    }
+    futex_wait(&m->gc_done_seq, done, slice);
+  }
+  m->gc_waiters.fetch_sub(1, std::memory_order_seq_cst);
+  return ok;
+}
+
 void init_objects_space(Metadata* m) {
+  m->gc_epoch.store(1, std::memory_order_relaxed);
   std::uintptr_t p = m->objects_begin;
   while (p < m->objects_end) {
     std::size_t size = std::min<std::size_t>(m->objects_end - p, kMaxBlock);
     if (size >= kTlabSize) {
-      free_chunk_push(m, p, size);
+      freelist_push(m, p, size);
     } else {
       header_at(p)->publish(size, BlockKind::kFiller);
     }
@@ -118,8 +157,7 @@ BlockHeader* reserve_block_slow(Metadata* m, std::uint32_t client_id, std::size_
     return h;
   }
   if (bytes > kTlabSize / 4) {
-    std::uintptr_t p = carve(m, bytes, BlockKind::kFiller, 0);
-    if (p == 0) throw OutOfMemoryError(out_of_memory_message(m, bytes));
+    std::uintptr_t p = carve_or_collect(m, bytes, client_id, bytes);
     BlockHeader* h = header_at(p);
     std::memset(h->payload(), 0, bytes - sizeof(BlockHeader));
     return h;
@@ -127,9 +165,7 @@ BlockHeader* reserve_block_slow(Metadata* m, std::uint32_t client_id, std::size_
   // Retire the current TLAB (its rest becomes filler) and take a fresh one.
   if (t.cur != 0) header_at(t.cur)->publish(t.end - t.cur, BlockKind::kFiller);
   t.cur = t.end = 0;
-  std::uintptr_t p = carve(m, kTlabSize, BlockKind::kTlab, client_id);
-  if (p == 0) throw OutOfMemoryError(out_of_memory_message(m, bytes));
-  header_at(p)->publish(kTlabSize, BlockKind::kTlab);
+  std::uintptr_t p = carve_or_collect(m, kTlabSize, client_id, bytes);
   t.cur = p;
   t.end = p + kTlabSize;
   return reserve_block(m, client_id, bytes);  // fits: bytes <= kTlabSize / 4
@@ -156,7 +192,7 @@ std::size_t reclaim_client_tlabs(Metadata* m, std::uint32_t client_id) {
     if (BlockHeader::kind_of(w) == BlockKind::kTlab && h->owner.load(std::memory_order_relaxed) == client_id) {
       RobustLockGuard g(m->heap_lock);
       if (size >= kTlabSize) {
-        free_chunk_push(m, p, size);
+        freelist_push(m, p, size);
       } else {
         h->publish(size, BlockKind::kFiller);
       }
@@ -172,7 +208,7 @@ HeapUsage heap_usage(Metadata* m) {
   u.capacity = m->objects_end - m->objects_begin;
   RobustLockGuard g(m->heap_lock);
   for (std::uint64_t p = m->freelist_head.load(std::memory_order_acquire); p != 0;
-       p = next_of(p)->load(std::memory_order_relaxed)) {
+       p = free_next(p)->load(std::memory_order_relaxed)) {
     std::size_t size = BlockHeader::size_of(header_at(p)->load());
     u.free_bytes += size;
     u.free_chunks += 1;

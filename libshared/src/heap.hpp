@@ -12,8 +12,11 @@
 //    client id. Allocating from it writes the header of the shrunk rest first, then turns the front
 //    into the object. So a dead client's TLABs are exactly the kTlab blocks carrying its id.
 //  * Objects are born `recent` (see gc/README.md) and zero-filled; the payload is initialised
-//    before the header turns kObject (release), and a thread has at most one reserved but
-//    unpublished block at a time.
+//    before the header turns kObject (release). A reserved, unpublished block is never of a kind
+//    the sweeper frees: inside a TLAB it is covered by the kTlab rest block, and a large block is
+//    carved as a kTlab block owned by the client until it is published.
+//  * When no space is left, the allocator asks the collector for a cycle and retries before it
+//    raises OutOfMemoryError.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -61,13 +64,28 @@ inline BlockHeader* reserve_block(Metadata* m, std::uint32_t client_id, std::siz
   return reserve_block_slow(m, client_id, bytes);
 }
 
-// Publishes a reserved block as an object, born recent.
-inline void publish_object(BlockHeader* h, std::size_t bytes) {
-  h->pending.store(0, std::memory_order_relaxed);
-  h->marked.store(0, std::memory_order_relaxed);
-  h->recent.store(1, std::memory_order_relaxed);
+// Publishes a reserved block as an object, born recent (recent = the current GC epoch).
+// `pending` and `marked` are left as they are: reserve zeroed them, and the collector may have
+// flagged the block since, through the root that protects it while it is being initialised.
+inline void publish_object(Metadata* m, BlockHeader* h, std::size_t bytes) {
+  h->recent.store(m->gc_epoch.load(std::memory_order_acquire), std::memory_order_relaxed);
   h->publish(bytes, BlockKind::kObject);
 }
+
+// ---- freelist primitives for the collector's sweep. REQUIRES: heap_lock held. ----
+void freelist_push(Metadata* m, std::uintptr_t p, std::size_t size);
+void freelist_unlink(Metadata* m, std::uintptr_t p);
+inline std::atomic<std::uint64_t>* free_next(std::uintptr_t p) {
+  return reinterpret_cast<std::atomic<std::uint64_t>*>(header_at(p)->payload());
+}
+inline std::atomic<std::uint64_t>* free_prev(std::uintptr_t p) {
+  return reinterpret_cast<std::atomic<std::uint64_t>*>(header_at(p)->payload() + 8);
+}
+
+// Asks the collector for a cycle and waits until one that started after the request finished
+// (or timeout_ns passes; -1: no limit). Returns false on timeout. Used by collect() and by the
+// allocator before it gives up with OutOfMemoryError.
+bool request_gc_and_wait(Metadata* m, std::int64_t timeout_ns);
 
 // Turns the calling thread's TLAB rest into filler (e.g. before detach or thread exit).
 void retire_thread_tlab();

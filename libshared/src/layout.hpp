@@ -154,6 +154,18 @@ struct ClientSlot {
   std::atomic<Word> roots;               // first ArrayObject chunk of this client's root table
 };
 
+// Statistics of one collector cycle, published in the segment for clients (seqlock).
+struct GcCycleStats {
+  std::uint64_t cycle;               // 1-based count of finished cycles
+  std::uint64_t clear_ns, roots_ns, mark_ns, remark_ns, sweep_ns, total_ns;
+  std::uint64_t marking_passes;      // the root pass plus the pending passes
+  std::uint64_t objects_marked, bytes_marked;
+  std::uint64_t objects_freed, bytes_freed;
+  std::uint64_t heap_used_before, heap_used_after;  // bytes not on the freelist
+  std::uint64_t largest_free;
+  std::uint64_t threads;
+};
+
 enum class ServerState : std::uint32_t { kStarting = 0, kRunning = 1, kStopped = 2 };
 
 struct Metadata {
@@ -179,18 +191,29 @@ struct Metadata {
   std::atomic<RepositoryRecord*>* repository_buckets;  // kNameBuckets
   std::atomic<ChannelRecord*>* channel_buckets;        // kNameBuckets
 
-  // Objects space freelist: blocks of kind kFree, size >= kTlabSize, singly linked through their
-  // first payload word. Guarded by heap_lock.
+  // Objects space freelist: blocks of kind kFree, size >= kTlabSize, doubly linked through their
+  // first two payload words (next, prev), so the sweeper can unlink the chunks it coalesces.
+  // Guarded by heap_lock.
   RobustMutex heap_lock;
   std::atomic<std::uint64_t> freelist_head;
   std::atomic<std::uint64_t> free_bytes;     // bytes on the freelist
   std::atomic<std::uint64_t> free_chunks;    // blocks on the freelist
   std::atomic<std::uint64_t> allocated_bytes_total;  // bytes ever handed out (monotonic)
 
-  // GC configuration and state (the collector owns these fields).
+  // GC configuration and state (the collector owns these fields; gc/README.md).
   std::atomic<std::uint32_t> gc_threshold_percent;
   std::atomic<std::uint32_t> gc_request_seq;  // futex word: bumped to ask for a cycle
-  std::atomic<std::uint32_t> gc_done_seq;     // futex word: bumped when a cycle ends
+  std::atomic<std::uint32_t> gc_started_seq;  // cycles started
+  std::atomic<std::uint32_t> gc_done_seq;     // futex word: cycles finished
+  std::atomic<std::uint32_t> gc_waiters;      // threads blocked on gc_done_seq
+  // Epoch of the current cycle, 1..255: objects published now are born with recent = epoch,
+  // and the cycle marks with marked = epoch. Flipping it is the snapshot instant.
+  std::atomic<std::uint8_t> gc_epoch;
+  std::atomic<std::uint8_t> gc_poison;        // debug: freed memory is filled with a pattern
+  std::atomic<std::uint8_t> gc_running;       // a collector serves this segment
+  std::uint8_t reserved1;
+  std::atomic<std::uint32_t> gc_stats_seq;    // seqlock over gc_last (odd while being written)
+  GcCycleStats gc_last;                       // statistics of the last finished cycle
 
   ClientSlot clients[kMaxClients];
   MonitorEntry monitors[kMonitorCount];

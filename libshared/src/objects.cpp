@@ -19,17 +19,20 @@ std::size_t object_bytes(std::size_t payload) { return round_up(sizeof(BlockHead
 namespace {
 
 // `body`: bytes after the ObjectHead (header + class pointer).
+// The block is rooted before it is published (roots.hpp, Rooted).
 template <class Init>
-Word allocate(Metadata* m, TypeKind kind, ClassRecord* cls, std::size_t body, Init&& init) {
+Rooted allocate(Metadata* m, TypeKind kind, ClassRecord* cls, std::size_t body, Init&& init) {
   (void)kind;
   std::size_t bytes = round_up(sizeof(ObjectHead) + body, kGranule);
   if (bytes > (std::size_t{1} << 40)) throw OutOfMemoryError("object of " + std::to_string(bytes) + " bytes is too large");
   BlockHeader* h = reserve_block(m, current_client_id(), bytes);
+  Word w = reinterpret_cast<Word>(h);
+  Rooted r(w, root_acquire(w));
   auto* o = reinterpret_cast<ObjectHead*>(h);
   o->cls.store(cls, std::memory_order_relaxed);
   init(o);
-  publish_object(h, bytes);
-  return reinterpret_cast<Word>(h);
+  publish_object(m, h, bytes);
+  return r;
 }
 
 std::uint64_t mix64(std::uint64_t x) {
@@ -50,18 +53,18 @@ std::uint64_t bytes_hash(const void* p, std::size_t n) {
 
 }  // namespace
 
-Word new_integer(Metadata* m, std::int64_t v) {
-  if (fits_small(v)) return make_small(v);
+Rooted new_integer(Metadata* m, std::int64_t v) {
+  if (fits_small(v)) return Rooted(make_small(v), nullptr);
   return allocate(m, TypeKind::kInteger, builtin_class(m, TypeKind::kInteger), sizeof(std::int64_t),
                   [v](ObjectHead* o) { reinterpret_cast<IntegerObject*>(o)->value = v; });
 }
 
-Word new_float(Metadata* m, double v) {
+Rooted new_float(Metadata* m, double v) {
   return allocate(m, TypeKind::kFloat, builtin_class(m, TypeKind::kFloat), sizeof(double),
                   [v](ObjectHead* o) { reinterpret_cast<FloatObject*>(o)->value = v; });
 }
 
-Word new_string(Metadata* m, std::string_view s) {
+Rooted new_string(Metadata* m, std::string_view s) {
   if (!is_valid_utf8(s)) throw InvalidArgumentError("string is not valid UTF-8");
   std::uint64_t h = bytes_hash(s.data(), s.size());
   return allocate(m, TypeKind::kString, builtin_class(m, TypeKind::kString), 16 + s.size(), [&](ObjectHead* o) {
@@ -72,7 +75,7 @@ Word new_string(Metadata* m, std::string_view s) {
   });
 }
 
-Word new_binary(Metadata* m, const void* data, std::size_t n) {
+Rooted new_binary(Metadata* m, const void* data, std::size_t n) {
   return allocate(m, TypeKind::kBinary, builtin_class(m, TypeKind::kBinary), 16 + n, [&](ObjectHead* o) {
     auto* b = reinterpret_cast<BinaryObject*>(o);
     b->length = n;
@@ -80,41 +83,38 @@ Word new_binary(Metadata* m, const void* data, std::size_t n) {
   });
 }
 
-Word new_array(Metadata* m, TypeKind kind, std::size_t capacity) {
+Rooted new_array(Metadata* m, TypeKind kind, std::size_t capacity) {
   if (capacity > (std::size_t{1} << 36)) throw OutOfMemoryError("array of " + std::to_string(capacity) + " slots is too large");
   return allocate(m, kind, builtin_class(m, kind), 8 + capacity * sizeof(Word),
                   [capacity](ObjectHead* o) { reinterpret_cast<ArrayObject*>(o)->capacity = capacity; });
 }
 
-Word new_list(Metadata* m, std::size_t capacity) {
-  Word array = capacity == 0 ? kNull : new_array(m, TypeKind::kArray, capacity);
-  // The array is reachable only from this thread until the list is published; it is recent, so
-  // the collector keeps it through the current cycle (gc/README.md).
-  return allocate(m, TypeKind::kList, builtin_class(m, TypeKind::kList), 16, [array](ObjectHead* o) {
-    init_ref(&reinterpret_cast<ListObject*>(o)->array, array);
+Rooted new_list(Metadata* m, std::size_t capacity) {
+  Rooted array = capacity == 0 ? Rooted() : new_array(m, TypeKind::kArray, capacity);
+  // The array stays rooted until the list holding it is published and rooted itself.
+  return allocate(m, TypeKind::kList, builtin_class(m, TypeKind::kList), 16, [&array](ObjectHead* o) {
+    init_ref(&reinterpret_cast<ListObject*>(o)->array, array.word());
   });
 }
 
-static Word new_table(Metadata* m, std::size_t capacity) {
+Rooted new_table(Metadata* m, std::size_t capacity) {
   std::size_t cap = 8;
   while (cap < capacity * 4 / 3 + 1) cap <<= 1;
   return allocate(m, TypeKind::kTable, builtin_class(m, TypeKind::kTable), 16 + cap * sizeof(TableEntry),
                   [cap](ObjectHead* o) { reinterpret_cast<TableObject*>(o)->capacity = cap; });
 }
 
-Word new_table_word(Metadata* m, std::size_t capacity) { return new_table(m, capacity); }
-
-static Word new_hash(Metadata* m, TypeKind kind, std::size_t capacity) {
-  Word table = capacity == 0 ? kNull : new_table(m, capacity);
-  return allocate(m, kind, builtin_class(m, kind), 16, [table](ObjectHead* o) {
-    init_ref(&reinterpret_cast<HashObject*>(o)->table, table);
+static Rooted new_hash(Metadata* m, TypeKind kind, std::size_t capacity) {
+  Rooted table = capacity == 0 ? Rooted() : new_table(m, capacity);
+  return allocate(m, kind, builtin_class(m, kind), 16, [&table](ObjectHead* o) {
+    init_ref(&reinterpret_cast<HashObject*>(o)->table, table.word());
   });
 }
 
-Word new_set(Metadata* m, std::size_t capacity) { return new_hash(m, TypeKind::kSet, capacity); }
-Word new_map(Metadata* m, std::size_t capacity) { return new_hash(m, TypeKind::kMap, capacity); }
+Rooted new_set(Metadata* m, std::size_t capacity) { return new_hash(m, TypeKind::kSet, capacity); }
+Rooted new_map(Metadata* m, std::size_t capacity) { return new_hash(m, TypeKind::kMap, capacity); }
 
-Word new_user_object(Metadata* m, ClassRecord* cls) {
+Rooted new_user_object(Metadata* m, ClassRecord* cls) {
   if (cls == nullptr || cls->kind != TypeKind::kObject) throw InvalidArgumentError("not a user class");
   return allocate(m, TypeKind::kObject, cls, 8 + std::size_t{cls->slot_count} * sizeof(Word), [](ObjectHead*) {});
 }
@@ -233,7 +233,8 @@ static void ensure_storage(Metadata* m, Word o, const ClassRecord* to) {
   std::size_t need = to->slot_count - n;
   if (need <= have) return;
   // Grow with headroom so that repeated additions do not copy every time.
-  Word ext = new_array(m, TypeKind::kExtension, std::max<std::size_t>(need, have * 2));
+  Rooted ext_root = new_array(m, TypeKind::kExtension, std::max<std::size_t>(need, have * 2));
+  Word ext = ext_root.word();
   auto* a = reinterpret_cast<ArrayObject*>(ext);
   for (std::size_t i = 0; i < have; ++i) {
     init_ref(&a->slots[i], reinterpret_cast<ArrayObject*>(old)->slots[i].load(std::memory_order_acquire));

@@ -6,20 +6,23 @@
 
 #include "colors/types.hpp"
 #include "layout.hpp"
+#include "roots.hpp"
 
 namespace colors::detail {
 
-// ---- allocation (the caller keeps the result reachable, e.g. in a root, before the next GC) ----
-Word new_integer(Metadata* m, std::int64_t v);   // small ints are unboxed
-Word new_float(Metadata* m, double v);
-Word new_string(Metadata* m, std::string_view utf8);  // throws InvalidArgumentError on bad UTF-8
-Word new_binary(Metadata* m, const void* data, std::size_t n);
-Word new_list(Metadata* m, std::size_t capacity);
-Word new_set(Metadata* m, std::size_t capacity);
-Word new_map(Metadata* m, std::size_t capacity);
-Word new_user_object(Metadata* m, ClassRecord* cls);
-// A slot array (list storage, extension, root chunk) of `capacity` null slots.
-Word new_array(Metadata* m, TypeKind kind, std::size_t capacity);
+// ---- allocation: every result comes rooted (roots.hpp), the root taken before publication ----
+Rooted new_integer(Metadata* m, std::int64_t v);   // small ints are unboxed (no root needed)
+Rooted new_float(Metadata* m, double v);
+Rooted new_string(Metadata* m, std::string_view utf8);  // throws InvalidArgumentError on bad UTF-8
+Rooted new_binary(Metadata* m, const void* data, std::size_t n);
+Rooted new_list(Metadata* m, std::size_t capacity);
+Rooted new_set(Metadata* m, std::size_t capacity);
+Rooted new_map(Metadata* m, std::size_t capacity);
+Rooted new_user_object(Metadata* m, ClassRecord* cls);
+// A slot array (list storage, extension) of `capacity` null slots.
+Rooted new_array(Metadata* m, TypeKind kind, std::size_t capacity);
+// The open-addressing table of a set or map, with room for `capacity` entries.
+Rooted new_table(Metadata* m, std::size_t capacity);
 // Generic: reserve, let `init` fill the payload, publish.
 std::size_t object_bytes(std::size_t payload);
 

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "barrier.hpp"
+#include "heap.hpp"
 #include "objects.hpp"
 #include "segment.hpp"
 #include "session.hpp"
@@ -21,22 +22,46 @@ std::vector<std::atomic<Word>*> g_free;  // GUARDED_BY(g_mu)
 ArrayObject* chunk(Word w) { return reinterpret_cast<ArrayObject*>(w); }
 }  // namespace
 
+// A new chunk is linked into the client's chain before it is published: from then on the
+// collector reaches it through ClientSlot::roots (a reserved block it finds through a root is
+// flagged and revisited once published, gc/README.md).
+// REQUIRES: g_mu held.
+static void add_chunk() {
+  Metadata* m = current_meta();
+  ClientSlot& cs = m->clients[current_client_slot()];
+  std::size_t bytes = round_up(sizeof(ArrayObject) + kChunkSlots * sizeof(Word), kGranule);
+  BlockHeader* h = reserve_block(m, current_client_id(), bytes);
+  auto* a = reinterpret_cast<ArrayObject*>(h);
+  a->head.cls.store(m->builtin[static_cast<int>(TypeKind::kRootChunk)], std::memory_order_relaxed);
+  a->capacity = kChunkSlots;
+  init_ref(&a->slots[0], cs.roots.load(std::memory_order_acquire));
+  Word w = reinterpret_cast<Word>(h);
+  store_ref(&cs.roots, w);
+  publish_object(m, h, bytes);
+  for (std::size_t i = kChunkSlots - 1; i >= 1; --i) g_free.push_back(&a->slots[i]);
+}
+
 std::atomic<Word>* root_acquire(Word value) {
   std::lock_guard<std::mutex> g(g_mu);
-  if (g_free.empty()) {
-    Metadata* m = current_meta();
-    ClientSlot& cs = m->clients[current_client_slot()];
-    Word fresh = new_array(m, TypeKind::kRootChunk, kChunkSlots);
-    init_ref(&chunk(fresh)->slots[0], cs.roots.load(std::memory_order_acquire));
-    store_ref(&cs.roots, fresh);
-    for (std::size_t i = kChunkSlots - 1; i >= 1; --i) g_free.push_back(&chunk(fresh)->slots[i]);
-  }
+  if (g_free.empty()) add_chunk();
   std::atomic<Word>* slot = g_free.back();
   g_free.pop_back();
   // The slot is null: no deletion barrier needed, but the store must be visible to the collector
   // scanning the table (release).
   slot->store(value, std::memory_order_release);
   return slot;
+}
+
+Rooted root_load(const std::atomic<Word>* slot) {
+  for (;;) {
+    Word w = slot->load(std::memory_order_acquire);
+    if (!is_ref(w)) return Rooted(w, nullptr);
+    std::atomic<Word>* r = root_acquire(w);
+    // seq_cst pairs the root's publication with the re-read (store-load order).
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (slot->load(std::memory_order_acquire) == w) return Rooted(w, r);
+    root_release(r);
+  }
 }
 
 void root_release(std::atomic<Word>* slot) {

@@ -46,7 +46,7 @@ void bench_alloc(std::ostream& out) {
         std::size_t bytes = sizes[i & 1023];
         detail::BlockHeader* h = detail::reserve_block(m, 1, bytes);
         h->payload()[0] = 1;
-        detail::publish_object(h, bytes);
+        detail::publish_object(m, h, bytes);
       }
       ours_best = std::min(ours_best, bench::ns_since(t0) / per_round);
     }

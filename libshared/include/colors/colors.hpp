@@ -87,9 +87,13 @@ class Value {
   bool same_object(const Value& other) const { return word_ == other.word_; }
   std::string repr() const;  // debugging text
 
-  // Raw tagged word and construction from one (adopts a new root). For bindings.
+  // Raw tagged word and construction from one (takes a new root). For bindings.
+  // REQUIRES for from_raw: the object is kept alive by something else meanwhile (e.g. another
+  // Value); to read a shared slot use the typed accessors, which root before they return.
   std::uint64_t raw() const { return word_; }
   static Value from_raw(std::uint64_t word);
+  // Takes over an already acquired root slot of `word` (internal: allocation and rooted loads).
+  static Value adopt_root(std::uint64_t word, void* root_slot);
 
  protected:
   void reset(std::uint64_t word);
