@@ -92,8 +92,14 @@ struct ServerConfig {
     c.name = "it-" + std::to_string(::getpid()) + "-" + std::to_string(n);
     c.dir = socket_subdir.empty() ? dir : dir + "/" + socket_subdir;
     c.socket = c.dir + "/" + c.name + ".sock";
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    // Sanitizer builds: the only range both sanitizers accept (config.hpp), 128 MiB apart.
+    std::uintptr_t slot = (static_cast<std::uintptr_t>(::getpid()) % 64) * 16 + static_cast<std::uintptr_t>(n % 16);
+    c.address = 0x7ec000000000ULL + slot * 0x8000000ULL;  // at most 0x7ee000000000
+#else
     std::uintptr_t slot = (static_cast<std::uintptr_t>(::getpid()) % 1024) * 32 + static_cast<std::uintptr_t>(n % 32);
-    c.address = 0x610000000000ULL + slot * 0x10000000ULL;  // 256 MiB apart, below 0x690000000000
+    c.address = 0x610000000000ULL + slot * 0x10000000ULL;  // 256 MiB apart: at most 0x618000000000
+#endif
     return c;
   }
 

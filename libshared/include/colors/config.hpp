@@ -14,7 +14,13 @@ inline constexpr std::uint32_t kLayoutVersion = 2;
 // Default fixed address of the segment. High in the user half of the x86-64 address space,
 // below where the kernel places mmap()s top-down (0x7f..) and far above where executables, their
 // heaps and the JVM's compressed-oops heaps go.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+// Sanitizer builds: AddressSanitizer's allocator owns 0x600000000000-0x640000000000, and
+// ThreadSanitizer accepts application mappings only in its own ranges; 0x7e8000000000 suits both.
+inline constexpr std::uintptr_t kDefaultAddress = 0x7e8000000000ULL;
+#else
 inline constexpr std::uintptr_t kDefaultAddress = 0x600000000000ULL;
+#endif
 
 inline constexpr std::size_t kDefaultHeapSize = 256ULL << 20;     // objects space
 inline constexpr std::size_t kDefaultClassesSize = 64ULL << 20;   // classes space

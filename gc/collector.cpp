@@ -1,0 +1,177 @@
+#include "collector.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "futex.hpp"
+#include "heap.hpp"
+#include "heap_walk.hpp"
+#include "marker.hpp"
+#include "roots.hpp"
+#include "sweeper.hpp"
+#include "worker_pool.hpp"
+
+namespace colors::gc {
+
+using namespace colors::detail;
+
+struct Collector::Impl {
+  Metadata* m;
+  Options opt;
+  WorkerPool pool;
+  // Serialises the heap walks that could meet the stale headers inside a run being coalesced:
+  // the sweep, and dead-client reclamation.
+  std::mutex walk_mu;
+  std::mutex cycle_mu;  // one cycle at a time
+  std::thread thread;
+  std::atomic<bool> stopping{false};
+  std::function<void(std::uint8_t)> after_mark;  // GUARDED_BY(cycle_mu)
+  std::uint64_t cycles = 0;                      // GUARDED_BY(cycle_mu)
+  std::uint64_t allocated_at_last_cycle = 0;
+
+  Impl(Metadata* mm, Options o) : m(mm), opt(std::move(o)), pool(std::max(1u, opt.threads)) {}
+
+  std::uint64_t used() const { return (m->objects_end - m->objects_begin) - m->free_bytes.load(std::memory_order_relaxed); }
+
+  bool over_threshold() const {
+    std::uint64_t cap = m->objects_end - m->objects_begin;
+    if (used() * 100 < cap * m->gc_threshold_percent.load(std::memory_order_relaxed)) return false;
+    // Above the threshold only because of live data: wait until a sixteenth of the heap has
+    // been allocated since the last cycle, instead of running cycles back to back for nothing.
+    return m->allocated_bytes_total.load(std::memory_order_relaxed) - allocated_at_last_cycle >= cap / 16;
+  }
+
+  void publish_stats(const GcCycleStats& s) {
+    m->gc_stats_seq.fetch_add(1, std::memory_order_acq_rel);  // odd: writing
+    std::atomic_thread_fence(std::memory_order_release);
+    std::memcpy(static_cast<void*>(&m->gc_last), &s, sizeof s);
+    m->gc_stats_seq.fetch_add(1, std::memory_order_release);  // even: stable
+  }
+
+  void loop() {
+    std::uint32_t seen = m->gc_request_seq.load(std::memory_order_acquire);
+    while (!stopping.load(std::memory_order_acquire)) {
+      std::uint32_t req = m->gc_request_seq.load(std::memory_order_acquire);
+      if (req != seen || over_threshold()) {
+        seen = req;
+        run_cycle();
+        continue;
+      }
+      // Clients bump gc_request_seq (explicit collect(), allocation failure); the threshold is
+      // polled every 10 ms, which keeps the allocation fast path free of any GC bookkeeping.
+      futex_wait(&m->gc_request_seq, req, 10'000'000);
+    }
+  }
+
+  GcCycleStats run_cycle() {
+    std::lock_guard<std::mutex> cycle(cycle_mu);
+    using clock = std::chrono::steady_clock;
+    auto ns = [](clock::time_point a, clock::time_point b) {
+      return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(b - a).count());
+    };
+    GcCycleStats s{};
+    s.threads = pool.size();
+    s.heap_used_before = used();
+    allocated_at_last_cycle = m->allocated_bytes_total.load(std::memory_order_relaxed);
+    m->gc_started_seq.fetch_add(1, std::memory_order_seq_cst);
+    auto t0 = clock::now();
+
+    // Snapshot: objects published from now on are recent in this cycle.
+    std::uint8_t epoch = static_cast<std::uint8_t>(m->gc_epoch.load(std::memory_order_relaxed) % 255 + 1);
+    m->gc_epoch.store(epoch, std::memory_order_seq_cst);
+    std::vector<Partition> parts = compute_partitions(m, pool.size() * 8);
+    auto t1 = clock::now();
+
+    Marker marker(m, pool.size(), epoch);
+    marker.root_pass(pool);
+    auto t2 = clock::now();
+    s.marking_passes = 1;
+    // Repeat until a pass marks nothing new (gc/README.md: why this terminates, and why nothing
+    // reachable at the snapshot is left unmarked).
+    for (;;) {
+      ++s.marking_passes;
+      if (marker.pending_pass(pool, parts) == 0) break;
+    }
+    auto t3 = clock::now();
+    if (after_mark) after_mark(epoch);
+
+    SweepResult sw;
+    {
+      std::lock_guard<std::mutex> walk(walk_mu);
+      sw = sweep(m, pool, parts, epoch, opt.poison || m->gc_poison.load(std::memory_order_relaxed) != 0);
+    }
+    auto t4 = clock::now();
+
+    s.cycle = ++cycles;
+    s.clear_ns = ns(t0, t1);
+    s.roots_ns = ns(t1, t2);  // the root pass includes marking everything reachable from the roots
+    s.mark_ns = ns(t1, t2);
+    s.remark_ns = ns(t2, t3);
+    s.sweep_ns = ns(t3, t4);
+    s.total_ns = ns(t0, t4);
+    s.objects_marked = marker.objects_marked();
+    s.bytes_marked = marker.bytes_marked();
+    s.objects_freed = sw.objects_freed;
+    s.bytes_freed = sw.bytes_freed;
+    s.heap_used_after = used();
+    s.largest_free = heap_usage(m).largest_free;
+    publish_stats(s);
+    m->gc_done_seq.fetch_add(1, std::memory_order_seq_cst);
+    if (m->gc_waiters.load(std::memory_order_seq_cst) != 0) futex_wake_all(&m->gc_done_seq);
+    if (opt.on_cycle) opt.on_cycle(s);
+    return s;
+  }
+};
+
+Collector::Collector(Metadata* m, Options opt) : impl_(std::make_unique<Impl>(m, std::move(opt))) {
+  m->gc_threshold_percent.store(impl_->opt.threshold_percent, std::memory_order_relaxed);
+  if (impl_->opt.poison) m->gc_poison.store(1, std::memory_order_relaxed);
+}
+
+Collector::~Collector() { stop(); }
+
+void Collector::start() {
+  impl_->m->gc_running.store(1, std::memory_order_release);
+  impl_->thread = std::thread([this] { impl_->loop(); });
+}
+
+void Collector::stop() {
+  if (!impl_->thread.joinable()) return;
+  impl_->stopping.store(true, std::memory_order_release);
+  impl_->m->gc_running.store(0, std::memory_order_release);
+  impl_->m->gc_request_seq.fetch_add(1, std::memory_order_seq_cst);
+  futex_wake_all(&impl_->m->gc_request_seq);
+  impl_->thread.join();
+  // Wake clients waiting for a cycle that will not come; they see gc_running == 0.
+  impl_->m->gc_done_seq.fetch_add(1, std::memory_order_seq_cst);
+  futex_wake_all(&impl_->m->gc_done_seq);
+}
+
+GcCycleStats Collector::run_cycle() { return impl_->run_cycle(); }
+
+void Collector::reclaim_client(std::uint32_t client_id, std::uint32_t slot, std::size_t* tlab_bytes) {
+  // Roots first: dropping them is an ordinary barriered store, safe at any time.
+  release_client_roots(impl_->m, slot);
+  std::lock_guard<std::mutex> walk(impl_->walk_mu);
+  std::size_t n = reclaim_client_tlabs(impl_->m, client_id);
+  if (tlab_bytes != nullptr) *tlab_bytes = n;
+}
+
+void Collector::set_after_mark_hook(std::function<void(std::uint8_t)> hook) {
+  std::lock_guard<std::mutex> cycle(impl_->cycle_mu);
+  impl_->after_mark = std::move(hook);
+}
+
+GcCycleStats last_cycle_stats(Metadata* m) {
+  GcCycleStats s;
+  for (;;) {
+    std::uint32_t a = m->gc_stats_seq.load(std::memory_order_acquire);
+    if (a % 2 != 0) continue;
+    std::memcpy(&s, const_cast<const GcCycleStats*>(&m->gc_last), sizeof s);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (m->gc_stats_seq.load(std::memory_order_relaxed) == a) return s;
+  }
+}
+
+}  // namespace colors::gc

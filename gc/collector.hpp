@@ -1,0 +1,63 @@
+// The concurrent collector of the objects space (gc/README.md has the algorithm and the
+// correctness argument). It runs in colors-server on its own threads and never stops a client.
+#pragma once
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "layout.hpp"
+
+namespace colors::gc {
+
+struct Options {
+  unsigned threads = 2;              // marking and sweeping threads (the cycle's own thread included)
+  unsigned threshold_percent = 70;   // start a cycle when this much of the heap is not free
+  bool poison = false;               // debug: fill freed memory with kPoison
+  std::function<void(const detail::GcCycleStats&)> on_cycle;  // e.g. the server's log
+};
+
+inline constexpr std::uint64_t kPoison = 0xdeadbeefdeadbeefULL;
+
+class Collector {
+ public:
+  Collector(detail::Metadata* m, Options opt);
+  ~Collector();  // stops the collector thread
+  Collector(const Collector&) = delete;
+  Collector& operator=(const Collector&) = delete;
+
+  // Starts the thread that runs cycles on demand (threshold, client requests, out-of-memory).
+  void start();
+  void stop();
+
+  // Runs one whole cycle on the calling thread (with the worker threads). Used by start()'s
+  // thread and by tests.
+  detail::GcCycleStats run_cycle();
+
+  // A client died: drops its roots (deletion barrier) and reclaims its TLABs. Safe at any time,
+  // also in the middle of a cycle (serialised with the heap walks that could see stale headers).
+  void reclaim_client(std::uint32_t client_id, std::uint32_t slot, std::size_t* tlab_bytes = nullptr);
+
+  // Tests: after the marking of the next cycle terminates and before it sweeps, `hook` runs on
+  // the collector thread (e.g. the checkmark verifier, on a quiescent heap).
+  void set_after_mark_hook(std::function<void(std::uint8_t epoch)> hook);
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// Verifies the marking of cycle `epoch` against a stop-the-world re-mark (Go's gccheckmark):
+// every object reachable from the roots must be marked or recent in that epoch.
+// REQUIRES: no mutator runs (the heap is quiescent). Returns the violations found.
+std::vector<std::string> checkmark(detail::Metadata* m, std::uint8_t epoch);
+
+// Reads the statistics of the last finished cycle (seqlock).
+detail::GcCycleStats last_cycle_stats(detail::Metadata* m);
+
+}  // namespace colors::gc
