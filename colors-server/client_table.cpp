@@ -29,13 +29,13 @@ std::optional<Claim> claim_client_slot(detail::Metadata* m, pid_t pid) {
   return std::nullopt;
 }
 
-Cleanup release_client_slot(detail::Metadata* m, const Claim& c) {
+Cleanup release_client_slot(detail::Metadata* m, const Claim& c,
+                            const std::function<std::size_t(std::uint32_t, std::uint32_t)>& reclaim) {
   Cleanup r;
   ClientSlot& s = m->clients[c.slot];
   s.state.store(static_cast<std::uint32_t>(ClientState::kReclaiming), std::memory_order_release);
   try {
-    r.tlab_bytes = detail::reclaim_client_tlabs(m, c.client_id);
-    detail::release_client_roots(m, c.slot);
+    r.tlab_bytes = reclaim(c.client_id, c.slot);
   } catch (const std::exception& e) {
     r.ok = false;
     r.error = e.what();

@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -40,7 +41,10 @@ struct Cleanup {
 
 // After the client's connection closed (exit, detach or death): reclaims its TLABs and roots,
 // then frees the slot.
-Cleanup release_client_slot(detail::Metadata* m, const Claim& c);
+// `reclaim` drops the client's roots and reclaims its TLABs (the collector does it, serialised
+// with its own heap walks) and returns the TLAB bytes reclaimed.
+Cleanup release_client_slot(detail::Metadata* m, const Claim& c,
+                            const std::function<std::size_t(std::uint32_t client_id, std::uint32_t slot)>& reclaim);
 
 std::size_t active_clients(const detail::Metadata* m);
 

@@ -91,6 +91,8 @@ std::string usage_text() {
       "  --gc-threads N       collector threads (default: number of cores, here " +
       std::to_string(d.gc_threads) +
       ")\n"
+      "  --gc-debug           debug mode: fill freed memory with 0xdeadbeef and run the heap verifier\n"
+      "                       after every collection, logging what it finds (default: off)\n"
       "  --log-level LEVEL    error, warn, info or debug (default: info)\n"
       "  --allow-group GROUP  also accept clients whose primary group is GROUP (name or number); the\n"
       "                       socket directory becomes 0750, the socket and segment 0660, owned by\n"
@@ -112,6 +114,10 @@ ParseResult parse_options(int argc, char** argv) {
     std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") {
       o.help = true;
+      continue;
+    }
+    if (arg == "--gc-debug") {
+      o.gc_debug = true;
       continue;
     }
     if (arg.rfind("--", 0) != 0) return fail("unexpected argument '" + arg + "'");

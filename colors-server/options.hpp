@@ -17,7 +17,8 @@ struct Options {
   std::size_t classes_size = 0;        // classes space (bytes)
   std::uintptr_t address = 0;          // fixed segment address
   std::uint32_t gc_threshold = 70;     // percent of the objects space in use that starts a cycle
-  std::uint32_t gc_threads = 0;        // collector threads (stored for the collector)
+  std::uint32_t gc_threads = 0;        // collector threads
+  bool gc_debug = false;               // poison freed memory (and verify the heap after each cycle)
   LogLevel log_level = LogLevel::kInfo;
   std::optional<std::string> allow_group;  // group name or number allowed besides the owner
   bool help = false;

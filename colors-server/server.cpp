@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "client_table.hpp"
+#include "collector.hpp"
+#include "verifier.hpp"
 #include "colors/config.hpp"
 #include "colors/errors.hpp"
 #include "instance_lock.hpp"
@@ -120,6 +122,7 @@ class Server {
   AccessPolicy policy_;
   InstanceLock socket_lock_, name_lock_;
   std::unique_ptr<detail::Segment> segment_;
+  std::unique_ptr<gc::Collector> gc_;
   Metadata* meta_ = nullptr;
   int listen_fd_ = -1;
   std::int64_t accept_paused_until_ = 0;
@@ -230,6 +233,28 @@ bool Server::start() {
   }
   meta_->gc_threshold_percent.store(opt_.gc_threshold, std::memory_order_relaxed);
   meta_->server_pid.store(static_cast<std::int32_t>(::getpid()), std::memory_order_relaxed);
+
+  gc::Options gopt;
+  gopt.threads = opt_.gc_threads;
+  gopt.threshold_percent = opt_.gc_threshold;
+  gopt.poison = opt_.gc_debug;
+  const bool debug = opt_.gc_debug;
+  detail::Metadata* m = meta_;
+  gopt.on_cycle = [debug, m](const detail::GcCycleStats& st) {
+    log_info("gc cycle ", st.cycle, ": ", st.total_ns / 1000, " us (walk ", st.clear_ns / 1000, ", roots+mark ",
+             st.mark_ns / 1000, ", remark ", st.remark_ns / 1000, " in ", st.marking_passes - 1, " passes, sweep ",
+             st.sweep_ns / 1000, "), marked ", st.objects_marked, " objects / ", st.bytes_marked, " B, freed ",
+             st.objects_freed, " objects / ", st.bytes_freed, " B, heap used ", st.heap_used_before, " -> ",
+             st.heap_used_after, " B, largest free ", st.largest_free, " B, ", st.threads, " threads");
+    if (debug) {
+      // Not quiescent: clients may be running, so reference errors can be races; block and
+      // freelist errors cannot. Logged, never fatal.
+      detail::VerifyReport r = detail::verify_heap(m);
+      if (!r.ok()) log_warn("gc debug: heap verifier after cycle ", st.cycle, ": ", r.summary());
+    }
+  };
+  gc_ = std::make_unique<gc::Collector>(meta_, std::move(gopt));
+  gc_->start();
 
   listen_fd_ = listen_on(opt_.socket, policy_, error);
   if (listen_fd_ < 0) {
@@ -452,7 +477,11 @@ void Server::refuse(Connection& c, AttachStatus status, const std::string& why) 
 }
 
 void Server::client_gone(Connection& c, const char* how) {
-  Cleanup done = release_client_slot(meta_, c.claim);
+  Cleanup done = release_client_slot(meta_, c.claim, [this](std::uint32_t id, std::uint32_t slot) {
+    std::size_t bytes = 0;
+    gc_->reclaim_client(id, slot, &bytes);
+    return bytes;
+  });
   if (done.ok) {
     log_info("client ", c.claim.client_id, " (pid ", c.peer.pid, ") ", how, "; slot ", c.claim.slot, " freed, ",
              done.tlab_bytes, " TLAB bytes reclaimed; ", active_clients(meta_), " attached");
@@ -472,6 +501,7 @@ void Server::stop() {
   // Order matters: clients learn the state from the segment, so it is set (release) before the
   // waiters are woken and before the connections close (see shutdown.hpp).
   meta_->server_state.store(static_cast<std::uint32_t>(detail::ServerState::kStopped), std::memory_order_release);
+  if (gc_) gc_->stop();  // before the segment goes: its threads work on it
   detail::wake_all_waiters(meta_);
   std::size_t attached = 0;
   for (Connection& c : conns_) {

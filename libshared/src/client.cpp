@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <mutex>
 
@@ -446,6 +447,46 @@ HeapStats heap_stats() {
   s.largest_free = u.largest_free;
   s.allocated_bytes_total = m->allocated_bytes_total.load(std::memory_order_relaxed);
   return s;
+}
+
+GcStats gc_stats() {
+  Metadata* m = current_meta();
+  GcCycleStats c;
+  for (;;) {
+    std::uint32_t a = m->gc_stats_seq.load(std::memory_order_acquire);
+    if (a % 2 != 0) continue;  // the collector is writing
+    std::memcpy(&c, const_cast<const GcCycleStats*>(&m->gc_last), sizeof c);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (m->gc_stats_seq.load(std::memory_order_relaxed) == a) break;
+  }
+  GcStats s;
+  s.cycle = c.cycle;
+  s.walk_ns = c.clear_ns;
+  s.mark_ns = c.mark_ns;
+  s.remark_ns = c.remark_ns;
+  s.sweep_ns = c.sweep_ns;
+  s.total_ns = c.total_ns;
+  s.marking_passes = c.marking_passes;
+  s.objects_marked = c.objects_marked;
+  s.bytes_marked = c.bytes_marked;
+  s.objects_freed = c.objects_freed;
+  s.bytes_freed = c.bytes_freed;
+  s.heap_used_before = c.heap_used_before;
+  s.heap_used_after = c.heap_used_after;
+  s.largest_free = c.largest_free;
+  s.threads = c.threads;
+  return s;
+}
+
+GcStats collect(std::int64_t timeout_ms) {
+  Metadata* m = meta();
+  if (m->gc_running.load(std::memory_order_acquire) == 0)
+    throw Error(ErrorCode::kGeneric, "no collector is running for this heap (is colors-server up?)");
+  if (!request_gc_and_wait(m, to_ns(timeout_ms))) {
+    check_server(m);
+    throw Error(ErrorCode::kGeneric, "collect(): no cycle finished within " + std::to_string(timeout_ms) + " ms");
+  }
+  return gc_stats();
 }
 
 VerifyResult verify_heap() {

@@ -318,6 +318,22 @@ struct HeapStats {
 };
 HeapStats heap_stats();
 
+// Statistics of one collector cycle (phase times in nanoseconds, sizes in bytes).
+struct GcStats {
+  std::uint64_t cycle = 0;  // number of cycles finished so far (0: none yet)
+  std::uint64_t walk_ns = 0, mark_ns = 0, remark_ns = 0, sweep_ns = 0, total_ns = 0;
+  std::uint64_t marking_passes = 0;
+  std::uint64_t objects_marked = 0, bytes_marked = 0, objects_freed = 0, bytes_freed = 0;
+  std::uint64_t heap_used_before = 0, heap_used_after = 0, largest_free = 0, threads = 0;
+};
+// Asks the server's collector for a cycle that starts after this call, waits until it finished
+// (timeout_ms < 0: no limit) and returns its statistics. Garbage dropped before the call is
+// freed by the second such collect() at the latest. Throws Error when no collector runs, or on
+// timeout.
+GcStats collect(std::int64_t timeout_ms = -1);
+// Statistics of the last finished cycle.
+GcStats gc_stats();
+
 // Runs the heap verifier (REQUIRES: no mutator running). Returns the report; `ok` false on errors.
 struct VerifyResult {
   bool ok;
