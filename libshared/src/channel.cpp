@@ -1,5 +1,7 @@
 #include "channel.hpp"
 
+#include "roots.hpp"
+
 #include <algorithm>
 #include <cstddef>
 #include <limits>
@@ -115,7 +117,7 @@ bool try_send(ChannelRecord* c, Word value) {
   return sent;
 }
 
-bool try_receive(ChannelRecord* c, Word* out) {
+bool try_receive(ChannelRecord* c, Word* out, std::atomic<Word>** root) {
   bool got = false;
   bool advanced = false;
   c->lock.lock();  // owner died: state is consistent by construction (see top of file)
@@ -125,8 +127,9 @@ bool try_receive(ChannelRecord* c, Word* out) {
     if (h == t) break;
     std::atomic<Word>* slot = &c->slots[h % c->capacity];
     const Word v = slot->load(std::memory_order_acquire);
-    // Deletion barrier: the value leaves a root; flag it so this GC cycle keeps it while the
-    // receiver turns it into a root of its own.
+    // The receiver roots the value before it leaves the channel, so no collector cycle can
+    // find it in neither place; the deletion barrier of the clearing store flags it too.
+    if (root != nullptr && is_ref(v)) *root = root_acquire(v);
     store_ref(slot, kNull);
     c->head.store(h + 1, std::memory_order_release);
     advanced = true;
@@ -229,9 +232,10 @@ bool channel_send(Metadata* m, ChannelRecord* c, Word value, std::int64_t timeou
       [&] { return has_room(c); });
 }
 
-bool channel_receive(Metadata* m, ChannelRecord* c, Word* out, std::int64_t timeout_ns, std::int64_t spin_ns) {
+bool channel_receive(Metadata* m, ChannelRecord* c, Word* out, std::int64_t timeout_ns, std::int64_t spin_ns,
+                     std::atomic<Word>** root) {
   return wait_until(
-      m, c->not_empty_seq, c->recv_waiters, timeout_ns, spin_ns, [&] { return try_receive(c, out); },
+      m, c->not_empty_seq, c->recv_waiters, timeout_ns, spin_ns, [&] { return try_receive(c, out, root); },
       [&] { return has_data(c); });
 }
 

@@ -37,11 +37,11 @@ ChannelRecord* find_channel(Metadata* m, std::string_view name);
 bool channel_send(Metadata* m, ChannelRecord* c, Word value, std::int64_t timeout_ns = -1,
                   std::int64_t spin_ns = -1);
 // Takes the oldest value into *out, waiting while the channel is empty. Same timeout, spin and
-// error rules as channel_send. Returns false on timeout (*out untouched). The value has been
-// flagged `pending` by the deletion barrier when it left its slot; the caller must make it a
-// root of its own (a handle) before the next GC cycle can begin, as with any loaded reference.
+// error rules as channel_send. Returns false on timeout (*out untouched). With `root`, a
+// reference is made a root of this process (roots.hpp) before it leaves the channel and the
+// root slot is returned there (nullptr for scalars); the caller releases it.
 bool channel_receive(Metadata* m, ChannelRecord* c, Word* out, std::int64_t timeout_ns = -1,
-                     std::int64_t spin_ns = -1);
+                     std::int64_t spin_ns = -1, std::atomic<Word>** root = nullptr);
 // Number of values queued (a snapshot).
 std::uint64_t channel_size(const ChannelRecord* c);
 

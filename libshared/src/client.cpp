@@ -415,8 +415,9 @@ Channel channel(const std::string& name, std::uint32_t capacity) {
 bool Channel::send(const Value& v, std::int64_t timeout_ms) { return channel_send(meta(), rec_, v.raw(), to_ns(timeout_ms)); }
 std::optional<Value> Channel::receive(std::int64_t timeout_ms) {
   Word w;
-  if (!channel_receive(meta(), rec_, &w, to_ns(timeout_ms))) return std::nullopt;
-  return Value::from_raw(w);
+  std::atomic<Word>* root = nullptr;
+  if (!channel_receive(meta(), rec_, &w, to_ns(timeout_ms), -1, &root)) return std::nullopt;
+  return Value::adopt_root(w, root);
 }
 std::uint32_t Channel::capacity() const { return rec_->capacity; }
 
