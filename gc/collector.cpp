@@ -80,6 +80,9 @@ struct Collector::Impl {
     // Snapshot: objects published from now on are recent in this cycle.
     std::uint8_t epoch = static_cast<std::uint8_t>(m->gc_epoch.load(std::memory_order_relaxed) % 255 + 1);
     m->gc_epoch.store(epoch, std::memory_order_seq_cst);
+    // Store-load order with the mutators' "store root, then load epoch": either a mutator sees
+    // the new epoch (its object is recent) or the root pass below sees its root.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
     std::vector<Partition> parts = compute_partitions(m, pool.size() * 8);
     auto t1 = clock::now();
 

@@ -68,7 +68,8 @@ inline BlockHeader* reserve_block(Metadata* m, std::uint32_t client_id, std::siz
 // `pending` and `marked` are left as they are: reserve zeroed them, and the collector may have
 // flagged the block since, through the root that protects it while it is being initialised.
 inline void publish_object(Metadata* m, BlockHeader* h, std::size_t bytes) {
-  h->recent.store(m->gc_epoch.load(std::memory_order_acquire), std::memory_order_relaxed);
+  // seq_cst load: ordered after the seq_cst store of the block's root (roots.cpp).
+  h->recent.store(m->gc_epoch.load(std::memory_order_seq_cst), std::memory_order_relaxed);
   h->publish(bytes, BlockKind::kObject);
 }
 

@@ -46,9 +46,11 @@ std::atomic<Word>* root_acquire(Word value) {
   if (g_free.empty()) add_chunk();
   std::atomic<Word>* slot = g_free.back();
   g_free.pop_back();
-  // The slot is null: no deletion barrier needed, but the store must be visible to the collector
-  // scanning the table (release).
-  slot->store(value, std::memory_order_release);
+  // The slot is null: no deletion barrier needed. seq_cst (a full barrier on x86): the root must
+  // be visible before this thread's next load of the GC epoch (publish_object), pairing with the
+  // collector's flip-then-scan. Otherwise a thread could stamp a new object with the old epoch
+  // while the root pass still reads this slot as empty (gc/README.md, found by gc/model).
+  slot->store(value, std::memory_order_seq_cst);
   return slot;
 }
 
