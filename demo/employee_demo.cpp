@@ -50,6 +50,14 @@ static int hr() {
     std::printf("[hr %d]   %-7s salary=%.1f  (class %s v%u)%s\n", getpid(), e.get("name").as_string().c_str(),
                 e.get("salary").as_float(), e.cls().name().c_str(), e.cls().version(), extra.c_str());
   }
+  // Unpublish and drop everything: the server's collector takes it back.
+  repo.set(Value());
+  staff = List();
+  collect();
+  GcStats g = collect();
+  std::printf("[hr %d] after dropping the staff list: gc cycle %llu freed %llu objects (%llu bytes) in %.2f ms\n", getpid(),
+              static_cast<unsigned long long>(g.cycle), static_cast<unsigned long long>(g.objects_freed),
+              static_cast<unsigned long long>(g.bytes_freed), g.total_ns / 1e6);
   return 0;
 }
 
