@@ -29,6 +29,9 @@ struct Collector::Impl {
   std::function<void(std::uint8_t)> after_mark;  // GUARDED_BY(cycle_mu)
   std::uint64_t cycles = 0;                      // GUARDED_BY(cycle_mu)
   std::uint64_t allocated_at_last_cycle = 0;
+  static constexpr unsigned kRewalkEvery = 16;
+  std::vector<Partition> parts;        // GUARDED_BY(cycle_mu)
+  unsigned cycles_since_walk = 0;      // GUARDED_BY(cycle_mu)
 
   Impl(Metadata* mm, Options o) : m(mm), opt(std::move(o)), pool(std::max(1u, opt.threads)) {}
 
@@ -83,7 +86,12 @@ struct Collector::Impl {
     // Store-load order with the mutators' "store root, then load epoch": either a mutator sees
     // the new epoch (its object is recent) or the root pass below sees its root.
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    std::vector<Partition> parts = compute_partitions(m, pool.size() * 8);
+    // Partition boundaries stay block boundaries forever (heap_walk.hpp), so a cycle reuses the
+    // previous cycle's partitions and walks the heap anew only now and then, to rebalance.
+    if (parts.empty() || ++cycles_since_walk >= kRewalkEvery) {
+      parts = compute_partitions(m, pool.size() * 8);
+      cycles_since_walk = 0;
+    }
     auto t1 = clock::now();
 
     Marker marker(m, pool.size(), epoch);

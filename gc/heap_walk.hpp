@@ -1,9 +1,11 @@
 // Walking the objects space block by block (the parsability invariant, libshared/src/block.hpp)
 // and cutting it into partitions of about equal bytes at block boundaries.
 //
-// Invariant: partition boundaries computed by one cycle stay block boundaries for the whole
-// cycle. Blocks are only split inside themselves (TLAB and freelist allocation) or merged by the
-// sweep, and the sweep never merges across a partition boundary.
+// Invariant: once computed, partition boundaries stay block boundaries, in this cycle and in
+// later ones. Blocks are only split inside themselves (TLAB allocation, carving a free chunk from
+// its tail), turned into another kind in place (dead-client reclamation), or merged by the sweep,
+// and the sweep never merges across a partition boundary. So cycles reuse partitions and only
+// walk the heap again now and then, to rebalance them.
 #pragma once
 #include <cstdint>
 #include <vector>

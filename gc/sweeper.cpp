@@ -12,6 +12,8 @@ using namespace colors::detail;
 
 namespace {
 
+constexpr std::size_t kMaxRunBlocks = 1024;
+
 bool is_dead_object(BlockHeader* h, std::uint64_t w, std::uint8_t epoch) {
   return BlockHeader::kind_of(w) == BlockKind::kObject && h->marked.load(std::memory_order_acquire) != epoch &&
          h->recent.load(std::memory_order_acquire) != epoch;
@@ -32,7 +34,9 @@ struct PartSweep {
   std::uintptr_t coalesce(std::uintptr_t start, std::uintptr_t end) {
     RobustLockGuard g(m->heap_lock);
     std::uintptr_t p = start;
-    while (p < end) {
+    // A run is cut after kMaxRunBlocks blocks so that allocating threads never wait long for the
+    // freelist lock; the next run starts where this one ends.
+    for (std::size_t blocks = 0; p < end && blocks < kMaxRunBlocks; ++blocks) {
       BlockHeader* h = header_at(p);
       std::uint64_t w = h->load();
       std::size_t size = BlockHeader::size_of(w);
@@ -78,7 +82,8 @@ struct PartSweep {
       // reclaimable neighbours.
       if (k == BlockKind::kFree && p + size < part.end) {
         std::uint64_t nw = header_at(p + size)->load();
-        reclaimable = BlockHeader::kind_of(nw) == BlockKind::kFiller || is_dead_object(header_at(p + size), nw, epoch);
+        BlockKind nk = BlockHeader::kind_of(nw);
+        reclaimable = nk == BlockKind::kFiller || nk == BlockKind::kFree || is_dead_object(header_at(p + size), nw, epoch);
       }
       if (reclaimable) {
         std::uintptr_t next = coalesce(p, part.end);
