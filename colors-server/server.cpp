@@ -249,7 +249,7 @@ bool Server::start() {
     if (debug) {
       // Not quiescent: clients may be running, so reference errors can be races; block and
       // freelist errors cannot. Logged, never fatal.
-      detail::VerifyReport r = detail::verify_heap(m);
+      detail::VerifyReport r = detail::verify_heap_locked(m, detail::VerifyMode::kConcurrent);
       if (!r.ok()) log_warn("gc debug: heap verifier after cycle ", st.cycle, ": ", r.summary());
     }
   };

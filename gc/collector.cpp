@@ -69,6 +69,8 @@ struct Collector::Impl {
 
   GcCycleStats run_cycle() {
     std::lock_guard<std::mutex> cycle(cycle_mu);
+    // Excludes the heap verifier for the whole cycle (on_cycle below runs under it too).
+    RobustLockGuard verify_excluded(m->gc_cycle_lock);
     using clock = std::chrono::steady_clock;
     auto ns = [](clock::time_point a, clock::time_point b) {
       return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(b - a).count());

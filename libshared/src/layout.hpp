@@ -200,6 +200,9 @@ struct Metadata {
   std::atomic<std::uint64_t> free_chunks;    // blocks on the freelist
   std::atomic<std::uint64_t> allocated_bytes_total;  // bytes ever handed out (monotonic)
 
+  // Held by the collector for a whole cycle and by the heap verifier, so a verification never
+  // reads memory the sweep is reclaiming.
+  RobustMutex gc_cycle_lock;
   // GC configuration and state (the collector owns these fields; gc/README.md).
   std::atomic<std::uint32_t> gc_threshold_percent;
   std::atomic<std::uint32_t> gc_request_seq;  // futex word: bumped to ask for a cycle

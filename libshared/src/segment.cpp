@@ -76,6 +76,7 @@ static void format(Metadata* m, const SegmentConfig& cfg, std::size_t total) {
   m->classes_top.store(m->classes_begin, std::memory_order_relaxed);
   m->classes_lock.init();
   m->heap_lock.init();
+  m->gc_cycle_lock.init();
   m->next_client_id.store(1, std::memory_order_relaxed);
   m->gc_threshold_percent.store(70, std::memory_order_relaxed);
 

@@ -5,6 +5,7 @@
 
 #include "classes.hpp"
 #include "objects.hpp"
+#include "robust_mutex.hpp"
 
 namespace colors::detail {
 
@@ -19,6 +20,7 @@ std::string hex(std::uint64_t a) {
 struct Checker {
   Metadata* m;
   VerifyReport& r;
+  bool concurrent;
   std::unordered_set<std::uint64_t> objects;  // starts of kObject blocks
 
   void error(const std::string& e) {
@@ -31,7 +33,15 @@ struct Checker {
       error(where + ": invalid tagged word " + hex(w));
       return;
     }
-    if (objects.count(w) == 0) error(where + ": reference " + hex(w) + " is not a live object");
+    if (objects.count(w) != 0) return;
+    // Concurrent mode: an object published after the walk passed its address is fine, and so is
+    // a block still reserved (kTlab at that address): allocation roots a block before it
+    // publishes it, so a root table may hold it for a moment.
+    if (concurrent && w >= m->objects_begin && w < m->objects_end) {
+      BlockKind k = BlockHeader::kind_of(header_at(w)->load());
+      if (k == BlockKind::kObject || k == BlockKind::kTlab) return;
+    }
+    error(where + ": reference " + hex(w) + " is not a live object");
   }
 
   void check_slots(std::atomic<Word>* s, std::size_t n, const std::string& where) {
@@ -52,14 +62,22 @@ struct Checker {
     switch (c->kind) {
       case TypeKind::kInteger: need(8 + 8, "integer"); break;
       case TypeKind::kFloat: need(8 + 8, "float"); break;
-      case TypeKind::kString: need(8 + 16 + reinterpret_cast<StringObject*>(p)->length, "string"); break;
-      case TypeKind::kBinary: need(8 + 16 + reinterpret_cast<BinaryObject*>(p)->length, "binary"); break;
+      case TypeKind::kString:
+        if (reinterpret_cast<StringObject*>(p)->length > size - sizeof(StringObject)) error(at + ": string does not fit its block");
+        break;
+      case TypeKind::kBinary:
+        if (reinterpret_cast<BinaryObject*>(p)->length > size - sizeof(BinaryObject)) error(at + ": binary does not fit its block");
+        break;
       case TypeKind::kArray:
       case TypeKind::kExtension:
       case TypeKind::kRootChunk: {
         auto* a = reinterpret_cast<ArrayObject*>(p);
-        need(8 + 8 + a->capacity * 8, "array");
-        if (object_bytes(16 + a->capacity * 8) <= size) check_slots(a->slots, a->capacity, at);
+        // Compare counts, never computed sizes: a corrupt capacity must not overflow.
+        if (a->capacity > (size - sizeof(ArrayObject)) / sizeof(Word)) {
+          error(at + ": array capacity " + std::to_string(a->capacity) + " does not fit its block of " + std::to_string(size));
+          break;
+        }
+        check_slots(a->slots, a->capacity, at);
         break;
       }
       case TypeKind::kList: {
@@ -81,9 +99,11 @@ struct Checker {
       }
       case TypeKind::kTable: {
         auto* t = reinterpret_cast<TableObject*>(p);
-        need(8 + 16 + t->capacity * sizeof(TableEntry), "table");
+        if (t->capacity > (size - sizeof(TableObject)) / sizeof(TableEntry)) {
+          error(at + ": table capacity " + std::to_string(t->capacity) + " does not fit its block of " + std::to_string(size));
+          break;
+        }
         if ((t->capacity & (t->capacity - 1)) != 0) error(at + ": table capacity is not a power of two");
-        if (object_bytes(24 + t->capacity * sizeof(TableEntry)) > size) break;
         for (std::size_t i = 0; i < t->capacity; ++i) {
           Word k = t->entries[i].key.load();
           if (k != kTombstone && k != kNullKey) check_word(k, at + ".key[" + std::to_string(i) + "]");
@@ -93,13 +113,13 @@ struct Checker {
       }
       case TypeKind::kObject: {
         auto* u = reinterpret_cast<UserObject*>(p);
-        need(8 + 8 + c->slot_count * 0, "user object");
         std::size_t n = (size - sizeof(UserObject)) / 8;
         check_slots(u->slots, n, at);
         Word ext = u->extension.load();
         check_word(ext, at + ".extension");
         std::size_t ext_cap = (ext != kNull && objects.count(ext)) ? reinterpret_cast<ArrayObject*>(ext)->capacity : 0;
-        if (c->slot_count > n + ext_cap) error(at + ": class needs " + std::to_string(c->slot_count) + " slots, object has " + std::to_string(n + ext_cap));
+        // Concurrent mode: a racing schema change publishes the extension before the class.
+        if (!concurrent && c->slot_count > n + ext_cap) error(at + ": class needs " + std::to_string(c->slot_count) + " slots, object has " + std::to_string(n + ext_cap));
         break;
       }
       default: error(at + ": unexpected class kind " + std::string(type_name(c->kind)));
@@ -119,9 +139,15 @@ std::string VerifyReport::summary() const {
   return s;
 }
 
-VerifyReport verify_heap(Metadata* m) {
+VerifyReport verify_heap(Metadata* m, VerifyMode mode) {
+  RobustLockGuard g(m->gc_cycle_lock);
+  return verify_heap_locked(m, mode);
+}
+
+VerifyReport verify_heap_locked(Metadata* m, VerifyMode mode) {
   VerifyReport r;
-  Checker ck{m, r, {}};
+  const bool concurrent = mode == VerifyMode::kConcurrent;
+  Checker ck{m, r, concurrent, {}};
   std::unordered_set<std::uint64_t> free_blocks;
   std::vector<std::pair<std::uint64_t, std::size_t>> objs;
   // Pass 1: tiling and kinds.
@@ -148,7 +174,7 @@ VerifyReport verify_heap(Metadata* m) {
         for (const ClientSlot& cs : m->clients) {
           if (cs.state.load() == static_cast<std::uint32_t>(ClientState::kActive) && cs.client_id.load() == owner) active = true;
         }
-        if (!active) ck.error("TLAB " + hex(p) + " belongs to client " + std::to_string(owner) + " which is not attached");
+        if (!active && !concurrent) ck.error("TLAB " + hex(p) + " belongs to client " + std::to_string(owner) + " which is not attached");
         break;
       }
       default: ck.error("block " + hex(p) + ": invalid kind " + std::to_string(static_cast<int>(kind)));
@@ -166,11 +192,13 @@ VerifyReport verify_heap(Metadata* m) {
       ck.check_slots(c->slots, c->capacity, "channel " + std::string(name_view(c->name)));
   }
   for (std::size_t i = 0; i < kMaxClients; ++i) ck.check_word(m->clients[i].roots.load(), "client slot " + std::to_string(i) + " roots");
-  // Freelist.
+  // Freelist, under heap_lock: its structure and counters are consistent whenever it is free.
+  RobustLockGuard hl(m->heap_lock);
   std::size_t n = 0, bytes = 0;
   std::unordered_set<std::uint64_t> seen;
+  std::uint64_t prev = 0;
   for (std::uint64_t f = m->freelist_head.load(); f != 0; f = reinterpret_cast<std::atomic<std::uint64_t>*>(header_at(f)->payload())->load()) {
-    if (!free_blocks.count(f)) {
+    if (f < m->objects_begin || f >= m->objects_end || BlockHeader::kind_of(header_at(f)->load()) != BlockKind::kFree) {
       ck.error("freelist entry " + hex(f) + " is not a free block");
       break;
     }
@@ -178,12 +206,17 @@ VerifyReport verify_heap(Metadata* m) {
       ck.error("freelist has a cycle at " + hex(f));
       break;
     }
+    if (reinterpret_cast<std::atomic<std::uint64_t>*>(header_at(f)->payload() + 8)->load() != prev)
+      ck.error("freelist entry " + hex(f) + " has a wrong back link");
+    prev = f;
     std::size_t size = BlockHeader::size_of(header_at(f)->load());
     if (size < kTlabSize) ck.error("freelist entry " + hex(f) + " is smaller than a TLAB");
     ++n;
     bytes += size;
   }
-  if (n != free_blocks.size()) ck.error(std::to_string(free_blocks.size() - n) + " free blocks are not on the freelist");
+  // The walk above saw the heap at other instants than this list: compare only when quiescent.
+  if (!concurrent && n != free_blocks.size())
+    ck.error(std::to_string(free_blocks.size()) + " free blocks in the heap, " + std::to_string(n) + " on the freelist");
   if (n != m->free_chunks.load() || bytes != m->free_bytes.load())
     ck.error("freelist counters say " + std::to_string(m->free_chunks.load()) + " chunks / " + std::to_string(m->free_bytes.load()) +
              " bytes, list has " + std::to_string(n) + " / " + std::to_string(bytes));

@@ -6,8 +6,14 @@
 // tables) points at the start of a live object block; the freelist holds only kFree blocks of at
 // least kTlabSize, without cycles, and its counters match; kTlab blocks belong to active clients.
 //
-// REQUIRES: the heap is quiescent (no mutator running), e.g. after a multi-process test. On a
-// live heap the block walk is still safe, but reference checks may report racing stores.
+// It takes Metadata::gc_cycle_lock, so it never runs during a collector cycle (the sweep
+// reclaims and poisons memory), and the freelist part under heap_lock.
+//
+// Modes: kQuiescent (no mutator running, e.g. after a multi-process test) checks everything.
+// kConcurrent (mutators may run, e.g. the server's --gc-debug check) checks what racing
+// mutators cannot make wrong: block tiling and kinds, class pointers, lengths within blocks,
+// references pointing at objects (a reference to a block that became an object after the walk
+// is accepted), and the freelist's own structure.
 #pragma once
 #include <string>
 #include <vector>
@@ -24,6 +30,10 @@ struct VerifyReport {
   std::string summary() const;
 };
 
-VerifyReport verify_heap(Metadata* m);
+enum class VerifyMode { kQuiescent, kConcurrent };
+
+VerifyReport verify_heap(Metadata* m, VerifyMode mode = VerifyMode::kQuiescent);
+// As verify_heap, for a caller that already holds gc_cycle_lock (the collector itself).
+VerifyReport verify_heap_locked(Metadata* m, VerifyMode mode);
 
 }  // namespace colors::detail

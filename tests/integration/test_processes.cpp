@@ -9,6 +9,7 @@
 #include <functional>
 
 #include "colors/colors.hpp"
+#include "client_process.hpp"
 #include "server_process.hpp"
 
 using namespace colors;
@@ -18,39 +19,8 @@ using colors::test::TempDir;
 
 namespace {
 
-// A client process: runs `body` attached to the server, exits with its result (never returns
-// into Catch2).
-pid_t fork_client(const std::string& socket, const std::function<int()>& body) {
-  pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    int rc = 1;
-    try {
-      attach(socket);
-      rc = body();
-      detach();
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "client %d: %s\n", getpid(), e.what());
-      rc = 3;
-    }
-    ::_exit(rc);
-  }
-  return pid;
-}
-
-int wait_child(pid_t pid, int timeout_ms = 60000) {
-  auto t0 = std::chrono::steady_clock::now();
-  for (;;) {
-    int st = 0;
-    if (::waitpid(pid, &st, WNOHANG) == pid) return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    if (colors::test::ms_since(t0) > timeout_ms) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, &st, 0);
-      return -1;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-}
+using colors::test::fork_client;
+using colors::test::wait_child;
 
 struct Fixture {
   TempDir dir;
@@ -76,7 +46,7 @@ struct Fixture {
 
 }  // namespace
 
-TEST_CASE("several processes allocate concurrently; their data survives and the heap verifies") {
+TEST_CASE("several processes allocate concurrently - their data survives and the heap verifies") {
   Fixture f;
   const int kProcs = 3, kItems = 3000;
   std::vector<pid_t> kids;

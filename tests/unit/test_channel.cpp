@@ -178,7 +178,7 @@ TEST_CASE("channel: many producers and consumers, every value exactly once", "[c
   CHECK(channel_size(c) == 0);
 }
 
-TEST_CASE("channel: slots are GC roots; receiving goes through the deletion barrier", "[channel]") {
+TEST_CASE("channel: slots are GC roots - receiving goes through the deletion barrier", "[channel]") {
   test::TestSegment seg(1 << 20);
   Metadata* m = seg.meta();
   ChannelRecord* c = find_or_create_channel(m, "roots", 4);

@@ -37,7 +37,7 @@ TEST_CASE("bad class definitions are refused") {
   REQUIRE_THROWS_AS(define_class(std::string(2000, 'n'), {}), InvalidArgumentError);
 }
 
-TEST_CASE("fields are typed; mismatches and unknown fields throw") {
+TEST_CASE("fields are typed - mismatches and unknown fields throw") {
   test::TestSegment seg;
   Object e = new_object(define_class("demo.Employee", employee_fields()));
   e.set("name", "Smith");

@@ -40,7 +40,7 @@ GcCycleStats checked_cycle(gc::Collector& c, Metadata* m) {
 
 }  // namespace
 
-TEST_CASE("garbage is freed; what values, repositories and channels hold survives") {
+TEST_CASE("garbage is freed - what values, repositories and channels hold survives") {
   test::TestSegment seg(16 << 20);
   Metadata* m = seg.meta();
   gc::Collector c(m, opts());

@@ -66,7 +66,7 @@ TEST_CASE("neutral equality and hash") {
   REQUIRE_FALSE(n == Value(nan));
 }
 
-TEST_CASE("values keep roots; copies and moves are independent") {
+TEST_CASE("values keep roots - copies and moves are independent") {
   test::TestSegment seg;
   Value s("shared");
   Value c = s;
