@@ -47,8 +47,8 @@ build: bootstrap
 
 test: build
 	ctest --test-dir $(BUILD_DIR) $(CTEST_FLAGS)
+	BUILD_DIR=$(BUILD_DIR) JOBS=$(JOBS) bash bindings-python/run-tests.sh
 # ---- ADD LANGUAGE BINDING TEST SUITES HERE (as recipe lines, tab-indented) ----
-# Python: . ./$(BUILD_DIR)/env.sh && python3 -m pytest bindings-python/tests
 # Java:   . ./$(BUILD_DIR)/env.sh && mvn -q -f bindings-java/pom.xml test
 # ------------------------------------------------------------------------------
 

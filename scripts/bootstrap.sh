@@ -20,21 +20,32 @@ for pkg in $PACKAGES; do
     fi
 done
 
-[ ${#missing[@]} -eq 0 ] && exit 0
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "bootstrap: missing Debian packages: ${missing[*]}"
 
-echo "bootstrap: missing Debian packages: ${missing[*]}"
+    if [ "$(id -u)" -eq 0 ]; then
+        SUDO=()
+    elif command -v sudo >/dev/null 2>&1; then
+        # -n: never prompt for a password (no stdin in CI); fail instead.
+        SUDO=(sudo -n)
+    else
+        echo "bootstrap: error: not root and sudo is not available." >&2
+        echo "bootstrap: please install as root: apt-get install ${missing[*]}" >&2
+        exit 1
+    fi
 
-if [ "$(id -u)" -eq 0 ]; then
-    SUDO=()
-elif command -v sudo >/dev/null 2>&1; then
-    # -n: never prompt for a password (no stdin in CI); fail instead.
-    SUDO=(sudo -n)
-else
-    echo "bootstrap: error: not root and sudo is not available." >&2
-    echo "bootstrap: please install as root: apt-get install ${missing[*]}" >&2
-    exit 1
+    export DEBIAN_FRONTEND=noninteractive
+    "${SUDO[@]}" apt-get update </dev/null
+    "${SUDO[@]}" apt-get install -y --no-install-recommends "${missing[@]}" </dev/null
 fi
 
-export DEBIAN_FRONTEND=noninteractive
-"${SUDO[@]}" apt-get update </dev/null
-"${SUDO[@]}" apt-get install -y --no-install-recommends "${missing[@]}" </dev/null
+# Python build and test dependencies of bindings-python/, from PyPI, into the project's python3
+# (the interpreter on PATH). Quiet when they are all there already.
+py_missing=()
+for mod in pybind11:pybind11 scikit_build_core:scikit-build-core hypothesis:hypothesis pytest:pytest; do
+    python3 -c "import ${mod%%:*}" 2>/dev/null || py_missing+=("${mod#*:}")
+done
+if [ ${#py_missing[@]} -gt 0 ]; then
+    echo "bootstrap: installing Python packages: ${py_missing[*]}"
+    python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore "${py_missing[@]}" </dev/null
+fi

@@ -1,0 +1,264 @@
+"""colors_shm: live Python objects shared between processes through one shared-memory heap.
+
+A ``colors-server`` owns the heap; every process that imports this module attaches to it (on the
+first call that needs it, or explicitly with :func:`attach`) and then reads and writes shared
+objects directly, without serialization::
+
+    import colors_shm as cs
+
+    jobs = cs.copy_to({"todo": [1, 2, 3], "done": []})   # deep copy into the heap -> SharedDict
+    cs.repository("jobs").set(jobs)                      # a named root other processes can get()
+
+    # in another process
+    jobs = cs.repository("jobs").get()
+    with cs.synchronized(jobs):
+        jobs["done"].append(jobs["todo"].pop())
+        cs.notify_all(jobs)
+
+Mapping: ``int`` (64-bit signed), ``float``, ``bool``, ``str`` and ``None`` are stored by value
+and read back as plain Python values; ``bytes``/``bytearray`` become shared binaries and read back
+as ``bytes``; ``list``/``tuple``, ``dict`` and ``set``/``frozenset`` are copied by :func:`copy_to`
+and appear as :class:`SharedList`, :class:`SharedDict` and :class:`SharedSet` proxies. While a proxy
+is alive its shared object stays alive (it is a GC root of this process), and the same shared
+object always gives the same proxy.
+
+Every error is a :class:`SharedMemoryError` (subclasses per kind). Blocking calls release the GIL
+and stay interruptible by Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import builtins as _builtins
+from dataclasses import dataclass as _dataclass
+
+from . import _colors_shm as _ext
+from ._colors_shm import (
+    AddressInUseError,
+    Channel,
+    CorruptHeapError,
+    InvalidArgumentError,
+    NotAttachedError,
+    NotOwnerError,
+    OutOfMemoryError,
+    OwnerDiedError,
+    RefusedError,
+    Repository,
+    ServerGoneError,
+    SharedIndexError,
+    SharedInterruptedError,
+    SharedKeyError,
+    SharedMemoryError,
+    SharedOverflowError,
+    TypeMismatchError,
+    VersionMismatchError,
+)
+from ._proxies import SharedDict, SharedList, SharedObject, SharedProxy, SharedSet
+
+# Short aliases named like the C++ errors (not in __all__: they would shadow builtins on `import *`).
+OverflowError = SharedOverflowError  # noqa: A001
+IndexError = SharedIndexError  # noqa: A001
+KeyError = SharedKeyError  # noqa: A001
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "attach",
+    "detach",
+    "is_attached",
+    "copy_to",
+    "allocate",
+    "is_shared",
+    "repository",
+    "channel",
+    "Repository",
+    "Channel",
+    "synchronized",
+    "wait",
+    "notify_all",
+    "collect",
+    "gc_stats",
+    "heap_stats",
+    "GcStats",
+    "SharedProxy",
+    "SharedList",
+    "SharedDict",
+    "SharedSet",
+    "SharedObject",
+    "SharedMemoryError",
+    "NotAttachedError",
+    "ServerGoneError",
+    "VersionMismatchError",
+    "AddressInUseError",
+    "RefusedError",
+    "OutOfMemoryError",
+    "TypeMismatchError",
+    "SharedOverflowError",
+    "OwnerDiedError",
+    "NotOwnerError",
+    "SharedIndexError",
+    "SharedKeyError",
+    "InvalidArgumentError",
+    "SharedInterruptedError",
+    "CorruptHeapError",
+]
+
+
+# ---- attachment -------------------------------------------------------------------------------
+
+
+def attach(socket: str | None = None) -> None:
+    """Attaches this process to a colors server.
+
+    ``socket`` is the server's Unix socket path; ``None`` uses ``$COLORS_SOCKET`` or else the
+    server's default path. Does nothing if already attached. Calls that need the heap attach
+    implicitly, so calling this is only needed to choose the socket or to fail early.
+    Raises :class:`ServerGoneError` when no server listens there.
+    """
+    _ext.attach(socket)
+
+
+def detach() -> None:
+    """Detaches from the server. Proxies obtained before become unusable
+    (:class:`NotAttachedError`); the server drops this process's roots."""
+    _ext.detach()
+
+
+def is_attached() -> bool:
+    """Whether this process is attached to a colors server."""
+    return _ext.is_attached()
+
+
+# ---- objects ----------------------------------------------------------------------------------
+
+
+def copy_to(obj):
+    """Deep-copies a private object graph into the shared heap and returns the shared copy.
+
+    ``list`` and ``tuple`` become :class:`SharedList`, ``dict`` :class:`SharedDict`, ``set`` and
+    ``frozenset`` :class:`SharedSet`; scalars, ``str`` and ``bytes`` are copied by value (and come
+    back as plain Python values). Sharing and cycles of the private graph are preserved: an object
+    reachable twice is copied once. Shared objects inside the graph are referenced, not copied.
+    Raises :class:`TypeMismatchError` for objects with no shared mapping and
+    :class:`SharedOverflowError` for ints beyond 64 bits.
+    """
+    return _ext.copy_to(obj)
+
+
+def allocate(cls, n: int = 0):
+    """Allocates an empty shared container: ``allocate(list)``, ``allocate(dict)``,
+    ``allocate(set)`` (``n`` is a capacity hint), or ``allocate(bytes, n)`` (``n`` zero bytes).
+    User classes are not supported yet."""
+    return _ext.allocate(cls, n)
+
+
+def is_shared(obj) -> bool:
+    """True for proxies of shared objects (:class:`SharedProxy`); False for everything else,
+    including scalars read from the heap (they are plain Python values)."""
+    return _ext.is_shared(obj)
+
+
+def repository(name: str) -> Repository:
+    """The named repository ``name`` (created empty on first use): a root of the shared heap that
+    any process can read with ``.get()`` and replace with ``.set(obj)``. A repository can also be
+    used with :func:`synchronized`, :func:`wait` and :func:`notify_all`."""
+    return _ext.repository(name)
+
+
+def channel(name: str, capacity: int = 64) -> Channel:
+    """The named bounded channel ``name`` (created with ``capacity`` slots on first use).
+
+    ``send(obj, timeout=None)`` blocks while the channel is full (``TimeoutError`` after
+    ``timeout`` seconds); ``receive(timeout=None)`` blocks until a value arrives (``TimeoutError``);
+    ``try_send(obj)`` returns False when full; ``try_receive(default=None)`` returns ``default``
+    when empty. Values are shared objects or scalars; private containers need :func:`copy_to`.
+    """
+    return _ext.channel(name, capacity)
+
+
+# ---- monitors ---------------------------------------------------------------------------------
+
+
+class synchronized:
+    """Context manager holding the monitor of a shared object (or repository)::
+
+        with synchronized(obj):
+            while not obj["ready"]:
+                wait(obj)
+
+    Re-entrant (the same thread may nest it). Monitors are robust: if a process died holding it,
+    entering raises :class:`OwnerDiedError` once (the monitor is then free; the guarded state may
+    be half-updated) and the next attempt succeeds. Blocking to enter releases the GIL and is
+    interruptible (Ctrl-C).
+    """
+
+    __slots__ = ("_obj",)
+
+    def __init__(self, obj):
+        self._obj = obj
+
+    def __enter__(self):
+        _ext._monitor_enter(self._obj)
+        return self._obj
+
+    def __exit__(self, exc_type, exc, tb):
+        _ext._monitor_exit(self._obj)
+        return False
+
+
+def wait(obj, timeout: float | None = None) -> bool:
+    """Waits on the monitor of ``obj``, which this thread must hold (:class:`NotOwnerError`).
+
+    Releases the monitor completely, waits for :func:`notify_all` (spurious wakeups are allowed:
+    wait in a loop on a condition), re-acquires it. Returns False on timeout (seconds).
+    """
+    return _ext.wait(obj, timeout)
+
+
+def notify_all(obj) -> None:
+    """Wakes every thread of every process waiting on the monitor of ``obj`` (held by this
+    thread, else :class:`NotOwnerError`)."""
+    _ext.notify_all(obj)
+
+
+# ---- collector --------------------------------------------------------------------------------
+
+
+@_dataclass(frozen=True)
+class GcStats:
+    """Statistics of one collector cycle (times in nanoseconds, sizes in bytes)."""
+
+    cycle: int = 0
+    walk_ns: int = 0
+    mark_ns: int = 0
+    remark_ns: int = 0
+    sweep_ns: int = 0
+    total_ns: int = 0
+    marking_passes: int = 0
+    objects_marked: int = 0
+    bytes_marked: int = 0
+    objects_freed: int = 0
+    bytes_freed: int = 0
+    heap_used_before: int = 0
+    heap_used_after: int = 0
+    largest_free: int = 0
+    threads: int = 0
+
+
+def collect(timeout: float | None = None) -> GcStats:
+    """Asks the server's collector for a full cycle starting after this call and waits for it.
+    Garbage dropped before the call is freed by the second ``collect()`` at the latest."""
+    return GcStats(**_ext.collect(timeout))
+
+
+def gc_stats() -> GcStats:
+    """Statistics of the collector's last finished cycle."""
+    return GcStats(**_ext.gc_stats())
+
+
+def heap_stats() -> dict:
+    """Current heap occupancy: capacity, free_bytes, free_chunks, largest_free,
+    allocated_bytes_total."""
+    return _ext.heap_stats()
+
+
+del _builtins

@@ -1,0 +1,660 @@
+"""Proxies of shared containers and objects.
+
+A proxy owns exactly one ``_Ref`` (a GC root of this process) in its ``_ref`` slot: while the proxy
+lives, its shared object lives. Proxies are created only by the extension (``_colors_shm``), which
+keeps a raw-word -> weakref cache so that one shared object has at most one live proxy.
+
+The extension offers a few primitive operations per kind (``lget``/``lset``/``lappend``/...); the
+classes below build the full ``collections.abc`` behaviour of ``list``, ``dict`` and ``set`` on them.
+Results of operations that create a new container (slicing, ``+``, set algebra, ``copy()``) are
+private Python containers, as they would be for the private types; use ``copy_to`` to share them.
+"""
+
+from __future__ import annotations
+
+import operator
+import reprlib
+import sys
+from collections.abc import (
+    ItemsView,
+    Iterable,
+    KeysView,
+    MutableMapping,
+    MutableSequence,
+    MutableSet,
+    Set,
+    ValuesView,
+)
+
+from . import _colors_shm as _ext
+
+_MISSING = object()
+
+
+class SharedProxy:
+    """Base class of every proxy of a shared object."""
+
+    __slots__ = ("_ref", "__weakref__")
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError(
+            f"{type(self).__name__} cannot be created directly: use colors_shm.copy_to() or colors_shm.allocate()"
+        )
+
+    def __reduce_ex__(self, protocol):
+        raise TypeError(
+            f"cannot pickle a {type(self).__name__}: shared objects are handed over through "
+            "colors_shm.repository() or colors_shm.channel(), not by pickling"
+        )
+
+    def __copy__(self):
+        return self.copy()
+
+    def __deepcopy__(self, memo):
+        import copy
+
+        return copy.deepcopy(self.copy(), memo)
+
+
+def _elem_eq(a, b) -> bool:
+    return a is b or a == b
+
+
+# --------------------------------------------------------------------------------------------
+# list
+
+
+class SharedList(SharedProxy, MutableSequence):
+    """A shared list: behaves like ``list`` (``collections.abc.MutableSequence``)."""
+
+    __slots__ = ()
+    __hash__ = None  # type: ignore[assignment]  # mutable, like list
+
+    # ---- reading ----
+    def __len__(self) -> int:
+        return len(self._ref)
+
+    def __getitem__(self, index):
+        ref = self._ref
+        if isinstance(index, slice):
+            items = ref.litems()
+            return items[index]
+        i = operator.index(index)
+        if i < 0:
+            i += len(ref)
+            if i < 0:
+                raise IndexError("list index out of range")
+        return ref.lget(i)
+
+    def __iter__(self):
+        ref = self._ref
+        i = 0
+        while True:
+            try:
+                v = ref.lget(i)
+            except IndexError:
+                return
+            yield v
+            i += 1
+
+    def __reversed__(self):
+        ref = self._ref
+        i = len(ref) - 1
+        while i >= 0:
+            try:
+                yield ref.lget(i)
+            except IndexError:
+                return
+            i -= 1
+
+    def __contains__(self, value) -> bool:
+        return any(_elem_eq(v, value) for v in self._ref.litems())
+
+    def index(self, value, start=0, stop=sys.maxsize) -> int:
+        items = self._ref.litems()
+        n = len(items)
+        start, stop, _ = slice(start, stop).indices(n)
+        for i in range(start, stop):
+            if _elem_eq(items[i], value):
+                return i
+        raise ValueError(f"{value!r} is not in list")
+
+    def count(self, value) -> int:
+        return sum(1 for v in self._ref.litems() if _elem_eq(v, value))
+
+    def copy(self) -> list:
+        """A private (shallow) copy, like ``list.copy()``."""
+        return self._ref.litems()
+
+    # ---- writing ----
+    def __setitem__(self, index, value):
+        ref = self._ref
+        if isinstance(index, slice):
+            items = ref.litems()
+            new_values = list(value)
+            for v in new_values:
+                _ext.check_storable(v)
+            items[index] = new_values  # list semantics incl. ValueError for extended slices
+            ref.lreplace(items)
+            return
+        i = operator.index(index)
+        if i < 0:
+            i += len(ref)
+            if i < 0:
+                raise IndexError("list assignment index out of range")
+        try:
+            ref.lset(i, value)
+        except IndexError:
+            raise IndexError("list assignment index out of range") from None
+
+    def __delitem__(self, index):
+        ref = self._ref
+        if isinstance(index, slice):
+            n = len(ref)
+            idx = sorted(range(*index.indices(n)), reverse=True)
+            if len(idx) > n // 2:  # cheaper to rewrite
+                items = ref.litems()
+                del items[index]
+                ref.lreplace(items)
+            else:
+                for i in idx:
+                    ref.lpop(i)
+            return
+        i = operator.index(index)
+        if i < 0:
+            i += len(ref)
+            if i < 0:
+                raise IndexError("list assignment index out of range")
+        try:
+            ref.lpop(i)
+        except IndexError:
+            raise IndexError("list assignment index out of range") from None
+
+    def insert(self, index, value) -> None:
+        ref = self._ref
+        i = operator.index(index)
+        n = len(ref)
+        if i < 0:
+            i = max(i + n, 0)
+        elif i > n:
+            i = n
+        ref.linsert(i, value)
+
+    def append(self, value) -> None:
+        self._ref.lappend(value)
+
+    def extend(self, values: Iterable) -> None:
+        if values is self:
+            values = self._ref.litems()
+        self._ref.lextend(values)
+
+    def pop(self, index=-1):
+        ref = self._ref
+        n = len(ref)
+        if n == 0:
+            raise IndexError("pop from empty list")
+        i = operator.index(index)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError("pop index out of range")
+        return ref.lpop(i)
+
+    def remove(self, value) -> None:
+        items = self._ref.litems()
+        for i, v in enumerate(items):
+            if _elem_eq(v, value):
+                self._ref.lpop(i)
+                return
+        raise ValueError("list.remove(x): x not in list")
+
+    def clear(self) -> None:
+        self._ref.clear()
+
+    def reverse(self) -> None:
+        items = self._ref.litems()
+        items.reverse()
+        self._ref.lreplace(items)
+
+    def sort(self, *, key=None, reverse=False) -> None:
+        """Sorts in place (reads the elements out, sorts them, writes them back)."""
+        items = self._ref.litems()
+        items.sort(key=key, reverse=reverse)
+        self._ref.lreplace(items)
+
+    def __iadd__(self, values):
+        self.extend(values)
+        return self
+
+    def __imul__(self, n):
+        n = operator.index(n)
+        if n <= 0:
+            self.clear()
+        else:
+            items = self._ref.litems()
+            for _ in range(n - 1):
+                self._ref.lextend(items)
+        return self
+
+    # ---- operators giving new (private) lists ----
+    def __add__(self, other):
+        if isinstance(other, (list, SharedList)):
+            return self._ref.litems() + list(other)
+        return NotImplemented
+
+    def __radd__(self, other):
+        if isinstance(other, list):
+            return other + self._ref.litems()
+        return NotImplemented
+
+    def __mul__(self, n):
+        return self._ref.litems() * n
+
+    __rmul__ = __mul__
+
+    # ---- comparisons ----
+    def _cmp_other(self, other):
+        if isinstance(other, SharedList):
+            return other._ref.litems()
+        if isinstance(other, list):
+            return other
+        return None
+
+    def __eq__(self, other):
+        o = self._cmp_other(other)
+        if o is None:
+            return NotImplemented
+        if other is self:
+            return True
+        return self._ref.litems() == o
+
+    def __lt__(self, other):
+        o = self._cmp_other(other)
+        return NotImplemented if o is None else self._ref.litems() < o
+
+    def __le__(self, other):
+        o = self._cmp_other(other)
+        return NotImplemented if o is None else self._ref.litems() <= o
+
+    def __gt__(self, other):
+        o = self._cmp_other(other)
+        return NotImplemented if o is None else self._ref.litems() > o
+
+    def __ge__(self, other):
+        o = self._cmp_other(other)
+        return NotImplemented if o is None else self._ref.litems() >= o
+
+    @reprlib.recursive_repr("[...]")
+    def __repr__(self) -> str:
+        return "[" + ", ".join(repr(v) for v in self._ref.litems()) + "]"
+
+
+# --------------------------------------------------------------------------------------------
+# dict
+
+
+class _SharedKeysView(KeysView):
+    __slots__ = ()
+
+    def __iter__(self):
+        return iter(self._mapping._ref.mkeys())
+
+    def __repr__(self):
+        return f"shared_dict_keys({self._mapping._ref.mkeys()!r})"
+
+
+class _SharedValuesView(ValuesView):
+    __slots__ = ()
+
+    def __iter__(self):
+        return iter(self._mapping._ref.mvalues())
+
+    def __contains__(self, value):
+        return any(_elem_eq(v, value) for v in self._mapping._ref.mvalues())
+
+    def __repr__(self):
+        return f"shared_dict_values({self._mapping._ref.mvalues()!r})"
+
+
+class _SharedItemsView(ItemsView):
+    __slots__ = ()
+
+    def __iter__(self):
+        return iter(self._mapping._ref.mitems())
+
+    def __repr__(self):
+        return f"shared_dict_items({self._mapping._ref.mitems()!r})"
+
+
+class SharedDict(SharedProxy, MutableMapping):
+    """A shared map: behaves like ``dict`` (``collections.abc.MutableMapping``).
+
+    Differences from ``dict``: iteration order is the hash table's, not insertion order, and
+    ``popitem()`` removes an arbitrary item. Keys compare language-neutrally (``True != 1``).
+    """
+
+    __slots__ = ()
+    __hash__ = None  # type: ignore[assignment]
+
+    def __len__(self) -> int:
+        return len(self._ref)
+
+    def __getitem__(self, key):
+        return self._ref.mget(key)
+
+    def get(self, key, default=None):
+        return self._ref.mget_default(key, default)
+
+    def __contains__(self, key) -> bool:
+        return self._ref.mcontains(key)
+
+    def __iter__(self):
+        return iter(self._ref.mkeys())
+
+    def __setitem__(self, key, value) -> None:
+        self._ref.mput(key, value)
+
+    def __delitem__(self, key) -> None:
+        if not self._ref.mremove(key):
+            raise KeyError(key)
+
+    def keys(self):
+        return _SharedKeysView(self)
+
+    def values(self):
+        return _SharedValuesView(self)
+
+    def items(self):
+        return _SharedItemsView(self)
+
+    def pop(self, key, default=_MISSING):
+        if default is _MISSING:
+            return self._ref.mpop(key)
+        try:
+            return self._ref.mpop(key)
+        except KeyError:
+            return default
+
+    def popitem(self):
+        for k, v in self._ref.mitems():
+            if self._ref.mremove(k):
+                return k, v
+        raise KeyError("popitem(): dictionary is empty")
+
+    def setdefault(self, key, default=None):
+        v = self._ref.mget_default(key, _MISSING)
+        if v is _MISSING:
+            self._ref.mput(key, default)
+            return self._ref.mget_default(key, default)
+        return v
+
+    def clear(self) -> None:
+        self._ref.clear()
+
+    def copy(self) -> dict:
+        """A private (shallow) copy, like ``dict.copy()``."""
+        return dict(self._ref.mitems())
+
+    def __or__(self, other):
+        if not isinstance(other, (dict, SharedDict)):
+            return NotImplemented
+        d = self.copy()
+        d.update(other.items())
+        return d
+
+    def __ror__(self, other):
+        if not isinstance(other, dict):
+            return NotImplemented
+        d = dict(other)
+        d.update(self._ref.mitems())
+        return d
+
+    def __ior__(self, other):
+        self.update(other)
+        return self
+
+    def __eq__(self, other):
+        if other is self:
+            return True
+        if not isinstance(other, (dict, SharedDict)):
+            return NotImplemented
+        if len(self) != len(other):
+            return False
+        for k, v in self._ref.mitems():
+            ov = other.get(k, _MISSING)
+            if ov is _MISSING or not _elem_eq(v, ov):
+                return False
+        return True
+
+    @reprlib.recursive_repr("{...}")
+    def __repr__(self) -> str:
+        return "{" + ", ".join(f"{k!r}: {v!r}" for k, v in self._ref.mitems()) + "}"
+
+
+# --------------------------------------------------------------------------------------------
+# set
+
+
+class SharedSet(SharedProxy, MutableSet):
+    """A shared set: behaves like ``set`` (``collections.abc.MutableSet``).
+
+    Set algebra (``|``, ``&``, ``-``, ``^`` and the named methods) returns private ``set`` objects;
+    the in-place forms (``|=``, ``update()`` ...) change the shared set.
+    """
+
+    __slots__ = ()
+    __hash__ = None  # type: ignore[assignment]
+
+    @classmethod
+    def _from_iterable(cls, it):
+        return set(it)
+
+    def __len__(self) -> int:
+        return len(self._ref)
+
+    def __contains__(self, value) -> bool:
+        return self._ref.scontains(value)
+
+    def __iter__(self):
+        return iter(self._ref.sitems())
+
+    def add(self, value) -> None:
+        self._ref.sadd(value)
+
+    def discard(self, value) -> None:
+        self._ref.sremove(value)
+
+    def remove(self, value) -> None:
+        if not self._ref.sremove(value):
+            raise KeyError(value)
+
+    def pop(self):
+        for v in self._ref.sitems():
+            if self._ref.sremove(v):
+                return v
+        raise KeyError("pop from an empty set")
+
+    def clear(self) -> None:
+        self._ref.clear()
+
+    def copy(self) -> set:
+        """A private (shallow) copy, like ``set.copy()``."""
+        return set(self._ref.sitems())
+
+    def _replace(self, result) -> None:
+        """Makes the content exactly ``result`` (elements as ``result`` holds them)."""
+        ref = self._ref
+        ref.clear()
+        for v in result:
+            ref.sadd(v)
+
+    # Operators and named forms compute on a private copy with set's own algorithm, so results
+    # (including which of two equal elements such as 1 and 1.0 is kept) are exactly set's.
+    def __and__(self, other):
+        return self.copy() & other if isinstance(other, Set) else NotImplemented
+
+    def __rand__(self, other):
+        return other & self.copy() if isinstance(other, Set) else NotImplemented
+
+    def __or__(self, other):
+        return self.copy() | other if isinstance(other, Set) else NotImplemented
+
+    def __ror__(self, other):
+        return other | self.copy() if isinstance(other, Set) else NotImplemented
+
+    def __sub__(self, other):
+        return self.copy() - other if isinstance(other, Set) else NotImplemented
+
+    def __rsub__(self, other):
+        return other - self.copy() if isinstance(other, Set) else NotImplemented
+
+    def __xor__(self, other):
+        return self.copy() ^ other if isinstance(other, Set) else NotImplemented
+
+    def __rxor__(self, other):
+        return other ^ self.copy() if isinstance(other, Set) else NotImplemented
+
+    def __iand__(self, other):
+        if not isinstance(other, Set):
+            return NotImplemented
+        self.intersection_update(other)
+        return self
+
+    def __ior__(self, other):
+        if not isinstance(other, Set):
+            return NotImplemented
+        self.update(other)
+        return self
+
+    def __isub__(self, other):
+        if not isinstance(other, Set):
+            return NotImplemented
+        if other is self:
+            self.clear()
+        else:
+            self.difference_update(other)
+        return self
+
+    def __ixor__(self, other):
+        if not isinstance(other, Set):
+            return NotImplemented
+        if other is self:
+            self.clear()
+        else:
+            self.symmetric_difference_update(other)
+        return self
+
+    def union(self, *others) -> set:
+        return self.copy().union(*others)
+
+    def intersection(self, *others) -> set:
+        return self.copy().intersection(*others)
+
+    def difference(self, *others) -> set:
+        return self.copy().difference(*others)
+
+    def symmetric_difference(self, other) -> set:
+        return self.copy().symmetric_difference(other)
+
+    def issubset(self, other) -> bool:
+        return self.copy().issubset(other)
+
+    def issuperset(self, other) -> bool:
+        return self.copy().issuperset(other)
+
+    def isdisjoint(self, other) -> bool:
+        return self.copy().isdisjoint(other)
+
+    def update(self, *others) -> None:
+        for o in others:
+            for v in list(o):
+                self._ref.sadd(v)
+
+    def intersection_update(self, *others) -> None:
+        self._replace(self.intersection(*others))
+
+    def difference_update(self, *others) -> None:
+        for o in others:
+            for v in list(o):
+                self._ref.sremove(v)
+
+    def symmetric_difference_update(self, other) -> None:
+        if other is self:
+            self.clear()
+            return
+        for v in set(other):
+            if not self._ref.sremove(v):
+                self._ref.sadd(v)
+
+    def __le__(self, other):
+        return self.copy() <= other if isinstance(other, Set) else NotImplemented
+
+    def __lt__(self, other):
+        return self.copy() < other if isinstance(other, Set) else NotImplemented
+
+    def __ge__(self, other):
+        return self.copy() >= other if isinstance(other, Set) else NotImplemented
+
+    def __gt__(self, other):
+        return self.copy() > other if isinstance(other, Set) else NotImplemented
+
+    def __eq__(self, other):
+        if other is self:
+            return True
+        if not isinstance(other, Set):
+            return NotImplemented
+        return len(self) == len(other) and all(v in other for v in self._ref.sitems())
+
+    @reprlib.recursive_repr("{...}")
+    def __repr__(self) -> str:
+        items = self._ref.sitems()
+        if not items:
+            return "set()"
+        return "{" + ", ".join(repr(v) for v in items) + "}"
+
+
+# --------------------------------------------------------------------------------------------
+# user objects (generic proxy; mapping to private classes by name is still to come)
+
+
+class SharedObject(SharedProxy):
+    """A shared user object whose class is not mapped to a Python class (yet): attribute access
+    reads and writes its fields."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        ref = object.__getattribute__(self, "_ref")
+        if not ref.ohas(name):
+            cls, version = ref.oclass()
+            raise AttributeError(f"shared object of class {cls} (version {version}) has no field {name!r}")
+        return ref.oget(name)
+
+    def __setattr__(self, name, value):
+        if name == "_ref":
+            object.__setattr__(self, name, value)
+            return
+        ref = object.__getattribute__(self, "_ref")
+        if not ref.ohas(name):
+            cls, version = ref.oclass()
+            raise AttributeError(
+                f"shared object of class {cls} (version {version}) has no field {name!r} "
+                "(adding fields from Python is not supported yet)"
+            )
+        ref.oset(name, value)
+
+    def __dir__(self):
+        return list(self._ref.ofields())
+
+    def copy(self):
+        raise TypeError("shared user objects cannot be copied yet")
+
+    def __repr__(self) -> str:
+        cls, version = self._ref.oclass()
+        fields = ", ".join(f"{f}={self._ref.oget(f)!r}" for f in self._ref.ofields())
+        return f"<shared {cls} v{version} (no Python class mapped) {fields}>"
+
+
+_ext._register_proxies(SharedProxy, SharedList, SharedDict, SharedSet, SharedObject)

@@ -1,0 +1,77 @@
+// Shared declarations of the _colors_shm extension (one file per binding area: errors.cpp,
+// values.cpp, containers.cpp, sync.cpp, module.cpp).
+//
+// Lifetime rule: every shared reference held by Python is a colors::Value inside a `Ref` (a GC
+// root of this process). Proxies (pure Python, _proxies.py) own exactly one Ref in their `_ref`
+// slot; the identity cache (values.cpp) maps the raw word to a weak reference to the proxy, so one
+// shared object has at most one live proxy.
+#pragma once
+#include <pybind11/pybind11.h>
+
+#include <colors/colors.hpp>
+#include <cstdint>
+#include <string>
+#include <variant>
+
+namespace py = pybind11;
+
+namespace colors_py {
+
+// ---- attachment (module.cpp) ----
+// Bumped at every attach and detach done through the binding: a Ref from an older generation
+// refers to a mapping that is gone.
+extern std::uint64_t g_generation;
+void ensure_attached();  // implicit attach on first use (COLORS_SOCKET or the default socket)
+
+// ---- references (values.cpp) ----
+struct Ref {
+  std::variant<colors::Value, colors::List, colors::Map, colors::Set> v;
+  std::uint64_t gen = 0;
+  colors::TypeKind kind = colors::TypeKind::kNull;
+
+  explicit Ref(colors::Value&& val);
+  const colors::Value& value() const;
+  void check() const;  // NotAttachedError when the proxy outlived its attachment
+  colors::List& list();
+  colors::Map& map();
+  colors::Set& set();
+};
+
+// Python -> shared. Scalars (None, bool, int, float, str, bytes, bytearray) are copied in;
+// proxies give their object; anything else throws TypeMismatchError telling to use copy_to.
+colors::Value to_value(py::handle obj);
+// Same check without allocating: throws exactly what to_value would for an unstorable value.
+void check_storable(py::handle obj);
+// Shared -> Python: scalars as plain Python values, binaries as bytes, containers as proxies.
+py::object from_value(colors::Value&& v);
+// The Ref of a proxy (or of a bare _Ref), nullptr for anything else.
+Ref* ref_of(py::handle obj);
+// Forgets every cached proxy (detach).
+void clear_identity_cache();
+
+// ---- blocking calls (sync.cpp) ----
+// While alive: the GIL is released and this thread's interrupt hook is installed, so a pending
+// signal (Ctrl-C) makes the blocking libshared call throw InterruptedError; the error translator
+// then re-raises the Python exception the signal handler raised (KeyboardInterrupt).
+class Blocking {
+ public:
+  Blocking() = default;
+
+ private:
+  struct Prepare {  // runs first, with the GIL: drops a stale remembered exception, installs the hook
+    Prepare();
+  } prepare_;
+  py::gil_scoped_release release_;
+};
+// Takes the exception remembered by the interrupt hook of this thread (PyErr_Restore); returns
+// false if there is none.
+bool restore_interrupt_exception();
+
+std::int64_t timeout_ms(const py::object& timeout);  // None -> -1; seconds (float) -> ms
+
+void init_errors(py::module_& m);
+void init_values(py::module_& m);
+void init_containers(py::module_& m);
+void init_sync(py::module_& m);
+
+}  // namespace colors_py

@@ -1,0 +1,91 @@
+// The _colors_shm extension module: attachment, collector, and the init of every binding area.
+// The public API with its docstrings is colors_shm/__init__.py; this module is its engine.
+#include "common.hpp"
+
+namespace colors_py {
+
+std::uint64_t g_generation = 1;
+
+void ensure_attached() {
+  if (colors::is_attached()) return;
+  colors::attach("");
+  ++g_generation;
+}
+
+namespace {
+
+py::dict gc_dict(const colors::GcStats& s) {
+  py::dict d;
+  d["cycle"] = s.cycle;
+  d["walk_ns"] = s.walk_ns;
+  d["mark_ns"] = s.mark_ns;
+  d["remark_ns"] = s.remark_ns;
+  d["sweep_ns"] = s.sweep_ns;
+  d["total_ns"] = s.total_ns;
+  d["marking_passes"] = s.marking_passes;
+  d["objects_marked"] = s.objects_marked;
+  d["bytes_marked"] = s.bytes_marked;
+  d["objects_freed"] = s.objects_freed;
+  d["bytes_freed"] = s.bytes_freed;
+  d["heap_used_before"] = s.heap_used_before;
+  d["heap_used_after"] = s.heap_used_after;
+  d["largest_free"] = s.largest_free;
+  d["threads"] = s.threads;
+  return d;
+}
+
+}  // namespace
+
+}  // namespace colors_py
+
+PYBIND11_MODULE(_colors_shm, m) {
+  using namespace colors_py;
+  m.doc() = "Engine of colors_shm (use the colors_shm package, not this module).";
+  init_errors(m);
+  init_values(m);
+  init_containers(m);
+  init_sync(m);
+
+  m.def("attach", [](py::object socket) {
+        if (colors::is_attached()) return;
+        std::string path = socket.is_none() ? std::string() : py::str(socket).cast<std::string>();
+        {
+          py::gil_scoped_release r;
+          colors::attach(path);
+        }
+        ++g_generation;
+      }, py::arg("socket") = py::none());
+  m.def("detach", [] {
+        if (!colors::is_attached()) return;
+        clear_identity_cache();
+        ++g_generation;
+        colors::detach();
+      });
+  m.def("is_attached", [] { return colors::is_attached(); });
+  m.def("ping", [] { colors::ping(); });
+  m.def("collect", [](py::object timeout) {
+        ensure_attached();
+        std::int64_t ms = timeout_ms(timeout);
+        colors::GcStats s;
+        {
+          Blocking b;
+          s = colors::collect(ms);
+        }
+        return gc_dict(s);
+      }, py::arg("timeout") = py::none());
+  m.def("gc_stats", [] {
+        ensure_attached();
+        return gc_dict(colors::gc_stats());
+      });
+  m.def("heap_stats", [] {
+        ensure_attached();
+        colors::HeapStats s = colors::heap_stats();
+        py::dict d;
+        d["capacity"] = s.capacity;
+        d["free_bytes"] = s.free_bytes;
+        d["free_chunks"] = s.free_chunks;
+        d["largest_free"] = s.largest_free;
+        d["allocated_bytes_total"] = s.allocated_bytes_total;
+        return d;
+      });
+}

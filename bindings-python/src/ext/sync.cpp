@@ -1,0 +1,221 @@
+// Blocking calls: the interrupt hook, repositories, channels and monitors.
+#include <cmath>
+#include <optional>
+
+#include "common.hpp"
+#include "monitor.hpp"
+#include "segment.hpp"
+#include "session.hpp"
+
+namespace colors_py {
+
+// ---- interrupts ----
+//
+// libshared's blocking waits wake every kInterruptSliceNs (50 ms) and call this thread's hook.
+// Ours takes the GIL for a moment and runs PyErr_CheckSignals(); if a signal handler raised
+// (KeyboardInterrupt for Ctrl-C), the exception is remembered and the wait throws
+// InterruptedError, which the translator (errors.cpp) turns back into that exception.
+
+namespace {
+
+thread_local PyObject* t_exc_type = nullptr;
+thread_local PyObject* t_exc_value = nullptr;
+thread_local PyObject* t_exc_tb = nullptr;
+
+void drop_remembered() {  // GIL held
+  Py_CLEAR(t_exc_type);
+  Py_CLEAR(t_exc_value);
+  Py_CLEAR(t_exc_tb);
+}
+
+bool interrupt_hook() {
+  if (Py_IsInitialized() == 0 || _Py_IsFinalizing()) return false;
+  PyGILState_STATE s = PyGILState_Ensure();
+  bool stop = false;
+  if (PyErr_CheckSignals() != 0) {
+    drop_remembered();
+    PyErr_Fetch(&t_exc_type, &t_exc_value, &t_exc_tb);
+    stop = true;
+  }
+  PyGILState_Release(s);
+  return stop;
+}
+
+}  // namespace
+
+bool restore_interrupt_exception() {
+  if (t_exc_type == nullptr) return false;
+  PyErr_Restore(t_exc_type, t_exc_value, t_exc_tb);  // steals the references
+  t_exc_type = t_exc_value = t_exc_tb = nullptr;
+  return true;
+}
+
+Blocking::Prepare::Prepare() {
+  drop_remembered();
+  colors::detail::set_interrupt_hook(&interrupt_hook);
+}
+
+std::int64_t timeout_ms(const py::object& timeout) {
+  if (timeout.is_none()) return -1;
+  double s = timeout.cast<double>();
+  if (std::isnan(s) || s < 0) throw colors::InvalidArgumentError("timeout must be a number of seconds >= 0, or None");
+  if (s > 9.0e15 / 1000.0) return -1;
+  double ms = std::ceil(s * 1000.0);
+  return static_cast<std::int64_t>(ms);
+}
+
+// ---- repositories and channels ----
+
+namespace {
+
+struct PyRepository {
+  std::string name;
+  colors::Repository rec;
+  std::uint64_t gen = ~0ULL;
+
+  colors::Repository& get() {
+    if (gen != g_generation || !colors::is_attached()) {
+      ensure_attached();
+      rec = colors::repository(name);
+      gen = g_generation;
+    }
+    return rec;
+  }
+};
+
+struct PyChannel {
+  std::string name;
+  std::uint32_t capacity;
+  colors::Channel ch;
+  std::uint64_t gen = ~0ULL;
+
+  colors::Channel& get() {
+    if (gen != g_generation || !colors::is_attached()) {
+      ensure_attached();
+      ch = colors::channel(name, capacity);
+      gen = g_generation;
+    }
+    return ch;
+  }
+};
+
+[[noreturn]] void timeout_error(const char* what) {
+  PyErr_SetString(PyExc_TimeoutError, what);
+  throw py::error_already_set();
+}
+
+// ---- monitors ----
+
+const void* monitor_address(py::handle target) {
+  if (Ref* r = ref_of(target)) {
+    r->check();
+    return reinterpret_cast<const void*>(r->value().raw());
+  }
+  if (py::isinstance<PyRepository>(target)) return target.cast<PyRepository*>()->get().address();
+  PyObject* o = target.ptr();
+  std::string tn = Py_TYPE(o)->tp_name;
+  throw colors::TypeMismatchError("only shared objects and repositories have monitors, not a private '" + tn +
+                                  "' (use copy_to() to share it first)");
+}
+
+colors::detail::Metadata* meta() {
+  colors::detail::Metadata* m = colors::detail::current_meta();
+  colors::detail::check_server_state(m);
+  return m;
+}
+
+}  // namespace
+
+void init_sync(py::module_& m) {
+  py::class_<PyRepository>(m, "Repository", "A named root of the shared heap: any process can get() what another set().")
+      .def_property_readonly("name", [](const PyRepository& r) { return r.name; })
+      .def("get", [](PyRepository& r) { return from_value(r.get().get()); },
+           "The object stored in the repository (None if nothing was set).")
+      .def("set", [](PyRepository& r, py::handle obj) {
+            colors::Repository& rec = r.get();
+            rec.set(to_value(obj));
+          }, py::arg("obj"), "Stores a shared object (or a scalar) in the repository.")
+      .def("__repr__", [](const PyRepository& r) { return "<colors_shm.Repository '" + r.name + "'>"; });
+
+  m.def("repository", [](const std::string& name) {
+        PyRepository r{name, {}, ~0ULL};
+        r.get();
+        return r;
+      }, py::arg("name"));
+
+  py::class_<PyChannel>(m, "Channel", "A named bounded blocking queue of shared values.")
+      .def_property_readonly("name", [](const PyChannel& c) { return c.name; })
+      .def_property_readonly("capacity", [](PyChannel& c) { return c.get().capacity(); })
+      .def("send", [](PyChannel& c, py::handle obj, py::object timeout) {
+            colors::Channel& ch = c.get();
+            colors::Value v = to_value(obj);
+            std::int64_t ms = timeout_ms(timeout);
+            bool ok;
+            {
+              Blocking b;
+              ok = ch.send(v, ms);
+            }
+            if (!ok) timeout_error("Channel.send(): the channel stayed full until the timeout");
+          }, py::arg("obj"), py::arg("timeout") = py::none())
+      .def("try_send", [](PyChannel& c, py::handle obj) {
+            colors::Channel& ch = c.get();
+            colors::Value v = to_value(obj);
+            return ch.try_send(v);
+          }, py::arg("obj"))
+      .def("receive", [](PyChannel& c, py::object timeout) {
+            colors::Channel& ch = c.get();
+            std::int64_t ms = timeout_ms(timeout);
+            std::optional<colors::Value> v;
+            {
+              Blocking b;
+              v = ch.receive(ms);
+            }
+            if (!v) timeout_error("Channel.receive(): nothing arrived before the timeout");
+            return from_value(std::move(*v));
+          }, py::arg("timeout") = py::none())
+      .def("try_receive", [](PyChannel& c, py::object dflt) {
+            colors::Channel& ch = c.get();
+            std::optional<colors::Value> v = ch.try_receive();
+            if (!v) return dflt;
+            return from_value(std::move(*v));
+          }, py::arg("default") = py::none())
+      .def("__repr__", [](const PyChannel& c) {
+            return "<colors_shm.Channel '" + c.name + "' capacity=" + std::to_string(c.capacity) + ">";
+          });
+
+  m.def("channel", [](const std::string& name, std::uint32_t capacity) {
+        if (capacity == 0) throw colors::InvalidArgumentError("channel capacity must be >= 1");
+        PyChannel c{name, capacity, {}, ~0ULL};
+        c.get();
+        return c;
+      }, py::arg("name"), py::arg("capacity") = 64);
+
+  m.def("_monitor_enter", [](py::handle target, py::object timeout) {
+        const void* a = monitor_address(target);
+        colors::detail::Metadata* md = meta();
+        std::int64_t ms = timeout_ms(timeout);
+        Blocking b;
+        return colors::detail::monitor_enter(md, a, ms < 0 ? -1 : ms * 1000000);
+      }, py::arg("target"), py::arg("timeout") = py::none());
+  m.def("_monitor_exit", [](py::handle target) {
+        const void* a = monitor_address(target);
+        colors::detail::monitor_exit(meta(), a);
+      }, py::arg("target"));
+  m.def("_monitor_held", [](py::handle target) {
+        const void* a = monitor_address(target);
+        return colors::detail::monitor_held_by_me(meta(), a);
+      }, py::arg("target"));
+  m.def("wait", [](py::handle target, py::object timeout) {
+        const void* a = monitor_address(target);
+        colors::detail::Metadata* md = meta();
+        std::int64_t ms = timeout_ms(timeout);
+        Blocking b;
+        return colors::detail::monitor_wait(md, a, ms < 0 ? -1 : ms * 1000000);
+      }, py::arg("obj"), py::arg("timeout") = py::none());
+  m.def("notify_all", [](py::handle target) {
+        const void* a = monitor_address(target);
+        colors::detail::monitor_notify_all(meta(), a);
+      }, py::arg("obj"));
+}
+
+}  // namespace colors_py

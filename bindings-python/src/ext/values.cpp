@@ -1,0 +1,380 @@
+// Python values <-> shared values: scalar conversion, proxies and their identity cache, copy_to,
+// allocate, is_shared.
+#include <unordered_map>
+#include <vector>
+
+#include "common.hpp"
+
+namespace colors_py {
+
+using colors::TypeKind;
+
+// ---- Ref ----
+
+Ref::Ref(colors::Value&& val) : gen(g_generation), kind(val.kind()) {
+  switch (kind) {
+    case TypeKind::kList: v = colors::List(val); break;
+    case TypeKind::kMap: v = colors::Map(val); break;
+    case TypeKind::kSet: v = colors::Set(val); break;
+    default: v = std::move(val);
+  }
+}
+
+const colors::Value& Ref::value() const {
+  return std::visit([](const auto& x) -> const colors::Value& { return x; }, v);
+}
+
+void Ref::check() const {
+  if (gen != g_generation || !colors::is_attached())
+    throw colors::NotAttachedError(
+        "this shared object belongs to an attachment that was closed by detach(); "
+        "get it again (e.g. from its repository) after attaching");
+}
+
+namespace {
+[[noreturn]] void wrong_kind(const Ref& r, const char* want) {
+  throw colors::TypeMismatchError(std::string("expected a shared ") + want + ", got a shared " +
+                                  std::string(colors::type_name(r.kind)));
+}
+}  // namespace
+
+colors::List& Ref::list() {
+  check();
+  if (auto* p = std::get_if<colors::List>(&v)) return *p;
+  wrong_kind(*this, "list");
+}
+colors::Map& Ref::map() {
+  check();
+  if (auto* p = std::get_if<colors::Map>(&v)) return *p;
+  wrong_kind(*this, "map");
+}
+colors::Set& Ref::set() {
+  check();
+  if (auto* p = std::get_if<colors::Set>(&v)) return *p;
+  wrong_kind(*this, "set");
+}
+
+// ---- proxy classes and identity ----
+
+namespace {
+
+PyObject* g_proxy_base = nullptr;   // _proxies.SharedProxy
+PyObject* g_list_cls = nullptr;     // _proxies.SharedList
+PyObject* g_dict_cls = nullptr;     // _proxies.SharedDict
+PyObject* g_set_cls = nullptr;      // _proxies.SharedSet
+PyObject* g_object_cls = nullptr;   // _proxies.SharedObject
+PyObject* g_cache = nullptr;        // dict: raw word (int) -> weakref to the proxy
+PyObject* g_ref_attr = nullptr;     // interned "_ref"
+
+py::object make_proxy(PyObject* cls, colors::Value&& v) {
+  py::object ref = py::cast(Ref(std::move(v)));
+  py::object obj = py::reinterpret_borrow<py::object>(cls).attr("__new__")(py::handle(cls));
+  if (PyObject_SetAttr(obj.ptr(), g_ref_attr, ref.ptr()) != 0) throw py::error_already_set();
+  return obj;
+}
+
+py::object wrap(colors::Value&& v, TypeKind k) {
+  PyObject* cls = nullptr;
+  switch (k) {
+    case TypeKind::kList: cls = g_list_cls; break;
+    case TypeKind::kMap: cls = g_dict_cls; break;
+    case TypeKind::kSet: cls = g_set_cls; break;
+    case TypeKind::kObject: cls = g_object_cls; break;
+    default: break;
+  }
+  if (cls == nullptr) return py::cast(Ref(std::move(v)));  // before _proxies registered itself
+  py::int_ key(static_cast<unsigned long long>(v.raw()));
+  if (PyObject* wr = PyDict_GetItemWithError(g_cache, key.ptr())) {
+    PyObject* obj = PyWeakref_GetObject(wr);  // borrowed
+    if (obj != nullptr && obj != Py_None) return py::reinterpret_borrow<py::object>(obj);
+  } else if (PyErr_Occurred()) {
+    throw py::error_already_set();
+  }
+  py::object proxy = make_proxy(cls, std::move(v));
+  // The callback drops the entry, unless a newer proxy of the same object replaced it already.
+  py::cpp_function cb([key](py::handle wr) {
+    if (g_cache == nullptr) return;
+    PyObject* cur = PyDict_GetItemWithError(g_cache, key.ptr());
+    if (cur == wr.ptr()) PyDict_DelItem(g_cache, key.ptr());
+    PyErr_Clear();
+  });
+  PyObject* wr = PyWeakref_NewRef(proxy.ptr(), cb.ptr());
+  if (wr == nullptr) throw py::error_already_set();
+  int rc = PyDict_SetItem(g_cache, key.ptr(), wr);
+  Py_DECREF(wr);
+  if (rc != 0) throw py::error_already_set();
+  return proxy;
+}
+
+const char* private_kind(PyObject* o) {
+  if (PyList_Check(o)) return "list";
+  if (PyTuple_Check(o)) return "tuple";
+  if (PyDict_Check(o)) return "dict";
+  if (PyAnySet_Check(o)) return PyFrozenSet_Check(o) ? "frozenset" : "set";
+  return nullptr;
+}
+
+[[noreturn]] void unstorable(py::handle obj) {
+  PyObject* o = obj.ptr();
+  if (const char* k = private_kind(o))
+    throw colors::TypeMismatchError(std::string("cannot store a private ") + k +
+                                    " in shared memory: call colors_shm.copy_to(obj) first and store the "
+                                    "shared copy it returns");
+  std::string tn = Py_TYPE(o)->tp_name;
+  throw colors::TypeMismatchError("cannot store an object of type '" + tn +
+                                  "' in shared memory: only None, bool, int, float, str, bytes, bytearray "
+                                  "and shared objects can be stored (copy_to() copies lists, tuples, dicts and sets)");
+}
+
+[[noreturn]] void int_overflow(PyObject* o) {
+  std::string text;
+  if (PyObject* r = PyObject_Repr(o)) {
+    if (const char* s = PyUnicode_AsUTF8(r)) text = s;
+    Py_DECREF(r);
+  }
+  PyErr_Clear();
+  if (text.size() > 60) text = text.substr(0, 28) + "..." + text.substr(text.size() - 28);
+  throw colors::OverflowError("int " + text +
+                              " does not fit a shared integer (64-bit signed, -2**63 .. 2**63-1); "
+                              "store it as a str or bytes instead");
+}
+
+}  // namespace
+
+Ref* ref_of(py::handle obj) {
+  PyObject* o = obj.ptr();
+  if (g_proxy_base != nullptr && PyType_IsSubtype(Py_TYPE(o), reinterpret_cast<PyTypeObject*>(g_proxy_base))) {
+    PyObject* r = PyObject_GetAttr(o, g_ref_attr);
+    if (r == nullptr) {
+      PyErr_Clear();
+      return nullptr;
+    }
+    py::object ro = py::reinterpret_steal<py::object>(r);
+    if (!py::isinstance<Ref>(ro)) return nullptr;
+    return ro.cast<Ref*>();  // kept alive by the proxy's slot
+  }
+  if (py::isinstance<Ref>(obj)) return obj.cast<Ref*>();
+  return nullptr;
+}
+
+void clear_identity_cache() {
+  if (g_cache != nullptr) PyDict_Clear(g_cache);
+}
+
+void check_storable(py::handle obj) {
+  PyObject* o = obj.ptr();
+  if (o == Py_None || PyBool_Check(o) || PyFloat_Check(o) || PyUnicode_Check(o) || PyBytes_Check(o) ||
+      PyByteArray_Check(o))
+    return;
+  if (PyLong_Check(o)) {
+    int overflow = 0;
+    long long x = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (overflow != 0) int_overflow(o);
+    if (x == -1 && PyErr_Occurred()) throw py::error_already_set();
+    return;
+  }
+  if (Ref* r = ref_of(obj)) {
+    r->check();
+    return;
+  }
+  unstorable(obj);
+}
+
+colors::Value to_value(py::handle obj) {
+  PyObject* o = obj.ptr();
+  if (o == Py_None) return colors::Value();
+  if (PyBool_Check(o)) return colors::Value(o == Py_True);
+  if (PyLong_Check(o)) {
+    int overflow = 0;
+    long long x = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (overflow != 0) int_overflow(o);
+    if (x == -1 && PyErr_Occurred()) throw py::error_already_set();
+    ensure_attached();
+    return colors::Value(x);
+  }
+  if (PyFloat_Check(o)) {
+    ensure_attached();
+    return colors::Value(PyFloat_AS_DOUBLE(o));
+  }
+  if (PyUnicode_Check(o)) {
+    Py_ssize_t n = 0;
+    const char* s = PyUnicode_AsUTF8AndSize(o, &n);
+    if (s == nullptr) throw py::error_already_set();  // lone surrogates: UnicodeEncodeError
+    ensure_attached();
+    return colors::Value(std::string_view(s, static_cast<std::size_t>(n)));
+  }
+  if (PyBytes_Check(o)) {
+    ensure_attached();
+    return colors::new_binary(PyBytes_AS_STRING(o), static_cast<std::size_t>(PyBytes_GET_SIZE(o)));
+  }
+  if (PyByteArray_Check(o)) {
+    ensure_attached();
+    return colors::new_binary(PyByteArray_AS_STRING(o), static_cast<std::size_t>(PyByteArray_GET_SIZE(o)));
+  }
+  if (Ref* r = ref_of(obj)) {
+    r->check();
+    return r->value();
+  }
+  unstorable(obj);
+}
+
+py::object from_value(colors::Value&& v) {
+  TypeKind k = v.kind();
+  switch (k) {
+    case TypeKind::kNull: return py::none();
+    case TypeKind::kInteger: return py::reinterpret_steal<py::object>(PyLong_FromLongLong(v.as_int()));
+    case TypeKind::kFloat: return py::float_(v.as_float());
+    case TypeKind::kBoolean: return py::bool_(v.as_bool());
+    case TypeKind::kString: {
+      std::string_view s = v.string_view();
+      PyObject* u = PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "surrogateescape");
+      if (u == nullptr) throw py::error_already_set();
+      return py::reinterpret_steal<py::object>(u);
+    }
+    case TypeKind::kBinary: {
+      std::vector<std::uint8_t> b = v.as_bytes();
+      return py::bytes(reinterpret_cast<const char*>(b.data()), b.size());
+    }
+    default: return wrap(std::move(v), k);
+  }
+}
+
+// ---- copy_to ----
+
+namespace {
+
+// Iterative deep copy: each private container gets its (empty) shared copy when first met, is
+// memoised by id() and queued; queued containers are then filled. Sharing and cycles of the
+// private graph are preserved, and deep graphs do not use the C stack.
+class Copier {
+ public:
+  colors::Value run(py::handle root) {
+    colors::Value result = convert(root);
+    while (!work_.empty()) {
+      Item it = std::move(work_.back());
+      work_.pop_back();
+      fill(it);
+    }
+    return result;
+  }
+
+ private:
+  struct Item {
+    py::object obj;  // the private container (strong ref while queued)
+    colors::Value shared;
+  };
+
+  colors::Value convert(py::handle x) {
+    PyObject* o = x.ptr();
+    bool container = PyList_Check(o) || PyTuple_Check(o) || PyDict_Check(o) || PyAnySet_Check(o);
+    bool memo_scalar = PyUnicode_Check(o) || PyBytes_Check(o) || PyByteArray_Check(o);
+    if (!container && !memo_scalar) return to_value(x);
+    auto found = memo_.find(o);
+    if (found != memo_.end()) return found->second;
+    colors::Value shared;
+    if (memo_scalar) {
+      shared = to_value(x);
+    } else {
+      ensure_attached();
+      std::size_t n = static_cast<std::size_t>(std::max<Py_ssize_t>(PyObject_Length(o), 0));
+      if (PyList_Check(o) || PyTuple_Check(o)) shared = colors::new_list(n);
+      else if (PyDict_Check(o)) shared = colors::new_map(n);
+      else shared = colors::new_set(n);
+      work_.push_back({py::reinterpret_borrow<py::object>(x), shared});
+    }
+    keep_.push_back(py::reinterpret_borrow<py::object>(x));  // id() stays unique during the copy
+    memo_.emplace(o, shared);
+    return shared;
+  }
+
+  void fill(Item& it) {
+    PyObject* o = it.obj.ptr();
+    if (PyList_Check(o) || PyTuple_Check(o)) {
+      colors::List l(it.shared);
+      py::sequence seq = py::reinterpret_borrow<py::sequence>(it.obj);
+      // Index loop: converting an item never runs Python code, but stay safe if the list shrinks.
+      for (Py_ssize_t i = 0; i < PySequence_Size(o); ++i) {
+        py::object item = py::reinterpret_steal<py::object>(PySequence_GetItem(o, i));
+        if (!item) throw py::error_already_set();
+        l.append(convert(item));
+      }
+    } else if (PyDict_Check(o)) {
+      colors::Map m(it.shared);
+      py::object items = py::reinterpret_steal<py::object>(PyDict_Items(o));  // snapshot
+      if (!items) throw py::error_already_set();
+      for (py::handle kv : items) {
+        colors::Value k = convert(PyTuple_GET_ITEM(kv.ptr(), 0));
+        m.put(k, convert(PyTuple_GET_ITEM(kv.ptr(), 1)));
+      }
+    } else {
+      colors::Set s(it.shared);
+      py::object snapshot = py::reinterpret_steal<py::object>(PySequence_List(o));
+      if (!snapshot) throw py::error_already_set();
+      for (py::handle k : snapshot) s.add(convert(k));
+    }
+  }
+
+  std::unordered_map<PyObject*, colors::Value> memo_;
+  std::vector<py::object> keep_;
+  std::vector<Item> work_;
+};
+
+}  // namespace
+
+void init_values(py::module_& m) {
+  g_ref_attr = PyUnicode_InternFromString("_ref");
+  g_cache = PyDict_New();
+
+  py::class_<Ref>(m, "_Ref", "A GC root of this process holding one shared object (internal).")
+      .def_property_readonly("raw", [](const Ref& r) { return r.value().raw(); })
+      .def_property_readonly("kind", [](const Ref& r) { return std::string(colors::type_name(r.kind)); })
+      .def("same", [](const Ref& a, const Ref& b) { return a.value().raw() == b.value().raw(); });
+
+  m.def(
+      "_register_proxies",
+      [](py::object base, py::object list_cls, py::object dict_cls, py::object set_cls, py::object object_cls) {
+        g_proxy_base = base.release().ptr();
+        g_list_cls = list_cls.release().ptr();
+        g_dict_cls = dict_cls.release().ptr();
+        g_set_cls = set_cls.release().ptr();
+        g_object_cls = object_cls.release().ptr();
+      },
+      "Registers the pure-Python proxy classes (called once by colors_shm._proxies).");
+
+  m.def(
+      "copy_to",
+      [](py::handle obj) {
+        ensure_attached();
+        return from_value(Copier().run(obj));
+      },
+      py::arg("obj"));
+
+  m.def(
+      "allocate",
+      [](py::handle cls, std::int64_t n) -> py::object {
+        if (n < 0) throw colors::InvalidArgumentError("allocate(): n must be >= 0");
+        ensure_attached();
+        PyObject* c = cls.ptr();
+        std::size_t un = static_cast<std::size_t>(n);
+        if (c == reinterpret_cast<PyObject*>(&PyList_Type) || c == reinterpret_cast<PyObject*>(&PyTuple_Type))
+          return from_value(colors::new_list(un));
+        if (c == reinterpret_cast<PyObject*>(&PyDict_Type)) return from_value(colors::new_map(un));
+        if (c == reinterpret_cast<PyObject*>(&PySet_Type) || c == reinterpret_cast<PyObject*>(&PyFrozenSet_Type))
+          return from_value(colors::new_set(un));
+        if (c == reinterpret_cast<PyObject*>(&PyBytes_Type) || c == reinterpret_cast<PyObject*>(&PyByteArray_Type)) {
+          std::vector<std::uint8_t> zeros(un, 0);
+          return from_value(colors::new_binary(zeros));
+        }
+        throw colors::TypeMismatchError("allocate() takes list, dict, set or bytes (user classes: not yet), not " +
+                                        std::string(py::str(cls)));
+      },
+      py::arg("cls"), py::arg("n") = 0);
+
+  m.def("is_shared", [](py::handle obj) { return ref_of(obj) != nullptr; }, py::arg("obj"));
+  m.def("check_storable", [](py::handle obj) { check_storable(obj); }, py::arg("obj"));
+  m.def("_roundtrip", [](py::handle obj) { return from_value(to_value(obj)); }, py::arg("obj"),
+        "Stores a scalar into shared memory and reads it back (tests).");
+  m.def("_identity_cache_size", [] { return PyDict_Size(g_cache); });
+}
+
+}  // namespace colors_py

@@ -1,0 +1,129 @@
+"""Fixtures: one real colors-server for the whole session, and helpers to run child processes.
+
+The server binary comes from $COLORS_SERVER_BIN, else <repo>/build/colors-server/colors-server.
+It gets a unique --name, a socket in a temporary directory and a 64 MiB heap; COLORS_SOCKET points
+every colors_shm user (this process and its children) at it.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+import uuid
+
+import pytest
+from hypothesis import settings
+
+# No example database in the source tree; failures print a reproduction blob instead.
+settings.register_profile("colors", database=None, print_blob=True)
+settings.load_profile("colors")
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+
+
+def server_binary() -> pathlib.Path:
+    path = os.environ.get("COLORS_SERVER_BIN") or str(REPO / "build" / "colors-server" / "colors-server")
+    p = pathlib.Path(path)
+    if not p.is_file() or not os.access(p, os.X_OK):
+        raise RuntimeError(
+            f"colors-server not found at {p}: build it (make build) or set COLORS_SERVER_BIN"
+        )
+    return p
+
+
+class Server:
+    """A colors-server process started for tests."""
+
+    def __init__(self, heap: str = "64M"):
+        self.dir = tempfile.mkdtemp(prefix="colors-py-")
+        self.name = f"pytest-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.socket = os.path.join(self.dir, "colors.sock")
+        self.proc = subprocess.Popen(
+            [str(server_binary()), "--name", self.name, "--socket", self.socket, "--heap-size", heap,
+             "--log-level", "warn"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 20
+        while True:
+            line = self.proc.stdout.readline()
+            if line.startswith("colors-server ready:"):
+                break
+            if not line and self.proc.poll() is not None:
+                err = self.proc.stderr.read()
+                raise RuntimeError(f"colors-server exited with {self.proc.returncode}: {err}")
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError("colors-server did not print its ready line within 20 s")
+
+    def stop(self, sig=signal.SIGTERM) -> int | None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        for f in (self.proc.stdout, self.proc.stderr):
+            if f:
+                f.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+        return self.proc.returncode
+
+
+@pytest.fixture(scope="session", autouse=True)
+def server():
+    srv = Server()
+    os.environ["COLORS_SOCKET"] = srv.socket
+    yield srv
+    import colors_shm
+
+    colors_shm.detach()
+    srv.stop()
+
+
+def child_env(socket: str | None = None) -> dict:
+    import colors_shm
+
+    env = dict(os.environ)
+    pkg_root = str(pathlib.Path(colors_shm.__file__).resolve().parents[1])
+    env["PYTHONPATH"] = pkg_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    if socket is not None:
+        env["COLORS_SOCKET"] = socket
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def spawn(code: str, socket: str | None = None, **kwargs) -> subprocess.Popen:
+    """Starts `python3 -c code` (dedented) with colors_shm importable and COLORS_SOCKET set."""
+    return subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=child_env(socket),
+        **kwargs,
+    )
+
+
+def run(code: str, timeout: float = 30, socket: str | None = None) -> subprocess.CompletedProcess:
+    p = spawn(code, socket=socket)
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, err = p.communicate()
+        raise AssertionError(f"child timed out\nstdout: {out}\nstderr: {err}")
+    return subprocess.CompletedProcess(p.args, p.returncode, out, err)
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:10]}"

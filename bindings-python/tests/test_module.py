@@ -1,0 +1,58 @@
+"""module.cpp: attach / detach / is_attached, implicit attach, collector statistics."""
+
+import pytest
+
+import colors_shm as cs
+from conftest import run
+
+
+def test_implicit_attach_on_first_use():
+    r = run("""
+        import colors_shm as cs
+        assert not cs.is_attached()
+        x = cs.copy_to([1, 2])
+        assert cs.is_attached()
+        print(list(x))
+    """)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[1, 2]"
+
+
+def test_attach_detach_cycle():
+    cs.attach()
+    assert cs.is_attached()
+    cs.attach()  # idempotent
+    lst = cs.copy_to([1, 2, 3])
+    cs.detach()
+    assert not cs.is_attached()
+    with pytest.raises(cs.NotAttachedError, match="detach"):
+        len(lst)
+    with pytest.raises(cs.NotAttachedError):
+        lst.append(4)
+    cs.attach()
+    assert cs.is_attached()
+    with pytest.raises(cs.NotAttachedError):  # stale proxies stay stale after re-attaching
+        lst[0]
+    assert list(cs.copy_to([4])) == [4]
+
+
+def test_attach_explicit_socket(server):
+    r = run(f"""
+        import os, colors_shm as cs
+        os.environ.pop("COLORS_SOCKET")
+        cs.attach({server.socket!r})
+        print(cs.is_attached())
+    """)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "True"
+
+
+def test_collect_and_gc_stats():
+    s = cs.collect(timeout=30)
+    assert isinstance(s, cs.GcStats)
+    assert s.cycle >= 1
+    s2 = cs.gc_stats()
+    assert s2.cycle >= s.cycle
+    h = cs.heap_stats()
+    assert h["capacity"] == 64 << 20
+    assert 0 <= h["free_bytes"] <= h["capacity"]

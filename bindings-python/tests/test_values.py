@@ -1,0 +1,156 @@
+"""values.cpp: scalar mapping, copy_to (sharing, cycles), identity of proxies, GC roots."""
+
+import gc
+import math
+
+from hypothesis import given, settings, strategies as st
+
+import colors_shm as cs
+
+INT64 = st.integers(min_value=-(2**63), max_value=2**63 - 1)
+SCALARS = st.one_of(st.none(), st.booleans(), INT64, st.floats(allow_nan=False), st.text(),
+                    st.binary())
+
+
+@settings(max_examples=300, deadline=None)
+@given(SCALARS)
+def test_scalar_round_trip(x):
+    lst = cs.copy_to([x])
+    y = lst[0]
+    assert type(y) is type(x)
+    assert y == x
+    if isinstance(x, float):
+        assert math.copysign(1.0, y) == math.copysign(1.0, x)
+
+
+def test_scalars_come_back_as_plain_values():
+    lst = cs.copy_to([1, 2**62, -(2**63), 2**63 - 1, 1.5, float("inf"), True, False, None, "héllo ✓",
+                      b"\x00\xff", bytearray(b"ba")])
+    assert list(lst) == [1, 2**62, -(2**63), 2**63 - 1, 1.5, float("inf"), True, False, None, "héllo ✓",
+                         b"\x00\xff", b"ba"]
+    assert [type(v) for v in lst] == [int, int, int, int, float, float, bool, bool, type(None), str,
+                                      bytes, bytes]
+    assert math.isnan(cs.copy_to([float("nan")])[0])
+    assert cs.copy_to(5) == 5 and cs.copy_to("s") == "s" and cs.copy_to(None) is None
+    assert not cs.is_shared(cs.copy_to("s"))
+
+
+def test_copy_to_types():
+    d = cs.copy_to({"l": [1], "t": (1, 2), "s": {1}, "f": frozenset({2}), "d": {}})
+    assert isinstance(d, cs.SharedDict)
+    assert isinstance(d["l"], cs.SharedList) and isinstance(d["t"], cs.SharedList)
+    assert isinstance(d["s"], cs.SharedSet) and isinstance(d["f"], cs.SharedSet)
+    assert isinstance(d["d"], cs.SharedDict)
+    assert d == {"l": [1], "t": [1, 2], "s": {1}, "f": {2}, "d": {}}
+
+
+def test_copy_to_preserves_sharing():
+    inner = [1, 2]
+    text = "shared string"
+    outer = cs.copy_to([inner, inner, {"a": inner}, (inner,), text, text])
+    assert outer[0] is outer[1]
+    assert outer[2]["a"] is outer[0]
+    assert outer[3][0] is outer[0]
+    outer[0].append(3)
+    assert outer[1] == [1, 2, 3] and outer[2]["a"] == [1, 2, 3]
+
+
+def test_copy_to_preserves_cycles():
+    a = [1]
+    a.append(a)
+    d = {"name": "root"}
+    d["self"] = d
+    d["list"] = [d, a]
+    sa, sd = cs.copy_to((a, d))
+    assert sa[1] is sa
+    assert sd["self"] is sd
+    assert sd["list"][0] is sd and sd["list"][1] is sa
+    assert repr(sa) == "[1, [...]]"
+    assert repr(sd["self"]["self"]).startswith("{")
+
+
+def test_copy_to_deep_graph_no_recursion_limit():
+    node = None
+    for i in range(20000):
+        node = [i, node]
+    shared = cs.copy_to(node)
+    n = 0
+    while shared is not None:
+        n += 1
+        shared = shared[1]
+    assert n == 20000
+
+
+def test_copy_to_shared_inside_private_is_referenced():
+    s = cs.copy_to([1])
+    outer = cs.copy_to([s, s])
+    assert outer[0] is s and outer[1] is s
+    assert cs.copy_to(s) is s
+
+
+def test_identity_same_proxy_while_alive():
+    d = cs.copy_to({"x": [1], "y": {"z": {3}}})
+    assert d["x"] is d["x"]
+    assert d["y"]["z"] is d["y"]["z"]
+    r = cs.repository("values-identity")
+    r.set(d)
+    assert r.get() is d
+    ch = cs.channel("values-identity")
+    ch.send(d["x"])
+    assert ch.receive(timeout=5) is d["x"]
+
+
+def test_identity_cache_releases_dead_proxies():
+    d = cs.copy_to({"x": [1]})
+    before = cs._colors_shm._identity_cache_size()
+    for _ in range(100):
+        x = d["x"]
+        del x
+    gc.collect()
+    assert cs._colors_shm._identity_cache_size() <= before + 1
+    x1 = d["x"]
+    assert x1 == [1]
+
+
+def test_is_shared():
+    assert cs.is_shared(cs.copy_to([1]))
+    assert cs.is_shared(cs.allocate(dict))
+    assert not cs.is_shared([1])
+    assert not cs.is_shared(1)
+    assert not cs.is_shared("s")
+
+
+def test_allocate():
+    lst = cs.allocate(list, 100)
+    assert isinstance(lst, cs.SharedList) and len(lst) == 0
+    assert isinstance(cs.allocate(dict), cs.SharedDict)
+    assert isinstance(cs.allocate(set, 10), cs.SharedSet)
+    assert cs.allocate(bytes, 4) == b"\x00" * 4
+    import pytest
+
+    with pytest.raises(cs.TypeMismatchError):
+        cs.allocate(int)
+    with pytest.raises(ValueError):
+        cs.allocate(list, -1)
+
+
+def test_proxy_keeps_object_alive_across_collect():
+    lst = cs.copy_to([[i, str(i) * 10] for i in range(500)])
+    probe = lst[7]
+    for _ in range(3):
+        cs.collect(timeout=30)
+    assert len(lst) == 500
+    assert lst[499] == [499, "499" * 10]
+    assert probe == [7, "7" * 10] and probe is lst[7]
+
+
+def test_dropping_proxies_frees_objects():
+    cs.collect(timeout=30)
+    lst = cs.copy_to([str(i) * 20 for i in range(2000)])
+    assert len(lst) == 2000
+    del lst
+    gc.collect()
+    freed = 0
+    for _ in range(3):
+        freed += cs.collect(timeout=30).objects_freed
+    assert freed >= 2000
