@@ -32,7 +32,7 @@ struct PartSweep {
   // Scans [p, end) from a reclaimable block under heap_lock and rewrites the run as one block.
   // Returns the first address after the run.
   std::uintptr_t coalesce(std::uintptr_t start, std::uintptr_t end) {
-    RobustLockGuard g(m->heap_lock);
+    HeapLockGuard g(m);
     std::uintptr_t p = start;
     // A run is cut after kMaxRunBlocks blocks so that allocating threads never wait long for the
     // freelist lock; the next run starts where this one ends.

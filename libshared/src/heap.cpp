@@ -37,27 +37,39 @@ std::string out_of_memory_message(Metadata* m, std::size_t bytes) {
 // Carves `bytes` from the tail of a first-fit freelist chunk, as a kTlab block owned by `owner`
 // (a new TLAB, or a large object until it is published). Returns its address or 0.
 std::uintptr_t carve(Metadata* m, std::size_t bytes, std::uint32_t owner) {
-  RobustLockGuard g(m->heap_lock);
+  HeapLockGuard g(m);
   for (std::uint64_t p = m->freelist_head.load(std::memory_order_acquire); p != 0;
        p = free_next(p)->load(std::memory_order_acquire)) {
     BlockHeader* h = header_at(p);
-    std::size_t size = BlockHeader::size_of(h->load());
+    std::uint64_t w = h->load();
+    if (BlockHeader::kind_of(w) != BlockKind::kFree) continue;  // only after a holder died; repaired
+    std::size_t size = BlockHeader::size_of(w);
     if (size < bytes) continue;
     std::size_t rest = size - bytes;
     std::uintptr_t block = p + rest;
-    if (rest < kTlabSize) freelist_unlink(m, p);  // too small to stay on the freelist
-    else m->free_bytes.fetch_sub(bytes, std::memory_order_relaxed);
     BlockHeader* nb = header_at(block);
     nb->pending.store(0, std::memory_order_relaxed);
     nb->marked.store(0, std::memory_order_relaxed);
     nb->recent.store(0, std::memory_order_relaxed);
     nb->owner.store(owner, std::memory_order_relaxed);
+    // Structure first, counters last (a holder killed in between leaves counters that the next
+    // holder recomputes, see HeapLockGuard). A chunk stops being kFree before it leaves the list.
     if (rest == 0) {
       nb->publish(bytes, BlockKind::kTlab);  // the carved header is the chunk's header
+      freelist_unlink_links(m, p);
+      m->free_chunks.fetch_sub(1, std::memory_order_relaxed);
+      m->free_bytes.fetch_sub(size, std::memory_order_relaxed);
     } else {
       nb->word.store(BlockHeader::pack(bytes, BlockKind::kTlab), std::memory_order_relaxed);
-      // The chunk shrinks (release): walkers now find the carved block behind it.
-      h->publish(rest, rest >= kTlabSize ? BlockKind::kFree : BlockKind::kFiller);
+      if (rest >= kTlabSize) {
+        h->publish(rest, BlockKind::kFree);  // the chunk shrinks (release) and stays listed
+        m->free_bytes.fetch_sub(bytes, std::memory_order_relaxed);
+      } else {
+        h->publish(rest, BlockKind::kFiller);  // too small to stay on the freelist
+        freelist_unlink_links(m, p);
+        m->free_chunks.fetch_sub(1, std::memory_order_relaxed);
+        m->free_bytes.fetch_sub(size, std::memory_order_relaxed);
+      }
     }
     m->allocated_bytes_total.fetch_add(bytes, std::memory_order_relaxed);
     return block;
@@ -85,22 +97,64 @@ void freelist_push(Metadata* m, std::uintptr_t p, std::size_t size) {
   std::uint64_t head = m->freelist_head.load(std::memory_order_relaxed);
   free_next(p)->store(head, std::memory_order_relaxed);
   free_prev(p)->store(0, std::memory_order_relaxed);
-  h->publish(size, BlockKind::kFree);
   if (head != 0) free_prev(head)->store(p, std::memory_order_relaxed);
   m->freelist_head.store(p, std::memory_order_release);
+  // Linked first, kFree last: a block that says kFree is always on the list.
+  h->publish(size, BlockKind::kFree);
   m->free_bytes.fetch_add(size, std::memory_order_relaxed);
   m->free_chunks.fetch_add(1, std::memory_order_relaxed);
 }
 
-void freelist_unlink(Metadata* m, std::uintptr_t p) {
+void freelist_unlink_links(Metadata* m, std::uintptr_t p) {
   std::uint64_t next = free_next(p)->load(std::memory_order_relaxed);
   std::uint64_t prev = free_prev(p)->load(std::memory_order_relaxed);
   if (prev == 0) m->freelist_head.store(next, std::memory_order_release);
   else free_next(prev)->store(next, std::memory_order_release);
   if (next != 0) free_prev(next)->store(prev, std::memory_order_relaxed);
-  m->free_bytes.fetch_sub(BlockHeader::size_of(header_at(p)->load()), std::memory_order_relaxed);
+}
+
+void freelist_unlink(Metadata* m, std::uintptr_t p) {
+  std::size_t size = BlockHeader::size_of(header_at(p)->load());
+  freelist_unlink_links(m, p);
+  m->free_bytes.fetch_sub(size, std::memory_order_relaxed);
   m->free_chunks.fetch_sub(1, std::memory_order_relaxed);
 }
+
+void repair_freelist(Metadata* m) {
+  // Keep the chunks still reachable through `next` that are kFree, within the objects space,
+  // without cycles; rebuild `prev` and the counters. Blocks dropped here are no longer kFree
+  // (see the invariant above), so nothing is lost that a walk cannot find again.
+  std::uint64_t prev = 0, bytes = 0, chunks = 0;
+  std::atomic<std::uint64_t>* link = &m->freelist_head;
+  std::uint64_t p = link->load(std::memory_order_acquire);
+  const std::uint64_t limit = (m->objects_end - m->objects_begin) / kTlabSize + 1;
+  while (p != 0) {
+    bool ok = p >= m->objects_begin && p < m->objects_end && p % kGranule == 0 && chunks < limit &&
+              BlockHeader::kind_of(header_at(p)->load()) == BlockKind::kFree;
+    if (!ok) {
+      // Skip it: splice its successor (if it is one of ours) or end the list here.
+      std::uint64_t next = (p >= m->objects_begin && p < m->objects_end && p % kGranule == 0 && chunks < limit)
+                               ? free_next(p)->load(std::memory_order_relaxed)
+                               : 0;
+      link->store(next, std::memory_order_release);
+      p = next;
+      continue;
+    }
+    free_prev(p)->store(prev, std::memory_order_relaxed);
+    bytes += BlockHeader::size_of(header_at(p)->load());
+    ++chunks;
+    prev = p;
+    link = free_next(p);
+    p = link->load(std::memory_order_acquire);
+  }
+  m->free_bytes.store(bytes, std::memory_order_relaxed);
+  m->free_chunks.store(chunks, std::memory_order_relaxed);
+}
+
+HeapLockGuard::HeapLockGuard(Metadata* m) : m_(m) {
+  if (m_->heap_lock.lock()) repair_freelist(m_);  // the previous holder died mid-operation
+}
+HeapLockGuard::~HeapLockGuard() { m_->heap_lock.unlock(); }
 
 bool request_gc_and_wait(Metadata* m, std::int64_t timeout_ns) {
   if (m->gc_running.load(std::memory_order_acquire) == 0) return false;  // nobody would answer
@@ -190,7 +244,7 @@ std::size_t reclaim_client_tlabs(Metadata* m, std::uint32_t client_id) {
     std::size_t size = BlockHeader::size_of(w);
     if (size == 0) break;  // corrupt; the verifier reports it
     if (BlockHeader::kind_of(w) == BlockKind::kTlab && h->owner.load(std::memory_order_relaxed) == client_id) {
-      RobustLockGuard g(m->heap_lock);
+      HeapLockGuard g(m);
       if (size >= kTlabSize) {
         freelist_push(m, p, size);
       } else {
@@ -206,7 +260,7 @@ std::size_t reclaim_client_tlabs(Metadata* m, std::uint32_t client_id) {
 HeapUsage heap_usage(Metadata* m) {
   HeapUsage u;
   u.capacity = m->objects_end - m->objects_begin;
-  RobustLockGuard g(m->heap_lock);
+  HeapLockGuard g(m);
   for (std::uint64_t p = m->freelist_head.load(std::memory_order_acquire); p != 0;
        p = free_next(p)->load(std::memory_order_relaxed)) {
     std::size_t size = BlockHeader::size_of(header_at(p)->load());

@@ -2,9 +2,12 @@
 // large objects.
 //
 // Invariants (besides parsability, see block.hpp):
-//  * Every block on the freelist has kind kFree and size >= kTlabSize; the list is changed only
-//    under Metadata::heap_lock, and every change is a single store that leaves it well formed, so
-//    a holder that dies mid-operation leaves at worst a leaked block, never a broken list.
+//  * A block whose header says kFree is on the freelist, and has size >= kTlabSize. The list is
+//    changed only under Metadata::heap_lock (HeapLockGuard). Pushing links a block before its
+//    header turns kFree; taking a chunk off makes its header something else before unlinking it;
+//    counters are updated last. So a holder killed mid-operation (a client, kill -9) leaves at
+//    worst list entries that are no longer kFree and stale counters, which the next holder
+//    repairs (repair_freelist) when the robust lock reports the death.
 //  * Free chunks are split from their tail: the new block's header is written inside the chunk
 //    first, then the chunk's size shrinks with one release store. The chunk stays where it is in
 //    the list.
@@ -73,9 +76,26 @@ inline void publish_object(Metadata* m, BlockHeader* h, std::size_t bytes) {
   h->publish(bytes, BlockKind::kObject);
 }
 
-// ---- freelist primitives for the collector's sweep. REQUIRES: heap_lock held. ----
+// Holds heap_lock; repairs the freelist when the previous holder died holding it.
+class HeapLockGuard {
+ public:
+  explicit HeapLockGuard(Metadata* m);
+  ~HeapLockGuard();
+  HeapLockGuard(const HeapLockGuard&) = delete;
+  HeapLockGuard& operator=(const HeapLockGuard&) = delete;
+
+ private:
+  Metadata* m_;
+};
+
+// ---- freelist primitives. REQUIRES: heap_lock held. ----
 void freelist_push(Metadata* m, std::uintptr_t p, std::size_t size);
+// Unlinks a listed block and subtracts its current size from the counters.
 void freelist_unlink(Metadata* m, std::uintptr_t p);
+// Unlinks a listed block; the caller fixes the counters.
+void freelist_unlink_links(Metadata* m, std::uintptr_t p);
+// Rebuilds the list's back links and counters, dropping entries that are not kFree.
+void repair_freelist(Metadata* m);
 inline std::atomic<std::uint64_t>* free_next(std::uintptr_t p) {
   return reinterpret_cast<std::atomic<std::uint64_t>*>(header_at(p)->payload());
 }

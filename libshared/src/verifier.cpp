@@ -4,6 +4,7 @@
 #include <unordered_set>
 
 #include "classes.hpp"
+#include "heap.hpp"
 #include "objects.hpp"
 #include "robust_mutex.hpp"
 
@@ -193,7 +194,7 @@ VerifyReport verify_heap_locked(Metadata* m, VerifyMode mode) {
   }
   for (std::size_t i = 0; i < kMaxClients; ++i) ck.check_word(m->clients[i].roots.load(), "client slot " + std::to_string(i) + " roots");
   // Freelist, under heap_lock: its structure and counters are consistent whenever it is free.
-  RobustLockGuard hl(m->heap_lock);
+  HeapLockGuard hl(m);
   std::size_t n = 0, bytes = 0;
   std::unordered_set<std::uint64_t> seen;
   std::uint64_t prev = 0;

@@ -1,4 +1,7 @@
 // Module tests of the objects-space allocator: TLABs, freelist, parsability, reclamation.
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <thread>
 #include <vector>
@@ -135,4 +138,35 @@ TEST_CASE("threads allocating concurrently keep the heap parsable") {
   INFO(r.summary());
   REQUIRE(r.ok());
   REQUIRE(r.objects == 60000 + 1);  // + this process's root-table chunk
+}
+
+TEST_CASE("a client killed while holding the heap lock leaves a freelist the next holder repairs") {
+  test::TestSegment seg(8 << 20);
+  Metadata* m = seg.meta();
+  Rooted keep = new_string(m, "before");
+  std::uint64_t free_before = m->free_bytes.load();
+  pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    // Dies holding the lock halfway through an operation: a chunk that is no longer kFree but
+    // still listed, a broken back link, and counters not yet updated.
+    m->heap_lock.lock();
+    std::uint64_t head = m->freelist_head.load();
+    std::size_t size = BlockHeader::size_of(header_at(head)->load());
+    std::uintptr_t rest = head + size - kTlabSize;
+    header_at(rest)->owner.store(99);
+    header_at(rest)->word.store(BlockHeader::pack(kTlabSize, BlockKind::kFiller));
+    header_at(head)->publish(size - kTlabSize, BlockKind::kFree);
+    free_prev(head)->store(12345);
+    ::_exit(0);
+  }
+  int st = 0;
+  REQUIRE(::waitpid(pid, &st, 0) == pid);
+  // The next allocation that needs the lock repairs the list and counters.
+  Rooted big = new_binary(m, nullptr, 20000);
+  VerifyReport r = verify_heap(m);
+  INFO(r.summary());
+  REQUIRE(r.ok());
+  REQUIRE(m->free_bytes.load() < free_before);
+  REQUIRE(free_prev(m->freelist_head.load())->load() == 0);
 }
