@@ -47,6 +47,10 @@ std::uintptr_t carve(Metadata* m, std::size_t bytes, std::uint32_t owner) {
     if (size < bytes) continue;
     std::size_t rest = size - bytes;
     std::uintptr_t block = p + rest;
+    // The chunk's links live in its first payload words, which the carved block's header may
+    // overwrite when the rest is tiny: read them first.
+    const std::uint64_t next = free_next(p)->load(std::memory_order_relaxed);
+    const std::uint64_t prev = free_prev(p)->load(std::memory_order_relaxed);
     BlockHeader* nb = header_at(block);
     nb->pending.store(0, std::memory_order_relaxed);
     nb->marked.store(0, std::memory_order_relaxed);
@@ -56,7 +60,7 @@ std::uintptr_t carve(Metadata* m, std::size_t bytes, std::uint32_t owner) {
     // holder recomputes, see HeapLockGuard). A chunk stops being kFree before it leaves the list.
     if (rest == 0) {
       nb->publish(bytes, BlockKind::kTlab);  // the carved header is the chunk's header
-      freelist_unlink_links(m, p);
+      freelist_unlink_links(m, next, prev);
       m->free_chunks.fetch_sub(1, std::memory_order_relaxed);
       m->free_bytes.fetch_sub(size, std::memory_order_relaxed);
     } else {
@@ -66,7 +70,7 @@ std::uintptr_t carve(Metadata* m, std::size_t bytes, std::uint32_t owner) {
         m->free_bytes.fetch_sub(bytes, std::memory_order_relaxed);
       } else {
         h->publish(rest, BlockKind::kFiller);  // too small to stay on the freelist
-        freelist_unlink_links(m, p);
+        freelist_unlink_links(m, next, prev);
         m->free_chunks.fetch_sub(1, std::memory_order_relaxed);
         m->free_bytes.fetch_sub(size, std::memory_order_relaxed);
       }
@@ -105,9 +109,7 @@ void freelist_push(Metadata* m, std::uintptr_t p, std::size_t size) {
   m->free_chunks.fetch_add(1, std::memory_order_relaxed);
 }
 
-void freelist_unlink_links(Metadata* m, std::uintptr_t p) {
-  std::uint64_t next = free_next(p)->load(std::memory_order_relaxed);
-  std::uint64_t prev = free_prev(p)->load(std::memory_order_relaxed);
+void freelist_unlink_links(Metadata* m, std::uint64_t next, std::uint64_t prev) {
   if (prev == 0) m->freelist_head.store(next, std::memory_order_release);
   else free_next(prev)->store(next, std::memory_order_release);
   if (next != 0) free_prev(next)->store(prev, std::memory_order_relaxed);
@@ -115,7 +117,7 @@ void freelist_unlink_links(Metadata* m, std::uintptr_t p) {
 
 void freelist_unlink(Metadata* m, std::uintptr_t p) {
   std::size_t size = BlockHeader::size_of(header_at(p)->load());
-  freelist_unlink_links(m, p);
+  freelist_unlink_links(m, free_next(p)->load(std::memory_order_relaxed), free_prev(p)->load(std::memory_order_relaxed));
   m->free_bytes.fetch_sub(size, std::memory_order_relaxed);
   m->free_chunks.fetch_sub(1, std::memory_order_relaxed);
 }

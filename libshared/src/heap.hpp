@@ -92,8 +92,8 @@ class HeapLockGuard {
 void freelist_push(Metadata* m, std::uintptr_t p, std::size_t size);
 // Unlinks a listed block and subtracts its current size from the counters.
 void freelist_unlink(Metadata* m, std::uintptr_t p);
-// Unlinks a listed block; the caller fixes the counters.
-void freelist_unlink_links(Metadata* m, std::uintptr_t p);
+// Unlinks the listed block whose links were `next` and `prev`; the caller fixes the counters.
+void freelist_unlink_links(Metadata* m, std::uint64_t next, std::uint64_t prev);
 // Rebuilds the list's back links and counters, dropping entries that are not kFree.
 void repair_freelist(Metadata* m);
 inline std::atomic<std::uint64_t>* free_next(std::uintptr_t p) {
