@@ -12,8 +12,6 @@ using namespace colors::detail;
 
 namespace {
 
-constexpr std::size_t kMaxRunBlocks = 1024;
-
 bool is_dead_object(BlockHeader* h, std::uint64_t w, std::uint8_t epoch) {
   return BlockHeader::kind_of(w) == BlockKind::kObject && h->marked.load(std::memory_order_acquire) != epoch &&
          h->recent.load(std::memory_order_acquire) != epoch;
@@ -34,9 +32,7 @@ struct PartSweep {
   std::uintptr_t coalesce(std::uintptr_t start, std::uintptr_t end) {
     HeapLockGuard g(m);
     std::uintptr_t p = start;
-    // A run is cut after kMaxRunBlocks blocks so that allocating threads never wait long for the
-    // freelist lock; the next run starts where this one ends.
-    for (std::size_t blocks = 0; p < end && blocks < kMaxRunBlocks; ++blocks) {
+    while (p < end) {
       BlockHeader* h = header_at(p);
       std::uint64_t w = h->load();
       std::size_t size = BlockHeader::size_of(w);
