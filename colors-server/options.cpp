@@ -8,16 +8,13 @@
 
 #include "colors/config.hpp"
 #include "server_link.hpp"
+#include "format.hpp"
 
 namespace colors::server {
 
-namespace {
+using detail::hex;
 
-std::string hex(std::uintptr_t a) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%lx", static_cast<unsigned long>(a));
-  return buf;
-}
+namespace {
 
 std::optional<std::uint64_t> parse_uint(std::string_view s, int base) {
   std::uint64_t v = 0;

@@ -16,6 +16,7 @@
 
 #include "client_table.hpp"
 #include "collector.hpp"
+#include "format.hpp"
 #include "verifier.hpp"
 #include "colors/config.hpp"
 #include "colors/errors.hpp"
@@ -49,11 +50,7 @@ std::int64_t now_ns() {
       .count();
 }
 
-std::string hex(std::uintptr_t a) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%lx", static_cast<unsigned long>(a));
-  return buf;
-}
+using detail::hex;
 
 // ---------------------------------------------------------------------------------------------
 // SIGTERM/SIGINT -> self-pipe. The handler only write()s (async-signal-safe); the loop polls the

@@ -1,5 +1,7 @@
 #include "monitor.hpp"
 
+#include "format.hpp"
+
 #include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -46,11 +48,7 @@ namespace {
 
 constexpr std::int64_t kForever = std::numeric_limits<std::int64_t>::max();
 
-std::string hex(const void* p) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%lx", static_cast<unsigned long>(reinterpret_cast<std::uintptr_t>(p)));
-  return buf;
-}
+std::string hex(const void* p) { return detail::hex(reinterpret_cast<std::uintptr_t>(p)); }
 
 // The calling thread's owner word, cached per thread: an out-of-line current_owner_word() call
 // on both enter and exit costs ~3 ns, a third of a bare robust mutex lock+unlock (the budget is

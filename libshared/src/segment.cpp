@@ -11,6 +11,7 @@
 
 #include "classes.hpp"
 #include "colors/errors.hpp"
+#include "format.hpp"
 #include "heap.hpp"
 
 namespace bip = boost::interprocess;
@@ -20,11 +21,6 @@ namespace colors::detail {
 namespace {
 Metadata* g_meta = nullptr;
 
-std::string hex(std::uintptr_t a) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%lx", static_cast<unsigned long>(a));
-  return buf;
-}
 }  // namespace
 
 Metadata* current_meta_or_null() { return g_meta; }

@@ -4,6 +4,7 @@
 #include <unordered_set>
 
 #include "classes.hpp"
+#include "format.hpp"
 #include "heap.hpp"
 #include "objects.hpp"
 #include "robust_mutex.hpp"
@@ -11,12 +12,6 @@
 namespace colors::detail {
 
 namespace {
-
-std::string hex(std::uint64_t a) {
-  char b[32];
-  std::snprintf(b, sizeof b, "0x%lx", static_cast<unsigned long>(a));
-  return b;
-}
 
 struct Checker {
   Metadata* m;
