@@ -78,9 +78,13 @@ asan: bootstrap
 # second_deadlock_stack=1: report both stacks for lock-order inversions,
 # which matters for the cross-process robust mutexes.
 tsan: export TSAN_OPTIONS = second_deadlock_stack=1
+# Excluded under TSan only, for a false positive: GCC 12's TSan does not record a lock taken by
+# pthread_mutex_timedlock when it returns EOWNERDEAD, and reports the following unlock. The test
+# runs in `make test` and `make asan`.
+TSAN_EXCLUDE = a waiter blocked on the dead holder.s monitor is released
 tsan: bootstrap
 	$(call configure_and_build,build-tsan,-DCOLORS_SANITIZE=thread)
-	ctest --test-dir build-tsan $(CTEST_FLAGS)
+	ctest --test-dir build-tsan $(CTEST_FLAGS) -E "$(TSAN_EXCLUDE)"
 
 install: build
 	cmake --install $(BUILD_DIR) --prefix $(PREFIX)
