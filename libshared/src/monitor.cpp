@@ -50,10 +50,9 @@ constexpr std::int64_t kForever = std::numeric_limits<std::int64_t>::max();
 
 std::string hex(const void* p) { return detail::hex(reinterpret_cast<std::uintptr_t>(p)); }
 
-// The calling thread's owner word, cached per thread: an out-of-line current_owner_word() call
-// on both enter and exit costs ~3 ns, a third of a bare robust mutex lock+unlock (the budget is
-// 1.5x). The word is current_owner_word()'s layout (client id << 32 | kernel thread id) taken
-// at the thread's first monitor operation, with the thread id read fresh from the kernel.
+// The calling thread's owner word, cached per thread: computing it out of line on both enter and
+// exit costs ~3 ns, a third of a bare robust mutex lock+unlock (the budget is 1.5x). The word is
+// client id << 32 | kernel thread id, taken at the thread's first monitor operation, with the thread id read fresh from the kernel.
 // What matters for correctness is that no two live threads, in any process, share a word, and
 // that a thread's word does not change while it holds monitors: the kernel thread id alone is
 // unique among live threads machine-wide (and a live thread's id is never reused), so a client

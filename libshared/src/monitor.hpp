@@ -4,7 +4,7 @@
 //
 // Semantics (Java-like):
 //  * Re-entrant: the entry records its owner (client id << 32 | kernel thread id, the layout of
-//    detail::current_owner_word(), cached per thread: see monitor.cpp) and a recursion count;
+//    client id << 32 | kernel thread id, cached per thread: see monitor.cpp) and a recursion count;
 //    only the outermost enter/exit touch the mutex.
 //  * Distinct objects may hash to the same entry. That only adds contention and spurious
 //    wakeups; it is why notify is always notify-all (a notify meant for one object could

@@ -1,6 +1,5 @@
 #include "session.hpp"
 
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <pthread.h>
@@ -15,17 +14,9 @@ namespace {
 std::atomic<std::uint32_t> g_client_id{0};
 std::atomic<std::uint32_t> g_client_slot{0};
 thread_local InterruptHook t_hook = nullptr;
-thread_local std::uint32_t t_tid = 0;
 // Set by the client attach code: returns false once the server's connection is gone.
 std::atomic<bool (*)()> g_link_alive{nullptr};
 }  // namespace
-
-// A forked child is another process: its thread id differs and it must not inherit the parent's
-// cached owner word.
-[[maybe_unused]] const int g_atfork = [] {
-  pthread_atfork(nullptr, nullptr, [] { t_tid = 0; });
-  return 0;
-}();
 
 void set_link_probe(bool (*alive)()) { g_link_alive.store(alive, std::memory_order_release); }
 
@@ -34,11 +25,6 @@ std::uint32_t current_client_slot() { return g_client_slot.load(std::memory_orde
 void set_current_client(std::uint32_t client_id, std::uint32_t slot) {
   g_client_slot.store(slot, std::memory_order_relaxed);
   g_client_id.store(client_id, std::memory_order_release);
-}
-
-std::uint64_t current_owner_word() {
-  if (t_tid == 0) t_tid = static_cast<std::uint32_t>(syscall(SYS_gettid));
-  return (static_cast<std::uint64_t>(current_client_id()) << 32) | t_tid;
 }
 
 void set_interrupt_hook(InterruptHook hook) { t_hook = hook; }

@@ -12,9 +12,6 @@ std::uint32_t current_client_id();
 std::uint32_t current_client_slot();
 void set_current_client(std::uint32_t client_id, std::uint32_t slot);
 
-// Monitor owner word of the calling thread: client id << 32 | kernel thread id.
-std::uint64_t current_owner_word();
-
 // Blocking waits (monitor enter and wait, channel send and receive) wake at least every
 // kInterruptSliceNs and call the hook; when it returns true they throw InterruptedError. Bindings
 // install one (Python: pending signals; Java: Thread.interrupted()). Per thread.
