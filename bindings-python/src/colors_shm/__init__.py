@@ -52,7 +52,9 @@ from ._colors_shm import (
     TypeMismatchError,
     VersionMismatchError,
 )
+from ._colors_shm import SharedClass, SharedField
 from ._proxies import SharedDict, SharedList, SharedObject, SharedProxy, SharedSet
+from ._classes import SharedInstance, register, shared_name
 
 # Short aliases named like the C++ errors (not in __all__: they would shadow builtins on `import *`).
 OverflowError = SharedOverflowError  # noqa: A001
@@ -68,6 +70,12 @@ __all__ = [
     "copy_to",
     "allocate",
     "is_shared",
+    "shared_type",
+    "register",
+    "shared_name",
+    "SharedClass",
+    "SharedField",
+    "SharedInstance",
     "repository",
     "channel",
     "Repository",
@@ -144,11 +152,42 @@ def copy_to(obj):
     return _ext.copy_to(obj)
 
 
-def allocate(cls, n: int = 0):
-    """Allocates an empty shared container: ``allocate(list)``, ``allocate(dict)``,
-    ``allocate(set)`` (``n`` is a capacity hint), or ``allocate(bytes, n)`` (``n`` zero bytes).
-    User classes are not supported yet."""
-    return _ext.allocate(cls, n)
+def allocate(cls, *args, **kwargs):
+    """Allocates a new shared object.
+
+    * ``allocate(list)``, ``allocate(dict)``, ``allocate(set)``: an empty shared container
+      (``allocate(list, n)``: ``n`` is a capacity hint); ``allocate(bytes, n)``: ``n`` zero bytes.
+    * ``allocate(UserClass)``: a shared instance of a user class, with the class's declared fields
+      (dataclass fields, else annotations, plus ``__slots__``) all ``None``. With arguments,
+      ``allocate(UserClass, *args, **kwargs)`` then runs ``UserClass.__init__`` on the shared
+      instance. The result is an instance of (a proxy subclass of) ``UserClass``.
+
+    Raises :class:`TypeMismatchError` for classes that cannot be shared (builtins, extension
+    types, subclasses of builtin types).
+    """
+    if cls in (list, tuple, dict, set, frozenset, bytes, bytearray):
+        n = args[0] if args else kwargs.pop("n", 0)
+        if len(args) > 1 or kwargs:
+            raise TypeError(f"allocate({cls.__name__}, n=0) takes at most one size argument")
+        return _ext.allocate(cls, n)
+    if not isinstance(cls, type):
+        raise _ext.TypeMismatchError(f"allocate() takes a class, not {cls!r}")
+    from . import _classes
+
+    name, fields = _classes.spec(cls)
+    obj = _ext._new_object(name, fields)
+    if args or kwargs:
+        cls.__init__(obj, *args, **kwargs)
+    return obj
+
+
+def shared_type(obj) -> SharedClass:
+    """The shared class of ``obj`` (a shared object, or a scalar/str/bytes value): its ``name``,
+    ``version``, ``kind``, ``fields`` (each with ``name``, ``type``, ``class_name`` and
+    ``shared_class``), ``versions`` (every version of the name, oldest first) and ``latest``.
+    Classes are immutable: adding or deleting a field of an object switches it to another
+    version."""
+    return _ext.shared_type(obj)
 
 
 def is_shared(obj) -> bool:

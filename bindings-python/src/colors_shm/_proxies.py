@@ -618,8 +618,9 @@ class SharedSet(SharedProxy, MutableSet):
 
 
 class SharedObject(SharedProxy):
-    """A shared user object whose class is not mapped to a Python class (yet): attribute access
-    reads and writes its fields."""
+    """A shared user object whose class maps to no Python class (it could not be imported and was
+    not :func:`~colors_shm.register`-ed): attribute access reads and writes its fields; assigning
+    a new attribute adds a field and ``del`` removes one (new class versions, object not moved)."""
 
     __slots__ = ()
 
@@ -636,20 +637,18 @@ class SharedObject(SharedProxy):
         if name == "_ref":
             object.__setattr__(self, name, value)
             return
-        ref = object.__getattribute__(self, "_ref")
-        if not ref.ohas(name):
-            cls, version = ref.oclass()
-            raise AttributeError(
-                f"shared object of class {cls} (version {version}) has no field {name!r} "
-                "(adding fields from Python is not supported yet)"
-            )
-        ref.oset(name, value)
+        object.__getattribute__(self, "_ref").oset(name, value)
+
+    def __delattr__(self, name):
+        object.__getattribute__(self, "_ref").odel(name)
 
     def __dir__(self):
         return list(self._ref.ofields())
 
     def copy(self):
-        raise TypeError("shared user objects cannot be copied yet")
+        raise TypeError("shared user objects cannot be copied")
+
+    __hash__ = object.__hash__  # identity, as for mapped user objects
 
     def __repr__(self) -> str:
         cls, version = self._ref.oclass()

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <string>
 #include <variant>
+#include <vector>
 
 namespace py = pybind11;
 
@@ -49,6 +50,33 @@ Ref* ref_of(py::handle obj);
 // Forgets every cached proxy (detach).
 void clear_identity_cache();
 
+// ---- user classes (classes.cpp) ----
+// The shared object of a proxy of a mapped user class (into *out unless null); false if `obj` is
+// not one. Throws NotAttachedError for a proxy from an older attachment.
+bool user_value_of(py::handle obj, colors::Value* out);
+// The proxy of a user object: the cached one, or a new instance of the proxy class its class maps
+// to. Sets *generic (and returns nothing) when the class maps to no Python class.
+py::object wrap_user_object(colors::Value&& v, bool* generic);
+void forget_user_proxies();  // detach
+// How copy_to stores an instance of a private class: the shared class version for its declared
+// fields plus `extras` (attributes the class does not declare), and the fields resolved in it.
+struct UserLayout {
+  colors::Class cls;
+  std::vector<colors::Field> fields;
+  std::vector<py::object> names;  // field names as str, in field order
+  std::vector<colors::TypeKind> kinds;
+  std::size_t declared = 0;       // the first `declared` fields are the class's own
+};
+const UserLayout& user_layout(PyTypeObject* type, const std::vector<std::pair<std::string, colors::TypeKind>>& extras);
+colors::TypeKind kind_for_value(PyObject* v);
+std::size_t user_cache_size();
+
+// ---- errors (errors.cpp) ----
+// Inside a catch block of raw C-API code: sets the Python error for the exception in flight, as
+// pybind11's translators would.
+void set_python_error();
+void raise_colors_error(const colors::Error& e);
+
 // ---- blocking calls (sync.cpp) ----
 // While alive: the GIL is released and this thread's interrupt hook is installed, so a pending
 // signal (Ctrl-C) makes the blocking libshared call throw InterruptedError; the error translator
@@ -73,5 +101,6 @@ void init_errors(py::module_& m);
 void init_values(py::module_& m);
 void init_containers(py::module_& m);
 void init_sync(py::module_& m);
+void init_classes(py::module_& m);
 
 }  // namespace colors_py

@@ -163,7 +163,19 @@ void init_containers(py::module_& m) {
   cls.def("oget", [obj](Ref& r, const std::string& name) { return from_value(obj(r).get(name)); });
   cls.def("oset", [obj](Ref& r, const std::string& name, py::handle v) {
     colors::Object o = obj(r);
+    if (!o.has_field(name)) {  // a new field: its type follows the value (section 3.1.2)
+      check_storable(v);
+      o.add_field(colors::FieldSpec{name, kind_for_value(v.ptr()), ""});
+    }
     o.set(name, to_value(v));
+  });
+  cls.def("odel", [obj](Ref& r, const std::string& name) {
+    colors::Object o = obj(r);
+    if (!o.has_field(name)) {
+      PyErr_SetString(PyExc_AttributeError, ("shared object has no field '" + name + "'").c_str());
+      throw py::error_already_set();
+    }
+    o.remove_field(name);
   });
 }
 

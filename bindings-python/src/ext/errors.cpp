@@ -26,6 +26,13 @@ void set(colors::ErrorCode c, PyObject* t) { g_types[static_cast<int>(c)] = t; }
 
 }  // namespace
 
+void raise_colors_error(const colors::Error& e) {
+  if (e.code() == colors::ErrorCode::kInterrupted && restore_interrupt_exception()) return;
+  int i = static_cast<int>(e.code());
+  PyObject* t = (i >= 0 && i < kCodes && g_types[i]) ? g_types[i] : g_types[0];
+  PyErr_SetString(t, e.what());
+}
+
 void init_errors(py::module_& m) {
   using C = colors::ErrorCode;
   PyObject* base = make_type(m, "SharedMemoryError", PyExc_Exception, nullptr,
@@ -61,10 +68,7 @@ void init_errors(py::module_& m) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const colors::Error& e) {
-      if (e.code() == colors::ErrorCode::kInterrupted && restore_interrupt_exception()) return;
-      int i = static_cast<int>(e.code());
-      PyObject* t = (i >= 0 && i < kCodes && g_types[i]) ? g_types[i] : g_types[0];
-      PyErr_SetString(t, e.what());
+      raise_colors_error(e);
     }
   });
 }

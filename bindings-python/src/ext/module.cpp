@@ -45,6 +45,7 @@ PYBIND11_MODULE(_colors_shm, m) {
   init_values(m);
   init_containers(m);
   init_sync(m);
+  init_classes(m);
 
   m.def("attach", [](py::object socket) {
         if (colors::is_attached()) return;

@@ -111,6 +111,8 @@ const void* monitor_address(py::handle target) {
     r->check();
     return reinterpret_cast<const void*>(r->value().raw());
   }
+  colors::Value uv;
+  if (user_value_of(target, &uv)) return reinterpret_cast<const void*>(uv.raw());
   if (py::isinstance<PyRepository>(target)) return target.cast<PyRepository*>()->get().address();
   PyObject* o = target.ptr();
   std::string tn = Py_TYPE(o)->tp_name;

@@ -74,6 +74,11 @@ py::object make_proxy(PyObject* cls, colors::Value&& v) {
 }
 
 py::object wrap(colors::Value&& v, TypeKind k) {
+  if (k == TypeKind::kObject) {
+    bool generic = false;
+    py::object p = wrap_user_object(std::move(v), &generic);
+    if (!generic) return p;
+  }
   PyObject* cls = nullptr;
   switch (k) {
     case TypeKind::kList: cls = g_list_cls; break;
@@ -159,6 +164,7 @@ Ref* ref_of(py::handle obj) {
 
 void clear_identity_cache() {
   if (g_cache != nullptr) PyDict_Clear(g_cache);
+  forget_user_proxies();
 }
 
 void check_storable(py::handle obj) {
@@ -177,6 +183,7 @@ void check_storable(py::handle obj) {
     r->check();
     return;
   }
+  if (user_value_of(obj, nullptr)) return;
   unstorable(obj);
 }
 
@@ -215,6 +222,8 @@ colors::Value to_value(py::handle obj) {
     r->check();
     return r->value();
   }
+  colors::Value uv;
+  if (user_value_of(obj, &uv)) return uv;
   unstorable(obj);
 }
 
@@ -260,36 +269,113 @@ class Copier {
 
  private:
   struct Item {
-    py::object obj;  // the private container (strong ref while queued)
+    py::object obj;  // the private container or instance (strong ref while queued)
     colors::Value shared;
+    std::vector<py::object> values;        // instance: field values in layout order
+    const UserLayout* layout = nullptr;    // instance: its shared layout
   };
 
   colors::Value convert(py::handle x) {
     PyObject* o = x.ptr();
     bool container = PyList_Check(o) || PyTuple_Check(o) || PyDict_Check(o) || PyAnySet_Check(o);
     bool memo_scalar = PyUnicode_Check(o) || PyBytes_Check(o) || PyByteArray_Check(o);
-    if (!container && !memo_scalar) return to_value(x);
+    bool user = !container && !memo_scalar && is_private_instance(o);
+    if (!container && !memo_scalar && !user) return to_value(x);
     auto found = memo_.find(o);
     if (found != memo_.end()) return found->second;
     colors::Value shared;
     if (memo_scalar) {
       shared = to_value(x);
+    } else if (user) {
+      ensure_attached();
+      Item it{py::reinterpret_borrow<py::object>(x), {}, {}, nullptr};
+      it.layout = &instance_layout(o, &it.values);
+      shared = colors::new_object(it.layout->cls);
+      it.shared = shared;
+      work_.push_back(std::move(it));
     } else {
       ensure_attached();
       std::size_t n = static_cast<std::size_t>(std::max<Py_ssize_t>(PyObject_Length(o), 0));
       if (PyList_Check(o) || PyTuple_Check(o)) shared = colors::new_list(n);
       else if (PyDict_Check(o)) shared = colors::new_map(n);
       else shared = colors::new_set(n);
-      work_.push_back({py::reinterpret_borrow<py::object>(x), shared});
+      work_.push_back({py::reinterpret_borrow<py::object>(x), shared, {}, nullptr});
     }
     keep_.push_back(py::reinterpret_borrow<py::object>(x));  // id() stays unique during the copy
     memo_.emplace(o, shared);
     return shared;
   }
 
+  // An instance of a private Python class (not a scalar, builtin container or shared proxy).
+  static bool is_private_instance(PyObject* o) {
+    if (o == Py_None || PyBool_Check(o) || PyLong_Check(o) || PyFloat_Check(o)) return false;
+    if (!(Py_TYPE(o)->tp_flags & Py_TPFLAGS_HEAPTYPE)) return false;
+    if (ref_of(o) != nullptr || user_value_of(o, nullptr)) return false;
+    return true;
+  }
+
+  // The layout for instance `o` and its field values in layout order (unset fields: None).
+  const UserLayout& instance_layout(PyObject* o, std::vector<py::object>* values) {
+    PyTypeObject* t = Py_TYPE(o);
+    const UserLayout* l = &user_layout(t, {});
+    py::object dict;
+    if (t->tp_dictoffset != 0) {
+      PyObject* d = PyObject_GenericGetDict(o, nullptr);
+      if (d == nullptr) PyErr_Clear();
+      else dict = py::reinterpret_steal<py::object>(d);
+    }
+    std::vector<std::pair<std::string, colors::TypeKind>> extras;
+    std::vector<py::object> extra_values;
+    if (dict) {
+      PyObject *k, *v;
+      Py_ssize_t pos = 0;
+      while (PyDict_Next(dict.ptr(), &pos, &k, &v)) {
+        if (!PyUnicode_Check(k)) continue;
+        bool declared = false;
+        for (std::size_t i = 0; i < l->declared && !declared; ++i)
+          declared = PyUnicode_Compare(k, l->names[i].ptr()) == 0;
+        if (declared) continue;
+        extras.emplace_back(py::str(k).cast<std::string>(), kind_for_value(v));
+        extra_values.push_back(py::reinterpret_borrow<py::object>(v));
+      }
+    }
+    if (!extras.empty()) l = &user_layout(t, extras);
+    values->clear();
+    for (std::size_t i = 0; i < l->declared; ++i) {
+      PyObject* v = dict ? PyDict_GetItemWithError(dict.ptr(), l->names[i].ptr()) : nullptr;
+      if (v != nullptr) {
+        values->push_back(py::reinterpret_borrow<py::object>(v));
+        continue;
+      }
+      if (PyErr_Occurred()) throw py::error_already_set();
+      PyObject* a = PyObject_GetAttr(o, l->names[i].ptr());  // slots, class defaults, properties
+      if (a == nullptr) {
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError)) throw py::error_already_set();
+        PyErr_Clear();
+        values->push_back(py::none());
+      } else {
+        values->push_back(py::reinterpret_steal<py::object>(a));
+      }
+    }
+    for (auto& v : extra_values) values->push_back(std::move(v));
+    return *l;
+  }
+
   void fill(Item& it) {
     PyObject* o = it.obj.ptr();
-    if (PyList_Check(o) || PyTuple_Check(o)) {
+    if (it.layout != nullptr) {
+      colors::Object obj(it.shared);
+      for (std::size_t i = 0; i < it.values.size(); ++i) {
+        PyObject* v = it.values[i].ptr();
+        colors::TypeKind k = it.layout->kinds[i];
+        if (k == colors::TypeKind::kFloat && PyLong_Check(v) && !PyBool_Check(v)) {
+          obj.set(it.layout->fields[i], colors::Value(PyLong_AsDouble(v)));
+          if (PyErr_Occurred()) throw py::error_already_set();
+        } else {
+          obj.set(it.layout->fields[i], convert(v));
+        }
+      }
+    } else if (PyList_Check(o) || PyTuple_Check(o)) {
       colors::List l(it.shared);
       py::sequence seq = py::reinterpret_borrow<py::sequence>(it.obj);
       // Index loop: converting an item never runs Python code, but stay safe if the list shrinks.
@@ -370,11 +456,18 @@ void init_values(py::module_& m) {
       },
       py::arg("cls"), py::arg("n") = 0);
 
-  m.def("is_shared", [](py::handle obj) { return ref_of(obj) != nullptr; }, py::arg("obj"));
+  m.def("is_shared", [](py::handle obj) {
+    if (ref_of(obj) != nullptr) return true;
+    try {
+      return user_value_of(obj, nullptr);
+    } catch (const colors::NotAttachedError&) {
+      return true;  // a proxy of a shared object, from a closed attachment
+    }
+  }, py::arg("obj"));
   m.def("check_storable", [](py::handle obj) { check_storable(obj); }, py::arg("obj"));
   m.def("_roundtrip", [](py::handle obj) { return from_value(to_value(obj)); }, py::arg("obj"),
         "Stores a scalar into shared memory and reads it back (tests).");
-  m.def("_identity_cache_size", [] { return PyDict_Size(g_cache); });
+  m.def("_identity_cache_size", [] { return static_cast<std::size_t>(PyDict_Size(g_cache)) + user_cache_size(); });
 }
 
 }  // namespace colors_py

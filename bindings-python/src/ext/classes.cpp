@@ -1,0 +1,706 @@
+// User classes (the Python half is colors_shm/_classes.py):
+//  * proxy classes of mapped Python classes: each instance holds one `Handle` (a GC root of this
+//    process) in a hidden slot; declared fields are `_FieldDescriptor`s that read and write the
+//    object's slots directly; other attribute writes add shared fields (schema evolution, section
+//    3.1.2 of the paper) and `del` removes them, without moving the object;
+//  * the identity cache of user proxies (shared word -> live proxy, erased when the handle dies);
+//  * shared_type() reflection (SharedClass / SharedField), allocation of user objects.
+//
+// Invariants:
+//  * A user proxy's handle slot is set once, when the proxy is made, and never exposed to Python
+//    (the slot's member descriptor is deleted from the class), so the handle dies exactly when its
+//    proxy does; the handle's destructor erases the cache entry, so the cache never points to a
+//    dead proxy.
+//  * Field descriptors cache (class version -> FieldInfo) per attachment generation; class
+//    records are immortal within one attachment.
+//  * Everything here runs with the GIL held.
+#include <map>
+#include <string_view>
+#include <unordered_map>
+
+#include "barrier.hpp"
+#include "classes.hpp"
+#include "common.hpp"  // Python.h first
+#include <structmember.h>
+
+#include "objects.hpp"
+#include "segment.hpp"
+#include "session.hpp"
+
+namespace colors_py {
+
+namespace cd = colors::detail;
+using colors::TypeKind;
+
+namespace {
+
+PyObject* g_instance_base = nullptr;  // _classes.SharedInstance
+PyObject* g_resolver = nullptr;       // _classes.resolve
+PyObject* g_no_default = nullptr;     // sentinel: a field without class default
+PyObject* g_spec_fn = nullptr;        // _classes.spec
+PyTypeObject* g_handle_type = nullptr;
+PyTypeObject* g_descr_type = nullptr;
+
+// Proxy class -> offset of its hidden handle slot. Proxy classes live as long as the process.
+std::unordered_map<PyTypeObject*, Py_ssize_t> g_user_types;
+// Class version -> proxy class (strong), or Py_None for "no Python class: generic proxy".
+std::unordered_map<const cd::ClassRecord*, PyObject*> g_mapping;
+std::uint64_t g_mapping_gen = 0;
+// Private class -> its shared name, declared fields, and the class versions its instances were
+// copied with (declared fields plus the instance's extra attributes), for copy_to.
+struct TypeEntry {
+  py::object type;
+  std::string name;
+  std::vector<colors::FieldSpec> declared;
+  std::map<std::vector<std::string>, UserLayout> layouts;
+};
+std::unordered_map<PyTypeObject*, TypeEntry> g_layouts;
+std::uint64_t g_layouts_gen = 0;
+// Shared word -> live user proxy (borrowed; see the invariants above).
+std::unordered_map<std::uint64_t, PyObject*> g_user_cache;
+
+cd::Metadata* meta() {
+  cd::Metadata* m = cd::current_meta();
+  cd::check_server_state(m);
+  return m;
+}
+
+std::string_view utf8(PyObject* s) {
+  Py_ssize_t n = 0;
+  const char* p = PyUnicode_AsUTF8AndSize(s, &n);
+  if (p == nullptr) throw py::error_already_set();
+  return {p, static_cast<std::size_t>(n)};
+}
+
+std::string class_label(const cd::ClassRecord* c) {
+  return std::string(cd::name_view(c->name)) + " (version " + std::to_string(c->version) + ")";
+}
+
+// ---- Handle: one shared user object held by one proxy ----
+
+struct Handle {
+  PyObject_HEAD
+  colors::Value value;
+  std::uint64_t gen;
+};
+
+void handle_dealloc(PyObject* self) {
+  auto* h = reinterpret_cast<Handle*>(self);
+  if (h->gen == g_generation) {
+    auto it = g_user_cache.find(h->value.raw());
+    if (it != g_user_cache.end()) g_user_cache.erase(it);
+  }
+  h->value.~Value();
+  Py_TYPE(self)->tp_free(self);
+}
+
+PyType_Slot handle_slots[] = {
+    {Py_tp_dealloc, reinterpret_cast<void*>(&handle_dealloc)},
+    {Py_tp_doc, const_cast<char*>("The GC root of one shared user object (internal).")},
+    {0, nullptr},
+};
+PyType_Spec handle_spec = {"colors_shm._colors_shm._Handle", sizeof(Handle), 0, Py_TPFLAGS_DEFAULT, handle_slots};
+
+Handle* slot_handle(PyObject* proxy, Py_ssize_t off) {
+  PyObject* h = *reinterpret_cast<PyObject**>(reinterpret_cast<char*>(proxy) + off);
+  return reinterpret_cast<Handle*>(h);
+}
+
+// The handle of a user proxy, nullptr if `o` is not one. Throws NotAttachedError for a proxy
+// from an older attachment.
+Handle* user_handle(PyObject* o) {
+  auto it = g_user_types.find(Py_TYPE(o));
+  if (it == g_user_types.end()) {
+    if (g_instance_base == nullptr ||
+        !PyType_IsSubtype(Py_TYPE(o), reinterpret_cast<PyTypeObject*>(g_instance_base)))
+      return nullptr;
+    // A subclass of a proxy class: find the proxy class it derives from.
+    PyTypeObject* t = Py_TYPE(o);
+    while (t != nullptr && g_user_types.find(t) == g_user_types.end()) t = t->tp_base;
+    if (t == nullptr) return nullptr;
+    it = g_user_types.find(t);
+  }
+  Handle* h = slot_handle(o, it->second);
+  if (h == nullptr || h->gen != g_generation || !colors::is_attached())
+    throw colors::NotAttachedError(
+        "this shared object belongs to an attachment that was closed by detach(); "
+        "get it again (e.g. from its repository) after attaching");
+  return h;
+}
+
+// ---- field access ----
+
+PyObject* read_slot(std::atomic<cd::Word>* s) {  // new reference
+  cd::Word v = s->load(std::memory_order_acquire);
+  if (cd::is_small_int(v)) return PyLong_FromLongLong(cd::small_value(v));
+  if (v == cd::kNull) Py_RETURN_NONE;
+  if (cd::is_bool(v)) return PyBool_FromLong(cd::bool_value(v));
+  // A reference: root it before reading through it (the field may be overwritten meanwhile).
+  cd::Rooted r = cd::root_load(s);
+  cd::Word w = r.word();
+  return from_value(colors::Value::adopt_root(w, r.take())).release().ptr();
+}
+
+std::atomic<cd::Word>* slot_of(cd::Word o, const cd::FieldInfo& f) {
+  std::atomic<cd::Word>* s = cd::field_slot(o, f);
+  if (s == nullptr)
+    throw colors::CorruptHeapError("object storage lacks the slot of field '" + std::string(cd::name_view(f.name)) + "'");
+  return s;
+}
+
+// The shared value to store into a field of type `kind`: Python ints become floats in float
+// fields (as Python would let them); everything else converts as anywhere else.
+colors::Value field_value(PyObject* value, TypeKind kind) {
+  if (kind == TypeKind::kFloat && PyLong_Check(value) && !PyBool_Check(value)) {
+    double d = PyLong_AsDouble(value);
+    if (d == -1.0 && PyErr_Occurred()) throw py::error_already_set();
+    ensure_attached();
+    return colors::Value(d);
+  }
+  return to_value(value);
+}
+
+void write_slot(cd::Word o, const cd::FieldInfo& f, PyObject* value) {
+  std::atomic<cd::Word>* s = slot_of(o, f);
+  cd::Word w;
+  if (value == Py_None) {
+    w = cd::kNull;
+  } else if (PyBool_Check(value)) {
+    w = cd::make_bool(value == Py_True);
+  } else if (PyLong_CheckExact(value) && f.type != TypeKind::kFloat) {
+    int overflow = 0;
+    long long x = PyLong_AsLongLongAndOverflow(value, &overflow);
+    if (overflow != 0 || !cd::fits_small(x)) {  // boxed or too wide: the general path
+      colors::Value v = to_value(value);
+      cd::check_field_type(f, v.raw());
+      cd::store_ref(s, v.raw());
+      return;
+    }
+    w = cd::make_small(x);
+  } else {
+    colors::Value v = field_value(value, f.type);
+    cd::check_field_type(f, v.raw());
+    cd::store_ref(s, v.raw());
+    return;
+  }
+  cd::check_field_type(f, w);
+  cd::store_ref(s, w);
+}
+
+// Shared kind of a field created by storing `value` (an attribute the class does not declare).
+TypeKind value_kind_of(PyObject* v) {
+  if (PyBool_Check(v)) return TypeKind::kBoolean;
+  if (PyLong_Check(v)) return TypeKind::kInteger;
+  if (PyFloat_Check(v)) return TypeKind::kFloat;
+  if (PyUnicode_Check(v)) return TypeKind::kString;
+  if (PyBytes_Check(v) || PyByteArray_Check(v)) return TypeKind::kBinary;
+  if (Ref* r = ref_of(v)) {
+    if (r->kind == TypeKind::kList || r->kind == TypeKind::kMap || r->kind == TypeKind::kSet) return r->kind;
+  }
+  return TypeKind::kAny;
+}
+
+// Adds field `name` of `kind` to object `o` unless its class has it; returns the field.
+const cd::FieldInfo& ensure_field(cd::Word o, std::string_view name, TypeKind kind, std::string_view class_name) {
+  if (const cd::FieldInfo* f = cd::find_field(cd::class_of(o), name)) return *f;
+  colors::FieldSpec spec{std::string(name), kind, std::string(class_name)};
+  cd::add_field(meta(), o, spec);
+  const cd::FieldInfo* f = cd::find_field(cd::class_of(o), name);
+  if (f == nullptr) throw colors::CorruptHeapError("field '" + std::string(name) + "' vanished right after it was added");
+  return *f;
+}
+
+void remove_field(cd::Word o, std::string_view name) {
+  if (cd::find_field(cd::class_of(o), name) == nullptr) {
+    std::string msg = "shared " + class_label(cd::class_of(o)) + " object has no field '" + std::string(name) + "'";
+    PyErr_SetString(PyExc_AttributeError, msg.c_str());
+    throw py::error_already_set();
+  }
+  cd::remove_field(meta(), o, name);
+}
+
+// Checks that `value` fits a new field of `kind` before the object's class is changed.
+void check_new_field_value(std::string_view name, TypeKind kind, PyObject* value) {
+  check_storable(value);
+  if (kind == TypeKind::kAny || kind == TypeKind::kObject || value == Py_None) return;
+  TypeKind got = value_kind_of(value);
+  if (kind == TypeKind::kFloat && got == TypeKind::kInteger) return;
+  if (got != kind)
+    throw colors::TypeMismatchError("field '" + std::string(name) + "' holds " + std::string(colors::type_name(kind)) +
+                                    ", cannot store a " + std::string(Py_TYPE(value)->tp_name));
+}
+
+// ---- _FieldDescriptor: a declared field of a mapped class ----
+
+struct FieldDescr {
+  PyObject_HEAD
+  PyObject* name;         // str
+  PyObject* dflt;         // the private class's default, or nullptr
+  PyObject* class_name;   // str: declared class of an object-typed field ("" = any)
+  PyTypeObject* owner;    // the proxy class
+  Py_ssize_t handle_off;  // offset of the handle slot in owner's instances
+  TypeKind kind;          // declared shared type (used when the field is re-added)
+  std::uint64_t gen;      // the cache below belongs to this attachment generation
+  const cd::ClassRecord* cls;
+  const cd::FieldInfo* info;
+};
+
+void descr_dealloc(PyObject* self) {
+  auto* d = reinterpret_cast<FieldDescr*>(self);
+  Py_XDECREF(d->name);
+  Py_XDECREF(d->dflt);
+  Py_XDECREF(d->class_name);
+  Py_TYPE(self)->tp_free(self);
+}
+
+const cd::FieldInfo* descr_field(FieldDescr* d, cd::Word o) {
+  const cd::ClassRecord* c = cd::class_of(o);
+  if (d->gen == g_generation && d->cls == c) return d->info;
+  const cd::FieldInfo* f = cd::find_field(c, utf8(d->name));
+  d->gen = g_generation;
+  d->cls = c;
+  d->info = f;
+  return f;
+}
+
+Handle* descr_handle(FieldDescr* d, PyObject* obj) {
+  if (Py_TYPE(obj) == d->owner) {
+    Handle* h = slot_handle(obj, d->handle_off);
+    if (h != nullptr && h->gen == g_generation) return h;
+  }
+  Handle* h = user_handle(obj);
+  if (h == nullptr) {
+    std::string msg = "descriptor of field '" + std::string(utf8(d->name)) + "' used on a '" +
+                      Py_TYPE(obj)->tp_name + "', which is not a shared object";
+    throw colors::TypeMismatchError(msg);
+  }
+  return h;
+}
+
+PyObject* descr_get(PyObject* self, PyObject* obj, PyObject*) {
+  if (obj == nullptr || obj == Py_None) return Py_NewRef(self);
+  auto* d = reinterpret_cast<FieldDescr*>(self);
+  try {
+    cd::Word o = descr_handle(d, obj)->value.raw();
+    const cd::FieldInfo* f = descr_field(d, o);
+    if (f == nullptr) {
+      if (d->dflt != nullptr) return Py_NewRef(d->dflt);  // an older version: the class default
+      std::string msg = "shared " + class_label(cd::class_of(o)) + " object has no field '" +
+                        std::string(utf8(d->name)) + "'";
+      PyErr_SetString(PyExc_AttributeError, msg.c_str());
+      return nullptr;
+    }
+    return read_slot(slot_of(o, *f));
+  } catch (...) {
+    set_python_error();
+    return nullptr;
+  }
+}
+
+int descr_set(PyObject* self, PyObject* obj, PyObject* value) {
+  auto* d = reinterpret_cast<FieldDescr*>(self);
+  try {
+    cd::Word o = descr_handle(d, obj)->value.raw();
+    std::string_view name = utf8(d->name);
+    if (value == nullptr) {
+      remove_field(o, name);
+      d->cls = nullptr;
+      return 0;
+    }
+    const cd::FieldInfo* f = descr_field(d, o);
+    if (f == nullptr) {  // deleted earlier, or an older version: add it back (a new version)
+      check_new_field_value(name, d->kind, value);
+      f = &ensure_field(o, name, d->kind, utf8(d->class_name));
+    }
+    meta();
+    write_slot(o, *f, value);
+    return 0;
+  } catch (...) {
+    set_python_error();
+    return -1;
+  }
+}
+
+PyObject* descr_repr(PyObject* self) {
+  auto* d = reinterpret_cast<FieldDescr*>(self);
+  return PyUnicode_FromFormat("<shared field %U of %s>", d->name, d->owner ? d->owner->tp_name : "?");
+}
+
+PyType_Slot descr_slots[] = {
+    {Py_tp_dealloc, reinterpret_cast<void*>(&descr_dealloc)},
+    {Py_tp_descr_get, reinterpret_cast<void*>(&descr_get)},
+    {Py_tp_descr_set, reinterpret_cast<void*>(&descr_set)},
+    {Py_tp_repr, reinterpret_cast<void*>(&descr_repr)},
+    {Py_tp_doc, const_cast<char*>("A declared field of a mapped class: reads and writes the shared object.")},
+    {0, nullptr},
+};
+PyType_Spec descr_spec = {"colors_shm._colors_shm._FieldDescriptor", sizeof(FieldDescr), 0, Py_TPFLAGS_DEFAULT,
+                          descr_slots};
+
+// ---- attribute hooks of proxy classes: fields the class does not declare ----
+
+bool is_dunder(std::string_view n) { return n.size() > 4 && n.substr(0, 2) == "__" && n.substr(n.size() - 2) == "__"; }
+
+PyObject* user_getattro(PyObject* obj, PyObject* name) {
+  PyObject* r = PyObject_GenericGetAttr(obj, name);
+  if (r != nullptr || !PyErr_ExceptionMatches(PyExc_AttributeError) || !PyUnicode_Check(name)) return r;
+  PyObject *et, *ev, *tb;
+  PyErr_Fetch(&et, &ev, &tb);
+  try {
+    std::string_view n = utf8(name);
+    Handle* h = is_dunder(n) ? nullptr : user_handle(obj);
+    const cd::FieldInfo* f = h ? cd::find_field(cd::class_of(h->value.raw()), n) : nullptr;
+    if (f == nullptr) {
+      PyErr_Restore(et, ev, tb);
+      return nullptr;
+    }
+    Py_XDECREF(et);
+    Py_XDECREF(ev);
+    Py_XDECREF(tb);
+    return read_slot(slot_of(h->value.raw(), *f));
+  } catch (...) {
+    Py_XDECREF(et);
+    Py_XDECREF(ev);
+    Py_XDECREF(tb);
+    set_python_error();
+    return nullptr;
+  }
+}
+
+int user_setattro(PyObject* obj, PyObject* name, PyObject* value) {
+  if (!PyUnicode_Check(name)) return PyObject_GenericSetAttr(obj, name, value);
+  PyObject* d = _PyType_Lookup(Py_TYPE(obj), name);  // borrowed, no error set
+  if (d != nullptr && Py_TYPE(d) == g_descr_type) return descr_set(d, obj, value);
+  if (d != nullptr && Py_TYPE(d)->tp_descr_set != nullptr) return PyObject_GenericSetAttr(obj, name, value);
+  try {
+    std::string_view n = utf8(name);
+    if (is_dunder(n)) return PyObject_GenericSetAttr(obj, name, value);
+    cd::Word o = user_handle(obj)->value.raw();
+    if (value == nullptr) {
+      remove_field(o, n);
+      return 0;
+    }
+    const cd::FieldInfo* f = cd::find_field(cd::class_of(o), n);
+    if (f == nullptr) {
+      check_storable(value);
+      f = &ensure_field(o, n, value_kind_of(value), "");
+    }
+    meta();
+    write_slot(o, *f, value);
+    return 0;
+  } catch (...) {
+    set_python_error();
+    return -1;
+  }
+}
+
+// ---- reflection: SharedClass / SharedField ----
+
+struct PyClass {
+  colors::Class c;
+  std::uint64_t gen;
+  const colors::Class& get() const {
+    if (gen != g_generation || !colors::is_attached())
+      throw colors::NotAttachedError("this SharedClass belongs to an attachment that was closed by detach()");
+    return c;
+  }
+};
+
+struct PyField {
+  colors::FieldDesc f;
+  std::uint64_t gen;
+};
+
+PyClass wrap_class(const colors::Class& c) { return PyClass{c, g_generation}; }
+
+}  // namespace
+
+// ---- entry points used by values.cpp ----
+
+void set_python_error() {
+  try {
+    throw;
+  } catch (py::error_already_set& e) {
+    e.restore();
+  } catch (const py::builtin_exception& e) {
+    e.set_error();
+  } catch (const colors::Error& e) {
+    raise_colors_error(e);
+  } catch (const std::bad_alloc&) {
+    PyErr_NoMemory();
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  } catch (...) {
+    PyErr_SetString(PyExc_RuntimeError, "unknown C++ exception in colors_shm");
+  }
+}
+
+bool user_value_of(py::handle obj, colors::Value* out) {
+  Handle* h = user_handle(obj.ptr());
+  if (h == nullptr) return false;
+  if (out != nullptr) *out = h->value;
+  return true;
+}
+
+bool is_user_proxy(py::handle obj) {
+  return g_instance_base != nullptr &&
+         PyType_IsSubtype(Py_TYPE(obj.ptr()), reinterpret_cast<PyTypeObject*>(g_instance_base));
+}
+
+py::object wrap_user_object(colors::Value&& v, bool* generic) {
+  *generic = false;
+  auto hit = g_user_cache.find(v.raw());
+  if (hit != g_user_cache.end() && g_mapping_gen == g_generation) return py::reinterpret_borrow<py::object>(hit->second);
+  if (g_mapping_gen != g_generation) {
+    for (auto& [rec, t] : g_mapping) Py_DECREF(t);
+    g_mapping.clear();
+    g_user_cache.clear();
+    g_mapping_gen = g_generation;
+  }
+  const cd::ClassRecord* rec = cd::class_of(v.raw());
+  PyObject* t = nullptr;
+  auto it = g_mapping.find(rec);
+  if (it != g_mapping.end()) {
+    t = it->second;
+  } else {
+    if (g_resolver == nullptr) {
+      *generic = true;
+      return py::object();
+    }
+    py::object r = py::reinterpret_borrow<py::object>(g_resolver)(py::str(std::string(cd::name_view(rec->name))));
+    if (g_mapping_gen != g_generation) throw colors::NotAttachedError("detached while resolving a class");
+    t = r.is_none() ? Py_None : r.ptr();
+    if (t != Py_None && g_user_types.find(reinterpret_cast<PyTypeObject*>(t)) == g_user_types.end())
+      throw colors::InvalidArgumentError("the class resolver returned something that is not a proxy class");
+    Py_INCREF(t);
+    g_mapping.emplace(rec, t);
+  }
+  if (t == Py_None) {
+    *generic = true;
+    return py::object();
+  }
+  auto* tp = reinterpret_cast<PyTypeObject*>(t);
+  Py_ssize_t off = g_user_types.at(tp);
+  PyObject* h = g_handle_type->tp_alloc(g_handle_type, 0);
+  if (h == nullptr) throw py::error_already_set();
+  auto* hh = reinterpret_cast<Handle*>(h);
+  new (&hh->value) colors::Value(std::move(v));
+  hh->gen = g_generation;
+  PyObject* p = tp->tp_alloc(tp, 0);
+  if (p == nullptr) {
+    Py_DECREF(h);
+    throw py::error_already_set();
+  }
+  *reinterpret_cast<PyObject**>(reinterpret_cast<char*>(p) + off) = h;  // steals h
+  g_user_cache[hh->value.raw()] = p;
+  return py::reinterpret_steal<py::object>(p);
+}
+
+void forget_user_proxies() {
+  g_user_cache.clear();
+  g_layouts.clear();
+  for (auto& [rec, t] : g_mapping) Py_DECREF(t);
+  g_mapping.clear();
+}
+
+std::size_t user_cache_size() { return g_user_cache.size(); }
+
+TypeKind kind_for_value(PyObject* v) { return value_kind_of(v); }
+
+const UserLayout& user_layout(PyTypeObject* type, const std::vector<std::pair<std::string, TypeKind>>& extras) {
+  if (g_layouts_gen != g_generation) {
+    g_layouts.clear();
+    g_layouts_gen = g_generation;
+  }
+  auto it = g_layouts.find(type);
+  if (it == g_layouts.end()) {
+    if (g_spec_fn == nullptr) throw colors::InvalidArgumentError("colors_shm._classes is not loaded");
+    py::tuple spec = py::reinterpret_borrow<py::object>(g_spec_fn)(py::handle(reinterpret_cast<PyObject*>(type)));
+    TypeEntry e;
+    e.type = py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(type));
+    e.name = spec[0].cast<std::string>();
+    for (py::handle item : spec[1]) {
+      py::tuple t = py::reinterpret_borrow<py::tuple>(item);
+      e.declared.push_back({t[0].cast<std::string>(), static_cast<TypeKind>(t[1].cast<int>()), t[2].cast<std::string>()});
+    }
+    it = g_layouts.emplace(type, std::move(e)).first;
+  }
+  TypeEntry& e = it->second;
+  std::vector<std::string> key;
+  for (auto& [n, k] : extras) key.push_back(n + '\x01' + std::to_string(static_cast<int>(k)));
+  auto lit = e.layouts.find(key);
+  if (lit != e.layouts.end()) return lit->second;
+  std::vector<colors::FieldSpec> specs = e.declared;
+  for (auto& [n, k] : extras) specs.push_back({n, k, ""});
+  UserLayout l;
+  l.cls = colors::define_class(e.name, specs);
+  for (auto& f : specs) {
+    l.fields.emplace_back(l.cls, f.name);
+    l.names.push_back(py::str(f.name));
+    l.kinds.push_back(f.type);
+  }
+  l.declared = e.declared.size();
+  return e.layouts.emplace(std::move(key), std::move(l)).first->second;
+}
+
+void init_classes(py::module_& m) {
+  g_handle_type = reinterpret_cast<PyTypeObject*>(PyType_FromSpec(&handle_spec));
+  g_descr_type = reinterpret_cast<PyTypeObject*>(PyType_FromSpec(&descr_spec));
+  if (g_handle_type == nullptr || g_descr_type == nullptr) throw py::error_already_set();
+  m.add_object("_FieldDescriptor", py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(g_descr_type)));
+  g_no_default = PyObject_CallNoArgs(reinterpret_cast<PyObject*>(&PyBaseObject_Type));
+  m.add_object("_NO_DEFAULT", py::reinterpret_borrow<py::object>(g_no_default));
+
+  m.def("_type_kinds", [] {
+    py::list out;
+    for (int k = 0; k <= static_cast<int>(TypeKind::kObject); ++k)
+      out.append(py::make_tuple(std::string(colors::type_name(static_cast<TypeKind>(k))), k));
+    return out;
+  });
+
+  m.def("_register_classes", [](py::object instance_base, py::object resolver, py::object spec_fn) {
+    g_instance_base = instance_base.release().ptr();
+    g_resolver = resolver.release().ptr();
+    g_spec_fn = spec_fn.release().ptr();
+  });
+
+  m.def("_forget_class_mappings", [] {
+    for (auto& [rec, t] : g_mapping) Py_DECREF(t);
+    g_mapping.clear();
+    g_layouts.clear();
+  });
+
+  // Turns the freshly made proxy class `cls` into a user proxy class: hides its handle slot and
+  // installs a descriptor per declared field and the attribute hooks.
+  m.def("_install_user_class", [](py::object cls, py::list fields) {
+    auto* tp = reinterpret_cast<PyTypeObject*>(cls.ptr());
+    PyObject* member = PyDict_GetItemString(tp->tp_dict, "_colors_ref");  // borrowed
+    if (member == nullptr || Py_TYPE(member) != &PyMemberDescr_Type)
+      throw colors::InvalidArgumentError("_install_user_class: the class lacks its _colors_ref slot");
+    Py_ssize_t off = reinterpret_cast<PyMemberDescrObject*>(member)->d_member->offset;
+    if (PyObject_DelAttrString(cls.ptr(), "_colors_ref") != 0) throw py::error_already_set();
+    for (py::handle item : fields) {
+      py::tuple t = py::reinterpret_borrow<py::tuple>(item);
+      auto* d = reinterpret_cast<FieldDescr*>(g_descr_type->tp_alloc(g_descr_type, 0));
+      if (d == nullptr) throw py::error_already_set();
+      py::object holder = py::reinterpret_steal<py::object>(reinterpret_cast<PyObject*>(d));
+      d->name = py::str(t[0]).release().ptr();
+      d->kind = static_cast<TypeKind>(t[1].cast<int>());
+      d->class_name = py::str(t[2]).release().ptr();
+      py::object dflt = t[3];
+      d->dflt = dflt.ptr() == g_no_default ? nullptr : dflt.release().ptr();
+      d->owner = tp;
+      d->handle_off = off;
+      if (PyObject_SetAttr(cls.ptr(), d->name, holder.ptr()) != 0) throw py::error_already_set();
+    }
+    tp->tp_getattro = &user_getattro;
+    tp->tp_setattro = &user_setattro;
+    PyType_Modified(tp);
+    Py_INCREF(tp);  // proxy classes live as long as the process
+    g_user_types[tp] = off;
+  });
+
+  m.def("_field_names", [](py::handle obj) {
+    py::list out;
+    colors::Value v;
+    if (user_value_of(obj, &v)) {
+      for (const auto& f : colors::Class(cd::class_of(v.raw())).fields()) out.append(py::str(f.name));
+    }
+    return out;
+  });
+
+  m.def("_new_object", [](const std::string& name, py::list fields) {
+    ensure_attached();
+    std::vector<colors::FieldSpec> specs;
+    for (py::handle item : fields) {
+      py::tuple t = py::reinterpret_borrow<py::tuple>(item);
+      specs.push_back({t[0].cast<std::string>(), static_cast<TypeKind>(t[1].cast<int>()), t[2].cast<std::string>()});
+    }
+    return from_value(colors::new_object(colors::define_class(name, specs)));
+  });
+
+  py::class_<PyField>(m, "SharedField", "One field of a shared class version: its name and shared type.")
+      .def_property_readonly("name", [](const PyField& f) { return f.f.name; })
+      .def_property_readonly("type", [](const PyField& f) { return std::string(colors::type_name(f.f.type)); },
+                             "The shared type: 'any', 'integer', 'float', 'boolean', 'string', 'binary', "
+                             "'list', 'set', 'map' or 'object'.")
+      .def_property_readonly("class_name", [](const PyField& f) -> py::object {
+            if (f.f.type != TypeKind::kObject || f.f.class_name.empty()) return py::none();
+            return py::str(f.f.class_name);
+          }, "For object fields: the class its values must have (None: any user object).")
+      .def_property_readonly("slot", [](const PyField& f) { return f.f.slot; })
+      .def_property_readonly("shared_class", [](const PyField& f) -> py::object {
+            if (f.gen != g_generation) throw colors::NotAttachedError("this SharedField belongs to a closed attachment");
+            if (f.f.type != TypeKind::kObject || f.f.class_name.empty()) return py::none();
+            auto vs = colors::class_versions(f.f.class_name);
+            if (vs.empty()) return py::none();
+            return py::cast(wrap_class(vs.back()));
+          }, "The newest version of the class of an object field (None if untyped or not defined yet).")
+      .def("__repr__", [](const PyField& f) {
+            std::string t(colors::type_name(f.f.type));
+            if (f.f.type == TypeKind::kObject && !f.f.class_name.empty()) t = f.f.class_name;
+            return "<SharedField " + f.f.name + ": " + t + ">";
+          });
+
+  py::class_<PyClass>(m, "SharedClass",
+                      "One version of a shared class (or a builtin class): name, version, fields and the "
+                      "other versions of the name. Classes are immutable; schema changes make new versions.")
+      .def_property_readonly("name", [](const PyClass& c) { return c.get().name(); })
+      .def_property_readonly("version", [](const PyClass& c) { return c.get().version(); })
+      .def_property_readonly("kind", [](const PyClass& c) { return std::string(colors::type_name(c.get().kind())); })
+      .def_property_readonly("fields", [](const PyClass& c) {
+            py::list out;
+            for (auto& f : c.get().fields()) out.append(py::cast(PyField{f, g_generation}));
+            return py::tuple(out);
+          })
+      .def_property_readonly("field_names", [](const PyClass& c) {
+            py::list out;
+            for (auto& f : c.get().fields()) out.append(py::str(f.name));
+            return py::tuple(out);
+          })
+      .def("field", [](const PyClass& c, const std::string& name) {
+            for (auto& f : c.get().fields())
+              if (f.name == name) return PyField{f, g_generation};
+            throw colors::KeyError("class " + c.get().name() + " version " + std::to_string(c.get().version()) +
+                                   " has no field '" + name + "'");
+          }, py::arg("name"))
+      .def_property_readonly("versions", [](const PyClass& c) {
+            py::list out;
+            for (auto& v : c.get().versions()) out.append(py::cast(wrap_class(v)));
+            return py::tuple(out);
+          }, "Every version of this class name, oldest first (this one included).")
+      .def_property_readonly("latest", [](const PyClass& c) { return wrap_class(c.get().versions().back()); })
+      .def("__eq__", [](const PyClass& a, py::object b) {
+            if (!py::isinstance<PyClass>(b)) return false;
+            return a.gen == b.cast<const PyClass&>().gen && a.c == b.cast<const PyClass&>().c;
+          })
+      .def("__hash__", [](const PyClass& c) { return std::hash<const void*>()(c.c.record()); })
+      .def("__repr__", [](const PyClass& c) {
+            const colors::Class& k = c.get();
+            std::string s = "<SharedClass " + k.name() + " v" + std::to_string(k.version());
+            if (k.kind() == TypeKind::kObject) {
+              s += " (";
+              bool first = true;
+              for (auto& f : k.fields()) {
+                s += (first ? "" : ", ") + f.name + ": ";
+                s += (f.type == TypeKind::kObject && !f.class_name.empty()) ? f.class_name
+                                                                            : std::string(colors::type_name(f.type));
+                first = false;
+              }
+              s += ")";
+            }
+            return s + ">";
+          });
+
+  m.def("shared_type", [](py::handle obj) {
+    ensure_attached();
+    colors::Value v;
+    if (!user_value_of(obj, &v)) {
+      if (obj.is_none()) throw colors::TypeMismatchError("None has no shared class");
+      v = to_value(obj);
+    }
+    return wrap_class(colors::class_of(v));
+  }, py::arg("obj"));
+}
+
+}  // namespace colors_py
