@@ -1,0 +1,345 @@
+"""User classes (classes.cpp, _classes.py): allocate/copy_to of instances, proxy classes, schema
+evolution by attribute assignment and del, shared_type() reflection, identity and hashing, the
+generic proxy, and the paper's Employee example across processes."""
+
+from __future__ import annotations
+
+import gc
+import pathlib
+import textwrap
+from dataclasses import dataclass
+
+import pytest
+
+import colors_shm as cs
+from conftest import run, spawn, unique
+from employees import Employee, Node, Point
+
+TESTS = str(pathlib.Path(__file__).resolve().parent)
+PRELUDE = f"import sys; sys.path.insert(0, {TESTS!r})\nimport colors_shm as cs\n"
+
+
+def child(code: str, timeout: float = 30):
+    r = run(PRELUDE + textwrap.dedent(code), timeout=timeout)
+    assert r.returncode == 0, f"child failed\nstdout: {r.stdout}\nstderr: {r.stderr}"
+    return r.stdout
+
+
+# ---- allocation and field sets ----------------------------------------------------------------
+
+
+def test_allocate_dataclass_fields_and_init():
+    e = cs.allocate(Employee, "Smith", 100.0)
+    assert isinstance(e, Employee) and cs.is_shared(e)
+    assert (e.name, e.salary, e.manager) == ("Smith", 100.0, None)
+    t = cs.shared_type(e)
+    assert t.name == "employees.Employee" and t.kind == "object"
+    assert [(f.name, f.type) for f in t.fields] == [("name", "string"), ("salary", "float"), ("manager", "object")]
+    assert t.field("manager").class_name == "employees.Employee"
+    assert t.field("manager").shared_class.name == "employees.Employee"
+
+
+def test_allocate_without_arguments_leaves_fields_none():
+    e = cs.allocate(Employee)
+    assert e.name is None and e.salary is None
+    p = cs.allocate(Point)
+    assert [f.name for f in cs.shared_type(p).fields] == ["x", "y", "label"]
+    assert p.x is None
+
+
+def test_annotations_and_slots_give_the_fields():
+    p = cs.allocate(Point)
+    assert [(f.name, f.type) for f in cs.shared_type(p).fields] == [("x", "integer"), ("y", "integer"), ("label", "string")]
+    n = cs.allocate(Node, 1)
+    assert [(f.name, f.type) for f in cs.shared_type(n).fields] == [
+        ("value", "any"), ("left", "any"), ("right", "any"), ("parent", "any")]
+    assert n.value == 1 and n.left is None
+
+
+def test_methods_run_against_shared_state():
+    e = cs.allocate(Employee, "Smith", 100.0)
+    assert e.raise_salary(10) == pytest.approx(110.0)
+    assert e.salary == pytest.approx(110.0)
+    p = cs.allocate(Point)
+    p.x, p.y = 3, -4
+    assert p.norm1() == 7
+    assert repr(e).startswith("Employee(name='Smith', salary=110.0")  # the dataclass repr, on shared state
+
+
+def test_int_is_accepted_by_a_float_field_and_types_are_checked():
+    e = cs.allocate(Employee, "Smith", 100)
+    assert e.salary == 100.0 and isinstance(e.salary, float)
+    with pytest.raises(cs.TypeMismatchError, match="salary"):
+        e.salary = "a lot"
+    with pytest.raises(cs.TypeMismatchError, match="copy_to"):
+        e.manager = [1, 2]
+    with pytest.raises(cs.SharedOverflowError):
+        cs.allocate(Point).x = 2**70
+    assert e.salary == 100.0  # nothing changed by the failed stores
+
+
+def test_unshareable_classes_are_refused():
+    class MyDict(dict):
+        pass
+
+    for cls in (int, MyDict):
+        with pytest.raises(cs.TypeMismatchError):
+            cs.allocate(cls)
+    with pytest.raises(cs.TypeMismatchError, match="copy_to|cannot store"):
+        cs.copy_to(open)  # a builtin function
+
+
+# ---- identity, hashing, GC --------------------------------------------------------------------
+
+
+def test_identity_and_hash_by_identity():
+    boss = cs.allocate(Employee, "Boss", 1.0)
+    e = cs.allocate(Employee, "Smith", 2.0, boss)
+    assert e.manager is boss and e.manager is e.manager
+    twin = cs.allocate(Employee, "Boss", 1.0)
+    assert twin != boss and twin == twin  # identity, not the dataclass field equality
+    d = {boss: "b", twin: "t"}
+    assert d[e.manager] == "b" and len({boss, twin, e.manager}) == 2
+    repo = unique("emp")
+    cs.repository(repo).set(e)
+    assert cs.repository(repo).get() is e
+
+
+def test_proxies_keep_objects_alive_and_release_them():
+    e = cs.allocate(Employee, "Kept", 5.0)
+    cs.collect()
+    cs.collect()
+    assert e.name == "Kept"  # the object survived two cycles held only by the proxy
+    before = cs._ext._identity_cache_size()
+    del e
+    gc.collect()
+    assert cs._ext._identity_cache_size() == before - 1
+
+
+# ---- copy_to of private instances ---------------------------------------------------------------
+
+
+def test_copy_to_instances_with_cycles_and_sharing():
+    root = Node("root")
+    root.left, root.right = Node("l"), Node("r")
+    root.left.parent = root.right.parent = root
+    shared_leaf = Node("leaf")
+    root.left.left = root.right.right = shared_leaf
+    s = cs.copy_to(root)
+    assert isinstance(s, Node) and s.value == "root"
+    assert s.left.parent is s and s.right.parent is s
+    assert s.left.left is s.right.right and s.left.left.value == "leaf"
+
+
+def test_copy_to_keeps_attributes_the_class_does_not_declare():
+    p = Point()
+    p.x, p.y = 1, 2
+    p.note = "extra"
+    s = cs.copy_to(p)
+    assert (s.x, s.y, s.note) == (1, 2, "extra")
+    assert s.label == "origin"  # class default copied in
+    assert "note" in cs.shared_type(s).field_names
+
+
+def test_copy_to_dataclass_graph_in_containers():
+    boss = Employee("Boss", 10.0)
+    staff = [Employee("A", 1.0, boss), Employee("B", 2, boss)]
+    s = cs.copy_to({"staff": staff})
+    assert s["staff"][0].manager is s["staff"][1].manager
+    assert s["staff"][1].salary == 2.0
+
+
+# ---- schema evolution (section 3.1.2) -----------------------------------------------------------
+
+
+def test_adding_and_deleting_fields_switches_versions_in_place():
+    name = unique("evo.Thing")
+
+    @cs.register
+    @dataclass
+    class Thing:
+        a: int
+        __colors_name__ = name  # noqa: RUF012
+
+    t = cs.allocate(Thing, 1)
+    v1 = cs.shared_type(t)
+    t.b = "new"  # an attribute the class does not declare: a new field, typed by the value
+    v2 = cs.shared_type(t)
+    assert v1 != v2 and (v1.version, v2.version) == (1, 2)
+    assert [(f.name, f.type) for f in v2.fields] == [("a", "integer"), ("b", "string")]
+    assert t.b == "new" and "b" in dir(t)
+    other = cs.allocate(Thing, 2)
+    assert cs.shared_type(other) == v1 and not hasattr(other, "b")  # old objects keep their version
+    other.b = "x"
+    assert cs.shared_type(other) == v2  # the version is reused, not duplicated
+    del t.b
+    assert cs.shared_type(t) == v1 and not hasattr(t, "b")
+    with pytest.raises(AttributeError):
+        del t.b
+    del t.a  # a declared field: reading it now fails like any deleted attribute
+    with pytest.raises(AttributeError):
+        t.a
+    t.a = 7  # and assigning adds it back
+    assert t.a == 7
+    assert [v.version for v in v1.versions][:2] == [1, 2] and v1.latest.version >= 2
+
+
+def test_deleted_field_reads_the_class_default():
+    p = cs.allocate(Point)
+    p.label = "here"
+    del p.label
+    assert p.label == "origin"
+
+
+# ---- the generic proxy and explicit registration ---------------------------------------------------
+
+
+def test_class_that_cannot_be_imported_gets_a_generic_proxy():
+    name = unique("nowhere.mod.Gadget")
+    out = child(f"""
+        from dataclasses import dataclass
+        @cs.register
+        @dataclass
+        class Gadget:
+            size: int
+            __colors_name__ = {name!r}
+        g = cs.allocate(Gadget, 3)
+        cs.repository({name!r}).set(g)
+        print("ok")
+    """)
+    assert "ok" in out
+    g = cs.repository(name).get()
+    assert isinstance(g, cs.SharedObject) and g.size == 3
+    assert "no Python class mapped" in repr(g)
+    g.colour = "red"
+    assert g.colour == "red" and cs.shared_type(g).version == 2
+    del g.colour
+    assert not hasattr(g, "colour")
+
+
+def test_register_under_another_name_maps_both_ways():
+    name = unique("org.example.Employee")
+
+    class JavaStyleEmployee:
+        name: str
+        salary: float
+
+    cs.register(JavaStyleEmployee, name)
+    e = cs.allocate(JavaStyleEmployee)
+    assert cs.shared_type(e).name == name and cs.shared_name(JavaStyleEmployee) == name
+    repo = unique("reg")
+    cs.repository(repo).set(e)
+    e.name = "X"
+    out = child(f"""
+        class Mine:
+            name: str
+            salary: float
+        cs.register(Mine, {name!r})
+        e = cs.repository({repo!r}).get()
+        print(type(e).__name__, isinstance(e, Mine), e.name)
+    """)
+    assert out.split() == ["Mine", "True", "X"]
+
+
+def test_stale_user_proxy_after_detach():
+    e = cs.allocate(Employee, "Old", 1.0)
+    cs.detach()
+    try:
+        with pytest.raises(cs.NotAttachedError):
+            e.name
+        with pytest.raises(cs.NotAttachedError):
+            e.name = "x"
+    finally:
+        cs.attach()
+    assert cs.allocate(Employee, "New", 2.0).name == "New"
+
+
+# ---- the paper's Employee example across processes -----------------------------------------------
+
+
+def test_employee_example_across_processes():
+    """Section 3.1.2: a process creates employees, another evolves the class by adding a field to
+    one object; both see the change, old objects keep the old version, and the field can be
+    deleted again."""
+    repo = unique("staff")
+    smith = cs.allocate(Employee, "Smith", 1000.0)
+    jones = cs.allocate(Employee, "Jones", 2000.0, smith)
+    cs.repository(repo).set(cs.copy_to([smith, jones]))
+
+    out = child(f"""
+        from employees import Employee
+        staff = cs.repository({repo!r}).get()
+        smith, jones = staff
+        assert isinstance(smith, Employee) and jones.manager is smith
+        smith.raise_salary(10)
+        smith.state = "CA"          # Employee has no 'state': a new version of the class
+        with cs.synchronized(staff):
+            staff.append(cs.allocate(Employee, "Brown", 500.0))
+        print(cs.shared_type(smith).version, cs.shared_type(jones).version)
+    """)
+    assert out.split() == ["2", "1"]
+    assert smith.salary == pytest.approx(1100.0) and smith.state == "CA"
+    assert not hasattr(jones, "state")  # the old version, unchanged
+    versions = cs.shared_type(smith).versions
+    assert [v.field_names for v in versions[:2]] == [
+        ("name", "salary", "manager"), ("name", "salary", "manager", "state")]
+    staff = cs.repository(repo).get()
+    assert len(staff) == 3 and staff[2].name == "Brown" and isinstance(staff[2], Employee)
+    del smith.state
+    out = child(f"""
+        smith = cs.repository({repo!r}).get()[0]
+        print(hasattr(smith, "state"), cs.shared_type(smith).version)
+    """)
+    assert out.split() == ["False", "1"]
+
+
+def test_cyclic_user_graph_built_here_walked_in_another_process():
+    repo = unique("ring")
+    first = cs.allocate(Node, 0)
+    cur = first
+    for i in range(1, 100):
+        nxt = cs.allocate(Node, i)
+        nxt.parent = cur
+        cur.right = nxt
+        cur = nxt
+    cur.right = first
+    first.parent = cur
+    cs.repository(repo).set(first)
+    out = child(f"""
+        from employees import Node
+        n = start = cs.repository({repo!r}).get()
+        total, steps = 0, 0
+        while True:
+            assert isinstance(n, Node) and n.right.parent is n
+            total += n.value
+            steps += 1
+            n = n.right
+            if n is start:
+                break
+        print(steps, total)
+    """)
+    assert out.split() == ["100", str(sum(range(100)))]
+
+
+def test_threads_share_user_objects():
+    import threading
+
+    counter = cs.allocate(Point)
+    counter.x = 0
+    errors = []
+
+    def work():
+        try:
+            for _ in range(300):
+                with cs.synchronized(counter):
+                    counter.x += 1
+                cs.allocate(Employee, "t", 1.0).raise_salary(1)
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and counter.x == 1200
