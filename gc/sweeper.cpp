@@ -105,6 +105,9 @@ SweepResult sweep(Metadata* m, WorkerPool& pool, const std::vector<Partition>& p
   std::atomic<std::size_t> next{0};
   std::vector<SweepResult> results(pool.size());
   pool.run([&](unsigned i) {
+    // Orders this cycle's gc_started_seq bump (which happens-before this task) before every write
+    // to freed memory below: the other half of read_without_cycle() (libshared/src/objects.hpp).
+    std::atomic_thread_fence(std::memory_order_release);
     PartSweep s{m, epoch, poison, {}};
     for (std::size_t k; (k = next.fetch_add(1, std::memory_order_acq_rel)) < parts.size();) s.run(parts[k]);
     results[i] = s.r;

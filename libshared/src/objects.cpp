@@ -119,14 +119,7 @@ Rooted new_user_object(Metadata* m, ClassRecord* cls) {
   return allocate(m, TypeKind::kObject, cls, 8 + std::size_t{cls->slot_count} * sizeof(Word), [](ObjectHead*) {});
 }
 
-std::size_t block_size_of(Word w) { return BlockHeader::size_of(obj(w)->block.load()); }
 
-TypeKind kind_of(Word w) {
-  if (w == kNull) return TypeKind::kNull;
-  if (is_small_int(w)) return TypeKind::kInteger;
-  if (is_bool(w)) return TypeKind::kBoolean;
-  return class_of(w)->kind;
-}
 
 bool is_integer(Word w) { return is_small_int(w) || (is_ref(w) && class_of(w)->kind == TypeKind::kInteger); }
 
@@ -193,19 +186,6 @@ std::uint64_t value_hash(Word w) {
 }
 
 // ---- user objects ----
-
-std::size_t inline_slots(Word o) { return (block_size_of(o) - sizeof(UserObject)) / sizeof(Word); }
-
-std::atomic<Word>* field_slot(Word o, const FieldInfo& f) {
-  auto* u = reinterpret_cast<UserObject*>(o);
-  std::size_t n = inline_slots(o);
-  if (f.slot < n) return &u->slots[f.slot];
-  Word ext = u->extension.load(std::memory_order_acquire);
-  if (ext == kNull) return nullptr;
-  auto* a = reinterpret_cast<ArrayObject*>(ext);
-  std::size_t i = f.slot - n;
-  return i < a->capacity ? &a->slots[i] : nullptr;
-}
 
 void check_field_type(const FieldInfo& f, Word v) {
   if (v == kNull || f.type == TypeKind::kAny) return;

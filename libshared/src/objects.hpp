@@ -5,7 +5,9 @@
 #include <string_view>
 
 #include "colors/types.hpp"
+#include "block.hpp"
 #include "layout.hpp"
+#include "word.hpp"
 #include "roots.hpp"
 
 namespace colors::detail {
@@ -29,12 +31,37 @@ std::size_t object_bytes(std::size_t payload);
 // ---- inspection ----
 inline ObjectHead* obj(Word w) { return reinterpret_cast<ObjectHead*>(w); }
 inline ClassRecord* class_of(Word w) { return obj(w)->cls.load(std::memory_order_acquire); }
-TypeKind kind_of(Word w);  // kNull, kInteger (small or boxed), kBoolean, or the object's kind
+// kNull, kInteger (small or boxed), kBoolean, or the object's kind.
+inline TypeKind kind_of(Word w) {
+  if (w == kNull) return TypeKind::kNull;
+  if (is_small_int(w)) return TypeKind::kInteger;
+  if (is_bool(w)) return TypeKind::kBoolean;
+  return class_of(w)->kind;
+}
 bool is_integer(Word w);
 std::int64_t integer_value(Word w);  // REQUIRES: is_integer(w)
 double float_value(Word w);          // REQUIRES: kind_of(w) == kFloat
 std::string_view string_value(Word w);  // REQUIRES: kind_of(w) == kString
-std::size_t block_size_of(Word w);
+inline std::size_t block_size_of(Word w) { return BlockHeader::size_of(obj(w)->block.load()); }
+
+// Runs `read` (which loads words of heap objects with relaxed atomics) and returns true if no
+// collector cycle ran during it, i.e. nothing it read could have been freed meanwhile; false
+// means "retry the safe way" (root the object first). A seqlock whose writer is the collector:
+// cycles run between gc_started_seq and gc_done_seq bumps, and memory is freed only by a cycle's
+// sweep (whose tasks issue a release fence after the bump, gc/sweeper.cpp).
+// Lets bindings read a boxed float or a string out of a field without taking a GC root.
+template <class F>
+inline bool read_without_cycle(const Metadata* m, F&& read) {
+  std::uint32_t started = m->gc_started_seq.load(std::memory_order_acquire);
+  if (m->gc_done_seq.load(std::memory_order_acquire) != started) return false;  // a cycle is running
+  read();
+  std::atomic_thread_fence(std::memory_order_acquire);
+  return m->gc_started_seq.load(std::memory_order_relaxed) == started;
+}
+// A relaxed atomic load of an 8-byte payload word (for use inside read_without_cycle).
+inline std::uint64_t load_payload_word(const void* p) {
+  return __atomic_load_n(static_cast<const std::uint64_t*>(p), __ATOMIC_RELAXED);
+}
 
 // Language-neutral equality and hash: by value for integer, float (an integral float equals the
 // integer of the same value, as in Python), boolean, string and binary; by identity otherwise.
@@ -43,10 +70,20 @@ std::uint64_t value_hash(Word w);
 
 // ---- user objects ----
 // Number of slots the object was allocated with.
-std::size_t inline_slots(Word o);
+inline std::size_t inline_slots(Word o) { return (block_size_of(o) - sizeof(UserObject)) / sizeof(Word); }
 // The slot holding field `f` of object `o` under its current class, or nullptr if the object's
-// storage has no such slot (never happens for the object's own class).
-std::atomic<Word>* field_slot(Word o, const FieldInfo& f);
+// storage has no such slot (never happens for the object's own class). Inline: the field access
+// fast path of the bindings.
+inline std::atomic<Word>* field_slot(Word o, const FieldInfo& f) {
+  auto* u = reinterpret_cast<UserObject*>(o);
+  std::size_t n = inline_slots(o);
+  if (f.slot < n) return &u->slots[f.slot];
+  Word ext = u->extension.load(std::memory_order_acquire);
+  if (ext == kNull) return nullptr;
+  auto* a = reinterpret_cast<ArrayObject*>(ext);
+  std::size_t i = f.slot - n;
+  return i < a->capacity ? &a->slots[i] : nullptr;
+}
 // Checks that `v` may be stored in a field of type `f` (TypeMismatchError otherwise).
 void check_field_type(const FieldInfo& f, Word v);
 // Switches `o` to the version of its class that also has `field` (schema evolution), in place.

@@ -14,6 +14,7 @@
 //  * Field descriptors cache (class version -> FieldInfo) per attachment generation; class
 //    records are immortal within one attachment.
 //  * Everything here runs with the GIL held.
+#include <cstring>
 #include <map>
 #include <string_view>
 #include <unordered_map>
@@ -280,6 +281,34 @@ Handle* descr_handle(FieldDescr* d, PyObject* obj) {
 PyObject* descr_get(PyObject* self, PyObject* obj, PyObject*) {
   if (obj == nullptr || obj == Py_None) return Py_NewRef(self);
   auto* d = reinterpret_cast<FieldDescr*>(self);
+  // Fast path, no calls: the object has the class version this descriptor resolved last, and the
+  // field holds an unboxed scalar.
+  if (Py_TYPE(obj) == d->owner && d->gen == g_generation) {
+    Handle* h = slot_handle(obj, d->handle_off);
+    if (h != nullptr && h->gen == d->gen) {
+      cd::Word o = h->value.raw();
+      if (cd::class_of(o) == d->cls && d->info != nullptr) {
+        if (std::atomic<cd::Word>* s = cd::field_slot(o, *d->info)) {
+          cd::Word v = s->load(std::memory_order_acquire);
+          if (cd::is_small_int(v)) return PyLong_FromLongLong(cd::small_value(v));
+          if (cd::is_bool(v)) return PyBool_FromLong(cd::bool_value(v));
+          if (v == cd::kNull) Py_RETURN_NONE;
+          double x = 0;
+          bool is_float = false;
+          if (const cd::Metadata* m = cd::current_meta_or_null();
+              m != nullptr && cd::read_without_cycle(m, [&] {
+                cd::Word w = s->load(std::memory_order_acquire);
+                if (cd::is_ref(w) && cd::class_of(w)->kind == TypeKind::kFloat) {
+                  std::uint64_t bits = cd::load_payload_word(&reinterpret_cast<const cd::FloatObject*>(w)->value);
+                  std::memcpy(&x, &bits, sizeof x);
+                  is_float = true;
+                }
+              }) && is_float)
+            return PyFloat_FromDouble(x);
+        }
+      }
+    }
+  }
   try {
     cd::Word o = descr_handle(d, obj)->value.raw();
     const cd::FieldInfo* f = descr_field(d, o);
@@ -299,6 +328,24 @@ PyObject* descr_get(PyObject* self, PyObject* obj, PyObject*) {
 
 int descr_set(PyObject* self, PyObject* obj, PyObject* value) {
   auto* d = reinterpret_cast<FieldDescr*>(self);
+  // Fast path: a small int into an integer (or untyped) field of the version resolved last.
+  if (value != nullptr && PyLong_CheckExact(value) && Py_TYPE(obj) == d->owner && d->gen == g_generation) {
+    Handle* h = slot_handle(obj, d->handle_off);
+    if (h != nullptr && h->gen == d->gen) {
+      cd::Word o = h->value.raw();
+      const cd::FieldInfo* f = d->info;
+      if (cd::class_of(o) == d->cls && f != nullptr && (f->type == TypeKind::kInteger || f->type == TypeKind::kAny)) {
+        int overflow = 0;
+        long long x = PyLong_AsLongLongAndOverflow(value, &overflow);
+        if (overflow == 0 && cd::fits_small(x)) {
+          if (std::atomic<cd::Word>* s = cd::field_slot(o, *f)) {
+            cd::store_ref(s, cd::make_small(x));
+            return 0;
+          }
+        }
+      }
+    }
+  }
   try {
     cd::Word o = descr_handle(d, obj)->value.raw();
     std::string_view name = utf8(d->name);
@@ -342,6 +389,10 @@ PyType_Spec descr_spec = {"colors_shm._colors_shm._FieldDescriptor", sizeof(Fiel
 bool is_dunder(std::string_view n) { return n.size() > 4 && n.substr(0, 2) == "__" && n.substr(n.size() - 2) == "__"; }
 
 PyObject* user_getattro(PyObject* obj, PyObject* name) {
+  if (PyUnicode_CheckExact(name)) {  // declared fields first: skip the generic machinery
+    PyObject* d = _PyType_Lookup(Py_TYPE(obj), name);  // borrowed, no error set
+    if (d != nullptr && Py_TYPE(d) == g_descr_type) return descr_get(d, obj, nullptr);
+  }
   PyObject* r = PyObject_GenericGetAttr(obj, name);
   if (r != nullptr || !PyErr_ExceptionMatches(PyExc_AttributeError) || !PyUnicode_Check(name)) return r;
   PyObject *et, *ev, *tb;
