@@ -19,6 +19,35 @@ constexpr std::size_t kChunkSlots = 1024;
 std::mutex g_mu;
 std::vector<std::atomic<Word>*> g_free;  // GUARDED_BY(g_mu)
 
+// Each thread keeps a few free (null) slots of its own, so taking and dropping a root costs no
+// process-wide lock: slots move between a thread and g_free in batches.
+// Invariants: every cached slot is null and belongs to this process's table of the attachment
+// `gen`; a cache from an older attachment (g_roots_gen moved on at detach) is dropped, never used.
+constexpr std::size_t kBatch = 32;
+constexpr std::size_t kMaxCached = 4 * kBatch;
+std::atomic<std::uint64_t> g_roots_gen{1};
+
+struct ThreadCache {
+  std::uint64_t gen = 0;
+  std::vector<std::atomic<Word>*> slots;
+  ~ThreadCache() {  // thread exit: hand the slots back to the process
+    if (slots.empty() || gen != g_roots_gen.load(std::memory_order_acquire)) return;
+    std::lock_guard<std::mutex> g(g_mu);
+    g_free.insert(g_free.end(), slots.begin(), slots.end());
+  }
+};
+thread_local ThreadCache t_cache;
+
+ThreadCache& thread_cache() {
+  ThreadCache& c = t_cache;
+  std::uint64_t gen = g_roots_gen.load(std::memory_order_acquire);
+  if (c.gen != gen) {
+    c.slots.clear();
+    c.gen = gen;
+  }
+  return c;
+}
+
 ArrayObject* chunk(Word w) { return reinterpret_cast<ArrayObject*>(w); }
 }  // namespace
 
@@ -42,10 +71,17 @@ static void add_chunk() {
 }
 
 std::atomic<Word>* root_acquire(Word value) {
-  std::lock_guard<std::mutex> g(g_mu);
-  if (g_free.empty()) add_chunk();
-  std::atomic<Word>* slot = g_free.back();
-  g_free.pop_back();
+  ThreadCache& c = thread_cache();
+  if (c.slots.empty()) {
+    std::lock_guard<std::mutex> g(g_mu);
+    while (c.slots.size() < kBatch) {
+      if (g_free.empty()) add_chunk();
+      c.slots.push_back(g_free.back());
+      g_free.pop_back();
+    }
+  }
+  std::atomic<Word>* slot = c.slots.back();
+  c.slots.pop_back();
   // The slot is null: no deletion barrier needed. seq_cst (a full barrier on x86): the root must
   // be visible before this thread's next load of the GC epoch (publish_object), pairing with the
   // collector's flip-then-scan. Otherwise a thread could stamp a new object with the old epoch
@@ -68,13 +104,19 @@ Rooted root_load(const std::atomic<Word>* slot) {
 
 void root_release(std::atomic<Word>* slot) {
   store_ref(slot, kNull);
-  std::lock_guard<std::mutex> g(g_mu);
-  g_free.push_back(slot);
+  ThreadCache& c = thread_cache();
+  c.slots.push_back(slot);
+  if (c.slots.size() > kMaxCached) {
+    std::lock_guard<std::mutex> g(g_mu);
+    g_free.insert(g_free.end(), c.slots.end() - kBatch, c.slots.end());
+    c.slots.resize(c.slots.size() - kBatch);
+  }
 }
 
 void roots_forget_process_state() {
   std::lock_guard<std::mutex> g(g_mu);
   g_free.clear();
+  g_roots_gen.fetch_add(1, std::memory_order_acq_rel);  // every thread's cache is now stale
 }
 
 void release_client_roots(Metadata* m, std::uint32_t slot) {

@@ -12,6 +12,7 @@ private Python containers, as they would be for the private types; use ``copy_to
 
 from __future__ import annotations
 
+import itertools
 import operator
 import reprlib
 import sys
@@ -87,15 +88,20 @@ class SharedList(SharedProxy, MutableSequence):
         return ref.lget(i)
 
     def __iter__(self):
+        # Reads the list in chunks (one call into the extension per chunk, C-level iteration
+        # within one). An element changed while its chunk is being consumed is seen as it was
+        # when the chunk was read; elements appended meanwhile are seen, as with list.
+        return itertools.chain.from_iterable(self._chunks())
+
+    def _chunks(self):
         ref = self._ref
         i = 0
         while True:
-            try:
-                v = ref.lget(i)
-            except IndexError:
+            chunk = ref.lchunk(i, 256)
+            if not chunk:
                 return
-            yield v
-            i += 1
+            yield chunk
+            i += len(chunk)
 
     def __reversed__(self):
         ref = self._ref

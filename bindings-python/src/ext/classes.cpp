@@ -587,7 +587,11 @@ const UserLayout& user_layout(PyTypeObject* type, const std::vector<std::pair<st
   l.cls = colors::define_class(e.name, specs);
   for (auto& f : specs) {
     l.fields.emplace_back(l.cls, f.name);
-    l.names.push_back(py::str(f.name));
+    l.infos.push_back(cd::find_field(l.cls.record(), f.name));
+    PyObject* name = PyUnicode_FromStringAndSize(f.name.data(), static_cast<Py_ssize_t>(f.name.size()));
+    if (name == nullptr) throw py::error_already_set();
+    PyUnicode_InternInPlace(&name);  // attribute names are interned: compare by pointer first
+    l.names.push_back(py::reinterpret_steal<py::object>(name));
     l.kinds.push_back(f.type);
   }
   l.declared = e.declared.size();

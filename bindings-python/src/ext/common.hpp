@@ -63,6 +63,7 @@ void forget_user_proxies();  // detach
 struct UserLayout {
   colors::Class cls;
   std::vector<colors::Field> fields;
+  std::vector<const colors::detail::FieldInfo*> infos;  // the fields resolved in `cls`
   std::vector<py::object> names;  // field names as str, in field order
   std::vector<colors::TypeKind> kinds;
   std::size_t declared = 0;       // the first `declared` fields are the class's own

@@ -1,8 +1,12 @@
 // The primitive operations of shared lists, maps, sets and user objects, as methods of _Ref.
 // The pure-Python proxies (_proxies.py) build the full collections.abc behaviour on these.
 #include "common.hpp"
+#include "containers.hpp"
+#include "roots.hpp"
 
 namespace colors_py {
+
+namespace cd = colors::detail;
 
 namespace {
 
@@ -71,6 +75,45 @@ void init_containers(py::module_& m) {
     return from_value(l.erase(list_index(l, i)));
   });
   cls.def("litems", [](Ref& r) { return to_list(r.list().items()); });
+  // Up to `n` elements from `start` (fewer at the end): iteration reads the list in chunks.
+  cls.def("lchunk", [](Ref& r, std::int64_t start, std::int64_t n) {
+    colors::List& l = r.list();
+    cd::Word lw = l.raw();
+    std::size_t size = cd::list_size(lw);
+    std::size_t b = start < 0 ? 0 : static_cast<std::size_t>(start);
+    std::size_t e = std::min(size, b + static_cast<std::size_t>(std::max<std::int64_t>(n, 0)));
+    py::list out;
+    for (std::size_t i = b; i < e; ++i) {
+      PyObject* item;
+      cd::Word w;
+      try {
+        w = cd::list_get(lw, i);
+      } catch (const colors::IndexError&) {  // shrunk meanwhile (another thread or process)
+        break;
+      }
+      if (cd::is_small_int(w)) {
+        item = PyLong_FromLongLong(cd::small_value(w));
+      } else if (w == cd::kNull) {
+        item = Py_NewRef(Py_None);
+      } else if (cd::is_bool(w)) {
+        item = PyBool_FromLong(cd::bool_value(w));
+      } else {
+        cd::Rooted rooted;
+        try {
+          rooted = cd::list_load(lw, i);
+        } catch (const colors::IndexError&) {
+          break;
+        }
+        cd::Word rw = rooted.word();
+        item = from_value(colors::Value::adopt_root(rw, rooted.take())).release().ptr();
+      }
+      if (item == nullptr) throw py::error_already_set();
+      int rc = PyList_Append(out.ptr(), item);
+      Py_DECREF(item);
+      if (rc != 0) throw py::error_already_set();
+    }
+    return out;
+  });
   cls.def("lextend", [](Ref& r, py::iterable items) {
     colors::List& l = r.list();
     for (py::handle x : items) l.append(to_value(x));

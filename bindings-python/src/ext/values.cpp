@@ -4,9 +4,14 @@
 #include <vector>
 
 #include "common.hpp"
+#include "barrier.hpp"
+#include "containers.hpp"
+#include "objects.hpp"
+#include "segment.hpp"
 
 namespace colors_py {
 
+namespace cd = colors::detail;
 using colors::TypeKind;
 
 // ---- Ref ----
@@ -252,53 +257,75 @@ py::object from_value(colors::Value&& v) {
 
 namespace {
 
-// Iterative deep copy: each private container gets its (empty) shared copy when first met, is
-// memoised by id() and queued; queued containers are then filled. Sharing and cycles of the
+// Iterative deep copy: each private container or instance gets its (empty) shared copy when first
+// met, is memoised by id() and queued; queued items are then filled. Sharing and cycles of the
 // private graph are preserved, and deep graphs do not use the C stack.
+//
+// Works on raw words: every object it creates stays rooted by `roots_` (the one root its
+// allocation returned) until the copy is done, and a scalar box made for a store is rooted in
+// `temp_` until that store; so no word handled here can be collected under it.
 class Copier {
  public:
   colors::Value run(py::handle root) {
-    colors::Value result = convert(root);
+    cd::Word result = convert(root);
+    colors::Value out = colors::Value::from_raw(result);  // rooted by roots_/temp_ until here
     while (!work_.empty()) {
       Item it = std::move(work_.back());
       work_.pop_back();
       fill(it);
     }
-    return result;
+    return out;
   }
 
  private:
   struct Item {
-    py::object obj;  // the private container or instance (strong ref while queued)
-    colors::Value shared;
-    std::vector<py::object> values;        // instance: field values in layout order
-    const UserLayout* layout = nullptr;    // instance: its shared layout
+    py::object obj;                      // the private container or instance (strong ref while queued)
+    cd::Word shared = 0;
+    std::vector<py::object> values;      // instance: field values in layout order
+    const UserLayout* layout = nullptr;  // instance: its shared layout
   };
 
-  colors::Value convert(py::handle x) {
+  cd::Word keep(colors::Value&& v) {
+    cd::Word w = v.raw();
+    if (cd::is_ref(w)) roots_.push_back(std::move(v));
+    return w;
+  }
+  cd::Word temp(colors::Value&& v) {
+    cd::Word w = v.raw();
+    if (cd::is_ref(w)) temp_.push_back(std::move(v));
+    return w;
+  }
+
+  cd::Word convert(py::handle x) {
     PyObject* o = x.ptr();
+    if (o == Py_None) return cd::kNull;
+    if (PyBool_Check(o)) return cd::make_bool(o == Py_True);
+    if (PyLong_CheckExact(o)) {
+      int overflow = 0;
+      long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+      if (overflow == 0 && cd::fits_small(v)) return cd::make_small(v);
+    }
     bool container = PyList_Check(o) || PyTuple_Check(o) || PyDict_Check(o) || PyAnySet_Check(o);
     bool memo_scalar = PyUnicode_Check(o) || PyBytes_Check(o) || PyByteArray_Check(o);
     bool user = !container && !memo_scalar && is_private_instance(o);
-    if (!container && !memo_scalar && !user) return to_value(x);
+    if (!container && !memo_scalar && !user) return temp(to_value(x));
     auto found = memo_.find(o);
     if (found != memo_.end()) return found->second;
-    colors::Value shared;
+    cd::Word shared;
     if (memo_scalar) {
-      shared = to_value(x);
+      shared = keep(to_value(x));
     } else if (user) {
       ensure_attached();
-      Item it{py::reinterpret_borrow<py::object>(x), {}, {}, nullptr};
+      Item it{py::reinterpret_borrow<py::object>(x), 0, {}, nullptr};
       it.layout = &instance_layout(o, &it.values);
-      shared = colors::new_object(it.layout->cls);
-      it.shared = shared;
+      shared = it.shared = keep(colors::new_object(it.layout->cls));
       work_.push_back(std::move(it));
     } else {
       ensure_attached();
       std::size_t n = static_cast<std::size_t>(std::max<Py_ssize_t>(PyObject_Length(o), 0));
-      if (PyList_Check(o) || PyTuple_Check(o)) shared = colors::new_list(n);
-      else if (PyDict_Check(o)) shared = colors::new_map(n);
-      else shared = colors::new_set(n);
+      if (PyList_Check(o) || PyTuple_Check(o)) shared = keep(colors::new_list(n));
+      else if (PyDict_Check(o)) shared = keep(colors::new_map(n));
+      else shared = keep(colors::new_set(n));
       work_.push_back({py::reinterpret_borrow<py::object>(x), shared, {}, nullptr});
     }
     keep_.push_back(py::reinterpret_borrow<py::object>(x));  // id() stays unique during the copy
@@ -326,14 +353,18 @@ class Copier {
     }
     std::vector<std::pair<std::string, colors::TypeKind>> extras;
     std::vector<py::object> extra_values;
-    if (dict) {
+    if (dict && static_cast<std::size_t>(PyDict_GET_SIZE(dict.ptr())) > 0) {
       PyObject *k, *v;
       Py_ssize_t pos = 0;
+      std::size_t i = 0;  // attributes usually come in declaration order: try the next name first
       while (PyDict_Next(dict.ptr(), &pos, &k, &v)) {
         if (!PyUnicode_Check(k)) continue;
         bool declared = false;
-        for (std::size_t i = 0; i < l->declared && !declared; ++i)
-          declared = PyUnicode_Compare(k, l->names[i].ptr()) == 0;
+        for (std::size_t n = 0; n < l->declared && !declared; ++n, ++i) {
+          if (i >= l->declared) i = 0;
+          PyObject* name = l->names[i].ptr();
+          declared = name == k || PyUnicode_Compare(k, name) == 0;
+        }
         if (declared) continue;
         extras.emplace_back(py::str(k).cast<std::string>(), kind_for_value(v));
         extra_values.push_back(py::reinterpret_borrow<py::object>(v));
@@ -341,6 +372,7 @@ class Copier {
     }
     if (!extras.empty()) l = &user_layout(t, extras);
     values->clear();
+    values->reserve(l->names.size());
     for (std::size_t i = 0; i < l->declared; ++i) {
       PyObject* v = dict ? PyDict_GetItemWithError(dict.ptr(), l->names[i].ptr()) : nullptr;
       if (v != nullptr) {
@@ -363,44 +395,52 @@ class Copier {
 
   void fill(Item& it) {
     PyObject* o = it.obj.ptr();
+    cd::Metadata* m = cd::current_meta();
     if (it.layout != nullptr) {
-      colors::Object obj(it.shared);
       for (std::size_t i = 0; i < it.values.size(); ++i) {
         PyObject* v = it.values[i].ptr();
-        colors::TypeKind k = it.layout->kinds[i];
-        if (k == colors::TypeKind::kFloat && PyLong_Check(v) && !PyBool_Check(v)) {
-          obj.set(it.layout->fields[i], colors::Value(PyLong_AsDouble(v)));
-          if (PyErr_Occurred()) throw py::error_already_set();
+        const cd::FieldInfo* f = it.layout->infos[i];  // the object still has the layout's class
+        cd::Word w;
+        if (f->type == colors::TypeKind::kFloat && PyLong_Check(v) && !PyBool_Check(v)) {
+          double d = PyLong_AsDouble(v);
+          if (d == -1.0 && PyErr_Occurred()) throw py::error_already_set();
+          w = temp(colors::Value(d));
         } else {
-          obj.set(it.layout->fields[i], convert(v));
+          w = convert(v);
         }
+        cd::check_field_type(*f, w);
+        cd::store_ref(cd::field_slot(it.shared, *f), w);
+        temp_.clear();
       }
     } else if (PyList_Check(o) || PyTuple_Check(o)) {
-      colors::List l(it.shared);
-      py::sequence seq = py::reinterpret_borrow<py::sequence>(it.obj);
       // Index loop: converting an item never runs Python code, but stay safe if the list shrinks.
       for (Py_ssize_t i = 0; i < PySequence_Size(o); ++i) {
         py::object item = py::reinterpret_steal<py::object>(PySequence_GetItem(o, i));
         if (!item) throw py::error_already_set();
-        l.append(convert(item));
+        cd::list_append(m, it.shared, convert(item));
+        temp_.clear();
       }
     } else if (PyDict_Check(o)) {
-      colors::Map m(it.shared);
       py::object items = py::reinterpret_steal<py::object>(PyDict_Items(o));  // snapshot
       if (!items) throw py::error_already_set();
       for (py::handle kv : items) {
-        colors::Value k = convert(PyTuple_GET_ITEM(kv.ptr(), 0));
-        m.put(k, convert(PyTuple_GET_ITEM(kv.ptr(), 1)));
+        cd::Word k = convert(PyTuple_GET_ITEM(kv.ptr(), 0));
+        cd::map_put(m, it.shared, k, convert(PyTuple_GET_ITEM(kv.ptr(), 1)));
+        temp_.clear();
       }
     } else {
-      colors::Set s(it.shared);
       py::object snapshot = py::reinterpret_steal<py::object>(PySequence_List(o));
       if (!snapshot) throw py::error_already_set();
-      for (py::handle k : snapshot) s.add(convert(k));
+      for (py::handle k : snapshot) {
+        cd::set_add(m, it.shared, convert(k));
+        temp_.clear();
+      }
     }
   }
 
-  std::unordered_map<PyObject*, colors::Value> memo_;
+  std::unordered_map<PyObject*, cd::Word> memo_;
+  std::vector<colors::Value> roots_;  // every object made by this copy
+  std::vector<colors::Value> temp_;   // scalar boxes made for the store in progress
   std::vector<py::object> keep_;
   std::vector<Item> work_;
 };
