@@ -49,7 +49,7 @@ test: build
 	ctest --test-dir $(BUILD_DIR) $(CTEST_FLAGS)
 	BUILD_DIR=$(BUILD_DIR) JOBS=$(JOBS) bash bindings-python/run-tests.sh
 # ---- ADD LANGUAGE BINDING TEST SUITES HERE (as recipe lines, tab-indented) ----
-# Java:   . ./$(BUILD_DIR)/env.sh && mvn -q -f bindings-java/pom.xml test
+	BUILD_DIR=$(BUILD_DIR) JOBS=$(JOBS) bash bindings-java/run-tests.sh
 # ------------------------------------------------------------------------------
 
 # The demo script is run with the build environment loaded (colors-server

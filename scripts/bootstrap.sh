@@ -8,7 +8,7 @@ set -euo pipefail
 
 # Single list of required Debian packages. Bindings add to it later
 # (e.g. python3-dev pybind11-dev default-jdk maven).
-PACKAGES="g++ cmake make libboost-dev catch2 spin"
+PACKAGES="g++ cmake make libboost-dev catch2 spin default-jdk-headless maven"
 
 missing=()
 for pkg in $PACKAGES; do

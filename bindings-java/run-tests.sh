@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Builds and tests the Java binding (bindings-java/) against a real colors-server.
+#
+#   bindings-java/run-tests.sh [extra mvn args, e.g. -Dtest=ValuesTest]
+#
+# 1. builds the top-level CMake build in $BUILD_DIR (default <repo>/build): colors-server and the
+#    JNI library <build>/bindings-java/libcolors_jni.so;
+# 2. runs `mvn -q -B test` in bindings-java/ (the first run downloads JUnit and the Maven plugins
+#    from Maven Central into ~/.m2; later runs need no network), with COLORS_JNI_LIB and
+#    COLORS_SERVER_BIN pointing into the build. Exits non-zero on any failure.
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO="$(cd "$HERE/.." && pwd)"
+BUILD_DIR="${BUILD_DIR:-$REPO/build}"
+case "$BUILD_DIR" in /*) ;; *) BUILD_DIR="$REPO/$BUILD_DIR" ;; esac
+JOBS="${JOBS:-2}"
+
+for tool in java mvn; do
+    if ! command -v "$tool" >/dev/null 2>&1; then
+        echo "run-tests.sh: '$tool' not found: install default-jdk-headless and maven (make bootstrap)" >&2
+        exit 1
+    fi
+done
+
+# ---- 1. build ------------------------------------------------------------------------------
+if [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
+    cmake -S "$REPO" -B "$BUILD_DIR" >/dev/null
+fi
+LIB="$BUILD_DIR/bindings-java/libcolors_jni.so"
+cmake --build "$BUILD_DIR" -j"$JOBS" --target colors-server colors_jni >/dev/null 2>&1 || {
+    # Configured before the JDK was installed, or before bindings-java existed: configure again.
+    cmake "$BUILD_DIR" >/dev/null
+    cmake --build "$BUILD_DIR" -j"$JOBS" --target colors-server colors_jni >/dev/null
+}
+if [ ! -f "$LIB" ]; then
+    echo "run-tests.sh: $LIB was not built (no JDK found by CMake? see the configure output)" >&2
+    exit 1
+fi
+
+# ---- 2. tests ------------------------------------------------------------------------------
+export COLORS_JNI_LIB="$LIB"
+export COLORS_SERVER_BIN="${COLORS_SERVER_BIN:-$BUILD_DIR/colors-server/colors-server}"
+cd "$HERE"
+# Release artifacts already in ~/.m2 are not fetched again, so after the first run this needs no
+# network.
+exec mvn -q -B test "$@"

@@ -1,0 +1,141 @@
+// Shared declarations of libcolors_jni, the native half of the Java binding (package org.colors).
+// One file per area: jni_module.cpp (load, attach, collector, handles), jni_values.cpp (value
+// conversion both ways), jni_containers.cpp (list/map/set primitives), jni_sync.cpp (interrupts,
+// repositories, channels, monitors), jni_objects.cpp (user objects and classes).
+//
+// Lifetime rule: every shared reference held by Java is a colors::Value inside a JValue (a GC root
+// of this process), owned by exactly one org.colors.Handle, which a proxy owns. The Handle's
+// Cleaner deletes the JValue (Native.release). Natives receive the Handle object itself (not its
+// pointer as a long), so the Handle stays reachable, and its JValue alive, for the whole call.
+//
+// Values cross the boundary Java -> C++ as a triple (tag, bits, obj) built by org.colors.Codec:
+// no allocation for scalars, one JNI call per operation. C++ -> Java they come back as null, Long,
+// Double, Boolean, String, byte[] or a proxy (built by an upcall to Proxies.wrap, which keeps the
+// identity cache).
+#pragma once
+#include <jni.h>
+
+#include <atomic>
+#include <colors/colors.hpp>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <variant>
+
+namespace colors_jni {
+
+// ---- tags of the (tag, bits, obj) encoding; must match org.colors.Codec ----
+enum Tag : jint {
+  kTagNull = 0,
+  kTagInt = 1,     // bits: the long value
+  kTagFloat = 2,   // bits: Double.doubleToRawLongBits
+  kTagBool = 3,    // bits: 0 or 1
+  kTagString = 4,  // obj: java.lang.String
+  kTagBinary = 5,  // obj: byte[]
+  kTagRef = 6,     // obj: org.colors.Handle of a proxy
+};
+
+// ---- attachment (jni_module.cpp) ----
+// Bumped at every attach and detach done through the binding: a JValue from an older generation
+// refers to a mapping that is gone (NotAttachedError instead of a fault).
+extern std::atomic<std::uint64_t> g_generation;
+
+// A held shared reference. The variant holds the typed view so that container operations need no
+// second root.
+struct JValue {
+  std::variant<colors::Value, colors::List, colors::Map, colors::Set, colors::Object> v;
+  std::uint64_t gen;
+  colors::TypeKind kind;
+
+  explicit JValue(colors::Value&& val);
+  ~JValue();
+  JValue(const JValue&) = delete;
+  JValue& operator=(const JValue&) = delete;
+  const colors::Value& value() const;
+  void check() const;  // NotAttachedError when the proxy outlived its attachment
+  colors::List& list();
+  colors::Map& map();
+  colors::Set& set();
+  colors::Object& object();
+};
+
+// ---- errors ----
+// Thrown inside natives when a Java exception is already pending (a failed JNI call or upcall):
+// the guard returns at once and Java sees that exception.
+struct JavaPending {};
+// Thrown inside natives to raise a specific Java exception class (e.g. IndexOutOfBoundsException).
+struct JavaThrow {
+  jclass cls;  // global ref
+  std::string message;
+};
+void throw_java(JNIEnv* env, const colors::Error& e);  // the org.colors exception for e.code()
+void check_pending(JNIEnv* env);                          // throws JavaPending if an exception is pending
+
+// Runs f() and converts every C++ exception into the matching pending Java exception, returning
+// `fail` in that case. Every native goes through it: no C++ exception crosses into the JVM.
+template <class R, class F>
+R guarded(JNIEnv* env, R fail, F&& f) {
+  try {
+    return f();
+  } catch (const colors::Error& e) {
+    throw_java(env, e);
+  } catch (const JavaPending&) {
+  } catch (const JavaThrow& t) {
+    env->ThrowNew(t.cls, t.message.c_str());
+  } catch (const std::bad_alloc&) {
+    env->ThrowNew(env->FindClass("java/lang/OutOfMemoryError"), "native allocation failed in libcolors_jni");
+  } catch (const std::exception& e) {
+    throw_java(env, colors::Error(colors::ErrorCode::kGeneric, e.what()));
+  }
+  return fail;
+}
+template <class F>
+void guarded_void(JNIEnv* env, F&& f) {
+  guarded<int>(env, 0, [&] {
+    f();
+    return 0;
+  });
+}
+
+// ---- cached classes and members (jni_module.cpp, resolved in JNI_OnLoad) ----
+struct Cache {
+  jclass long_cls, double_cls, boolean_cls, string_cls, object_cls, ioobe_cls, proxies_cls, thread_cls;
+  jmethodID long_value_of, double_value_of, wrap, thread_interrupted;
+  jobject boolean_true, boolean_false;
+  jfieldID handle_ptr;
+};
+extern Cache g;
+
+JValue* jvalue_of(JNIEnv* env, jobject handle);  // the JValue of an org.colors.Handle (checked)
+
+// ---- conversions (jni_values.cpp) ----
+// A decoded argument: either a fresh Value (scalars, strings, binaries) or a borrowed reference to
+// the Value of a Handle (no second root).
+class Arg {
+ public:
+  Arg() = default;
+  explicit Arg(colors::Value&& v) : owned_(std::move(v)) {}
+  explicit Arg(const colors::Value* borrowed) : borrowed_(borrowed) {}
+  const colors::Value& get() const { return borrowed_ ? *borrowed_ : owned_; }
+
+ private:
+  colors::Value owned_;
+  const colors::Value* borrowed_ = nullptr;
+};
+Arg decode(JNIEnv* env, jint tag, jlong bits, jobject obj);
+// Shared -> Java: null, Long, Double, Boolean, String, byte[], or a proxy (identity-cached).
+jobject to_java(JNIEnv* env, colors::Value&& v);
+jobjectArray to_java_array(JNIEnv* env, std::vector<colors::Value>&& items);
+// UTF-16 (Java) <-> UTF-8 (shared). Lone surrogates are refused (InvalidArgumentError).
+std::string java_to_utf8(JNIEnv* env, jstring s);
+jstring utf8_to_java(JNIEnv* env, std::string_view s);
+
+// ---- blocking calls (jni_sync.cpp) ----
+// Installs this thread's interrupt hook (once per thread): libshared's blocking waits then call
+// Thread.interrupted() every 50 ms and throw InterruptedError when it returns true.
+void prepare_blocking(JNIEnv* env);
+
+// ---- registration ----
+void register_natives(JNIEnv* env, jclass native_cls);
+
+}  // namespace colors_jni

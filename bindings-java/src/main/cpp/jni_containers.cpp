@@ -1,0 +1,278 @@
+// The primitive operations of shared lists, maps and sets. org.colors.SharedList/SharedMap/SharedSet
+// build the full java.util contracts on these. Index errors of lists are raised as
+// java.lang.IndexOutOfBoundsException (the java.util.List contract), with Java's own message.
+#include <vector>
+
+#include "jni_common.hpp"
+
+namespace colors_jni {
+
+namespace {
+
+#define N(name, sig, fn) \
+  { const_cast<char*>(name), const_cast<char*>(sig), reinterpret_cast<void*>(&fn) }
+
+[[noreturn]] void index_error(std::int64_t i, std::size_t n) {
+  throw JavaThrow{g.ioobe_cls, "Index " + std::to_string(i) + " out of bounds for length " + std::to_string(n)};
+}
+
+std::size_t checked_index(colors::List& l, jint i) {
+  std::size_t n = l.size();
+  if (i < 0 || static_cast<std::size_t>(i) >= n) index_error(i, n);
+  return static_cast<std::size_t>(i);
+}
+
+jint JNICALL n_size(JNIEnv* env, jclass, jobject h) {
+  return guarded<jint>(env, 0, [&]() -> jint {
+    JValue* r = jvalue_of(env, h);
+    std::size_t n;
+    switch (r->kind) {
+      case colors::TypeKind::kList: n = r->list().size(); break;
+      case colors::TypeKind::kMap: n = r->map().size(); break;
+      case colors::TypeKind::kSet: n = r->set().size(); break;
+      default: throw colors::TypeMismatchError("this shared object has no size");
+    }
+    return n > 0x7fffffff ? 0x7fffffff : static_cast<jint>(n);
+  });
+}
+
+void JNICALL n_clear(JNIEnv* env, jclass, jobject h) {
+  guarded_void(env, [&] {
+    JValue* r = jvalue_of(env, h);
+    switch (r->kind) {
+      case colors::TypeKind::kList: r->list().clear(); break;
+      case colors::TypeKind::kMap: r->map().clear(); break;
+      case colors::TypeKind::kSet: r->set().clear(); break;
+      default: throw colors::TypeMismatchError("this shared object is not a container");
+    }
+  });
+}
+
+// ---- list ----
+
+jobject JNICALL n_list_get(JNIEnv* env, jclass, jobject h, jint i) {
+  return guarded<jobject>(env, nullptr, [&] {
+    colors::List& l = jvalue_of(env, h)->list();
+    return to_java(env, l.get(checked_index(l, i)));
+  });
+}
+
+jobject JNICALL n_list_set(JNIEnv* env, jclass, jobject h, jint i, jint tag, jlong bits, jobject obj) {
+  return guarded<jobject>(env, nullptr, [&] {
+    colors::List& l = jvalue_of(env, h)->list();
+    Arg v = decode(env, tag, bits, obj);
+    std::size_t at = checked_index(l, i);
+    colors::Value old = l.get(at);
+    l.set(at, v.get());
+    return to_java(env, std::move(old));
+  });
+}
+
+void JNICALL n_list_add(JNIEnv* env, jclass, jobject h, jint tag, jlong bits, jobject obj) {
+  guarded_void(env, [&] {
+    colors::List& l = jvalue_of(env, h)->list();
+    Arg v = decode(env, tag, bits, obj);
+    l.append(v.get());
+  });
+}
+
+void JNICALL n_list_insert(JNIEnv* env, jclass, jobject h, jint i, jint tag, jlong bits, jobject obj) {
+  guarded_void(env, [&] {
+    colors::List& l = jvalue_of(env, h)->list();
+    Arg v = decode(env, tag, bits, obj);
+    std::size_t n = l.size();
+    if (i < 0 || static_cast<std::size_t>(i) > n) index_error(i, n);
+    l.insert(static_cast<std::size_t>(i), v.get());
+  });
+}
+
+jobject JNICALL n_list_remove(JNIEnv* env, jclass, jobject h, jint i) {
+  return guarded<jobject>(env, nullptr, [&] {
+    colors::List& l = jvalue_of(env, h)->list();
+    return to_java(env, l.erase(checked_index(l, i)));
+  });
+}
+
+jobjectArray JNICALL n_list_items(JNIEnv* env, jclass, jobject h) {
+  return guarded<jobjectArray>(env, nullptr, [&] { return to_java_array(env, jvalue_of(env, h)->list().items()); });
+}
+
+// Index of the first (last) element equal to the value under the language-neutral equality, -1.
+jint JNICALL n_list_index_of(JNIEnv* env, jclass, jobject h, jint tag, jlong bits, jobject obj, jboolean last) {
+  return guarded<jint>(env, -1, [&]() -> jint {
+    colors::List& l = jvalue_of(env, h)->list();
+    Arg v = decode(env, tag, bits, obj);
+    std::vector<colors::Value> items = l.items();
+    const jint n = static_cast<jint>(items.size());
+    if (last) {
+      for (jint i = n - 1; i >= 0; --i)
+        if (items[static_cast<std::size_t>(i)].equals(v.get())) return i;
+    } else {
+      for (jint i = 0; i < n; ++i)
+        if (items[static_cast<std::size_t>(i)].equals(v.get())) return i;
+    }
+    return -1;
+  });
+}
+
+// Replaces elements [from, from + values.length) and appends the rest; then truncates to newSize
+// (used by sort/replaceAll/bulk operations after their values were checked).
+void JNICALL n_list_replace(JNIEnv* env, jclass, jobject h, jintArray tags, jlongArray bits, jobjectArray objs) {
+  guarded_void(env, [&] {
+    colors::List& l = jvalue_of(env, h)->list();
+    const jsize k = env->GetArrayLength(tags);
+    std::vector<jint> t(static_cast<std::size_t>(k));
+    std::vector<jlong> b(static_cast<std::size_t>(k));
+    if (k > 0) {
+      env->GetIntArrayRegion(tags, 0, k, t.data());
+      env->GetLongArrayRegion(bits, 0, k, b.data());
+    }
+    check_pending(env);
+    std::vector<Arg> vals;
+    vals.reserve(static_cast<std::size_t>(k));
+    for (jsize i = 0; i < k; ++i) {
+      jobject o = env->GetObjectArrayElement(objs, i);
+      check_pending(env);
+      vals.push_back(decode(env, t[static_cast<std::size_t>(i)], b[static_cast<std::size_t>(i)], o));
+      if (o != nullptr) env->DeleteLocalRef(o);
+    }
+    std::size_t n = l.size();
+    std::size_t kk = vals.size();
+    std::size_t common = std::min(n, kk);
+    for (std::size_t i = 0; i < common; ++i) l.set(i, vals[i].get());
+    for (std::size_t i = common; i < kk; ++i) l.append(vals[i].get());
+    for (std::size_t i = n; i > kk; --i) l.erase(i - 1);
+  });
+}
+
+// ---- map ----
+
+jobject JNICALL n_map_get(JNIEnv* env, jclass, jobject h, jint tag, jlong bits, jobject obj) {
+  return guarded<jobject>(env, nullptr, [&]() -> jobject {
+    colors::Map& m = jvalue_of(env, h)->map();
+    Arg k = decode(env, tag, bits, obj);
+    std::optional<colors::Value> v = m.get(k.get());
+    if (!v) return nullptr;
+    return to_java(env, std::move(*v));
+  });
+}
+
+jboolean JNICALL n_map_contains(JNIEnv* env, jclass, jobject h, jint tag, jlong bits, jobject obj) {
+  return guarded<jboolean>(env, JNI_FALSE, [&] {
+    colors::Map& m = jvalue_of(env, h)->map();
+    Arg k = decode(env, tag, bits, obj);
+    return m.contains(k.get()) ? JNI_TRUE : JNI_FALSE;
+  });
+}
+
+jobject JNICALL n_map_put(JNIEnv* env, jclass, jobject h, jint kt, jlong kb, jobject ko, jint vt, jlong vb,
+                          jobject vo) {
+  return guarded<jobject>(env, nullptr, [&]() -> jobject {
+    colors::Map& m = jvalue_of(env, h)->map();
+    Arg k = decode(env, kt, kb, ko);
+    Arg v = decode(env, vt, vb, vo);
+    std::optional<colors::Value> old = m.get(k.get());
+    m.put(k.get(), v.get());
+    if (!old) return nullptr;
+    return to_java(env, std::move(*old));
+  });
+}
+
+jobject JNICALL n_map_remove(JNIEnv* env, jclass, jobject h, jint tag, jlong bits, jobject obj) {
+  return guarded<jobject>(env, nullptr, [&]() -> jobject {
+    colors::Map& m = jvalue_of(env, h)->map();
+    Arg k = decode(env, tag, bits, obj);
+    std::optional<colors::Value> old = m.get(k.get());
+    if (!old) return nullptr;
+    m.remove(k.get());
+    return to_java(env, std::move(*old));
+  });
+}
+
+// Keys and values interleaved: k0, v0, k1, v1, ...
+jobjectArray JNICALL n_map_items(JNIEnv* env, jclass, jobject h) {
+  return guarded<jobjectArray>(env, nullptr, [&] {
+    auto items = jvalue_of(env, h)->map().items();
+    std::vector<colors::Value> flat;
+    flat.reserve(items.size() * 2);
+    for (auto& kv : items) {
+      flat.push_back(std::move(kv.first));
+      flat.push_back(std::move(kv.second));
+    }
+    return to_java_array(env, std::move(flat));
+  });
+}
+
+// ---- set ----
+
+jboolean JNICALL n_set_contains(JNIEnv* env, jclass, jobject h, jint tag, jlong bits, jobject obj) {
+  return guarded<jboolean>(env, JNI_FALSE, [&] {
+    colors::Set& s = jvalue_of(env, h)->set();
+    Arg k = decode(env, tag, bits, obj);
+    return s.contains(k.get()) ? JNI_TRUE : JNI_FALSE;
+  });
+}
+
+jboolean JNICALL n_set_add(JNIEnv* env, jclass, jobject h, jint tag, jlong bits, jobject obj) {
+  return guarded<jboolean>(env, JNI_FALSE, [&] {
+    colors::Set& s = jvalue_of(env, h)->set();
+    Arg k = decode(env, tag, bits, obj);
+    return s.add(k.get()) ? JNI_TRUE : JNI_FALSE;
+  });
+}
+
+jboolean JNICALL n_set_remove(JNIEnv* env, jclass, jobject h, jint tag, jlong bits, jobject obj) {
+  return guarded<jboolean>(env, JNI_FALSE, [&] {
+    colors::Set& s = jvalue_of(env, h)->set();
+    Arg k = decode(env, tag, bits, obj);
+    return s.remove(k.get()) ? JNI_TRUE : JNI_FALSE;
+  });
+}
+
+jobjectArray JNICALL n_set_items(JNIEnv* env, jclass, jobject h) {
+  return guarded<jobjectArray>(env, nullptr, [&] { return to_java_array(env, jvalue_of(env, h)->set().items()); });
+}
+
+constexpr const char* kH = "Lorg/colors/Handle;";
+
+}  // namespace
+
+void add_containers_natives(std::vector<JNINativeMethod>& out) {
+  static const std::string h = kH;
+  static const std::string val = "IJLjava/lang/Object;";
+  static const std::string s_size = "(" + h + ")I";
+  static const std::string s_clear = "(" + h + ")V";
+  static const std::string s_lget = "(" + h + "I)Ljava/lang/Object;";
+  static const std::string s_lset = "(" + h + "I" + val + ")Ljava/lang/Object;";
+  static const std::string s_ladd = "(" + h + val + ")V";
+  static const std::string s_lins = "(" + h + "I" + val + ")V";
+  static const std::string s_items = "(" + h + ")[Ljava/lang/Object;";
+  static const std::string s_lidx = "(" + h + val + "Z)I";
+  static const std::string s_lrep = "(" + h + "[I[J[Ljava/lang/Object;)V";
+  static const std::string s_kget = "(" + h + val + ")Ljava/lang/Object;";
+  static const std::string s_kbool = "(" + h + val + ")Z";
+  static const std::string s_mput = "(" + h + val + val + ")Ljava/lang/Object;";
+  out.insert(out.end(), {
+      N("size", s_size.c_str(), n_size),
+      N("clear", s_clear.c_str(), n_clear),
+      N("listGet", s_lget.c_str(), n_list_get),
+      N("listSet", s_lset.c_str(), n_list_set),
+      N("listAdd", s_ladd.c_str(), n_list_add),
+      N("listInsert", s_lins.c_str(), n_list_insert),
+      N("listRemove", s_lget.c_str(), n_list_remove),
+      N("listItems", s_items.c_str(), n_list_items),
+      N("listIndexOf", s_lidx.c_str(), n_list_index_of),
+      N("listReplace", s_lrep.c_str(), n_list_replace),
+      N("mapGet", s_kget.c_str(), n_map_get),
+      N("mapContains", s_kbool.c_str(), n_map_contains),
+      N("mapPut", s_mput.c_str(), n_map_put),
+      N("mapRemove", s_kget.c_str(), n_map_remove),
+      N("mapItems", s_items.c_str(), n_map_items),
+      N("setContains", s_kbool.c_str(), n_set_contains),
+      N("setAdd", s_kbool.c_str(), n_set_add),
+      N("setRemove", s_kbool.c_str(), n_set_remove),
+      N("setItems", s_items.c_str(), n_set_items),
+  });
+}
+
+}  // namespace colors_jni

@@ -1,0 +1,184 @@
+// User objects and shared classes: field access by name, schema evolution, class versions.
+// Class versions are immutable records in the classes space; Java holds them as their address
+// (a long) together with the attachment generation they belong to (org.colors.SharedType).
+#include <vector>
+
+#include "jni_common.hpp"
+
+namespace colors_jni {
+
+namespace {
+
+#define N(name, sig, fn) \
+  { const_cast<char*>(name), const_cast<char*>(sig), reinterpret_cast<void*>(&fn) }
+
+colors::Class cls_of(jlong p) {
+  if (p == 0) throw colors::InvalidArgumentError("no class");
+  if (!colors::is_attached()) throw colors::NotAttachedError("not attached to a colors server");
+  return colors::Class(reinterpret_cast<const colors::detail::ClassRecord*>(static_cast<std::intptr_t>(p)));
+}
+
+jlong cls_ptr(const colors::Class& c) {
+  return static_cast<jlong>(reinterpret_cast<std::intptr_t>(c.record()));
+}
+
+jlongArray ptr_array(JNIEnv* env, const std::vector<colors::Class>& v) {
+  std::vector<jlong> p;
+  p.reserve(v.size());
+  for (const auto& c : v) p.push_back(cls_ptr(c));
+  jlongArray a = env->NewLongArray(static_cast<jsize>(p.size()));
+  check_pending(env);
+  if (!p.empty()) env->SetLongArrayRegion(a, 0, static_cast<jsize>(p.size()), p.data());
+  return a;
+}
+
+jlong JNICALL n_class_of(JNIEnv* env, jclass, jobject h) {
+  return guarded<jlong>(env, 0, [&] { return cls_ptr(colors::class_of(jvalue_of(env, h)->value())); });
+}
+
+jstring JNICALL n_class_name(JNIEnv* env, jclass, jlong p) {
+  return guarded<jstring>(env, nullptr, [&] { return utf8_to_java(env, cls_of(p).name()); });
+}
+
+jint JNICALL n_class_version(JNIEnv* env, jclass, jlong p) {
+  return guarded<jint>(env, 0, [&] { return static_cast<jint>(cls_of(p).version()); });
+}
+
+jint JNICALL n_class_kind(JNIEnv* env, jclass, jlong p) {
+  return guarded<jint>(env, 0, [&] { return static_cast<jint>(cls_of(p).kind()); });
+}
+
+// name0, kind0 (Integer), className0, slot0 (Integer), name1, ...
+jobjectArray JNICALL n_class_fields(JNIEnv* env, jclass, jlong p) {
+  return guarded<jobjectArray>(env, nullptr, [&] {
+    std::vector<colors::FieldDesc> f = cls_of(p).fields();
+    jobjectArray a = env->NewObjectArray(static_cast<jsize>(f.size() * 4), g.object_cls, nullptr);
+    check_pending(env);
+    jclass int_cls = env->FindClass("java/lang/Integer");
+    check_pending(env);
+    jmethodID int_of = env->GetStaticMethodID(int_cls, "valueOf", "(I)Ljava/lang/Integer;");
+    check_pending(env);
+    for (std::size_t i = 0; i < f.size(); ++i) {
+      auto at = static_cast<jsize>(i * 4);
+      jobject name = utf8_to_java(env, f[i].name);
+      jobject kind = env->CallStaticObjectMethod(int_cls, int_of, static_cast<jint>(f[i].type));
+      check_pending(env);
+      jobject cname = utf8_to_java(env, f[i].class_name);
+      jobject slot = env->CallStaticObjectMethod(int_cls, int_of, static_cast<jint>(f[i].slot));
+      check_pending(env);
+      env->SetObjectArrayElement(a, at, name);
+      env->SetObjectArrayElement(a, at + 1, kind);
+      env->SetObjectArrayElement(a, at + 2, cname);
+      env->SetObjectArrayElement(a, at + 3, slot);
+      env->DeleteLocalRef(name);
+      env->DeleteLocalRef(kind);
+      env->DeleteLocalRef(cname);
+      env->DeleteLocalRef(slot);
+    }
+    env->DeleteLocalRef(int_cls);
+    return a;
+  });
+}
+
+jlongArray JNICALL n_class_versions(JNIEnv* env, jclass, jlong p) {
+  return guarded<jlongArray>(env, nullptr, [&] { return ptr_array(env, cls_of(p).versions()); });
+}
+
+jlongArray JNICALL n_class_versions_by_name(JNIEnv* env, jclass, jstring name) {
+  return guarded<jlongArray>(env, nullptr, [&] { return ptr_array(env, colors::class_versions(java_to_utf8(env, name))); });
+}
+
+jlong JNICALL n_define_class(JNIEnv* env, jclass, jstring name, jobjectArray names, jintArray kinds,
+                             jobjectArray class_names) {
+  return guarded<jlong>(env, 0, [&] {
+    const jsize n = env->GetArrayLength(names);
+    if (env->GetArrayLength(kinds) != n || env->GetArrayLength(class_names) != n)
+      throw colors::InvalidArgumentError("defineClass: arrays of different lengths");
+    std::vector<jint> k(static_cast<std::size_t>(n));
+    if (n > 0) env->GetIntArrayRegion(kinds, 0, n, k.data());
+    check_pending(env);
+    std::vector<colors::FieldSpec> specs;
+    specs.reserve(static_cast<std::size_t>(n));
+    for (jsize i = 0; i < n; ++i) {
+      auto fname = static_cast<jstring>(env->GetObjectArrayElement(names, i));
+      auto cname = static_cast<jstring>(env->GetObjectArrayElement(class_names, i));
+      check_pending(env);
+      colors::FieldSpec s;
+      s.name = java_to_utf8(env, fname);
+      s.type = static_cast<colors::TypeKind>(k[static_cast<std::size_t>(i)]);
+      if (cname != nullptr) s.class_name = java_to_utf8(env, cname);
+      specs.push_back(std::move(s));
+      env->DeleteLocalRef(fname);
+      if (cname != nullptr) env->DeleteLocalRef(cname);
+    }
+    return cls_ptr(colors::define_class(java_to_utf8(env, name), specs));
+  });
+}
+
+jobject JNICALL n_new_object(JNIEnv* env, jclass, jlong p) {
+  return guarded<jobject>(env, nullptr, [&] { return to_java(env, colors::new_object(cls_of(p))); });
+}
+
+jboolean JNICALL n_obj_has(JNIEnv* env, jclass, jobject h, jstring name) {
+  return guarded<jboolean>(env, JNI_FALSE, [&] {
+    colors::Object& o = jvalue_of(env, h)->object();
+    return o.has_field(java_to_utf8(env, name)) ? JNI_TRUE : JNI_FALSE;
+  });
+}
+
+jobject JNICALL n_obj_get(JNIEnv* env, jclass, jobject h, jstring name) {
+  return guarded<jobject>(env, nullptr, [&] {
+    colors::Object& o = jvalue_of(env, h)->object();
+    return to_java(env, o.get(java_to_utf8(env, name)));
+  });
+}
+
+void JNICALL n_obj_set(JNIEnv* env, jclass, jobject h, jstring name, jint tag, jlong bits, jobject obj) {
+  guarded_void(env, [&] {
+    colors::Object& o = jvalue_of(env, h)->object();
+    std::string n = java_to_utf8(env, name);
+    Arg v = decode(env, tag, bits, obj);
+    o.set(n, v.get());
+  });
+}
+
+void JNICALL n_obj_add_field(JNIEnv* env, jclass, jobject h, jstring name, jint kind, jstring class_name) {
+  guarded_void(env, [&] {
+    colors::Object& o = jvalue_of(env, h)->object();
+    colors::FieldSpec s;
+    s.name = java_to_utf8(env, name);
+    s.type = static_cast<colors::TypeKind>(kind);
+    if (class_name != nullptr) s.class_name = java_to_utf8(env, class_name);
+    o.add_field(s);
+  });
+}
+
+void JNICALL n_obj_remove_field(JNIEnv* env, jclass, jobject h, jstring name) {
+  guarded_void(env, [&] {
+    colors::Object& o = jvalue_of(env, h)->object();
+    o.remove_field(java_to_utf8(env, name));
+  });
+}
+
+}  // namespace
+
+void add_objects_natives(std::vector<JNINativeMethod>& out) {
+  out.insert(out.end(), {
+      N("classOf", "(Lorg/colors/Handle;)J", n_class_of),
+      N("className", "(J)Ljava/lang/String;", n_class_name),
+      N("classVersion", "(J)I", n_class_version),
+      N("classKind", "(J)I", n_class_kind),
+      N("classFields", "(J)[Ljava/lang/Object;", n_class_fields),
+      N("classVersions", "(J)[J", n_class_versions),
+      N("classVersionsByName", "(Ljava/lang/String;)[J", n_class_versions_by_name),
+      N("defineClass", "(Ljava/lang/String;[Ljava/lang/String;[I[Ljava/lang/String;)J", n_define_class),
+      N("newObject", "(J)Ljava/lang/Object;", n_new_object),
+      N("objHas", "(Lorg/colors/Handle;Ljava/lang/String;)Z", n_obj_has),
+      N("objGet", "(Lorg/colors/Handle;Ljava/lang/String;)Ljava/lang/Object;", n_obj_get),
+      N("objSet", "(Lorg/colors/Handle;Ljava/lang/String;IJLjava/lang/Object;)V", n_obj_set),
+      N("objAddField", "(Lorg/colors/Handle;Ljava/lang/String;ILjava/lang/String;)V", n_obj_add_field),
+      N("objRemoveField", "(Lorg/colors/Handle;Ljava/lang/String;)V", n_obj_remove_field),
+  });
+}
+
+}  // namespace colors_jni

@@ -1,0 +1,234 @@
+// Blocking calls: the interrupt hook, repositories, channels and monitors.
+#include <string>
+#include <vector>
+
+#include "jni_common.hpp"
+#include "monitor.hpp"
+#include "segment.hpp"
+#include "session.hpp"
+
+namespace colors_jni {
+
+// ---- interrupts ----
+//
+// libshared's blocking waits wake every kInterruptSliceNs (50 ms) and call this thread's hook. The
+// hook runs on the blocked Java thread itself, inside its native call, so the JNIEnv of that call is
+// valid: it calls Thread.interrupted() (which clears the flag, as any Java method throwing
+// InterruptedException does) and, if it was set, the wait throws InterruptedError, which becomes
+// org.colors.SharedInterruptedException.
+
+namespace {
+
+thread_local JNIEnv* t_env = nullptr;
+
+bool interrupt_hook() {
+  JNIEnv* env = t_env;
+  if (env == nullptr || env->ExceptionCheck()) return false;
+  jboolean r = env->CallStaticBooleanMethod(g.thread_cls, g.thread_interrupted);
+  if (env->ExceptionCheck()) {
+    env->ExceptionClear();
+    return false;
+  }
+  return r == JNI_TRUE;
+}
+
+}  // namespace
+
+void prepare_blocking(JNIEnv* env) {
+  if (t_env != env) {
+    // A JNIEnv belongs to one thread for as long as that thread is attached to the JVM.
+    t_env = env;
+    colors::detail::set_interrupt_hook(&interrupt_hook);
+  }
+}
+
+namespace {
+
+#define N(name, sig, fn) \
+  { const_cast<char*>(name), const_cast<char*>(sig), reinterpret_cast<void*>(&fn) }
+
+// Repository and channel records live in the classes space (immortal). The native structs below
+// are created once per name by org.colors (which caches them by name) and never freed; they are
+// re-resolved after a detach/attach.
+
+struct JRepo {
+  std::string name;
+  colors::Repository rec;
+  std::uint64_t gen = ~0ULL;
+
+  colors::Repository& get() {
+    const std::uint64_t cur = g_generation.load(std::memory_order_acquire);
+    if (gen != cur || !colors::is_attached()) {
+      rec = colors::repository(name);
+      gen = cur;
+    }
+    return rec;
+  }
+};
+
+struct JChan {
+  std::string name;
+  std::uint32_t capacity;
+  colors::Channel ch;
+  std::uint64_t gen = ~0ULL;
+
+  colors::Channel& get() {
+    const std::uint64_t cur = g_generation.load(std::memory_order_acquire);
+    if (gen != cur || !colors::is_attached()) {
+      ch = colors::channel(name, capacity);
+      gen = cur;
+    }
+    return ch;
+  }
+};
+
+template <class T>
+T* from_ptr(jlong p) {
+  return reinterpret_cast<T*>(static_cast<std::intptr_t>(p));
+}
+template <class T>
+jlong to_ptr(T* p) {
+  return static_cast<jlong>(reinterpret_cast<std::intptr_t>(p));
+}
+
+jlong JNICALL n_repo_find(JNIEnv* env, jclass, jstring name) {
+  return guarded<jlong>(env, 0, [&] {
+    auto r = std::make_unique<JRepo>();
+    r->name = java_to_utf8(env, name);
+    r->get();  // creates it, checks the name
+    return to_ptr(r.release());
+  });
+}
+
+jobject JNICALL n_repo_get(JNIEnv* env, jclass, jlong p) {
+  return guarded<jobject>(env, nullptr, [&] { return to_java(env, from_ptr<JRepo>(p)->get().get()); });
+}
+
+void JNICALL n_repo_set(JNIEnv* env, jclass, jlong p, jint tag, jlong bits, jobject obj) {
+  guarded_void(env, [&] {
+    colors::Repository& r = from_ptr<JRepo>(p)->get();
+    Arg v = decode(env, tag, bits, obj);
+    r.set(v.get());
+  });
+}
+
+jlong JNICALL n_repo_address(JNIEnv* env, jclass, jlong p) {
+  return guarded<jlong>(env, 0, [&] {
+    return static_cast<jlong>(reinterpret_cast<std::uintptr_t>(from_ptr<JRepo>(p)->get().address()));
+  });
+}
+
+jlong JNICALL n_chan_find(JNIEnv* env, jclass, jstring name, jint capacity) {
+  return guarded<jlong>(env, 0, [&] {
+    if (capacity < 1) throw colors::InvalidArgumentError("channel capacity must be >= 1, got " + std::to_string(capacity));
+    auto c = std::make_unique<JChan>();
+    c->name = java_to_utf8(env, name);
+    c->capacity = static_cast<std::uint32_t>(capacity);
+    c->get();
+    return to_ptr(c.release());
+  });
+}
+
+jint JNICALL n_chan_capacity(JNIEnv* env, jclass, jlong p) {
+  return guarded<jint>(env, 0, [&] { return static_cast<jint>(from_ptr<JChan>(p)->get().capacity()); });
+}
+
+jboolean JNICALL n_chan_send(JNIEnv* env, jclass, jlong p, jint tag, jlong bits, jobject obj, jlong timeout_ms) {
+  return guarded<jboolean>(env, JNI_FALSE, [&] {
+    colors::Channel& ch = from_ptr<JChan>(p)->get();
+    if (tag == kTagNull) throw colors::InvalidArgumentError("null cannot be sent through a channel (it marks an empty slot)");
+    Arg v = decode(env, tag, bits, obj);
+    if (timeout_ms != 0) prepare_blocking(env);
+    return ch.send(v.get(), timeout_ms) ? JNI_TRUE : JNI_FALSE;
+  });
+}
+
+// Returns the value, or null on timeout (null is never sent).
+jobject JNICALL n_chan_receive(JNIEnv* env, jclass, jlong p, jlong timeout_ms) {
+  return guarded<jobject>(env, nullptr, [&]() -> jobject {
+    colors::Channel& ch = from_ptr<JChan>(p)->get();
+    if (timeout_ms != 0) prepare_blocking(env);
+    std::optional<colors::Value> v = ch.receive(timeout_ms);
+    if (!v) return nullptr;
+    return to_java(env, std::move(*v));
+  });
+}
+
+// ---- monitors ----
+// The monitor of a shared object is keyed by its address (the raw word, as in colors::Monitor and
+// the Python binding); a repository's by its record's address. Java keeps the object reachable
+// (hence rooted) while it holds the monitor.
+
+colors::detail::Metadata* meta() {
+  colors::detail::Metadata* m = colors::detail::current_meta();
+  colors::detail::check_server_state(m);
+  return m;
+}
+
+const void* addr(jlong a) {
+  if (a == 0) throw colors::InvalidArgumentError("no monitor address");
+  return reinterpret_cast<const void*>(static_cast<std::uintptr_t>(a));
+}
+
+std::int64_t to_ns(jlong ms) {
+  if (ms < 0) return -1;
+  if (ms > INT64_MAX / 1000000) return -1;
+  return static_cast<std::int64_t>(ms) * 1000000;
+}
+
+jboolean JNICALL n_monitor_enter(JNIEnv* env, jclass, jlong a, jlong timeout_ms) {
+  return guarded<jboolean>(env, JNI_FALSE, [&] {
+    colors::detail::Metadata* m = meta();
+    prepare_blocking(env);
+    return colors::detail::monitor_enter(m, addr(a), to_ns(timeout_ms)) ? JNI_TRUE : JNI_FALSE;
+  });
+}
+
+void JNICALL n_monitor_exit(JNIEnv* env, jclass, jlong a) {
+  guarded_void(env, [&] { colors::detail::monitor_exit(meta(), addr(a)); });
+}
+
+jboolean JNICALL n_monitor_wait(JNIEnv* env, jclass, jlong a, jlong timeout_ms) {
+  return guarded<jboolean>(env, JNI_FALSE, [&] {
+    colors::detail::Metadata* m = meta();
+    prepare_blocking(env);
+    return colors::detail::monitor_wait(m, addr(a), to_ns(timeout_ms)) ? JNI_TRUE : JNI_FALSE;
+  });
+}
+
+void JNICALL n_monitor_notify_all(JNIEnv* env, jclass, jlong a) {
+  guarded_void(env, [&] { colors::detail::monitor_notify_all(meta(), addr(a)); });
+}
+
+jboolean JNICALL n_monitor_held(JNIEnv* env, jclass, jlong a) {
+  return guarded<jboolean>(env, JNI_FALSE, [&] {
+    return colors::detail::monitor_held_by_me(meta(), addr(a)) ? JNI_TRUE : JNI_FALSE;
+  });
+}
+
+jlong JNICALL n_raw(JNIEnv* env, jclass, jobject h) {
+  return guarded<jlong>(env, 0, [&] { return static_cast<jlong>(jvalue_of(env, h)->value().raw()); });
+}
+
+}  // namespace
+
+void add_sync_natives(std::vector<JNINativeMethod>& out) {
+  out.insert(out.end(), {
+      N("repoFind", "(Ljava/lang/String;)J", n_repo_find),
+      N("repoGet", "(J)Ljava/lang/Object;", n_repo_get),
+      N("repoSet", "(JIJLjava/lang/Object;)V", n_repo_set),
+      N("repoAddress", "(J)J", n_repo_address),
+      N("chanFind", "(Ljava/lang/String;I)J", n_chan_find),
+      N("chanCapacity", "(J)I", n_chan_capacity),
+      N("chanSend", "(JIJLjava/lang/Object;J)Z", n_chan_send),
+      N("chanReceive", "(JJ)Ljava/lang/Object;", n_chan_receive),
+      N("monitorEnter", "(JJ)Z", n_monitor_enter),
+      N("monitorExit", "(J)V", n_monitor_exit),
+      N("monitorWait", "(JJ)Z", n_monitor_wait),
+      N("monitorNotifyAll", "(J)V", n_monitor_notify_all),
+      N("monitorHeld", "(J)Z", n_monitor_held),
+      N("raw", "(Lorg/colors/Handle;)J", n_raw),
+  });
+}
+
+}  // namespace colors_jni

@@ -1,0 +1,87 @@
+package org.colors;
+
+import java.lang.reflect.Array;
+import java.util.ArrayDeque;
+import java.util.Collection;
+import java.util.IdentityHashMap;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * The deep copy of {@link SharedMemory#copyToSharedMemory(Object)}: each private container gets
+ * its (empty) shared copy when first met, is memoised by identity and queued; queued containers are
+ * then filled. Sharing and cycles of the private graph are preserved, and deep graphs need no
+ * recursion. The memo holds the proxies, so everything copied so far stays rooted.
+ */
+final class Copier {
+  private final IdentityHashMap<Object, Object> memo = new IdentityHashMap<>();
+  private final ArrayDeque<Object[]> work = new ArrayDeque<>();
+
+  Object run(Object root) {
+    Object result = convert(root);
+    while (!work.isEmpty()) {
+      Object[] item = work.pop();
+      fill(item[0], item[1]);
+    }
+    if (Codec.tagOrNone(result) == Codec.REF) return result;
+    return SharedMemory.roundTrip(result);  // a scalar root: the value as it reads back
+  }
+
+  /** The storable value standing for {@code x}: x itself for scalars and proxies, else the copy. */
+  private Object convert(Object x) {
+    int t = Codec.tagOrNone(x);
+    if (t != Codec.NONE) return x;
+    Object found = memo.get(x);
+    if (found != null) return found;
+    int kind;
+    int n;
+    if (x instanceof Set) {
+      kind = Proxies.SET;
+      n = ((Set<?>) x).size();
+    } else if (x instanceof Collection) {
+      kind = Proxies.LIST;
+      n = ((Collection<?>) x).size();
+    } else if (x instanceof Map) {
+      kind = Proxies.MAP;
+      n = ((Map<?, ?>) x).size();
+    } else if (x.getClass().isArray()) {
+      kind = Proxies.LIST;
+      n = Array.getLength(x);
+    } else {
+      throw new TypeMismatchException("copyToSharedMemory(): cannot copy an object of class " + x.getClass().getName()
+          + " to shared memory: supported are null, Boolean, Byte, Short, Integer, Long, Character, Float, Double,"
+          + " String, byte[], arrays, Collections (Lists, Sets, ...), Maps and shared objects");
+    }
+    Object shared = Native.newContainer(kind, n);
+    memo.put(x, shared);
+    work.push(new Object[] {x, shared});
+    return shared;
+  }
+
+  private void fill(Object x, Object shared) {
+    if (x instanceof Map) {
+      SharedMap m = (SharedMap) shared;
+      Object[] entries = ((Map<?, ?>) x).entrySet().toArray();  // snapshot
+      for (Object o : entries) {
+        Map.Entry<?, ?> e = (Map.Entry<?, ?>) o;
+        Object k = convert(e.getKey());
+        m.put(k, convert(e.getValue()));
+      }
+    } else if (x instanceof Set) {
+      SharedSet s = (SharedSet) shared;
+      for (Object o : ((Set<?>) x).toArray()) s.add(convert(o));
+    } else if (x instanceof Collection) {
+      SharedList l = (SharedList) shared;
+      for (Object o : ((Collection<?>) x).toArray()) l.add(convert(o));
+    } else {
+      SharedList l = (SharedList) shared;
+      int n = Array.getLength(x);
+      if (x instanceof Object[]) {
+        Object[] a = (Object[]) x;
+        for (int i = 0; i < n; i++) l.add(convert(a[i]));
+      } else {
+        for (int i = 0; i < n; i++) l.add(Array.get(x, i));  // primitives: boxed scalars
+      }
+    }
+  }
+}

@@ -1,0 +1,125 @@
+package org.colors;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+/**
+ * The natives of libcolors_jni (registered by its JNI_OnLoad) and the loading of the library.
+ *
+ * <p>The library is found through, in this order: the system property {@code colors.jni.library}
+ * (an absolute path), the environment variable {@code COLORS_JNI_LIB} (set by {@code build/env.sh}),
+ * then {@code System.loadLibrary("colors_jni")} ({@code java.library.path}).
+ *
+ * <p>Values are passed in as (tag, bits, obj) triples built by {@link Codec}; handles of shared
+ * objects as the {@link Handle} object itself, which keeps it reachable during the call.
+ */
+final class Native {
+  private Native() {}
+
+  /** System property naming the JNI library file. */
+  static final String LIBRARY_PROPERTY = "colors.jni.library";
+  /** Environment variable naming the JNI library file. */
+  static final String LIBRARY_ENV = "COLORS_JNI_LIB";
+
+  static {
+    load();
+  }
+
+  private static void load() {
+    String path = System.getProperty(LIBRARY_PROPERTY);
+    String from = "-D" + LIBRARY_PROPERTY;
+    if (path == null || path.isEmpty()) {
+      path = System.getenv(LIBRARY_ENV);
+      from = "$" + LIBRARY_ENV;
+    }
+    if (path != null && !path.isEmpty()) {
+      Path p = Path.of(path).toAbsolutePath();
+      if (!Files.isRegularFile(p)) {
+        throw new UnsatisfiedLinkError("colors: " + from + " names " + p + ", which does not exist: build it with"
+            + " `make build` (it is <build>/bindings-java/libcolors_jni.so)");
+      }
+      System.load(p.toString());
+      return;
+    }
+    try {
+      System.loadLibrary("colors_jni");
+    } catch (UnsatisfiedLinkError e) {
+      UnsatisfiedLinkError u = new UnsatisfiedLinkError("colors: the JNI library libcolors_jni.so was not found: build"
+          + " it with `make build` and source build/env.sh (sets $" + LIBRARY_ENV + "), or pass -D"
+          + LIBRARY_PROPERTY + "=/path/to/libcolors_jni.so (" + e.getMessage() + ")");
+      u.initCause(e);
+      throw u;
+    }
+  }
+
+  // ---- attachment, handles, collector (jni_module.cpp) ----
+  static native void attach(String socket);
+  static native void detach();
+  static native boolean isAttached();
+  static native void ping();
+  static native long generation();
+  static native void release(long ptr);
+  static native long liveHandles();
+  static native long[] collect(long timeoutMs);
+  static native long[] gcStats();
+  static native long[] heapStats();
+
+  // ---- values (jni_values.cpp) ----
+  static native Object newContainer(int kind, int capacity);
+  static native Object roundTrip(int tag, long bits, Object obj);
+  static native int kind(Handle h);
+  static native boolean valuesEqual(int t1, long b1, Object o1, int t2, long b2, Object o2);
+
+  // ---- containers (jni_containers.cpp) ----
+  static native int size(Handle h);
+  static native void clear(Handle h);
+  static native Object listGet(Handle h, int i);
+  static native Object listSet(Handle h, int i, int tag, long bits, Object obj);
+  static native void listAdd(Handle h, int tag, long bits, Object obj);
+  static native void listInsert(Handle h, int i, int tag, long bits, Object obj);
+  static native Object listRemove(Handle h, int i);
+  static native Object[] listItems(Handle h);
+  static native int listIndexOf(Handle h, int tag, long bits, Object obj, boolean last);
+  static native void listReplace(Handle h, int[] tags, long[] bits, Object[] objs);
+  static native Object mapGet(Handle h, int tag, long bits, Object obj);
+  static native boolean mapContains(Handle h, int tag, long bits, Object obj);
+  static native Object mapPut(Handle h, int kt, long kb, Object ko, int vt, long vb, Object vo);
+  static native Object mapRemove(Handle h, int tag, long bits, Object obj);
+  static native Object[] mapItems(Handle h);
+  static native boolean setContains(Handle h, int tag, long bits, Object obj);
+  static native boolean setAdd(Handle h, int tag, long bits, Object obj);
+  static native boolean setRemove(Handle h, int tag, long bits, Object obj);
+  static native Object[] setItems(Handle h);
+
+  // ---- repositories, channels, monitors (jni_sync.cpp) ----
+  static native long repoFind(String name);
+  static native Object repoGet(long repo);
+  static native void repoSet(long repo, int tag, long bits, Object obj);
+  static native long repoAddress(long repo);
+  static native long chanFind(String name, int capacity);
+  static native int chanCapacity(long chan);
+  static native boolean chanSend(long chan, int tag, long bits, Object obj, long timeoutMs);
+  static native Object chanReceive(long chan, long timeoutMs);
+  static native boolean monitorEnter(long address, long timeoutMs);
+  static native void monitorExit(long address);
+  static native boolean monitorWait(long address, long timeoutMs);
+  static native void monitorNotifyAll(long address);
+  static native boolean monitorHeld(long address);
+  static native long raw(Handle h);
+
+  // ---- user objects and classes (jni_objects.cpp) ----
+  static native long classOf(Handle h);
+  static native String className(long cls);
+  static native int classVersion(long cls);
+  static native int classKind(long cls);
+  static native Object[] classFields(long cls);
+  static native long[] classVersions(long cls);
+  static native long[] classVersionsByName(String name);
+  static native long defineClass(String name, String[] fieldNames, int[] kinds, String[] classNames);
+  static native Object newObject(long cls);
+  static native boolean objHas(Handle h, String field);
+  static native Object objGet(Handle h, String field);
+  static native void objSet(Handle h, String field, int tag, long bits, Object obj);
+  static native void objAddField(Handle h, String field, int kind, String className);
+  static native void objRemoveField(Handle h, String field);
+}

@@ -1,0 +1,368 @@
+package org.colors;
+
+import java.lang.reflect.Array;
+import java.util.AbstractList;
+import java.util.Arrays;
+import java.util.Collection;
+import java.util.Comparator;
+import java.util.List;
+import java.util.RandomAccess;
+import java.util.function.UnaryOperator;
+
+/**
+ * A shared list: a proxy implementing {@link List} (and {@link RandomAccess}) over a list in the
+ * shared heap, which other processes (Java, Python, C++) see and change at the same time.
+ *
+ * <p>Elements read back as {@code null}, {@code Long} (every integer), {@code Double} (every
+ * float), {@code Boolean}, {@code String}, {@code byte[]} (a private copy of a binary) or proxies
+ * ({@link SharedList}, {@link SharedMap}, {@link SharedSet}, {@link SharedObject}). Use the typed
+ * getters ({@link #getInt(int)}, ...) or {@link #toArray(Class)} to read them as narrower types:
+ * those check every value and throw {@link SharedOverflowException} rather than truncate.
+ * Storing a private scalar, String or byte[] copies it in; storing a private collection throws
+ * {@link TypeMismatchException} (call {@link SharedMemory#copyToSharedMemory(Object)}).
+ *
+ * <p>Contract: as {@link List} ({@code equals}/{@code hashCode} over the elements, so a shared list
+ * equals an {@code ArrayList} with the same elements; fail-fast iterators for changes made through
+ * this proxy; index errors are {@link IndexOutOfBoundsException}). {@link #contains},
+ * {@link #indexOf} and {@link #remove(Object)} compare scalars language-neutrally ({@code 1},
+ * {@code 1L} and {@code 1.0} are equal, as in the shared heap); other probes with
+ * {@code equals}. Operations are not atomic with respect to other processes: lock the list
+ * ({@link SharedMemory#lock(Object)}) around compound operations.
+ *
+ * <p>Instances are created by {@link SharedMemory} only; the same shared list always gives the
+ * same proxy while it is reachable.
+ */
+public final class SharedList extends AbstractList<Object> implements RandomAccess {
+  final Handle handle;
+
+  SharedList(Handle handle) {
+    this.handle = handle;
+  }
+
+  @Override
+  public Object get(int index) {
+    return Native.listGet(handle, index);
+  }
+
+  @Override
+  public int size() {
+    return Native.size(handle);
+  }
+
+  @Override
+  public Object set(int index, Object element) {
+    int t = Codec.tag(element);
+    return Native.listSet(handle, index, t, Codec.bits(element, t), Codec.obj(element, t));
+  }
+
+  @Override
+  public boolean add(Object element) {
+    int t = Codec.tag(element);
+    Native.listAdd(handle, t, Codec.bits(element, t), Codec.obj(element, t));
+    modCount++;
+    return true;
+  }
+
+  @Override
+  public void add(int index, Object element) {
+    int t = Codec.tag(element);
+    Native.listInsert(handle, index, t, Codec.bits(element, t), Codec.obj(element, t));
+    modCount++;
+  }
+
+  @Override
+  public Object remove(int index) {
+    Object old = Native.listRemove(handle, index);
+    modCount++;
+    return old;
+  }
+
+  @Override
+  public void clear() {
+    Native.clear(handle);
+    modCount++;
+  }
+
+  @Override
+  public boolean addAll(Collection<?> c) {
+    Object[] a = c.toArray();
+    for (Object o : a) Codec.tag(o);  // all storable, or nothing is added
+    for (Object o : a) add(o);
+    return a.length != 0;
+  }
+
+  @Override
+  public int indexOf(Object o) {
+    if (Codec.isScalar(o)) {
+      int t = Codec.tag(o);
+      return Native.listIndexOf(handle, t, Codec.bits(o, t), Codec.obj(o, t), false);
+    }
+    return super.indexOf(o);
+  }
+
+  @Override
+  public int lastIndexOf(Object o) {
+    if (Codec.isScalar(o)) {
+      int t = Codec.tag(o);
+      return Native.listIndexOf(handle, t, Codec.bits(o, t), Codec.obj(o, t), true);
+    }
+    return super.lastIndexOf(o);
+  }
+
+  @Override
+  public boolean contains(Object o) {
+    return indexOf(o) >= 0;
+  }
+
+  @Override
+  public boolean remove(Object o) {
+    int i = indexOf(o);
+    if (i < 0) return false;
+    remove(i);
+    return true;
+  }
+
+  /** A snapshot of the elements, read in one native call. */
+  @Override
+  public Object[] toArray() {
+    return Native.listItems(handle);
+  }
+
+  @Override
+  @SuppressWarnings("unchecked")
+  public <T> T[] toArray(T[] a) {
+    Object[] items = toArray();
+    int n = items.length;
+    T[] r = a.length >= n ? a : (T[]) Array.newInstance(a.getClass().getComponentType(), n);
+    System.arraycopy(items, 0, r, 0, n);  // ArrayStoreException for an element of another type
+    if (r.length > n) r[n] = null;
+    return r;
+  }
+
+  /**
+   * The elements as an array of {@code componentType}, each converted with the checks of the
+   * typed getters (a checked read barrier): {@code toArray(Integer.class)} throws
+   * {@link SharedOverflowException} for an element beyond the int range and
+   * {@link TypeMismatchException} for one that is not an integer.
+   *
+   * @param <T> the element type
+   * @param componentType the class of the elements (boxed types for numbers)
+   * @return a new private array
+   */
+  @SuppressWarnings("unchecked")
+  public <T> T[] toArray(Class<T> componentType) {
+    Object[] items = toArray();
+    T[] r = (T[]) Array.newInstance(componentType, items.length);
+    for (int i = 0; i < items.length; i++) r[i] = (T) Codec.convert(items[i], componentType, where(i));
+    return r;
+  }
+
+  /**
+   * The elements as a {@code long[]}.
+   *
+   * @return a new private array
+   * @throws TypeMismatchException if an element is not an integer
+   */
+  public long[] toLongArray() {
+    Object[] items = toArray();
+    long[] r = new long[items.length];
+    for (int i = 0; i < r.length; i++) r[i] = Codec.toLong(items[i], where(i));
+    return r;
+  }
+
+  /**
+   * The elements as an {@code int[]}.
+   *
+   * @return a new private array
+   * @throws SharedOverflowException if an element does not fit an int
+   * @throws TypeMismatchException if an element is not an integer
+   */
+  public int[] toIntArray() {
+    Object[] items = toArray();
+    int[] r = new int[items.length];
+    for (int i = 0; i < r.length; i++) r[i] = Codec.toInt(items[i], where(i));
+    return r;
+  }
+
+  /**
+   * The elements as a {@code double[]} (integers are converted when a double represents them
+   * exactly).
+   *
+   * @return a new private array
+   * @throws SharedOverflowException if an integer element has no exact double
+   * @throws TypeMismatchException if an element is not a number
+   */
+  public double[] toDoubleArray() {
+    Object[] items = toArray();
+    double[] r = new double[items.length];
+    for (int i = 0; i < r.length; i++) r[i] = Codec.toDouble(items[i], where(i));
+    return r;
+  }
+
+  private static String where(int i) {
+    return "element " + i;
+  }
+
+  /**
+   * The element at {@code index} as a long.
+   *
+   * @param index the index
+   * @return the value
+   * @throws TypeMismatchException if it is not an integer
+   */
+  public long getLong(int index) {
+    return Codec.toLong(get(index), where(index));
+  }
+
+  /**
+   * The element at {@code index} as an int.
+   *
+   * @param index the index
+   * @return the value
+   * @throws SharedOverflowException if it does not fit an int
+   * @throws TypeMismatchException if it is not an integer
+   */
+  public int getInt(int index) {
+    return Codec.toInt(get(index), where(index));
+  }
+
+  /**
+   * The element at {@code index} as a short.
+   *
+   * @param index the index
+   * @return the value
+   * @throws SharedOverflowException if it does not fit a short
+   * @throws TypeMismatchException if it is not an integer
+   */
+  public short getShort(int index) {
+    return Codec.toShort(get(index), where(index));
+  }
+
+  /**
+   * The element at {@code index} as a byte.
+   *
+   * @param index the index
+   * @return the value
+   * @throws SharedOverflowException if it does not fit a byte
+   * @throws TypeMismatchException if it is not an integer
+   */
+  public byte getByte(int index) {
+    return Codec.toByte(get(index), where(index));
+  }
+
+  /**
+   * The element at {@code index} as a char (an integer in 0..65535).
+   *
+   * @param index the index
+   * @return the value
+   * @throws SharedOverflowException if it does not fit a char
+   * @throws TypeMismatchException if it is not an integer
+   */
+  public char getChar(int index) {
+    return Codec.toChar(get(index), where(index));
+  }
+
+  /**
+   * The element at {@code index} as a double.
+   *
+   * @param index the index
+   * @return the value
+   * @throws SharedOverflowException if it is an integer a double cannot represent exactly
+   * @throws TypeMismatchException if it is not a number
+   */
+  public double getDouble(int index) {
+    return Codec.toDouble(get(index), where(index));
+  }
+
+  /**
+   * The element at {@code index} as a float.
+   *
+   * @param index the index
+   * @return the value
+   * @throws SharedOverflowException if it is beyond the range of a float, or underflows to zero
+   * @throws TypeMismatchException if it is not a number
+   */
+  public float getFloat(int index) {
+    return Codec.toFloat(get(index), where(index));
+  }
+
+  /**
+   * The element at {@code index} as a boolean.
+   *
+   * @param index the index
+   * @return the value
+   * @throws TypeMismatchException if it is not a boolean
+   */
+  public boolean getBoolean(int index) {
+    return Codec.toBoolean(get(index), where(index));
+  }
+
+  /**
+   * The element at {@code index} as a String.
+   *
+   * @param index the index
+   * @return the value (null for a shared null)
+   * @throws TypeMismatchException if it is not a string
+   */
+  public String getString(int index) {
+    return Codec.toStringValue(get(index), where(index));
+  }
+
+  /**
+   * Sorts the list: reads the elements out, sorts them privately and writes them back (not atomic
+   * with respect to other processes; on a comparison error the shared list is unchanged).
+   */
+  @Override
+  public void sort(Comparator<? super Object> c) {
+    Object[] a = toArray();
+    Arrays.sort(a, c);
+    replaceContent(a);
+  }
+
+  @Override
+  public void replaceAll(UnaryOperator<Object> operator) {
+    Object[] a = toArray();
+    for (int i = 0; i < a.length; i++) a[i] = operator.apply(a[i]);
+    replaceContent(a);
+  }
+
+  /** Replaces the whole content by {@code values}, after checking that every value is storable. */
+  void replaceContent(Object[] values) {
+    int n = values.length;
+    int[] tags = new int[n];
+    long[] bits = new long[n];
+    Object[] objs = new Object[n];
+    for (int i = 0; i < n; i++) {
+      tags[i] = Codec.tag(values[i]);
+      bits[i] = Codec.bits(values[i], tags[i]);
+      objs[i] = Codec.obj(values[i], tags[i]);
+    }
+    Native.listReplace(handle, tags, bits, objs);
+    modCount++;
+  }
+
+  @Override
+  public int hashCode() {
+    return Arrays.hashCode(toArray());
+  }
+
+  @Override
+  public boolean equals(Object o) {
+    if (o == this) return true;
+    if (!(o instanceof List)) return false;
+    Object[] mine = toArray();
+    Object[] theirs = ((List<?>) o).toArray();
+    return Arrays.equals(mine, theirs);
+  }
+
+  @Override
+  public String toString() {
+    Object[] a = toArray();
+    StringBuilder sb = new StringBuilder("[");
+    for (int i = 0; i < a.length; i++) {
+      if (i > 0) sb.append(", ");
+      sb.append(a[i] == this ? "(this Collection)" : String.valueOf(a[i]));
+    }
+    return sb.append(']').toString();
+  }
+}

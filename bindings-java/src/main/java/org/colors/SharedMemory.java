@@ -1,0 +1,363 @@
+package org.colors;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * The entry point of the colors Java binding (section 2.1 of the CoLoRS paper): processes share
+ * live objects through the shared-memory heap of a {@code colors-server}, without serialization.
+ *
+ * <pre>{@code
+ * List<Object> jobs = (List<Object>) SharedMemory.copyToSharedMemory(List.of(1, 2, 3));
+ * SharedMemory.findOrCreateRepository("jobs").set(jobs);   // any process can get() it
+ * ObjectChannel ch = SharedMemory.findOrCreateChannel("work", 64);
+ * ch.send(jobs);                                           // blocks while full
+ * try (SharedMonitor m = SharedMemory.lock(jobs)) { m.signalAll(); }
+ * }</pre>
+ *
+ * <p>Attachment: every call that needs the heap attaches implicitly on first use, to the socket
+ * named by the system property {@value #SOCKET_PROPERTY}, else {@code $COLORS_SOCKET}, else the
+ * server's default socket. All methods are thread-safe.
+ *
+ * <p>Mapping (Table 1): byte/short/int/long/char and their boxes are shared integers (read back as
+ * {@code Long}), float/double floats ({@code Double}), boolean booleans, String strings, byte[]
+ * binaries (read back as private copies), null null; shared lists, maps, sets and user objects
+ * are proxies: {@link SharedList}, {@link SharedMap}, {@link SharedSet}, {@link SharedObject}.
+ * Each proxy holds its object alive (one GC root) until the JVM collects the proxy.
+ */
+public final class SharedMemory {
+  private SharedMemory() {}
+
+  /** System property naming the server's socket (overrides {@code $COLORS_SOCKET}). */
+  public static final String SOCKET_PROPERTY = "colors.socket";
+
+  private static volatile boolean attached;
+  private static final ConcurrentHashMap<String, ObjectRepository> REPOSITORIES = new ConcurrentHashMap<>();
+  private static final ConcurrentHashMap<String, ObjectChannel> CHANNELS = new ConcurrentHashMap<>();
+
+  // ---- attachment ----------------------------------------------------------------------------
+
+  /**
+   * Attaches to the colors server: the socket of the system property {@value #SOCKET_PROPERTY},
+   * else {@code $COLORS_SOCKET}, else the server's default socket. Does nothing when attached.
+   *
+   * @throws ServerGoneException if no server answers on the socket (start {@code colors-server})
+   * @throws VersionMismatchException if the server was built from another colors version
+   */
+  public static void attach() {
+    String p = System.getProperty(SOCKET_PROPERTY);
+    attach0(p == null || p.isEmpty() ? null : p);
+  }
+
+  /**
+   * Attaches to the colors server listening on {@code socket}. Does nothing when attached (detach
+   * first to switch servers).
+   *
+   * @param socket the server's Unix socket
+   * @throws ServerGoneException if no server answers on the socket
+   */
+  public static void attach(Path socket) {
+    attach0(socket.toString());
+  }
+
+  private static synchronized void attach0(String socket) {
+    if (attached && Native.isAttached()) return;
+    Native.attach(socket);
+    attached = true;
+  }
+
+  /**
+   * Detaches from the server: unmaps the heap and drops every root of this process. Proxies
+   * obtained before throw {@link NotAttachedException} afterwards; repositories and channels are
+   * looked up again when used. Does nothing when not attached. Other threads must not use shared
+   * objects meanwhile.
+   */
+  public static synchronized void detach() {
+    if (!Native.isAttached()) {
+      attached = false;
+      return;
+    }
+    attached = false;
+    Proxies.clear();
+    Native.detach();
+  }
+
+  /**
+   * Whether this process is attached to a server.
+   *
+   * @return true when attached
+   */
+  public static boolean isAttached() {
+    return Native.isAttached();
+  }
+
+  /** Attaches implicitly (the default socket) unless attached. */
+  static void ensureAttached() {
+    if (!attached) attach();
+  }
+
+  // ---- collector -----------------------------------------------------------------------------
+
+  /**
+   * Asks the server's collector for a cycle that starts after this call and waits for it to
+   * finish. Shared objects dropped before the call (no proxy, no repository, channel or other
+   * object refers to them) are freed by the second such call at the latest.
+   *
+   * @return the statistics of that cycle
+   * @throws SharedMemoryException if no collector runs
+   * @throws SharedInterruptedException if the thread is interrupted while waiting
+   */
+  public static GcStats collect() {
+    ensureAttached();
+    return GcStats.of(Native.collect(-1));
+  }
+
+  /**
+   * Like {@link #collect()}, waiting at most {@code timeout}.
+   *
+   * @param timeout the longest wait
+   * @return the statistics of the cycle
+   * @throws SharedMemoryException on timeout, or if no collector runs
+   */
+  public static GcStats collect(Duration timeout) {
+    long ms = millis(timeout);
+    ensureAttached();
+    return GcStats.of(Native.collect(ms));
+  }
+
+  /**
+   * The statistics of the collector's last finished cycle.
+   *
+   * @return the statistics ({@code cycle() == 0} if none ran yet)
+   */
+  public static GcStats gcStats() {
+    ensureAttached();
+    return GcStats.of(Native.gcStats());
+  }
+
+  /**
+   * The occupancy of the shared heap.
+   *
+   * @return the heap statistics
+   */
+  public static HeapStats heapStats() {
+    ensureAttached();
+    return HeapStats.of(Native.heapStats());
+  }
+
+  // ---- creating shared objects ---------------------------------------------------------------
+
+  /**
+   * Deep-copies a private object graph into the shared heap and returns the shared copy of its
+   * root. Lists and other non-set collections become {@link SharedList}s, sets {@link SharedSet}s,
+   * maps {@link SharedMap}s, arrays of objects and of primitives (except byte[]) lists; scalars,
+   * Strings and byte[] are copied as values; proxies of shared objects are used as they are. The
+   * copy preserves sharing and cycles of the private graph (identity memo) and is iterative (no
+   * recursion limit for deep graphs). The private graph is not changed.
+   *
+   * @param root the root of the private graph
+   * @return the shared copy: a proxy, or the scalar value as it reads back (e.g. {@code Long})
+   * @throws TypeMismatchException for an object of a class that cannot be shared
+   */
+  public static Object copyToSharedMemory(Object root) {
+    ensureAttached();
+    return new Copier().run(root);
+  }
+
+  /**
+   * Allocates an empty shared container.
+   *
+   * <ul>
+   *   <li>{@code List.class}, {@code ArrayList.class}, {@code Collection.class},
+   *       {@code SharedList.class}: a {@link SharedList} with room for {@code length} elements;
+   *   <li>{@code Map.class}, {@code HashMap.class}, {@code SharedMap.class}: a {@link SharedMap};
+   *   <li>{@code Set.class}, {@code HashSet.class}, {@code SharedSet.class}: a {@link SharedSet};
+   *   <li>{@code byte[].class}: {@code new byte[length]} (binaries are immutable values in the heap,
+   *       copied in when stored, like Strings).
+   * </ul>
+   *
+   * A stock JVM cannot make a proxy an {@code ArrayList}/{@code HashMap}/{@code HashSet}: for those
+   * class tokens the result is the proxy, to be used through its interface type.
+   *
+   * @param <T> the container type
+   * @param containerClass the kind of container
+   * @param length its initial capacity (not its size)
+   * @return the new shared container
+   * @throws TypeMismatchException for other classes
+   */
+  @SuppressWarnings("unchecked")
+  public static <T> T allocate(Class<T> containerClass, int length) {
+    if (length < 0) throw new InvalidArgumentException("allocate(): length must be >= 0, got " + length);
+    if (containerClass == byte[].class) return (T) new byte[length];
+    int kind;
+    if (containerClass == List.class || containerClass == ArrayList.class || containerClass == Collection.class
+        || containerClass == SharedList.class) {
+      kind = Proxies.LIST;
+    } else if (containerClass == Map.class || containerClass == HashMap.class || containerClass == SharedMap.class) {
+      kind = Proxies.MAP;
+    } else if (containerClass == Set.class || containerClass == HashSet.class || containerClass == SharedSet.class) {
+      kind = Proxies.SET;
+    } else {
+      throw new TypeMismatchException("allocate(" + containerClass.getName() + ", length): containers are List,"
+          + " ArrayList, Map, HashMap, Set, HashSet and byte[]; user classes: allocate(Class)");
+    }
+    ensureAttached();
+    return (T) Native.newContainer(kind, length);
+  }
+
+  /**
+   * Whether {@code o} is a shared object (a proxy of an object in the shared heap). Scalars,
+   * Strings and byte arrays read from shared memory are private values: false.
+   *
+   * @param o any object
+   * @return true for proxies of shared objects
+   */
+  public static boolean isObjectShared(Object o) {
+    return Proxies.handleOf(o) != null;
+  }
+
+  /**
+   * The shared type (class version) of a shared object.
+   *
+   * @param o a shared object
+   * @return its shared type
+   * @throws TypeMismatchException if {@code o} is not shared
+   */
+  public static SharedType getSharedType(Object o) {
+    Handle h = Proxies.handleOf(o);
+    if (h == null) {
+      throw new TypeMismatchException("getSharedType(): " + (o == null ? "null" : "a private " + o.getClass().getName())
+          + " is not a shared object");
+    }
+    return SharedType.of(Native.classOf(h));
+  }
+
+  // ---- repositories and channels -------------------------------------------------------------
+
+  /**
+   * The repository named {@code key}, created if it does not exist yet.
+   *
+   * @param key the name (at most 1024 bytes of UTF-8)
+   * @return the repository (the same instance for the same name)
+   */
+  public static ObjectRepository findOrCreateRepository(String key) {
+    ObjectRepository r = REPOSITORIES.get(key);
+    if (r != null) return r;
+    ensureAttached();
+    return REPOSITORIES.computeIfAbsent(key, k -> new ObjectRepository(k, Native.repoFind(k)));
+  }
+
+  /**
+   * The channel named {@code key}, created with capacity 64 if it does not exist yet.
+   *
+   * @param key the name
+   * @return the channel (the same instance for the same name)
+   */
+  public static ObjectChannel findOrCreateChannel(String key) {
+    return findOrCreateChannel(key, 64);
+  }
+
+  /**
+   * The channel named {@code key}, created with {@code capacity} if it does not exist yet (an
+   * existing channel keeps its capacity).
+   *
+   * @param key the name
+   * @param capacity the number of values it holds at most (&gt;= 1)
+   * @return the channel (the same instance for the same name)
+   */
+  public static ObjectChannel findOrCreateChannel(String key, int capacity) {
+    if (capacity < 1) throw new InvalidArgumentException("channel capacity must be >= 1, got " + capacity);
+    ObjectChannel c = CHANNELS.get(key);
+    if (c != null) return c;
+    ensureAttached();
+    return CHANNELS.computeIfAbsent(key, k -> new ObjectChannel(k, Native.chanFind(k, capacity)));
+  }
+
+  // ---- monitors ------------------------------------------------------------------------------
+
+  private static long monitorAddress(Object obj) {
+    if (obj instanceof ObjectRepository) return ((ObjectRepository) obj).monitorAddress();
+    Handle h = Proxies.handleOf(obj);
+    if (h == null) {
+      throw new TypeMismatchException("only shared objects and repositories have shared monitors, not "
+          + (obj == null ? "null" : "a private " + obj.getClass().getName())
+          + " (use synchronized for private objects, or copyToSharedMemory() to share it)");
+    }
+    Native.kind(h);  // NotAttachedException for a proxy of a closed attachment
+    return h.raw;
+  }
+
+  /**
+   * Locks the shared monitor of a shared object or repository, waiting as long as needed.
+   * Re-entrant. Use it in try-with-resources.
+   *
+   * @param obj a shared object (proxy) or an {@link ObjectRepository}
+   * @return the held monitor; {@link SharedMonitor#close()} unlocks it
+   * @throws OwnerDiedException (once) if a process died holding the monitor; it is free again
+   * @throws SharedInterruptedException if the thread is interrupted while waiting for it
+   * @throws TypeMismatchException if {@code obj} is not shared
+   */
+  public static SharedMonitor lock(Object obj) {
+    long a = monitorAddress(obj);
+    Native.monitorEnter(a, -1);
+    return new SharedMonitor(obj, a);
+  }
+
+  /**
+   * Locks the shared monitor of a shared object or repository, waiting at most {@code timeout}.
+   *
+   * @param obj a shared object (proxy) or an {@link ObjectRepository}
+   * @param timeout the longest wait
+   * @return the held monitor, or null on timeout
+   * @throws OwnerDiedException (once) if a process died holding the monitor; it is free again
+   */
+  public static SharedMonitor tryLock(Object obj, Duration timeout) {
+    long ms = millis(timeout);
+    long a = monitorAddress(obj);
+    if (!Native.monitorEnter(a, ms)) return null;
+    return new SharedMonitor(obj, a);
+  }
+
+  // ---- helpers -------------------------------------------------------------------------------
+
+  static long checkTimeout(long ms) {
+    if (ms < 0) throw new InvalidArgumentException("timeout must be >= 0 milliseconds, got " + ms);
+    return ms;
+  }
+
+  static long millis(Duration d) {
+    if (d.isNegative()) throw new InvalidArgumentException("timeout must not be negative, got " + d);
+    try {
+      long ms = d.toMillis();
+      if (d.toNanos() % 1_000_000 != 0) ms++;  // round up: never return before the timeout
+      return ms;
+    } catch (ArithmeticException e) {
+      return -1;  // longer than ~292 million years: no limit
+    }
+  }
+
+  /** Native handles currently held (tests). */
+  static long liveHandles() {
+    return Native.liveHandles();
+  }
+
+  /** Live entries of the identity cache (tests). */
+  static int identityCacheSize() {
+    return Proxies.cacheSize();
+  }
+
+  /** Stores a value into the heap and reads it back (tests). */
+  static Object roundTrip(Object v) {
+    int t = Codec.tag(v);
+    ensureAttached();
+    return Native.roundTrip(t, Codec.bits(v, t), Codec.obj(v, t));
+  }
+}

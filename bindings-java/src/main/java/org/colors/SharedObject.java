@@ -1,0 +1,239 @@
+package org.colors;
+
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * A shared user object (an instance of a shared class such as {@code demo.Employee}), seen through
+ * an explicit view: fields are read and written by name, with typed accessors that check every
+ * value ({@link #getInt(String)} throws {@link SharedOverflowException} rather than truncate).
+ *
+ * <p>Writes go straight to shared memory and are seen by every process. A field's shared type is
+ * checked on store ({@link TypeMismatchException}); {@code null} fits every field. Reading or
+ * writing a field the object's class version lacks throws {@link SharedKeyException}; use
+ * {@link #addField(String, SharedType.Kind)} to evolve the object (a new class version; the object
+ * does not move and keeps its other fields).
+ *
+ * <p>Identity: the same shared object gives the same SharedObject while one is reachable;
+ * {@code equals} is identity, as for every shared user object.
+ */
+public final class SharedObject {
+  final Handle handle;
+
+  SharedObject(Handle handle) {
+    this.handle = handle;
+  }
+
+  /**
+   * The shared class version of this object (it changes when a field is added or removed).
+   *
+   * @return the shared type
+   */
+  public SharedType sharedType() {
+    return SharedType.of(Native.classOf(handle));
+  }
+
+  /**
+   * The fully qualified name of the object's shared class.
+   *
+   * @return the class name, e.g. {@code demo.Employee}
+   */
+  public String className() {
+    return Native.className(Native.classOf(handle));
+  }
+
+  /**
+   * The names of the fields of the object's current class version, in slot order.
+   *
+   * @return the field names
+   */
+  public List<String> fieldNames() {
+    List<String> out = new ArrayList<>();
+    for (SharedType.Field f : sharedType().fields()) out.add(f.name());
+    return out;
+  }
+
+  /**
+   * Whether the object's current class version has the field.
+   *
+   * @param field the field name
+   * @return true if it has it
+   */
+  public boolean hasField(String field) {
+    return Native.objHas(handle, field);
+  }
+
+  /**
+   * The value of a field: null, Long, Double, Boolean, String, byte[] or a proxy.
+   *
+   * @param field the field name
+   * @return the value
+   * @throws SharedKeyException if the object has no such field
+   */
+  public Object get(String field) {
+    return Native.objGet(handle, field);
+  }
+
+  /**
+   * Stores a value into a field (private scalars, Strings and byte[] are copied in).
+   *
+   * @param field the field name
+   * @param value the value
+   * @throws SharedKeyException if the object has no such field
+   * @throws TypeMismatchException if the value does not fit the field's shared type, or is a
+   *     private collection (call {@link SharedMemory#copyToSharedMemory(Object)} first)
+   */
+  public void set(String field, Object value) {
+    int t = Codec.tag(value);
+    Native.objSet(handle, field, t, Codec.bits(value, t), Codec.obj(value, t));
+  }
+
+  /**
+   * The value of a field converted to {@code type} with the checks of the typed getters.
+   *
+   * @param <T> the type
+   * @param field the field name
+   * @param type the class to convert to (boxed types for numbers)
+   * @return the value
+   */
+  @SuppressWarnings("unchecked")
+  public <T> T get(String field, Class<T> type) {
+    return (T) Codec.convert(get(field), type, where(field));
+  }
+
+  private static String where(String field) {
+    return "field '" + field + "'";
+  }
+
+  /**
+   * A field as a long.
+   *
+   * @param field the field name
+   * @return the value
+   * @throws TypeMismatchException if it is not an integer
+   */
+  public long getLong(String field) {
+    return Codec.toLong(get(field), where(field));
+  }
+
+  /**
+   * A field as an int.
+   *
+   * @param field the field name
+   * @return the value
+   * @throws SharedOverflowException if it does not fit an int
+   */
+  public int getInt(String field) {
+    return Codec.toInt(get(field), where(field));
+  }
+
+  /**
+   * A field as a short.
+   *
+   * @param field the field name
+   * @return the value
+   * @throws SharedOverflowException if it does not fit a short
+   */
+  public short getShort(String field) {
+    return Codec.toShort(get(field), where(field));
+  }
+
+  /**
+   * A field as a byte.
+   *
+   * @param field the field name
+   * @return the value
+   * @throws SharedOverflowException if it does not fit a byte
+   */
+  public byte getByte(String field) {
+    return Codec.toByte(get(field), where(field));
+  }
+
+  /**
+   * A field as a char.
+   *
+   * @param field the field name
+   * @return the value
+   * @throws SharedOverflowException if it does not fit a char
+   */
+  public char getChar(String field) {
+    return Codec.toChar(get(field), where(field));
+  }
+
+  /**
+   * A field as a double.
+   *
+   * @param field the field name
+   * @return the value
+   * @throws SharedOverflowException if it is an integer a double cannot represent exactly
+   */
+  public double getDouble(String field) {
+    return Codec.toDouble(get(field), where(field));
+  }
+
+  /**
+   * A field as a float.
+   *
+   * @param field the field name
+   * @return the value
+   * @throws SharedOverflowException if it is out of the range of a float
+   */
+  public float getFloat(String field) {
+    return Codec.toFloat(get(field), where(field));
+  }
+
+  /**
+   * A field as a boolean.
+   *
+   * @param field the field name
+   * @return the value
+   */
+  public boolean getBoolean(String field) {
+    return Codec.toBoolean(get(field), where(field));
+  }
+
+  /**
+   * A field as a String.
+   *
+   * @param field the field name
+   * @return the value (null for a shared null)
+   */
+  public String getString(String field) {
+    return Codec.toStringValue(get(field), where(field));
+  }
+
+  /**
+   * Adds a field to this object (schema evolution in place): the object moves to the class
+   * version with its current fields plus this one (created if needed); its data does not move and
+   * the new field is null. Other objects keep their version.
+   *
+   * @param field the field name
+   * @param kind its shared type
+   */
+  public void addField(String field, SharedType.Kind kind) {
+    Native.objAddField(handle, field, kind.code, null);
+  }
+
+  /**
+   * Removes a field from this object (schema evolution in place): the object moves to the class
+   * version without it. Other objects keep their version and data.
+   *
+   * @param field the field name
+   */
+  public void removeField(String field) {
+    Native.objRemoveField(handle, field);
+  }
+
+  @Override
+  public String toString() {
+    StringBuilder sb = new StringBuilder(className()).append('{');
+    boolean first = true;
+    for (String f : fieldNames()) {
+      if (!first) sb.append(", ");
+      first = false;
+      Object v = get(f);
+      sb.append(f).append('=').append(v == this ? "(this)" : v instanceof SharedObject ? "<" + ((SharedObject) v).className() + ">" : v);
+    }
+    return sb.append('}').toString();
+  }
+}

@@ -1,0 +1,111 @@
+package org.colors;
+
+import java.nio.file.Path;
+
+/**
+ * The second process of the cross-process tests ({@code java org.colors.ChildMain command args}),
+ * started by {@link ColorsServer.Server#spawn}. It attaches through {@code COLORS_SOCKET}, prints
+ * what the test checks on stdout, and exits 0 on success.
+ */
+public final class ChildMain {
+  private ChildMain() {}
+
+  public static void main(String[] args) throws Exception {
+    String cmd = args[0];
+    switch (cmd) {
+      case "repo-idiom": repoIdiom(args[1]); break;
+      case "channel-echo": channelEcho(args[1], args[2], Integer.parseInt(args[3])); break;
+      case "hold-monitor": holdMonitor(args[1]); break;
+      case "walk-cycle": walkCycle(args[1]); break;
+      case "no-server": noServer(args[1]); break;
+      default: throw new IllegalArgumentException("unknown command " + cmd);
+    }
+    System.out.flush();
+  }
+
+  /**
+   * The paper's client side: waits on the repository's monitor until the parent set a box, then
+   * computes box.job's sum into box.result under the box's monitor and signals.
+   */
+  private static void repoIdiom(String repoName) {
+    ObjectRepository r = SharedMemory.findOrCreateRepository(repoName);
+    SharedMap box;
+    try (SharedMonitor m = SharedMemory.lock(r)) {
+      System.out.println("waiting");
+      System.out.flush();
+      while (r.get() == null) m.await();
+      box = (SharedMap) r.get();
+    }
+    try (SharedMonitor m = SharedMemory.lock(box)) {
+      long sum = 0;
+      for (Object x : (SharedList) box.get("job")) sum += (Long) x;
+      box.put("result", sum);
+      m.signalAll();
+    }
+    System.out.println("done");
+  }
+
+  /** Receives n lists from `in` and sends back, on `out`, a new shared map {sum, size, first}. */
+  private static void channelEcho(String in, String out, int n) {
+    ObjectChannel cin = SharedMemory.findOrCreateChannel(in);
+    ObjectChannel cout = SharedMemory.findOrCreateChannel(out);
+    System.out.println("ready");
+    System.out.flush();
+    for (int i = 0; i < n; i++) {
+      Object v = cin.receive();
+      if (v instanceof SharedList) {
+        SharedList l = (SharedList) v;
+        long sum = 0;
+        for (long x : l.toLongArray()) sum += x;
+        SharedMap reply = SharedMemory.allocate(SharedMap.class, 4);
+        reply.put("sum", sum);
+        reply.put("size", l.size());
+        reply.put("same", l);  // the very object received: the parent sees its own proxy
+        cout.send(reply);
+      } else {
+        cout.send(v);  // scalars echo back
+      }
+    }
+    System.out.println("done");
+  }
+
+  /** Locks the repository's monitor, says so, and sleeps until killed. */
+  private static void holdMonitor(String repoName) throws InterruptedException {
+    ObjectRepository r = SharedMemory.findOrCreateRepository(repoName);
+    SharedMonitor m = SharedMemory.lock(r);
+    System.out.println("locked " + m.isHeldByCurrentThread());
+    System.out.flush();
+    Thread.sleep(120_000);
+  }
+
+  /** Walks the cyclic graph the parent built: root = [a, b], a = {"next": b}, b = {"next": a}, root[2] = root. */
+  private static void walkCycle(String repoName) {
+    SharedList root = (SharedList) SharedMemory.findOrCreateRepository(repoName).get();
+    SharedMap a = (SharedMap) root.get(0);
+    SharedMap b = (SharedMap) root.get(1);
+    boolean ok = a.get("next") == b && b.get("next") == a && root.get(2) == root
+        && ((SharedMap) a.get("next")).get("next") == a;
+    // Steps around the cycle many times: every step must give the same proxies.
+    Object cur = a;
+    for (int i = 0; i < 1000; i++) cur = ((SharedMap) cur).get("next");
+    ok &= cur == a;
+    System.out.println(ok ? "cycle ok" : "cycle broken");
+    a.put("visited", "java child");
+  }
+
+  /** Attaches to a socket no server listens on and prints the exception. */
+  private static void noServer(String socket) {
+    try {
+      SharedMemory.attach(Path.of(socket));
+      System.out.println("attached?!");
+    } catch (SharedMemoryException e) {
+      System.out.println(e.getClass().getSimpleName() + ": " + e.getMessage());
+    }
+    try {
+      SharedMemory.copyToSharedMemory(java.util.List.of(1));
+      System.out.println("implicit attach?!");
+    } catch (SharedMemoryException e) {
+      System.out.println(e.getClass().getSimpleName() + ": " + e.getMessage());
+    }
+  }
+}

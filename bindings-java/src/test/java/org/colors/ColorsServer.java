@@ -1,0 +1,177 @@
+package org.colors;
+
+import java.io.BufferedReader;
+import java.io.File;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.extension.BeforeAllCallback;
+import org.junit.jupiter.api.extension.ExtensionContext;
+
+/**
+ * JUnit 5 extension: one real colors-server for the whole test run (started by the first test
+ * class that uses it, stopped when the run ends), and helpers to start child JVMs.
+ *
+ * <p>The server binary is {@code $COLORS_SERVER_BIN}, else {@code <repo>/build/colors-server/colors-server};
+ * it gets a unique {@code --name}, a socket in a temporary directory and a 64 MiB heap. The system
+ * property {@code colors.socket} points this JVM at it, {@code COLORS_SOCKET} its children. Without
+ * {@code COLORS_JNI_LIB} / {@code -Dcolors.jni.library}, the JNI library of {@code <repo>/build} is used.
+ */
+public final class ColorsServer implements BeforeAllCallback {
+  static final Path REPO = repo();
+
+  private static Path repo() {
+    String base = System.getProperty("basedir", System.getProperty("user.dir"));
+    return Path.of(base).toAbsolutePath().getParent();
+  }
+
+  private static volatile Server server;
+
+  @Override
+  public void beforeAll(ExtensionContext context) {
+    context.getRoot().getStore(ExtensionContext.Namespace.GLOBAL).getOrComputeIfAbsent("colors-server", k -> {
+      Server s = new Server();
+      server = s;
+      return s;
+    }, Server.class);
+  }
+
+  /** The running server (started by the extension). */
+  static Server server() {
+    if (server == null) throw new IllegalStateException("annotate the test class with @ExtendWith(ColorsServer.class)");
+    return server;
+  }
+
+  static String jniLibrary() {
+    String p = System.getProperty(Native.LIBRARY_PROPERTY);
+    if (p != null && !p.isEmpty()) return p;
+    p = System.getenv(Native.LIBRARY_ENV);
+    if (p != null && !p.isEmpty()) return p;
+    return REPO.resolve("build/bindings-java/libcolors_jni.so").toString();
+  }
+
+  static Path serverBinary() {
+    String p = System.getenv("COLORS_SERVER_BIN");
+    Path bin = p != null && !p.isEmpty() ? Path.of(p) : REPO.resolve("build/colors-server/colors-server");
+    if (!Files.isExecutable(bin)) {
+      throw new IllegalStateException("colors-server not found at " + bin + ": build it (make build) or set COLORS_SERVER_BIN");
+    }
+    return bin;
+  }
+
+  /** A colors-server process started for tests. */
+  static final class Server implements ExtensionContext.Store.CloseableResource {
+    final Path dir;
+    final Path socket;
+    final String name;
+    final Process proc;
+    private final Path log;
+
+    Server() {
+      try {
+        if (System.getProperty(Native.LIBRARY_PROPERTY) == null && System.getenv(Native.LIBRARY_ENV) == null) {
+          System.setProperty(Native.LIBRARY_PROPERTY, jniLibrary());
+        }
+        dir = Files.createTempDirectory("colors-java-");
+        socket = dir.resolve("colors.sock");
+        name = "junit-" + ProcessHandle.current().pid() + "-" + UUID.randomUUID().toString().substring(0, 8);
+        log = dir.resolve("server.log");
+        ProcessBuilder pb = new ProcessBuilder(serverBinary().toString(), "--name", name, "--socket", socket.toString(),
+            "--heap-size", "64M", "--log-level", "warn");
+        pb.redirectError(log.toFile());
+        proc = pb.start();
+        Runtime.getRuntime().addShutdownHook(new Thread(this::kill));
+        BufferedReader out = new BufferedReader(new InputStreamReader(proc.getInputStream(), StandardCharsets.UTF_8));
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        for (;;) {
+          String line = out.readLine();  // the server prints its ready line promptly, or exits
+          if (line == null) {
+            proc.waitFor(5, TimeUnit.SECONDS);
+            throw new IllegalStateException("colors-server exited before it was ready: " + Files.readString(log));
+          }
+          if (line.startsWith("colors-server ready:")) break;
+          if (System.nanoTime() > deadline) {
+            kill();
+            throw new IllegalStateException("colors-server did not print its ready line within 20 s");
+          }
+        }
+        Thread drain = new Thread(() -> {
+          try {
+            while (out.readLine() != null) {
+              // discard
+            }
+          } catch (IOException e) {
+            // server gone
+          }
+        }, "colors-server-stdout");
+        drain.setDaemon(true);
+        drain.start();
+        System.setProperty(SharedMemory.SOCKET_PROPERTY, socket.toString());
+      } catch (IOException e) {
+        throw new IllegalStateException("cannot start colors-server", e);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new IllegalStateException(e);
+      }
+    }
+
+    private void kill() {
+      if (proc.isAlive()) {
+        proc.destroy();  // SIGTERM: the server removes its segment and socket
+        try {
+          if (!proc.waitFor(10, TimeUnit.SECONDS)) {
+            proc.destroyForcibly();
+            proc.waitFor(5, TimeUnit.SECONDS);
+          }
+        } catch (InterruptedException e) {
+          proc.destroyForcibly();
+        }
+      }
+    }
+
+    @Override
+    public void close() throws IOException {
+      SharedMemory.detach();
+      kill();
+      Files.deleteIfExists(log);
+      Files.deleteIfExists(socket);
+      Files.deleteIfExists(dir);
+    }
+
+    /** Starts {@code java org.colors.ChildMain args...} with the test class path and COLORS_SOCKET. */
+    Process spawn(String... args) throws IOException {
+      return spawnWithSocket(socket.toString(), args);
+    }
+
+    Process spawnWithSocket(String socketPath, String... args) throws IOException {
+      String cp = System.getProperty("colors.test.classpath");
+      if (cp == null || cp.isEmpty()) cp = System.getProperty("java.class.path");
+      List<String> cmd = new ArrayList<>();
+      cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+      cmd.add("-Xshare:auto");
+      cmd.add("-XX:TieredStopAtLevel=1");  // children are short-lived: start fast
+      cmd.add("-cp");
+      cmd.add(cp);
+      cmd.add("-D" + Native.LIBRARY_PROPERTY + "=" + jniLibrary());
+      cmd.add(ChildMain.class.getName());
+      cmd.addAll(Arrays.asList(args));
+      ProcessBuilder pb = new ProcessBuilder(cmd);
+      Map<String, String> env = pb.environment();
+      env.put("COLORS_SOCKET", socketPath);
+      pb.redirectError(ProcessBuilder.Redirect.INHERIT);
+      return pb.start();
+    }
+
+    File logFile() {
+      return log.toFile();
+    }
+  }
+}
