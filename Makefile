@@ -65,6 +65,7 @@ bench: build
 	    echo "make bench: benchmark executable $(BENCH) was not built" >&2; exit 1; \
 	fi
 	. ./$(BUILD_DIR)/env.sh && ./$(BENCH)
+	. ./$(BUILD_DIR)/env.sh && python3 bindings-python/benchmarks/bench.py
 
 # Sanitizer builds live in their own directories so they never pollute the
 # normal build (sanitizer flags are global, see COLORS_SANITIZE in
