@@ -343,3 +343,28 @@ def test_threads_share_user_objects():
     for t in threads:
         t.join()
     assert not errors and counter.x == 1200
+
+
+def test_copy_to_graph_with_several_new_classes():
+    # Meeting a new class mid-copy registers it (and drops cached class mappings): the layouts of
+    # the classes met before must stay valid for the rest of the copy.
+    class A:
+        def __init__(self, b=None):
+            self.b = b
+            self.tag = "a"
+
+    class B:
+        def __init__(self, a=None):
+            self.a = a
+            self.n = 3
+
+    class C:
+        pass
+
+    a = A()
+    a.b = B(a)
+    a.b.c = C()
+    objs = [A(B(A())) for _ in range(50)] + [a]
+    s = cs.copy_to(objs)
+    assert s[-1].b.a is s[-1] and s[-1].b.n == 3 and isinstance(s[-1].b.c, C)
+    assert all(isinstance(x.b, B) and isinstance(x.b.a, A) for x in s[:50])

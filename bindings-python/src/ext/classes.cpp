@@ -16,6 +16,7 @@
 //  * Everything here runs with the GIL held.
 #include <cstring>
 #include <map>
+#include <memory>
 #include <string_view>
 #include <unordered_map>
 
@@ -55,8 +56,17 @@ struct TypeEntry {
   std::vector<colors::FieldSpec> declared;
   std::map<std::vector<std::string>, UserLayout> layouts;
 };
-std::unordered_map<PyTypeObject*, TypeEntry> g_layouts;
+// Invariant: a TypeEntry (and the UserLayouts in it) is never destroyed: a copy_to in progress
+// holds pointers to layouts, and Python code it runs (a property getter, the class spec) may
+// register classes or detach. Outdated entries are retired instead (a few bytes per class).
+std::unordered_map<PyTypeObject*, std::unique_ptr<TypeEntry>> g_layouts;
+std::vector<std::unique_ptr<TypeEntry>> g_retired_layouts;
 std::uint64_t g_layouts_gen = 0;
+
+void retire_layouts() {
+  for (auto& [t, e] : g_layouts) g_retired_layouts.push_back(std::move(e));
+  g_layouts.clear();
+}
 // Shared word -> live user proxy (borrowed; see the invariants above).
 std::unordered_map<std::uint64_t, PyObject*> g_user_cache;
 
@@ -549,7 +559,7 @@ py::object wrap_user_object(colors::Value&& v, bool* generic) {
 
 void forget_user_proxies() {
   g_user_cache.clear();
-  g_layouts.clear();
+  retire_layouts();
   for (auto& [rec, t] : g_mapping) Py_DECREF(t);
   g_mapping.clear();
 }
@@ -560,7 +570,7 @@ TypeKind kind_for_value(PyObject* v) { return value_kind_of(v); }
 
 const UserLayout& user_layout(PyTypeObject* type, const std::vector<std::pair<std::string, TypeKind>>& extras) {
   if (g_layouts_gen != g_generation) {
-    g_layouts.clear();
+    retire_layouts();
     g_layouts_gen = g_generation;
   }
   auto it = g_layouts.find(type);
@@ -574,9 +584,9 @@ const UserLayout& user_layout(PyTypeObject* type, const std::vector<std::pair<st
       py::tuple t = py::reinterpret_borrow<py::tuple>(item);
       e.declared.push_back({t[0].cast<std::string>(), static_cast<TypeKind>(t[1].cast<int>()), t[2].cast<std::string>()});
     }
-    it = g_layouts.emplace(type, std::move(e)).first;
+    it = g_layouts.emplace(type, std::make_unique<TypeEntry>(std::move(e))).first;
   }
-  TypeEntry& e = it->second;
+  TypeEntry& e = *it->second;
   std::vector<std::string> key;
   for (auto& [n, k] : extras) key.push_back(n + '\x01' + std::to_string(static_cast<int>(k)));
   auto lit = e.layouts.find(key);
@@ -619,10 +629,12 @@ void init_classes(py::module_& m) {
     g_spec_fn = spec_fn.release().ptr();
   });
 
+  // The registry changed: shared classes may now map to other Python classes (and Python classes
+  // to other shared names).
   m.def("_forget_class_mappings", [] {
     for (auto& [rec, t] : g_mapping) Py_DECREF(t);
     g_mapping.clear();
-    g_layouts.clear();
+    retire_layouts();
   });
 
   // Turns the freshly made proxy class `cls` into a user proxy class: hides its handle slot and

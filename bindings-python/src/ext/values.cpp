@@ -305,16 +305,15 @@ class Copier {
       long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
       if (overflow == 0 && cd::fits_small(v)) return cd::make_small(v);
     }
+    // Strings and binaries are values: copied per occurrence, not memoised (their identity is
+    // not observable through the heap; reading one gives a new Python object anyway).
     bool container = PyList_Check(o) || PyTuple_Check(o) || PyDict_Check(o) || PyAnySet_Check(o);
-    bool memo_scalar = PyUnicode_Check(o) || PyBytes_Check(o) || PyByteArray_Check(o);
-    bool user = !container && !memo_scalar && is_private_instance(o);
-    if (!container && !memo_scalar && !user) return temp(to_value(x));
+    bool user = !container && is_private_instance(o);
+    if (!container && !user) return temp(to_value(x));
     auto found = memo_.find(o);
     if (found != memo_.end()) return found->second;
     cd::Word shared;
-    if (memo_scalar) {
-      shared = keep(to_value(x));
-    } else if (user) {
+    if (user) {
       ensure_attached();
       Item it{py::reinterpret_borrow<py::object>(x), 0, {}, nullptr};
       it.layout = &instance_layout(o, &it.values);
@@ -335,7 +334,9 @@ class Copier {
 
   // An instance of a private Python class (not a scalar, builtin container or shared proxy).
   static bool is_private_instance(PyObject* o) {
-    if (o == Py_None || PyBool_Check(o) || PyLong_Check(o) || PyFloat_Check(o)) return false;
+    if (o == Py_None || PyBool_Check(o) || PyLong_Check(o) || PyFloat_Check(o) || PyUnicode_Check(o) ||
+        PyBytes_Check(o) || PyByteArray_Check(o))
+      return false;
     if (!(Py_TYPE(o)->tp_flags & Py_TPFLAGS_HEAPTYPE)) return false;
     if (ref_of(o) != nullptr || user_value_of(o, nullptr)) return false;
     return true;
@@ -344,38 +345,24 @@ class Copier {
   // The layout for instance `o` and its field values in layout order (unset fields: None).
   const UserLayout& instance_layout(PyObject* o, std::vector<py::object>* values) {
     PyTypeObject* t = Py_TYPE(o);
-    const UserLayout* l = &user_layout(t, {});
+    if (t != last_type_) {
+      last_type_ = t;
+      last_layout_ = &user_layout(t, {});
+    }
+    const UserLayout* l = last_layout_;
     py::object dict;
     if (t->tp_dictoffset != 0) {
       PyObject* d = PyObject_GenericGetDict(o, nullptr);
       if (d == nullptr) PyErr_Clear();
       else dict = py::reinterpret_steal<py::object>(d);
     }
-    std::vector<std::pair<std::string, colors::TypeKind>> extras;
-    std::vector<py::object> extra_values;
-    if (dict && static_cast<std::size_t>(PyDict_GET_SIZE(dict.ptr())) > 0) {
-      PyObject *k, *v;
-      Py_ssize_t pos = 0;
-      std::size_t i = 0;  // attributes usually come in declaration order: try the next name first
-      while (PyDict_Next(dict.ptr(), &pos, &k, &v)) {
-        if (!PyUnicode_Check(k)) continue;
-        bool declared = false;
-        for (std::size_t n = 0; n < l->declared && !declared; ++n, ++i) {
-          if (i >= l->declared) i = 0;
-          PyObject* name = l->names[i].ptr();
-          declared = name == k || PyUnicode_Compare(k, name) == 0;
-        }
-        if (declared) continue;
-        extras.emplace_back(py::str(k).cast<std::string>(), kind_for_value(v));
-        extra_values.push_back(py::reinterpret_borrow<py::object>(v));
-      }
-    }
-    if (!extras.empty()) l = &user_layout(t, extras);
     values->clear();
     values->reserve(l->names.size());
+    Py_ssize_t found = 0;  // declared fields found in the instance dict
     for (std::size_t i = 0; i < l->declared; ++i) {
       PyObject* v = dict ? PyDict_GetItemWithError(dict.ptr(), l->names[i].ptr()) : nullptr;
       if (v != nullptr) {
+        ++found;
         values->push_back(py::reinterpret_borrow<py::object>(v));
         continue;
       }
@@ -389,8 +376,23 @@ class Copier {
         values->push_back(py::reinterpret_steal<py::object>(a));
       }
     }
-    for (auto& v : extra_values) values->push_back(std::move(v));
-    return *l;
+    if (!dict || PyDict_GET_SIZE(dict.ptr()) == found) return *l;
+    // The instance has attributes its class does not declare: they become fields too.
+    std::vector<std::pair<std::string, colors::TypeKind>> extras;
+    PyObject *k, *v;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(dict.ptr(), &pos, &k, &v)) {
+      if (!PyUnicode_Check(k)) continue;
+      bool declared = false;
+      for (std::size_t n = 0; n < l->declared && !declared; ++n) {
+        PyObject* name = l->names[n].ptr();
+        declared = name == k || PyUnicode_Compare(k, name) == 0;
+      }
+      if (declared) continue;
+      extras.emplace_back(py::str(k).cast<std::string>(), kind_for_value(v));
+      values->push_back(py::reinterpret_borrow<py::object>(v));
+    }
+    return user_layout(t, extras);
   }
 
   void fill(Item& it) {
@@ -438,6 +440,8 @@ class Copier {
     }
   }
 
+  PyTypeObject* last_type_ = nullptr;  // instance_layout's one-entry cache
+  const UserLayout* last_layout_ = nullptr;
   std::unordered_map<PyObject*, cd::Word> memo_;
   std::vector<colors::Value> roots_;  // every object made by this copy
   std::vector<colors::Value> temp_;   // scalar boxes made for the store in progress
