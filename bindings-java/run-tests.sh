@@ -3,8 +3,8 @@
 #
 #   bindings-java/run-tests.sh [extra mvn args, e.g. -Dtest=ValuesTest]
 #
-# 1. builds the top-level CMake build in $BUILD_DIR (default <repo>/build): colors-server and the
-#    JNI library <build>/bindings-java/libcolors_jni.so;
+# 1. builds the top-level CMake build in $BUILD_DIR (default <repo>/build): colors-server, the
+#    JNI library <build>/bindings-java/libcolors_jni.so and the Python binding (cross-language tests);
 # 2. runs `mvn -q -B test` in bindings-java/ (the first run downloads JUnit and the Maven plugins
 #    from Maven Central into ~/.m2; later runs need no network), with COLORS_JNI_LIB and
 #    COLORS_SERVER_BIN pointing into the build. Exits non-zero on any failure.
@@ -27,12 +27,13 @@ done
 if [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
     cmake -S "$REPO" -B "$BUILD_DIR" >/dev/null
 fi
+cmake --build "$BUILD_DIR" -j"$JOBS" >/dev/null
 LIB="$BUILD_DIR/bindings-java/libcolors_jni.so"
-cmake --build "$BUILD_DIR" -j"$JOBS" --target colors-server colors_jni >/dev/null 2>&1 || {
-    # Configured before the JDK was installed, or before bindings-java existed: configure again.
+if [ ! -f "$LIB" ] && grep -q "bindings-java" "$REPO/CMakeLists.txt"; then
+    # Configured before the JDK was installed: configure again so the binding is included.
     cmake "$BUILD_DIR" >/dev/null
-    cmake --build "$BUILD_DIR" -j"$JOBS" --target colors-server colors_jni >/dev/null
-}
+    cmake --build "$BUILD_DIR" -j"$JOBS" >/dev/null
+fi
 if [ ! -f "$LIB" ]; then
     echo "run-tests.sh: $LIB was not built (no JDK found by CMake? see the configure output)" >&2
     exit 1
@@ -41,6 +42,7 @@ fi
 # ---- 2. tests ------------------------------------------------------------------------------
 export COLORS_JNI_LIB="$LIB"
 export COLORS_SERVER_BIN="${COLORS_SERVER_BIN:-$BUILD_DIR/colors-server/colors-server}"
+export COLORS_PYTHONPATH="$BUILD_DIR/bindings-python"  # cross-language tests (skipped without it)
 cd "$HERE"
 # Release artifacts already in ~/.m2 are not fetched again, so after the first run this needs no
 # network.

@@ -3,6 +3,7 @@
 // (a long) together with the attachment generation they belong to (org.colors.SharedType).
 #include <vector>
 
+#include "classes.hpp"
 #include "jni_common.hpp"
 
 namespace colors_jni {
@@ -137,6 +138,20 @@ void JNICALL n_obj_set(JNIEnv* env, jclass, jobject h, jstring name, jint tag, j
   guarded_void(env, [&] {
     colors::Object& o = jvalue_of(env, h)->object();
     std::string n = java_to_utf8(env, name);
+    if (tag == kTagInt) {
+      // An integer stored into a float field becomes that float (as Java widens int to double),
+      // when a double represents it exactly.
+      const colors::detail::FieldInfo* f = colors::detail::find_field(colors::class_of(o).record(), n);
+      if (f != nullptr && f->type == colors::TypeKind::kFloat) {
+        const auto x = static_cast<long long>(bits);
+        const auto d = static_cast<double>(x);
+        if (d >= 9223372036854775808.0 || static_cast<long long>(d) != x)
+          throw colors::OverflowError("the integer " + std::to_string(x) + " has no exact double value for float field '" +
+                                      n + "'");
+        o.set(n, colors::Value(d));
+        return;
+      }
+    }
     Arg v = decode(env, tag, bits, obj);
     o.set(n, v.get());
   });

@@ -11,7 +11,8 @@ import java.util.Set;
  * The deep copy of {@link SharedMemory#copyToSharedMemory(Object)}: each private container gets
  * its (empty) shared copy when first met, is memoised by identity and queued; queued containers are
  * then filled. Sharing and cycles of the private graph are preserved, and deep graphs need no
- * recursion. The memo holds the proxies, so everything copied so far stays rooted.
+ * recursion. The memo holds the proxies, so everything copied so far stays rooted. Instances of
+ * user classes become shared objects of their {@link ClassMapping} (fields by name).
  */
 final class Copier {
   private final IdentityHashMap<Object, Object> memo = new IdentityHashMap<>();
@@ -47,10 +48,16 @@ final class Copier {
     } else if (x.getClass().isArray()) {
       kind = Proxies.LIST;
       n = Array.getLength(x);
+    } else if (ClassMapping.isUserClass(x.getClass())) {
+      SharedObject so = (SharedObject) Native.newObject(ClassMapping.of(x.getClass()).sharedClass());
+      memo.put(x, so);
+      work.push(new Object[] {x, so});
+      return so;
     } else {
       throw new TypeMismatchException("copyToSharedMemory(): cannot copy an object of class " + x.getClass().getName()
           + " to shared memory: supported are null, Boolean, Byte, Short, Integer, Long, Character, Float, Double,"
-          + " String, byte[], arrays, Collections (Lists, Sets, ...), Maps and shared objects");
+          + " String, byte[], arrays, Collections (Lists, Sets, ...), Maps, instances of user classes and shared"
+          + " objects");
     }
     Object shared = Native.newContainer(kind, n);
     memo.put(x, shared);
@@ -58,8 +65,29 @@ final class Copier {
     return shared;
   }
 
+  /** Copies the mapped fields of a user instance into a shared object (SharedObject.writeFrom). */
+  void writeObject(Object x, SharedObject so) {
+    memo.put(x, so);
+    work.push(new Object[] {x, so});
+    while (!work.isEmpty()) {
+      Object[] item = work.pop();
+      fill(item[0], item[1]);
+    }
+  }
+
   private void fill(Object x, Object shared) {
-    if (x instanceof Map) {
+    if (shared instanceof SharedObject) {
+      SharedObject so = (SharedObject) shared;
+      ClassMapping m = ClassMapping.of(x.getClass());
+      Object[] values = m.read(x);
+      for (int i = 0; i < values.length; i++) {
+        ClassMapping.MappedField f = m.fields.get(i);
+        Object v = convert(values[i]);
+        // A field the object's shared version lacks is added to it (a new version; it does not move).
+        if (!so.hasField(f.name)) so.addField(f.name, f.kind);
+        so.set(f.name, v);
+      }
+    } else if (x instanceof Map) {
       SharedMap m = (SharedMap) shared;
       Object[] entries = ((Map<?, ?>) x).entrySet().toArray();  // snapshot
       for (Object o : entries) {

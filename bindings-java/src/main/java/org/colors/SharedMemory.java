@@ -214,6 +214,86 @@ public final class SharedMemory {
   }
 
   /**
+   * Allocates a shared container or a shared object of a user class.
+   *
+   * <p>Container classes ({@code List}, {@code Map}, {@code Set}, ...) as
+   * {@link #allocate(Class, int)} with length 0. A user class cannot be returned as an instance of
+   * itself bound to shared memory on a stock JVM: that needs the bytecode-rewriting agent, which is
+   * not available yet, so for user classes this throws {@link TypeMismatchException}; use
+   * {@link #allocateObject(Class)} (the {@link SharedObject} view of a new object of the class's
+   * shared class) or {@link #copyToSharedMemory(Object)} of an instance.
+   *
+   * @param <T> the class
+   * @param cls a container class
+   * @return the new shared container
+   */
+  public static <T> T allocate(Class<T> cls) {
+    if (ClassMapping.isUserClass(cls)) {
+      throw new TypeMismatchException("allocate(" + cls.getName() + ".class) would return a " + cls.getSimpleName()
+          + " bound to shared memory, which needs the bytecode-rewriting agent (not available yet): use"
+          + " SharedMemory.allocateObject(" + cls.getSimpleName() + ".class) for a SharedObject view of a new shared "
+          + cls.getName() + ", or copyToSharedMemory(instance)");
+    }
+    return allocate(cls, 0);
+  }
+
+  /**
+   * Allocates a shared object of the shared class mapped from a Java class: named by
+   * {@link Class#getName()}, with the class's non-static, non-transient fields (superclass fields
+   * first) and their shared types (integer for byte/short/int/long/char and boxes, float for
+   * float/double, boolean, string, binary for byte[], list for lists and arrays, set, map, object
+   * for user classes, any otherwise). The class version with exactly these fields is reused or
+   * created. Fields of primitive Java types start at 0/false, the others at null.
+   *
+   * @param cls a user class
+   * @return the view of the new shared object
+   * @throws TypeMismatchException if {@code cls} is not a user class
+   */
+  public static SharedObject allocateObject(Class<?> cls) {
+    ClassMapping m = ClassMapping.of(cls);
+    ensureAttached();
+    return m.allocate();
+  }
+
+  /**
+   * Allocates a shared object of a shared class version (e.g. one from {@link #defineClass} or
+   * {@link SharedType#versionsOf(String)}). Its fields start at null.
+   *
+   * @param type a user class version
+   * @return the view of the new shared object
+   */
+  public static SharedObject allocateObject(SharedType type) {
+    if (type.kind() != SharedType.Kind.OBJECT) {
+      throw new TypeMismatchException("allocateObject(): " + type.name() + " is a builtin type, not a user class");
+    }
+    return (SharedObject) Native.newObject(type.ptr());
+  }
+
+  /**
+   * The version of shared class {@code name} with exactly these fields (in any order), created if
+   * there is none: for classes without a Java class here (e.g. defined by a Python program).
+   *
+   * @param name the fully qualified class name, e.g. {@code demo.Employee}
+   * @param fields field names and their shared types, in slot order
+   * @return the class version
+   */
+  public static SharedType defineClass(String name, Map<String, SharedType.Kind> fields) {
+    String[] names = new String[fields.size()];
+    int[] kinds = new int[fields.size()];
+    String[] classNames = new String[fields.size()];
+    int i = 0;
+    for (Map.Entry<String, SharedType.Kind> e : fields.entrySet()) {
+      if (e.getValue() == SharedType.Kind.NULL) throw new InvalidArgumentException("NULL is not a field type");
+      names[i] = e.getKey();
+      kinds[i] = e.getValue().code;
+      classNames[i] = "";
+      i++;
+    }
+    ensureAttached();
+    return SharedType.of(Native.defineClass(name, names, kinds, classNames));
+  }
+
+  /**
    * Whether {@code o} is a shared object (a proxy of an object in the shared heap). Scalars,
    * Strings and byte arrays read from shared memory are private values: false.
    *

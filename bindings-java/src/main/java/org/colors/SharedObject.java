@@ -89,6 +89,84 @@ public final class SharedObject {
   }
 
   /**
+   * Stores an integer into a field (no boxing).
+   *
+   * @param field the field name
+   * @param value the value
+   * @throws TypeMismatchException if the field holds another shared type (a float field takes the
+   *     integer as a float when a double represents it exactly)
+   */
+  public void set(String field, long value) {
+    Native.objSet(handle, field, Codec.INT, value, null);
+  }
+
+  /**
+   * Stores a float into a field (no boxing).
+   *
+   * @param field the field name
+   * @param value the value
+   */
+  public void set(String field, double value) {
+    Native.objSet(handle, field, Codec.FLOAT, Double.doubleToRawLongBits(value), null);
+  }
+
+  /**
+   * Stores a boolean into a field (no boxing).
+   *
+   * @param field the field name
+   * @param value the value
+   */
+  public void set(String field, boolean value) {
+    Native.objSet(handle, field, Codec.BOOL, value ? 1L : 0L, null);
+  }
+
+  /**
+   * Reads this object into a new private instance of a Java class, by field name (reflection; the
+   * class needs a no-argument constructor, or is a record): each Java field takes the shared field
+   * of the same name, converted with the checks of the typed getters; Java fields this object lacks
+   * keep their defaults; shared fields the class lacks are ignored. Nested shared objects become
+   * private instances too (sharing and cycles preserved); shared containers stay live proxies in
+   * fields of interface types and are copied into fields of concrete types and arrays.
+   *
+   * <p>The result is a private snapshot: changing it does not change the shared object (use
+   * {@link #writeFrom(Object)}); transparent access needs the bytecode-rewriting agent (not
+   * available yet).
+   *
+   * @param <T> the class
+   * @param cls a user class (typically the one named like this object's shared class)
+   * @return the new private instance
+   * @throws TypeMismatchException if a field value does not fit its Java field
+   * @throws SharedOverflowException if a number does not fit its Java field
+   */
+  public <T> T toPrivate(Class<T> cls) {
+    return cls.cast(new Materializer(cls.getClassLoader()).run(this, cls));
+  }
+
+  /**
+   * Reads this object's fields into an existing private instance (as {@link #toPrivate(Class)}).
+   *
+   * @param target an instance of a user class (not a record)
+   */
+  public void readInto(Object target) {
+    new Materializer(target.getClass().getClassLoader()).readInto(this, target);
+  }
+
+  /**
+   * Writes the fields of a private instance into this shared object, by name: scalars, Strings and
+   * byte arrays are copied in, private collections, arrays and user objects are deep-copied
+   * ({@link SharedMemory#copyToSharedMemory(Object)}), shared objects are stored as they are. A
+   * field this object's shared version lacks is added to it (a new class version; the object does
+   * not move); fields only the shared object has are kept.
+   *
+   * @param source an instance of a user class
+   * @throws TypeMismatchException if a value does not fit the shared field's type
+   */
+  public void writeFrom(Object source) {
+    ClassMapping.of(source.getClass());  // a user class, or TypeMismatchException
+    new Copier().writeObject(source, this);
+  }
+
+  /**
    * The value of a field converted to {@code type} with the checks of the typed getters.
    *
    * @param <T> the type
@@ -205,12 +283,14 @@ public final class SharedObject {
   /**
    * Adds a field to this object (schema evolution in place): the object moves to the class
    * version with its current fields plus this one (created if needed); its data does not move and
-   * the new field is null. Other objects keep their version.
+   * the new field is null. Other objects keep their version. Does nothing if the field exists.
    *
    * @param field the field name
    * @param kind its shared type
    */
   public void addField(String field, SharedType.Kind kind) {
+    if (kind == SharedType.Kind.NULL) throw new InvalidArgumentException("NULL is not a field type");
+    if (hasField(field)) return;
     Native.objAddField(handle, field, kind.code, null);
   }
 

@@ -160,6 +160,20 @@ public final class SharedType {
     return Collections.unmodifiableList(out);
   }
 
+  /**
+   * Every version of the shared class {@code name}, oldest first.
+   *
+   * @param name a fully qualified class name
+   * @return the versions (empty if the class does not exist)
+   */
+  public static List<SharedType> versionsOf(String name) {
+    SharedMemory.ensureAttached();
+    long gen = Native.generation();
+    List<SharedType> out = new ArrayList<>();
+    for (long p : Native.classVersionsByName(name)) out.add(new SharedType(p, gen));
+    return Collections.unmodifiableList(out);
+  }
+
   @Override
   public boolean equals(Object o) {
     return o instanceof SharedType && ((SharedType) o).ptr == ptr && ((SharedType) o).generation == generation;
