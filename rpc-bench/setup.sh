@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # Installs and builds what rpc-bench needs; idempotent and quiet (prints nothing when all is there).
 #
-#   1. PyPI packages into the python3 on PATH: grpcio, grpcio-tools, protobuf, thrift, requests,
-#      numpy, matplotlib (only the missing ones);
+#   1. PyPI packages into the python3 on PATH: grpcio, grpcio-tools, protobuf, thrift, numpy,
+#      matplotlib (only the missing ones);
 #   2. Debian thrift-compiler (apt-get only if `thrift` is missing; root or sudo -n, like
 #      scripts/bootstrap.sh);
 #   3. generated code into build/ (not committed): Python protobuf + gRPC stubs with grpcio-tools'
 #      protoc, Java protobuf classes with the protoc that Maven Central publishes for the
 #      protobuf-java version in java/pom.xml (grpcio-tools' protoc has no Java generator), Thrift
 #      stubs for Python and Java with thrift-compiler;
-#   4. the Java servers: `mvn -q -B -Dstyle.color=never package` in java/ (writes java/target/classpath.txt).
+#   4. the Java servers: `mvn -q -B package` in java/ (writes java/target/classpath.txt).
 # Steps 3 and 4 rerun only when their inputs changed.
 set -euo pipefail
 
@@ -19,11 +19,19 @@ BUILD="$HERE/build"
 mkdir -p "$BUILD"
 
 # ---- 1. Python packages --------------------------------------------------------------------
-py_missing=()
-for mod in grpc:grpcio grpc_tools:grpcio-tools google.protobuf:protobuf thrift:thrift \
-           requests:requests numpy:numpy matplotlib:matplotlib; do
-    "$PYTHON" -c "import ${mod%%:*}" 2>/dev/null || py_missing+=("${mod#*:}")
-done
+# One interpreter checks every module (import name -> PyPI name); find_spec does not import.
+read -r -a py_missing <<<"$("$PYTHON" - <<'PY'
+import importlib.util
+wanted = {"grpc": "grpcio", "grpc_tools": "grpcio-tools", "google.protobuf": "protobuf",
+          "thrift": "thrift", "numpy": "numpy", "matplotlib": "matplotlib"}
+def have(mod):
+    try:
+        return importlib.util.find_spec(mod) is not None
+    except ModuleNotFoundError:
+        return False
+print(" ".join(pkg for mod, pkg in wanted.items() if not have(mod)))
+PY
+)"
 if [ ${#py_missing[@]} -gt 0 ]; then
     echo "rpc-bench/setup.sh: installing Python packages: ${py_missing[*]}"
     "$PYTHON" -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
@@ -57,6 +65,16 @@ stale() {
     [ -n "$(find "$@" -type f -newer "$stamp" -print -quit 2>/dev/null)" ]
 }
 
+# Maven in java/, its output shown only when it fails.
+mvn_quiet() {
+    local log="$BUILD/mvn.log"
+    if ! (cd "$HERE/java" && mvn -q -B "$@" </dev/null >"$log" 2>&1); then
+        cat "$log" >&2
+        echo "rpc-bench/setup.sh: mvn $* failed" >&2
+        return 1
+    fi
+}
+
 # ---- 3. generated code ---------------------------------------------------------------------
 PB_JAVA="$(sed -n 's:.*<protobuf.version>\(.*\)</protobuf.version>.*:\1:p' "$HERE/java/pom.xml")"
 case "$(uname -m)" in
@@ -66,9 +84,8 @@ case "$(uname -m)" in
 esac
 PROTOC_JAVA="$BUILD/tools/protoc-$PB_JAVA-$PROTOC_ARCH.exe"
 if [ ! -x "$PROTOC_JAVA" ]; then
-    (cd "$HERE/java" && mvn -q -B -Dstyle.color=never dependency:copy \
-        -Dartifact="com.google.protobuf:protoc:$PB_JAVA:exe:$PROTOC_ARCH" \
-        -DoutputDirectory="$BUILD/tools" </dev/null)
+    mvn_quiet dependency:copy -Dartifact="com.google.protobuf:protoc:$PB_JAVA:exe:$PROTOC_ARCH" \
+        -DoutputDirectory="$BUILD/tools"
     chmod +x "$PROTOC_JAVA"
 fi
 
@@ -88,6 +105,6 @@ fi
 # ---- 4. Java servers -----------------------------------------------------------------------
 CP_FILE="$HERE/java/target/classpath.txt"
 if stale "$CP_FILE" "$HERE/java/src" "$HERE/java/pom.xml" "$BUILD/gen-java"; then
-    (cd "$HERE/java" && mvn -q -B -Dstyle.color=never package </dev/null)
+    mvn_quiet package
     touch "$CP_FILE"
 fi

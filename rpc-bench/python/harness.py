@@ -1,0 +1,258 @@
+"""rpc-bench harness: runs the matrix framework x kind x size x variant, checks every reply,
+fits time = latency + size/throughput, runs the section 6.6 experiment, and writes
+results.json, results.md and figure3.png into the output directory.
+
+    python3 harness.py --mode full|quick|smoke [--frameworks grpc,thrift] [--kinds int,tree4]
+                       [--sizes 1,8,64] [--figure colors,grpc] [--out DIR] [--no-66]
+
+Normally run through ../run (which runs ../setup.sh first).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib.metadata
+import json
+import os
+import pathlib
+import platform
+import re
+import subprocess
+import sys
+import time
+
+HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import figure  # noqa: E402
+import fit  # noqa: E402
+import frameworks  # noqa: E402
+import report  # noqa: E402
+import shm_vs_socket  # noqa: E402
+import workload  # noqa: E402
+from measure import Budget, time_cell  # noqa: E402
+
+MODES = {
+    # sizes, kinds, per-cell budget, JIT warm-up per framework (s), 6.6 sizes and budget
+    "full": dict(sizes=workload.SIZES, kinds=workload.KINDS,
+                 budget=Budget(warmup_s=0.1, measure_s=0.5, rounds=5), prewarm_s=3.0,
+                 sizes66=workload.SIZES, budget66=Budget(warmup_s=0.05, measure_s=0.3, rounds=5)),
+    "quick": dict(sizes=(1, 16, 128, 1024), kinds=workload.KINDS,
+                  budget=Budget(warmup_s=0.05, measure_s=0.15, rounds=3), prewarm_s=1.5,
+                  sizes66=(1, 32, 1024), budget66=Budget(warmup_s=0.02, measure_s=0.1, rounds=3)),
+    "smoke": dict(sizes=(1, 4), kinds=("int", "tree2"),
+                  budget=Budget(warmup_s=0.0, measure_s=0.0, rounds=2, min_warmup_calls=2,
+                                min_calls_per_round=3, max_calls_per_round=3), prewarm_s=0.0,
+                  sizes66=(1, 4), budget66=Budget(warmup_s=0.0, measure_s=0.0, rounds=2,
+                                                  min_calls_per_round=3, max_calls_per_round=3)),
+}
+KINDS66 = ("int", "tree4")
+
+
+def log(msg: str) -> None:
+    print(msg, flush=True)
+
+
+def check_reply(adapter, kind: str, n: int, reply) -> None:
+    if len(reply) != n:
+        raise AssertionError(f"{adapter.name} {kind} n={n}: reply has {len(reply)} elements")
+    got, want = adapter.read_all(kind, reply), workload.expected_checksum(kind, n)
+    if not workload.same_checksum(got, want):
+        raise AssertionError(f"{adapter.name} {kind} n={n}: checksum {got!r}, expected {want!r}")
+
+
+def prewarm(adapter, kinds, seconds: float) -> None:
+    """Lets the server's JIT compile the hot paths before the first timed cell."""
+    if seconds <= 0:
+        return
+    inputs = [(k, adapter.build_input(k, 64)) for k in kinds]
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        for kind, payload in inputs:
+            adapter.read_all(kind, adapter.call(kind, payload))
+
+
+def run_framework(adapter, kinds, sizes, budget: Budget, prewarm_s: float) -> list[dict]:
+    cells = []
+    adapter.start_server()
+    try:
+        adapter.connect()
+        try:
+            prewarm(adapter, kinds, prewarm_s)
+            for kind in kinds:
+                for n in sizes:
+                    payload = adapter.build_input(kind, n)
+                    check_reply(adapter, kind, n, adapter.call(kind, payload))
+                    call, read_all = adapter.call, adapter.read_all
+
+                    def paper(kind=kind, payload=payload):
+                        call(kind, payload)
+
+                    def read(kind=kind, payload=payload):
+                        read_all(kind, call(kind, payload))
+
+                    row = []
+                    for variant, fn in (("paper", paper), ("read", read)):
+                        t = time_cell(fn, budget)
+                        cells.append(dict(framework=adapter.name, kind=kind, n=n, variant=variant, **t))
+                        row.append(f"{variant} {t['per_call_s'] * 1e6:10.1f} µs")
+                    check_reply(adapter, kind, n, adapter.call(kind, payload))
+                    log(f"  {adapter.name:12s} {kind:6s} n={n:5d}  " + "  ".join(row))
+        finally:
+            adapter.close()
+    finally:
+        adapter.stop_server()
+    return cells
+
+
+def run_floor(kinds, sizes, budget: Budget) -> list[dict]:
+    """Reading the same reply held in private Python objects: the floor of the read variant."""
+    cells = []
+    for kind in kinds:
+        for n in sizes:
+            data = workload.private_reply(kind, n)
+            if not workload.same_checksum(workload.read_private(kind, data),
+                                          workload.expected_checksum(kind, n)):
+                raise AssertionError(f"private {kind} n={n}: checksum mismatch")
+            t = time_cell(lambda kind=kind, data=data: workload.read_private(kind, data), budget)
+            cells.append(dict(framework=report.FLOOR, kind=kind, n=n, variant="read", **t))
+        log(f"  {report.FLOOR:12s} {kind:6s} " + " ".join(
+            f"{c['per_call_s'] * 1e6:.2f}" for c in cells if c["kind"] == kind) + " µs")
+    return cells
+
+
+# ---- metadata ------------------------------------------------------------------------------
+
+def _cmd(args) -> str:
+    try:
+        out = subprocess.run(args, capture_output=True, text=True, timeout=30)
+        return (out.stdout + out.stderr).strip().splitlines()[0]
+    except (OSError, IndexError, subprocess.TimeoutExpired):
+        return "not found"
+
+
+def versions() -> dict:
+    v = {"python": platform.python_version()}
+    for pkg in ("grpcio", "grpcio-tools", "protobuf", "thrift", "numpy", "matplotlib"):
+        try:
+            v[f"{pkg} (PyPI)"] = importlib.metadata.version(pkg)
+        except importlib.metadata.PackageNotFoundError:
+            v[f"{pkg} (PyPI)"] = "not installed"
+    pom = (HERE.parent / "java" / "pom.xml").read_text()
+    for prop, label in (("grpc.version", "grpc-java: grpc-netty-shaded, grpc-protobuf, grpc-stub"),
+                        ("protobuf.version", "protobuf-java"), ("thrift.version", "libthrift"),
+                        ("jackson.version", "jackson-databind")):
+        m = re.search(f"<{re.escape(prop)}>([^<]+)</", pom)
+        v[f"{label} (Maven Central)"] = m.group(1) if m else "?"
+    v["protoc for Python stubs"] = _cmd([sys.executable, "-m", "grpc_tools.protoc", "--version"]) + " (grpcio-tools)"
+    tools = sorted((HERE.parent / "build" / "tools").glob("protoc-*"))
+    v["protoc for Java classes"] = (_cmd([str(tools[-1]), "--version"]) + " (com.google.protobuf:protoc, Maven Central)") if tools else "?"
+    v["thrift compiler"] = _cmd(["thrift", "--version"]) + " (Debian thrift-compiler)"
+    v["java"] = _cmd(["java", "-version"])
+    return v
+
+
+def machine() -> str:
+    model = "?"
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    virt = _cmd(["systemd-detect-virt"])
+    return f"{os.cpu_count()} vCPU {model}, {platform.system()} {platform.release()}, virt: {virt}"
+
+
+# ---- main ----------------------------------------------------------------------------------
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--mode", choices=sorted(MODES), default="full")
+    ap.add_argument("--frameworks", help="comma-separated (default: every module in frameworks/)")
+    ap.add_argument("--kinds", help="comma-separated subset of " + ",".join(workload.KINDS))
+    ap.add_argument("--sizes", help="comma-separated list sizes")
+    ap.add_argument("--figure", help="two frameworks for figure3.png (default colors,grpc)")
+    ap.add_argument("--out", help="output directory (default rpc-bench/results/<UTC time>)")
+    ap.add_argument("--no-66", action="store_true", help="skip the section 6.6 experiment")
+    return ap.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    a = parse_args(argv)
+    mode = MODES[a.mode]
+    kinds = a.kinds.split(",") if a.kinds else list(mode["kinds"])
+    sizes = [int(s) for s in a.sizes.split(",")] if a.sizes else list(mode["sizes"])
+    bad = [k for k in kinds if k not in workload.KINDS]
+    if bad:
+        raise SystemExit(f"unknown kinds: {bad}")
+    names = a.frameworks.split(",") if a.frameworks else frameworks.discover()
+    stamp = datetime.datetime.now(datetime.timezone.utc)
+    out = pathlib.Path(a.out) if a.out else HERE.parent / "results" / stamp.strftime("%Y%m%dT%H%M%SZ")
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    log(f"rpc-bench {a.mode}: frameworks {names}, kinds {kinds}, sizes {sizes} -> {out}")
+
+    cells, unavailable, measured = [], {}, []
+    for name in names:
+        adapter = frameworks.load(name)
+        ok, why = adapter.available()
+        if not ok:
+            unavailable[name] = why
+            log(f"  {name}: not available: {why}")
+            continue
+        cells += run_framework(adapter, kinds, sizes, mode["budget"], mode["prewarm_s"])
+        measured.append(name)
+    cells += run_floor(kinds, sizes, mode["budget"])
+
+    s66 = None
+    if not a.no_66:
+        k66 = [k for k in KINDS66 if k in kinds] or list(KINDS66)
+        s66 = shm_vs_socket.run(k66, list(mode["sizes66"]), mode["budget66"], log)
+        if s66.get("skipped"):
+            log(f"  6.6 skipped: {s66['skipped']}")
+
+    ref = "colors" if "colors" in measured else ("grpc" if "grpc" in measured else (measured or ["?"])[0])
+    results = {
+        "meta": {"mode": a.mode, "date": stamp.strftime("%Y-%m-%d %H:%M UTC"), "machine": machine(),
+                 "versions": versions(), "budget": vars(mode["budget"]),
+                 "cell_value": "median over rounds of (round time / calls in round)"},
+        "frameworks": measured, "unavailable": unavailable, "kinds": kinds, "sizes": sizes,
+        "reference": ref, "cells": cells, "fits": fit.fit_all(cells), "sockets_vs_shm": s66,
+    }
+    (out / "results.json").write_text(json.dumps(results, indent=1))
+    (out / "results.md").write_text(report.markdown(results))
+    shown = figure.pick_frameworks(results, a.figure.split(",") if a.figure else ["colors", "grpc"])
+    figure.draw(results, shown, str(out / "figure3.png"))
+    log(f"rpc-bench {a.mode}: done in {time.perf_counter() - started:.0f} s; wrote {out}/results.json, "
+        f"results.md, figure3.png ({' vs '.join(shown)})")
+
+    if a.mode == "smoke":
+        smoke_checks(out, results, names, unavailable, s66)
+    return 0
+
+
+def smoke_checks(out: pathlib.Path, results: dict, names, unavailable, s66) -> None:
+    """What `make test` relies on: every framework ran every cell, outputs written, 6.6 ran."""
+    problems = [f"{n} unavailable: {w}" for n, w in unavailable.items() if n != "colors"]
+    for name in results["frameworks"] + [report.FLOOR]:
+        variants = ("read",) if name == report.FLOOR else ("paper", "read")
+        want = len(results["kinds"]) * len(results["sizes"]) * len(variants)
+        got = sum(1 for c in results["cells"] if c["framework"] == name)
+        if got != want:
+            problems.append(f"{name}: {got} cells, expected {want}")
+    for f in ("results.json", "results.md", "figure3.png"):
+        if not (out / f).is_file() or (out / f).stat().st_size == 0:
+            problems.append(f"{f} not written")
+    if s66 is not None and s66.get("skipped"):
+        problems.append(f"6.6 experiment skipped: {s66['skipped']}")
+    if problems:
+        raise SystemExit("rpc-bench smoke: FAILED\n  " + "\n  ".join(problems))
+    n = len(results["cells"])
+    log(f"rpc-bench smoke: {n} passed, 0 failed")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
