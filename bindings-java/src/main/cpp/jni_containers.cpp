@@ -53,7 +53,13 @@ void JNICALL n_clear(JNIEnv* env, jclass, jobject h) {
 jobject JNICALL n_list_get(JNIEnv* env, jclass, jobject h, jint i) {
   return guarded<jobject>(env, nullptr, [&] {
     colors::List& l = jvalue_of(env, h)->list();
-    return to_java(env, l.get(checked_index(l, i)));
+    colors::Value v;
+    try {
+      v = l.get(static_cast<std::size_t>(static_cast<std::int64_t>(i)));  // negative: huge, refused
+    } catch (const colors::IndexError&) {
+      index_error(i, l.size());
+    }
+    return to_java(env, std::move(v));
   });
 }
 

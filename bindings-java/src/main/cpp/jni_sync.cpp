@@ -1,4 +1,6 @@
 // Blocking calls: the interrupt hook, repositories, channels and monitors.
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -51,16 +53,22 @@ namespace {
 // are created once per name by org.colors (which caches them by name) and never freed; they are
 // re-resolved after a detach/attach.
 
+// Re-resolution after a detach/attach happens under the struct's mutex; the fast path only loads
+// the generation it was resolved in.
 struct JRepo {
   std::string name;
   colors::Repository rec;
-  std::uint64_t gen = ~0ULL;
+  std::atomic<std::uint64_t> gen{~0ULL};
+  std::mutex mu;
 
   colors::Repository& get() {
     const std::uint64_t cur = g_generation.load(std::memory_order_acquire);
-    if (gen != cur || !colors::is_attached()) {
-      rec = colors::repository(name);
-      gen = cur;
+    if (gen.load(std::memory_order_acquire) != cur || !colors::is_attached()) {
+      std::lock_guard<std::mutex> lk(mu);
+      if (gen.load(std::memory_order_relaxed) != cur || !colors::is_attached()) {
+        rec = colors::repository(name);
+        gen.store(cur, std::memory_order_release);
+      }
     }
     return rec;
   }
@@ -68,15 +76,19 @@ struct JRepo {
 
 struct JChan {
   std::string name;
-  std::uint32_t capacity;
+  std::uint32_t capacity = 64;
   colors::Channel ch;
-  std::uint64_t gen = ~0ULL;
+  std::atomic<std::uint64_t> gen{~0ULL};
+  std::mutex mu;
 
   colors::Channel& get() {
     const std::uint64_t cur = g_generation.load(std::memory_order_acquire);
-    if (gen != cur || !colors::is_attached()) {
-      ch = colors::channel(name, capacity);
-      gen = cur;
+    if (gen.load(std::memory_order_acquire) != cur || !colors::is_attached()) {
+      std::lock_guard<std::mutex> lk(mu);
+      if (gen.load(std::memory_order_relaxed) != cur || !colors::is_attached()) {
+        ch = colors::channel(name, capacity);
+        gen.store(cur, std::memory_order_release);
+      }
     }
     return ch;
   }

@@ -154,6 +154,10 @@ jobject to_java(JNIEnv* env, colors::Value&& v) {
     }
     default: {
       const jlong raw = static_cast<jlong>(v.raw());
+      // The common case, a live proxy of the object: no new handle at all (v's root goes with v).
+      jobject cached = env->CallStaticObjectMethod(g.proxies_cls, g.lookup, raw);
+      check_pending(env);
+      if (cached != nullptr) return cached;
       auto* h = new JValue(std::move(v));
       // Proxies.wrap adopts the handle, or releases it (Native.release) when a live proxy of the
       // same object exists already.

@@ -45,7 +45,16 @@ final class Proxies {
   }
 
   /**
-   * Called by the natives for every shared reference they return: adopts the native handle
+   * Called by the natives before they create a handle for a shared reference they return: the
+   * live proxy of the object with raw word {@code raw}, or null.
+   */
+  static Object lookup(long raw) {
+    WeakReference<Object> cur = CACHE.get(raw);
+    return cur == null ? null : cur.get();
+  }
+
+  /**
+   * Called by the natives for a shared reference without a live proxy: adopts the native handle
    * {@code ptr} into a new proxy, or releases it and returns the live proxy of the same object.
    */
   static Object wrap(long ptr, long raw, int kind) {

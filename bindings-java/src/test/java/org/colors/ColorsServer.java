@@ -158,6 +158,7 @@ public final class ColorsServer implements BeforeAllCallback {
       cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
       cmd.add("-Xshare:auto");
       cmd.add("-XX:TieredStopAtLevel=1");  // children are short-lived: start fast
+      cmd.add("--enable-native-access=ALL-UNNAMED");  // no System.load warning on JDK 22+
       cmd.add("-cp");
       cmd.add(cp);
       cmd.add("-D" + Native.LIBRARY_PROPERTY + "=" + jniLibrary());

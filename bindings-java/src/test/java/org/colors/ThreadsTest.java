@@ -1,0 +1,90 @@
+package org.colors;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/**
+ * Several threads using shared objects at once while proxies die and the Cleaner releases them,
+ * the JVM collects and the shared collector runs: the identity cache, handle release and root
+ * tables must stay consistent (every thread checks what it reads).
+ */
+@ExtendWith(ColorsServer.class)
+class ThreadsTest {
+
+  @Test
+  void threadsChurnProxiesWhileBothCollectorsRun() throws Exception {
+    SharedMap board = SharedMemory.allocate(SharedMap.class, 16);
+    int threads = 4;
+    int rounds = 5000;
+    ConcurrentLinkedQueue<Throwable> errors = new ConcurrentLinkedQueue<>();
+    AtomicBoolean stop = new AtomicBoolean();
+    Thread collector = new Thread(() -> {
+      while (!stop.get()) {
+        System.gc();
+        SharedMemory.collect();
+      }
+    }, "collectors");
+    collector.start();
+    List<Thread> workers = new ArrayList<>();
+    for (int t = 0; t < threads; t++) {
+      final long id = t;
+      Thread w = new Thread(() -> {
+        try {
+          Random r = new Random(id);
+          for (int i = 0; i < rounds; i++) {
+            SharedList l = (SharedList) SharedMemory.copyToSharedMemory(List.of(id, (long) i, "t" + id + "-" + i,
+                List.of((long) i)));
+            board.put(id, l);
+            SharedList back = (SharedList) board.get(id);
+            assertSame(l, back);
+            assertEquals(i, back.getInt(1));
+            assertEquals("t" + id + "-" + i, back.get(2));
+            assertSame(back.get(3), l.get(3));
+            if (r.nextInt(10) == 0) {
+              try (SharedMonitor m = SharedMemory.lock(board)) {
+                board.put("last", id);
+                m.signalAll();
+              }
+            }
+            // Read someone else's list: whatever it is, it is complete.
+            Object other = board.get((long) r.nextInt(threads));
+            if (other != null) {
+              SharedList o = (SharedList) other;
+              assertEquals(4, o.size());
+              assertEquals(o.getLong(1), ((SharedList) o.get(3)).getLong(0));
+            }
+          }
+        } catch (Throwable e) {
+          errors.add(e);
+        }
+      }, "worker-" + t);
+      workers.add(w);
+      w.start();
+    }
+    for (Thread w : workers) w.join(60_000);
+    stop.set(true);
+    collector.join(60_000);
+    if (!errors.isEmpty()) throw new AssertionError("a worker failed", errors.peek());
+    assertEquals(threads + 1, board.size());
+    for (long t = 0; t < threads; t++) assertEquals(rounds - 1, ((SharedList) board.get(t)).getInt(1));
+    // The dropped proxies' handles go back: live handles fall to a handful once the JVM collected.
+    long handles = Long.MAX_VALUE;
+    for (int i = 0; i < 100 && handles > 200; i++) {
+      System.gc();
+      Thread.sleep(10);
+      handles = SharedMemory.liveHandles();
+    }
+    assertTrue(handles <= 200, "still " + handles + " live handles");
+    assertTrue(board.containsKey("last"));
+    assertEquals(board, new java.util.HashMap<>(board));
+  }
+}
