@@ -413,10 +413,11 @@ Channel channel(const std::string& name, std::uint32_t capacity) {
   return c;
 }
 bool Channel::send(const Value& v, std::int64_t timeout_ms) { return channel_send(meta(), rec_, v.raw(), to_ns(timeout_ms)); }
-std::optional<Value> Channel::receive(std::int64_t timeout_ms) {
+std::optional<Value> Channel::receive(std::int64_t timeout_ms) { return receive(timeout_ms, -1); }
+std::optional<Value> Channel::receive(std::int64_t timeout_ms, std::int64_t spin_ns) {
   Word w;
   std::atomic<Word>* root = nullptr;
-  if (!channel_receive(meta(), rec_, &w, to_ns(timeout_ms), -1, &root)) return std::nullopt;
+  if (!channel_receive(meta(), rec_, &w, to_ns(timeout_ms), spin_ns, &root)) return std::nullopt;
   return Value::adopt_root(w, root);
 }
 std::uint32_t Channel::capacity() const { return rec_->capacity; }

@@ -237,6 +237,8 @@ class Channel {
   bool try_send(const Value& v) { return send(v, 0); }
   // Blocks until a value arrives. Returns std::nullopt on timeout.
   std::optional<Value> receive(std::int64_t timeout_ms = -1);
+  // Same, spinning `spin_ns` before blocking (< 0: the COLORS_SPIN_NS default).
+  std::optional<Value> receive(std::int64_t timeout_ms, std::int64_t spin_ns);
   std::optional<Value> try_receive() { return receive(0); }
   std::uint32_t capacity() const;
 

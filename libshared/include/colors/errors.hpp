@@ -3,6 +3,7 @@
 #pragma once
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace colors {
 
@@ -23,6 +24,9 @@ enum class ErrorCode {
   kInvalidArgument,   // bad input (name too long, invalid UTF-8, ...)
   kInterrupted,       // a blocking wait was interrupted by the caller's interrupt hook
   kCorrupt,           // the heap verifier found a broken invariant
+  kTimeout,           // a call did not complete in time (rpc)
+  kRemote,            // the remote handler of a call failed (rpc): type and message in the error
+  kUnavailable,       // no live process serves the endpoint, or it died during the call (rpc)
 };
 
 class Error : public std::runtime_error {
@@ -55,6 +59,21 @@ COLORS_DEFINE_ERROR(KeyError, kKey)
 COLORS_DEFINE_ERROR(InvalidArgumentError, kInvalidArgument)
 COLORS_DEFINE_ERROR(InterruptedError, kInterrupted)
 COLORS_DEFINE_ERROR(CorruptHeapError, kCorrupt)
+COLORS_DEFINE_ERROR(TimeoutError, kTimeout)
+COLORS_DEFINE_ERROR(UnavailableError, kUnavailable)
+
+// The handler of a remote call failed: remote_type() is the error's type in the server's
+// language (e.g. "ValueError", "java.lang.IllegalStateException"), remote_message() its message.
+class RemoteError : public Error {
+ public:
+  RemoteError(std::string type, std::string message)
+      : Error(ErrorCode::kRemote, type + ": " + message), type_(std::move(type)), message_(std::move(message)) {}
+  const std::string& remote_type() const noexcept { return type_; }
+  const std::string& remote_message() const noexcept { return message_; }
+
+ private:
+  std::string type_, message_;
+};
 
 #undef COLORS_DEFINE_ERROR
 

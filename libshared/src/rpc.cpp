@@ -1,0 +1,390 @@
+// Remote procedure calls over the shared heap (include/colors/rpc.hpp).
+//
+// Objects (ordinary user objects, so the collector traces them like any other):
+//   colors.rpc.Request   {method: string, args: list, result: any, error_type: string,
+//                         error_message: string, state: integer}
+//   colors.rpc.Endpoint  {server_client: integer, server_slot: integer, server_pid: integer}
+// Names: the repository "colors.rpc.endpoint:<name>" holds the Endpoint of the live server; the
+// channel "colors.rpc.queue:<name>" carries Requests to it.
+//
+// The state word of a Request (a small integer in its `state` slot) is the completion protocol:
+//   kQueued -> kWaiting      caller, CAS, just before it blocks (so the server knows to wake it)
+//   kQueued|kWaiting -> kDone|kFailed   server, exchange, after writing result/error fields;
+//                            if it replaced kWaiting it wakes the futex on the word
+//   kQueued|kWaiting -> kCancelled      caller, CAS, on timeout (the server's later exchange
+//                            overwrites it harmlessly; nobody waits any more)
+// Invariants:
+//  * result/error fields are written before the exchange (release) that publishes kDone/kFailed,
+//    and read after the load (acquire) that sees it.
+//  * The futex word is the low half of the 8-byte state slot (little-endian x86-64): the small
+//    integer encoding (value << 4 | 1) keeps every state distinct in those 32 bits.
+//  * A waiting caller re-checks the server's liveness (its client slot still holds the client id
+//    recorded in the Endpoint) at least every kSliceNs, so a dead server fails calls promptly.
+#include "colors/rpc.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+#include <mutex>
+#include <typeinfo>
+
+#include "colors/config.hpp"
+#include "classes.hpp"
+#include "futex.hpp"
+#include "layout.hpp"
+#include "objects.hpp"
+#include "segment.hpp"
+#include "session.hpp"
+#include "word.hpp"
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the request futex word is the low half of a slot");
+
+namespace colors::rpc {
+
+namespace {
+
+using detail::Word;
+
+enum State : std::int64_t { kQueued = 0, kWaiting = 1, kDone = 2, kFailed = 3, kCancelled = 4 };
+
+constexpr std::int64_t kSliceNs = 10'000'000;  // liveness re-check while blocked
+
+// Classes and resolved fields, per attachment (class records live as long as the segment).
+struct Schema {
+  detail::Metadata* meta = nullptr;
+  std::uint32_t client = 0;
+  Class request, endpoint;
+  Field method, args, result, error_type, error_message, state;
+  Field server_client, server_slot, server_pid;
+};
+
+std::mutex g_schema_mu;
+Schema g_schema;  // GUARDED_BY(g_schema_mu) while (re)built; read-only afterwards per attachment
+
+const Schema& schema() {
+  detail::Metadata* m = detail::current_meta();
+  detail::check_server_state(m);
+  std::uint32_t me = detail::current_client_id();
+  std::lock_guard<std::mutex> g(g_schema_mu);
+  if (g_schema.meta != m || g_schema.client != me) {
+    Schema s;
+    s.meta = m;
+    s.client = me;
+    s.request = define_class("colors.rpc.Request", {{"method", TypeKind::kString, ""},
+                                                    {"args", TypeKind::kList, ""},
+                                                    {"result", TypeKind::kAny, ""},
+                                                    {"error_type", TypeKind::kString, ""},
+                                                    {"error_message", TypeKind::kString, ""},
+                                                    {"state", TypeKind::kInteger, ""}});
+    s.endpoint = define_class("colors.rpc.Endpoint", {{"server_client", TypeKind::kInteger, ""},
+                                                      {"server_slot", TypeKind::kInteger, ""},
+                                                      {"server_pid", TypeKind::kInteger, ""}});
+    s.method = Field(s.request, "method");
+    s.args = Field(s.request, "args");
+    s.result = Field(s.request, "result");
+    s.error_type = Field(s.request, "error_type");
+    s.error_message = Field(s.request, "error_message");
+    s.state = Field(s.request, "state");
+    s.server_client = Field(s.endpoint, "server_client");
+    s.server_slot = Field(s.endpoint, "server_slot");
+    s.server_pid = Field(s.endpoint, "server_pid");
+    g_schema = std::move(s);
+  }
+  return g_schema;
+}
+
+std::string endpoint_repo(const std::string& name) { return "colors.rpc.endpoint:" + name; }
+std::string queue_name(const std::string& name) { return "colors.rpc.queue:" + name; }
+
+// The state slot of a request (its class is always the Request class: nobody evolves it).
+std::atomic<Word>* state_slot(const Object& req) {
+  Word o = req.raw();
+  const detail::FieldInfo* f = detail::find_field(detail::class_of(o), "state");
+  if (f == nullptr) throw CorruptHeapError("an rpc request object lacks its state field");
+  return detail::field_slot(o, *f);
+}
+std::atomic<std::uint32_t>* futex_word(std::atomic<Word>* slot) {
+  return reinterpret_cast<std::atomic<std::uint32_t>*>(slot);
+}
+std::int64_t state_of(Word w) { return detail::is_small_int(w) ? detail::small_value(w) : -1; }
+
+bool client_alive(detail::Metadata* m, std::uint32_t id, std::uint32_t slot) {
+  if (id == 0 || slot >= kMaxClients) return false;
+  const detail::ClientSlot& cs = m->clients[slot];
+  return cs.state.load(std::memory_order_acquire) == static_cast<std::uint32_t>(detail::ClientState::kActive) &&
+         cs.client_id.load(std::memory_order_acquire) == id;
+}
+
+// Completes a request: fields first, then the state exchange (see the protocol above).
+void finish(const Object& req, std::int64_t st) {
+  std::atomic<Word>* s = state_slot(req);
+  Word old = s->exchange(detail::make_small(st), std::memory_order_acq_rel);
+  if (state_of(old) == kWaiting) detail::futex_wake_all(futex_word(s));
+}
+
+std::string type_name_of(const std::exception& e) {
+  if (auto* ce = dynamic_cast<const Error*>(&e)) {
+    switch (ce->code()) {
+      case ErrorCode::kTypeMismatch: return "colors::TypeMismatchError";
+      case ErrorCode::kOverflow: return "colors::OverflowError";
+      case ErrorCode::kIndex: return "colors::IndexError";
+      case ErrorCode::kKey: return "colors::KeyError";
+      case ErrorCode::kInvalidArgument: return "colors::InvalidArgumentError";
+      case ErrorCode::kRemote: return static_cast<const RemoteError*>(ce)->remote_type();
+      default: return "colors::Error";
+    }
+  }
+  return typeid(e).name();
+}
+
+Outcome run_one(const Handler& h, const std::string& method, const List& args) {
+  try {
+    return h(method, args);
+  } catch (const RemoteError& e) {
+    return Outcome::failure(e.remote_type(), e.remote_message());
+  } catch (const std::exception& e) {
+    return Outcome::failure(type_name_of(e), e.what());
+  }
+}
+
+}  // namespace
+
+// ---- Call ----
+
+List Call::args() const {
+  Value a = req_.get(schema().args);
+  return a.is_null() ? new_list() : List(a);
+}
+
+void Call::reply(const Value& result) {
+  if (finished_) return;
+  finished_ = true;
+  const Schema& s = schema();
+  req_.set(s.result, result);
+  finish(req_, kDone);
+}
+
+void Call::fail(std::string_view error_type, std::string_view message) {
+  if (finished_) return;
+  finished_ = true;
+  const Schema& s = schema();
+  req_.set(s.error_type, Value(error_type));
+  req_.set(s.error_message, Value(message));
+  finish(req_, kFailed);
+}
+
+void Call::run(const Handler& h) {
+  try {
+    List a = args();
+    if (!is_batch()) {
+      Outcome o = run_one(h, method_, a);
+      if (o.ok) reply(o.value);
+      else fail(o.error_type, o.error_message);
+      return;
+    }
+    // A batch: each [method, args] in order; one outcome per call.
+    List results = new_list(a.size());
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      List item(a.get(i));
+      std::string m = item.get(0).as_string();
+      Value ia = item.get(1);
+      Outcome o = run_one(h, m, ia.is_null() ? new_list() : List(ia));
+      List entry = new_list(3);
+      entry.append(o.ok);
+      if (o.ok) {
+        entry.append(o.value);
+      } else {
+        entry.append(Value(o.error_type));
+        entry.append(Value(o.error_message));
+      }
+      results.append(entry);
+    }
+    reply(results);
+  } catch (const std::exception& e) {
+    // The request itself was malformed (or the heap is full): report it to the caller.
+    fail(type_name_of(e), e.what());
+  }
+}
+
+// ---- Server ----
+
+Server::Server(const std::string& name, std::uint32_t queue_capacity) : name_(name) {
+  const Schema& s = schema();
+  repo_ = repository(endpoint_repo(name));
+  queue_ = channel(queue_name(name), queue_capacity);
+  Monitor mon(repo_);  // registrations of one endpoint are serialised by its repository monitor
+  Value cur = repo_.get();
+  if (!cur.is_null()) {
+    Object ep(cur);
+    auto id = static_cast<std::uint32_t>(ep.get(s.server_client).as_int());
+    auto slot = static_cast<std::uint32_t>(ep.get(s.server_slot).as_int());
+    if (client_alive(s.meta, id, slot))
+      throw InvalidArgumentError("rpc endpoint '" + name + "' is already served by process " +
+                                 std::to_string(ep.get(s.server_pid).as_int()) + " (one server process per endpoint)");
+  }
+  // Requests left by a server that died were never handled: their callers have been told (or
+  // will be) that the server is gone, so they must not run now.
+  while (auto v = queue_.try_receive()) {
+    Call c;
+    c.req_ = Object(*v);
+    c.fail("colors::UnavailableError", "the previous server of endpoint '" + name + "' died before handling this call");
+  }
+  Object ep = new_object(s.endpoint);
+  ep.set(s.server_client, Value(static_cast<long long>(detail::current_client_id())));
+  ep.set(s.server_slot, Value(static_cast<long long>(detail::current_client_slot())));
+  ep.set(s.server_pid, Value(static_cast<long long>(::getpid())));
+  repo_.set(ep);
+  endpoint_ = ep;
+}
+
+Server::~Server() {
+  try {
+    if (!is_attached()) return;
+    Monitor mon(repo_);
+    if (repo_.get().same_object(endpoint_)) repo_.set(Value());
+  } catch (...) {
+    // Detached or server gone: nothing to unregister.
+  }
+}
+
+std::optional<Call> Server::next(std::int64_t timeout_ms, std::int64_t spin_ns) {
+  const Schema& s = schema();
+  std::optional<Value> v = queue_.receive(timeout_ms, spin_ns);
+  if (!v) return std::nullopt;
+  Call c;
+  c.req_ = Object(*v);
+  Value m = c.req_.get(s.method);
+  c.method_ = m.is_null() ? std::string() : m.as_string();
+  return c;
+}
+
+// ---- Client ----
+
+Client::Client(const std::string& name) : name_(name) {
+  schema();
+  repo_ = repository(endpoint_repo(name));
+  queue_ = channel(queue_name(name), 1024);
+  refresh();
+  if (server_client_ == 0) throw UnavailableError("no process serves rpc endpoint '" + name + "'");
+}
+
+void Client::refresh() {
+  const Schema& s = schema();
+  Value cur = repo_.get();
+  server_client_ = server_slot_ = 0;
+  if (cur.is_null()) return;
+  Object ep(cur);
+  auto id = static_cast<std::uint32_t>(ep.get(s.server_client).as_int());
+  auto slot = static_cast<std::uint32_t>(ep.get(s.server_slot).as_int());
+  if (client_alive(s.meta, id, slot)) {
+    server_client_ = id;
+    server_slot_ = slot;
+  }
+}
+
+bool Client::server_alive() const { return client_alive(schema().meta, server_client_, server_slot_); }
+
+Pending Client::call_async(std::string_view method, const List& args) {
+  const Schema& s = schema();
+  if (!client_alive(s.meta, server_client_, server_slot_)) {
+    refresh();
+    if (server_client_ == 0) throw UnavailableError("no live process serves rpc endpoint '" + name_ + "'");
+  }
+  Object req = new_object(s.request);
+  req.set(s.method, Value(method));
+  req.set(s.args, args);
+  req.set(s.state, Value(static_cast<long long>(kQueued)));
+  // The queue is bounded: a full queue blocks the caller (back-pressure) until the server keeps
+  // up, or fails the call if the server dies meanwhile.
+  while (!queue_.send(req, kSliceNs / 1'000'000)) {
+    if (!client_alive(s.meta, server_client_, server_slot_))
+      throw UnavailableError("the server of rpc endpoint '" + name_ + "' died");
+  }
+  Pending p;
+  p.req_ = req;
+  p.server_client_ = server_client_;
+  p.server_slot_ = server_slot_;
+  p.spin_ns_ = spin_ns_;
+  p.endpoint_ = name_;
+  return p;
+}
+
+Pending Client::call_batch(const std::vector<std::pair<std::string, List>>& calls) {
+  List items = new_list(calls.size());
+  for (const auto& [m, a] : calls) {
+    List item = new_list(2);
+    item.append(Value(std::string_view(m)));
+    item.append(a);
+    items.append(item);
+  }
+  return call_async(kBatchMethod, items);
+}
+
+std::vector<Outcome> Client::outcomes(const Value& batch_result) {
+  std::vector<Outcome> out;
+  List l(batch_result);
+  for (std::size_t i = 0; i < l.size(); ++i) {
+    List e(l.get(i));
+    if (e.get(0).as_bool()) out.push_back(Outcome::success(e.get(1)));
+    else out.push_back(Outcome::failure(e.get(1).as_string(), e.get(2).as_string()));
+  }
+  return out;
+}
+
+// ---- Pending ----
+
+bool Pending::ready() const {
+  std::int64_t st = state_of(state_slot(req_)->load(std::memory_order_acquire));
+  return st == kDone || st == kFailed;
+}
+
+Value Pending::get(std::int64_t timeout_ms) {
+  const Schema& s = schema();
+  std::atomic<Word>* slot = state_slot(req_);
+  auto finished = [&](std::int64_t st) { return st == kDone || st == kFailed; };
+  std::int64_t st = state_of(slot->load(std::memory_order_acquire));
+  if (!finished(st)) {
+    const std::int64_t start = detail::monotonic_ns();
+    const std::int64_t deadline = timeout_ms < 0 ? INT64_MAX : start + timeout_ms * 1'000'000;
+    const std::int64_t spin = spin_ns_ < 0 ? detail::spin_budget_ns() : spin_ns_;
+    const std::int64_t spin_end = std::min(deadline, start + spin);
+    // Spin: one cache line polled, no syscalls.
+    for (std::int64_t now = start; now < spin_end; now = detail::monotonic_ns()) {
+      st = state_of(slot->load(std::memory_order_acquire));
+      if (finished(st)) break;
+      detail::cpu_relax();
+    }
+    // Block: announce the waiter, then sleep on the state word in slices.
+    while (!finished(st)) {
+      Word expect = detail::make_small(kQueued);
+      slot->compare_exchange_strong(expect, detail::make_small(kWaiting), std::memory_order_acq_rel);
+      Word cur = slot->load(std::memory_order_acquire);
+      st = state_of(cur);
+      if (finished(st)) break;
+      std::int64_t now = detail::monotonic_ns();
+      if (now >= deadline) {
+        Word w = cur;
+        if (slot->compare_exchange_strong(w, detail::make_small(kCancelled), std::memory_order_acq_rel)) {
+          throw TimeoutError("rpc call '" + req_.get(s.method).as_string() + "' to endpoint '" + endpoint_ +
+                             "' did not complete within " + std::to_string(timeout_ms) + " ms");
+        }
+        continue;  // it finished meanwhile
+      }
+      detail::futex_wait(futex_word(slot), static_cast<std::uint32_t>(cur), std::min(kSliceNs, deadline - now));
+      st = state_of(slot->load(std::memory_order_acquire));
+      if (finished(st)) break;
+      if (!client_alive(s.meta, server_client_, server_slot_))
+        throw UnavailableError("the server of rpc endpoint '" + endpoint_ + "' died during the call");
+      detail::check_wait_interrupts(s.meta);  // InterruptedError / ServerGoneError
+    }
+  }
+  if (st == kFailed) {
+    Value t = req_.get(s.error_type), msg = req_.get(s.error_message);
+    throw RemoteError(t.is_null() ? "unknown" : t.as_string(), msg.is_null() ? "" : msg.as_string());
+  }
+  return req_.get(s.result);
+}
+
+}  // namespace colors::rpc

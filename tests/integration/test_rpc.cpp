@@ -1,0 +1,278 @@
+// The rpc transport (include/colors/rpc.hpp) between real processes on a real colors-server:
+// calls and results as shared objects, handler failures, timeouts, several clients and server
+// threads, batches (order and sharing), a server killed mid-call and a client killed mid-call.
+// Children are forked before the test process attaches, never return into Catch2 (_exit), and
+// every wait is bounded.
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <csignal>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "client_process.hpp"
+#include "colors/colors.hpp"
+#include "colors/rpc.hpp"
+#include "server_process.hpp"
+
+using namespace colors;
+using colors::test::eventually;
+using colors::test::fork_client;
+using colors::test::ServerConfig;
+using colors::test::ServerProcess;
+using colors::test::TempDir;
+using colors::test::wait_child;
+
+namespace {
+
+struct Flags {  // anonymous shared memory between the test and its children
+  std::atomic<int> ready{0};
+  std::atomic<int> stop{0};
+  std::atomic<int> handled{0};
+  std::atomic<int> in_handler{0};
+  std::atomic<int> go{1};  // a server child registers once this is 1
+};
+
+struct SharedFlags {
+  Flags* f;
+  SharedFlags() {
+    void* mem = ::mmap(nullptr, sizeof(Flags), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(mem != MAP_FAILED);
+    f = new (mem) Flags;
+  }
+  ~SharedFlags() { ::munmap(f, sizeof(Flags)); }
+  Flags* operator->() { return f; }
+};
+
+struct Kids {
+  std::vector<pid_t> pids;
+  ~Kids() {
+    for (pid_t p : pids) {
+      ::kill(p, SIGKILL);
+      wait_child(p, 5000);
+    }
+  }
+  pid_t add(pid_t p) {
+    pids.push_back(p);
+    return p;
+  }
+};
+
+struct Fixture {
+  TempDir dir;
+  ServerConfig cfg = ServerConfig::fresh(dir.path());
+  std::unique_ptr<ServerProcess> server;
+  Fixture() {
+    server = std::make_unique<ServerProcess>(cfg, cfg.args({"--heap-size", "32M"}), dir.path() + "/server.log");
+    REQUIRE(server->wait_ready());
+  }
+  ~Fixture() {
+    if (is_attached()) detach();
+  }
+};
+
+// The test handler: add, concat, boom (fails), slow (sleeps), append (mutates its argument),
+// build (returns a list of n new lists, like the benchmark's symmetric methods).
+rpc::Outcome handle(const std::string& method, const List& args, Flags* flags) {
+  flags->handled.fetch_add(1);
+  if (method == "add") return rpc::Outcome::success(Value(args.get(0).as_int() + args.get(1).as_int()));
+  if (method == "concat") return rpc::Outcome::success(Value(args.get(0).as_string() + args.get(1).as_string()));
+  if (method == "boom") throw InvalidArgumentError("boom: " + args.get(0).as_string());
+  if (method == "fail") return rpc::Outcome::failure("demo.Failure", "declined");
+  if (method == "slow") {
+    flags->in_handler.store(1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(args.get(0).as_int()));
+    return rpc::Outcome::success(Value(true));
+  }
+  if (method == "append") {
+    List(args.get(0)).append(args.get(1));
+    return rpc::Outcome::success(Value(static_cast<long long>(List(args.get(0)).size())));
+  }
+  if (method == "same") return rpc::Outcome::success(Value(args.get(0).same_object(args.get(1))));
+  return rpc::Outcome::failure("colors.rpc.NoSuchMethod", "no method '" + method + "'");
+}
+
+// A server child: serves `endpoint` with `threads` threads until flags->stop.
+pid_t start_server(const std::string& socket, const std::string& endpoint, Flags* flags, int threads = 1) {
+  return fork_client(socket, [=] {
+    while (flags->go.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    rpc::Server srv(endpoint);
+    flags->ready.store(1);
+    std::vector<std::thread> ts;
+    for (int t = 0; t < threads; ++t) {
+      ts.emplace_back([&] {
+        while (flags->stop.load() == 0) {
+          if (auto call = srv.next(50)) call->run([&](const std::string& m, const List& a) { return handle(m, a, flags); });
+        }
+      });
+    }
+    for (auto& t : ts) t.join();
+    return 0;
+  });
+}
+
+List args_of(std::initializer_list<Value> vs) {
+  List l = new_list(vs.size());
+  for (const Value& v : vs) l.append(v);
+  return l;
+}
+
+}  // namespace
+
+TEST_CASE("rpc: calls, results, remote failures and unknown endpoints") {
+  Fixture fx;
+  SharedFlags flags;
+  Kids kids;
+  kids.add(start_server(fx.cfg.socket, "calc", flags.f));
+  REQUIRE(eventually([&] { return flags->ready.load() == 1; }, 10000));
+  attach(fx.cfg.socket);
+
+  rpc::Client calc("calc");
+  CHECK(calc.call("add", args_of({2, 3})).as_int() == 5);
+  CHECK(calc.call("concat", args_of({"co", "lors"})).as_string() == "colors");
+  try {
+    calc.call("boom", args_of({"x"}));
+    FAIL("no RemoteError");
+  } catch (const RemoteError& e) {
+    CHECK(e.remote_type() == "colors::InvalidArgumentError");
+    CHECK(e.remote_message() == "boom: x");
+  }
+  try {
+    calc.call("fail", new_list());
+    FAIL("no RemoteError");
+  } catch (const RemoteError& e) {
+    CHECK(e.remote_type() == "demo.Failure");
+    CHECK(std::string(e.what()) == "demo.Failure: declined");
+  }
+  CHECK_THROWS_AS(rpc::Client("nobody"), UnavailableError);
+
+  // Arguments are shared, not copied: the server's append is visible here.
+  List target = new_list();
+  CHECK(calc.call("append", args_of({target, 7})).as_int() == 1);
+  CHECK(target.size() == 1);
+  CHECK(target.get(0).as_int() == 7);
+
+  // A second server on the same endpoint is refused while the first lives.
+  CHECK_THROWS_AS(rpc::Server("calc"), InvalidArgumentError);
+  flags->stop.store(1);
+}
+
+TEST_CASE("rpc: timeouts, async calls and batches keep order and sharing") {
+  Fixture fx;
+  SharedFlags flags;
+  Kids kids;
+  kids.add(start_server(fx.cfg.socket, "svc", flags.f));
+  REQUIRE(eventually([&] { return flags->ready.load() == 1; }, 10000));
+  attach(fx.cfg.socket);
+  rpc::Client c("svc");
+
+  auto t0 = std::chrono::steady_clock::now();
+  CHECK_THROWS_AS(c.call("slow", args_of({500}), 50), TimeoutError);
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(400));
+  REQUIRE(eventually([&] { return flags->handled.load() == 1; }, 5000));
+
+  std::vector<rpc::Pending> ps;
+  for (int i = 0; i < 20; ++i) ps.push_back(c.call_async("add", args_of({i, 100})));
+  for (int i = 0; i < 20; ++i) CHECK(ps[static_cast<std::size_t>(i)].get(10000).as_int() == i + 100);
+
+  List shared = new_list();
+  rpc::Pending b = c.call_batch({{"append", args_of({shared, 1})},
+                                 {"append", args_of({shared, 2})},
+                                 {"boom", args_of({"in batch"})},
+                                 {"same", args_of({shared, shared})},
+                                 {"append", args_of({shared, 3})}});
+  auto outs = rpc::Client::outcomes(b.get(10000));
+  REQUIRE(outs.size() == 5);
+  CHECK(outs[0].value.as_int() == 1);  // in order: each call sees the previous ones
+  CHECK(outs[1].value.as_int() == 2);
+  CHECK_FALSE(outs[2].ok);
+  CHECK(outs[2].error_message == "boom: in batch");
+  CHECK(outs[3].value.as_bool());  // one shared object passed twice stays one object
+  CHECK(outs[4].value.as_int() == 3);
+  CHECK(shared.size() == 3);
+  flags->stop.store(1);
+}
+
+TEST_CASE("rpc: several client processes against several server threads") {
+  Fixture fx;
+  SharedFlags flags;
+  Kids kids;
+  kids.add(start_server(fx.cfg.socket, "multi", flags.f, 3));
+  REQUIRE(eventually([&] { return flags->ready.load() == 1; }, 10000));
+  constexpr int kClients = 4, kCalls = 500;
+  std::vector<pid_t> clients;
+  for (int k = 0; k < kClients; ++k) {
+    clients.push_back(kids.add(fork_client(fx.cfg.socket, [k] {
+      rpc::Client c("multi");
+      for (int i = 0; i < kCalls; ++i) {
+        List a = new_list(2);
+        a.append(k * 100000);
+        a.append(i);
+        if (c.call("add", a, 10000).as_int() != k * 100000 + i) return 10;
+      }
+      return 0;
+    })));
+  }
+  for (pid_t p : clients) CHECK(wait_child(p, 120000) == 0);
+  CHECK(flags->handled.load() == kClients * kCalls);
+  flags->stop.store(1);
+}
+
+TEST_CASE("rpc: a server killed mid-call fails pending and later calls promptly") {
+  Fixture fx;
+  SharedFlags flags, flags2;
+  Kids kids;
+  pid_t srv = kids.add(start_server(fx.cfg.socket, "fragile", flags.f));
+  flags2->go.store(0);
+  kids.add(start_server(fx.cfg.socket, "fragile", flags2.f));  // the replacement, forked before we attach
+  REQUIRE(eventually([&] { return flags->ready.load() == 1; }, 10000));
+  attach(fx.cfg.socket);
+  rpc::Client c("fragile");
+  rpc::Pending p = c.call_async("slow", args_of({60000}));
+  REQUIRE(eventually([&] { return flags->in_handler.load() == 1; }, 10000));
+  ::kill(srv, SIGKILL);
+  auto t0 = std::chrono::steady_clock::now();
+  CHECK_THROWS_AS(p.get(30000), UnavailableError);
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
+  t0 = std::chrono::steady_clock::now();
+  CHECK_THROWS_AS(c.call("add", args_of({1, 2}), 30000), UnavailableError);
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
+
+  // A new server takes the endpoint over; calls work again.
+  flags2->go.store(1);
+  REQUIRE(eventually([&] { return flags2->ready.load() == 1; }, 10000));
+  CHECK(c.call("add", args_of({1, 2}), 10000).as_int() == 3);
+  flags2->stop.store(1);
+}
+
+TEST_CASE("rpc: a client killed mid-call leaves the server serving, and its request is collected") {
+  Fixture fx;
+  SharedFlags flags;
+  Kids kids;
+  kids.add(start_server(fx.cfg.socket, "steady", flags.f));
+  REQUIRE(eventually([&] { return flags->ready.load() == 1; }, 10000));
+  pid_t victim = kids.add(fork_client(fx.cfg.socket, [] {
+    rpc::Client c("steady");
+    List big = new_list();
+    for (int i = 0; i < 20000; ++i) big.append(i);
+    List a = new_list(2);
+    a.append(300);
+    c.call("slow", a);  // killed while the server sleeps in the handler
+    return 0;
+  }));
+  REQUIRE(eventually([&] { return flags->in_handler.load() == 1; }, 10000));
+  ::kill(victim, SIGKILL);
+  CHECK(wait_child(victim, 10000) == 128 + SIGKILL);
+  attach(fx.cfg.socket);
+  rpc::Client c("steady");
+  CHECK(c.call("add", args_of({20, 22}), 10000).as_int() == 42);
+  collect(30000);
+  collect(30000);
+  CHECK(gc_stats().objects_freed > 0);
+  flags->stop.store(1);
+}
