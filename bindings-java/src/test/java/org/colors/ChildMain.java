@@ -18,6 +18,7 @@ public final class ChildMain {
       case "hold-monitor": holdMonitor(args[1]); break;
       case "walk-cycle": walkCycle(args[1]); break;
       case "no-server": noServer(args[1]); break;
+      case "receive-until-gone": receiveUntilGone(args[1]); break;
       default: throw new IllegalArgumentException("unknown command " + cmd);
     }
     System.out.flush();
@@ -91,6 +92,18 @@ public final class ChildMain {
     ok &= cur == a;
     System.out.println(ok ? "cycle ok" : "cycle broken");
     a.put("visited", "java child");
+  }
+
+  /** Blocks in receive() on an empty channel until its server goes away; prints what it threw. */
+  private static void receiveUntilGone(String chan) {
+    ObjectChannel ch = SharedMemory.findOrCreateChannel(chan);
+    System.out.println("receiving");
+    System.out.flush();
+    try {
+      System.out.println("received?! " + ch.receive());
+    } catch (SharedMemoryException e) {
+      System.out.println(e.getClass().getSimpleName() + ": " + e.getMessage());
+    }
   }
 
   /** Attaches to a socket no server listens on and prints the exception. */

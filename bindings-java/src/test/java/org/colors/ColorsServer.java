@@ -39,6 +39,7 @@ public final class ColorsServer implements BeforeAllCallback {
   public void beforeAll(ExtensionContext context) {
     context.getRoot().getStore(ExtensionContext.Namespace.GLOBAL).getOrComputeIfAbsent("colors-server", k -> {
       Server s = new Server();
+      System.setProperty(SharedMemory.SOCKET_PROPERTY, s.socket.toString());
       server = s;
       return s;
     }, Server.class);
@@ -67,7 +68,10 @@ public final class ColorsServer implements BeforeAllCallback {
     return bin;
   }
 
-  /** A colors-server process started for tests. */
+  /**
+   * A colors-server process started for tests. The extension starts one for the run; tests may
+   * start their own (e.g. to stop it under a client), which this JVM does not attach to.
+   */
   static final class Server implements ExtensionContext.Store.CloseableResource {
     final Path dir;
     final Path socket;
@@ -114,7 +118,6 @@ public final class ColorsServer implements BeforeAllCallback {
         }, "colors-server-stdout");
         drain.setDaemon(true);
         drain.start();
-        System.setProperty(SharedMemory.SOCKET_PROPERTY, socket.toString());
       } catch (IOException e) {
         throw new IllegalStateException("cannot start colors-server", e);
       } catch (InterruptedException e) {
@@ -123,7 +126,8 @@ public final class ColorsServer implements BeforeAllCallback {
       }
     }
 
-    private void kill() {
+    /** Stops the server (SIGTERM, then SIGKILL after 10 s). */
+    void kill() {
       if (proc.isAlive()) {
         proc.destroy();  // SIGTERM: the server removes its segment and socket
         try {
@@ -139,11 +143,16 @@ public final class ColorsServer implements BeforeAllCallback {
 
     @Override
     public void close() throws IOException {
-      SharedMemory.detach();
+      if (this == server) SharedMemory.detach();
       kill();
       Files.deleteIfExists(log);
       Files.deleteIfExists(socket);
+      Files.deleteIfExists(Path.of(socket + ".lock"));
       Files.deleteIfExists(dir);
+      // A server killed with SIGKILL leaves its shared memory objects (/dev/shm/colors.NAME and
+      // its lock) behind: remove ours.
+      Files.deleteIfExists(Path.of("/dev/shm/colors." + name));
+      Files.deleteIfExists(Path.of("/dev/shm/colors-lock." + name));
     }
 
     /** Starts {@code java org.colors.ChildMain args...} with the test class path and COLORS_SOCKET. */

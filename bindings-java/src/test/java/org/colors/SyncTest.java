@@ -327,6 +327,21 @@ class SyncTest {
   }
 
   @Test
+  void serverGoneUnderABlockedReceive() throws Exception {
+    ColorsServer.Server own = new ColorsServer.Server();  // this JVM stays on the main server
+    try (Child child = new Child(own.spawnWithSocket(own.socket.toString(), "receive-until-gone", unique("gone")))) {
+      assertEquals("receiving", child.line());
+      Thread.sleep(100);
+      own.proc.destroyForcibly();  // SIGKILL: the server dies without a word
+      String l = child.line();
+      assertTrue(l.startsWith("ServerGoneException: "), l);
+      assertEquals(0, child.exit());
+    } finally {
+      own.close();
+    }
+  }
+
+  @Test
   void noServerGivesAClearException() throws Exception {
     String bogus = ColorsServer.server().dir.resolve("nobody-listens.sock").toString();
     try (Child child = new Child(ColorsServer.server().spawnWithSocket(bogus, "no-server", bogus))) {
