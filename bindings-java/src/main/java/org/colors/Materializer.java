@@ -30,6 +30,7 @@ final class Materializer {
   private final IdentityHashMap<SharedObject, Object> memo = new IdentityHashMap<>();
   private final List<Object[]> work = new ArrayList<>();
   private final ClassLoader loader;
+  private final Set<SharedObject> building = java.util.Collections.newSetFromMap(new IdentityHashMap<>());
 
   Materializer(ClassLoader loader) {
     this.loader = loader;
@@ -71,7 +72,13 @@ final class Materializer {
 
   private Object instanceFor(SharedObject so, Class<?> declared) {
     Object found = memo.get(so);
-    if (found != null) return found;
+    if (found != null) {
+      if (!declared.isInstance(found)) {
+        throw new TypeMismatchException("the shared " + so.className() + " object was read as a "
+            + found.getClass().getName() + ", which does not fit a " + declared.getName() + " field");
+      }
+      return found;
+    }
     Class<?> c = javaClassFor(so, declared);
     if (c == null) {
       if (declared.isInstance(so)) return so;
@@ -80,11 +87,16 @@ final class Materializer {
     }
     ClassMapping m = ClassMapping.of(c);
     if (c.isRecord()) {
+      if (!building.add(so)) {
+        throw new TypeMismatchException("the shared " + so.className() + " object refers back to itself through"
+            + " record components: a cycle through records cannot be read into private records");
+      }
       Map<String, Object> values = new LinkedHashMap<>();
       for (ClassMapping.MappedField f : m.fields) {
         if (so.hasField(f.name)) values.put(f.name, toJava(so.get(f.name), f.field.getType(), where(so, f.name)));
       }
       Object r = m.newRecord(values);
+      building.remove(so);
       memo.put(so, r);
       return r;
     }

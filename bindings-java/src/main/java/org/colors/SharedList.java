@@ -92,6 +92,16 @@ public final class SharedList extends AbstractList<Object> implements RandomAcce
   }
 
   @Override
+  public boolean addAll(int index, Collection<?> c) {
+    int n = size();
+    if (index < 0 || index > n) throw new IndexOutOfBoundsException("Index " + index + " out of bounds for length " + n);
+    Object[] a = c.toArray();
+    for (Object o : a) Codec.tag(o);  // all storable, or nothing is added
+    for (Object o : a) add(index++, o);
+    return a.length != 0;
+  }
+
+  @Override
   public int indexOf(Object o) {
     if (Codec.isScalar(o)) {
       int t = Codec.tag(o);

@@ -254,6 +254,17 @@ class ObjectsTest {
     assertSame(a, l.get(1));
     assertEquals(a, l.get(1));
     assertNotEquals(a, SharedMemory.allocateObject(Employee.class));
+    try (SharedMonitor m = SharedMemory.lock(a)) {  // user objects have monitors too
+      assertTrue(m.isHeldByCurrentThread());
+      assertFalse(m.await(5));
+    }
+    // A cycle through a record cannot become private records.
+    SharedObject link = SharedMemory.allocateObject(SharedMemory.defineClass("demo.Link", Map.of("next",
+        SharedType.Kind.OBJECT)));
+    assertEquals(new demo.Link(null), link.toPrivate(demo.Link.class));
+    link.set("next", link);
+    TypeMismatchException cyc = assertThrows(TypeMismatchException.class, () -> link.toPrivate(demo.Link.class));
+    assertTrue(cyc.getMessage().contains("cycle"), cyc.getMessage());
     TypeMismatchException e = assertThrows(TypeMismatchException.class,
         () -> SharedMemory.copyToSharedMemory(new demo.Timed()));
     assertTrue(e.getMessage().contains("java.time.Instant"), e.getMessage());
