@@ -51,6 +51,7 @@ test: build
 # ---- ADD LANGUAGE BINDING TEST SUITES HERE (as recipe lines, tab-indented) ----
 	BUILD_DIR=$(BUILD_DIR) JOBS=$(JOBS) bash bindings-java/run-tests.sh
 # ------------------------------------------------------------------------------
+	BUILD_DIR=$(BUILD_DIR) bash rpc-bench/run --smoke
 
 # The demo script is run with the build environment loaded (colors-server
 # on PATH, COLORS_BUILD_DIR / COLORS_SOURCE_DIR set).
@@ -66,6 +67,7 @@ bench: build
 	fi
 	. ./$(BUILD_DIR)/env.sh && ./$(BENCH)
 	. ./$(BUILD_DIR)/env.sh && python3 bindings-python/benchmarks/bench.py
+	BUILD_DIR=$(BUILD_DIR) bash rpc-bench/run --quick
 
 # Sanitizer builds live in their own directories so they never pollute the
 # normal build (sanitizer flags are global, see COLORS_SANITIZE in

@@ -10,7 +10,7 @@ FLOOR = "private"  # pseudo-framework: reading private Python objects (read vari
 
 def _num(x, digits=3) -> str:
     if x is None:
-        return "n/a"
+        return "flat"
     if x >= 100:
         return f"{x:,.0f}"
     return f"{x:.{digits}g}"
@@ -100,12 +100,14 @@ def sockets_vs_shm(results: dict) -> list[str]:
     lines = ["## Section 6.6: the same protobuf bytes over a colors channel vs a Unix socket", ""]
     if s.get("skipped"):
         return lines + [f"Skipped: {s['skipped']}", ""]
-    lines += ["Round trip (Python → Python echo) of the serialized list; time per round trip in µs.",
-              "", "| payload | n | bytes | colors channel | Unix socket | channel/socket |",
+    lines += ["Round trip (Python → Python echo) of the serialized list; time per round trip in µs:",
+              "median of per-call times, and in parentheses the 10th percentile.",
+              "", "| payload | n | bytes | colors channel | Unix socket | channel/socket (medians) |",
               "|---|---:|---:|---:|---:|---:|"]
     for r in s["rows"]:
-        lines.append(f"| {r['kind']} | {r['n']} | {r['bytes']:,} | {_num(r['colors_us'])} | "
-                     f"{_num(r['unix_us'])} | {_ratio(_div(r['colors_us'], r['unix_us']))} |")
+        lines.append(f"| {r['kind']} | {r['n']} | {r['bytes']:,} | {_num(r['colors_us'])} "
+                     f"({_num(r.get('colors_p10_us'))}) | {_num(r['unix_us'])} ({_num(r.get('unix_p10_us'))}) "
+                     f"| {_ratio(_div(r['colors_us'], r['unix_us']))} |")
     lines.append("")
     for kind, f in s.get("fits", {}).items():
         lines.append(f"- {kind}: colors channel latency {_num(f['colors']['latency_us'])} µs, "
@@ -117,10 +119,13 @@ def sockets_vs_shm(results: dict) -> list[str]:
 def markdown(results: dict) -> str:
     meta = results["meta"]
     lines = [f"# rpc-bench results ({meta['mode']} run, {meta['date']})", "",
-             f"Machine: {meta['machine']}. Python client → Java server; reference framework for "
+             f"Machine: {meta['machine']}; 1-minute load average at start/end "
+             f"{meta.get('loadavg_start_end')}; run took {meta.get('wall_s')} s. Python client → Java server; reference framework for "
              f"ratios: **{reference(results)}**.", "",
              "time = latency + size/throughput fitted by least squares over sizes "
-             f"{', '.join(map(str, results['sizes']))}; latency is the measured time at size 1.", ""]
+             f"{', '.join(map(str, results['sizes']))}; latency is the measured time at size 1; "
+             "\"flat\": the time did not grow measurably with the size (fitted slope ≤ 0). "
+             f"Cell value: {meta.get('cell_value')} ({meta.get('passes')} passes).", ""]
     if results.get("unavailable"):
         for fw, why in results["unavailable"].items():
             lines.append(f"- {fw} not measured: {why}")

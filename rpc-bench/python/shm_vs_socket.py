@@ -144,7 +144,7 @@ def payloads(kinds, sizes):
 def run(kinds, sizes, budget, log=print) -> dict:
     """Measures both transports for every (kind, n); returns rows and per-kind fits."""
     from fit import fit_cells
-    from measure import time_cell
+    from measure import time_calls
 
     server_bin, pkg_dir, why = locate_colors()
     if server_bin is None:
@@ -185,7 +185,9 @@ def run(kinds, sizes, budget, log=print) -> dict:
             for transport, fn in (("colors", over_colors), ("unix", over_unix)):
                 if fn() != blob:
                     raise AssertionError(f"6.6: {transport} echo of {kind} n={n} differs")
-                results[(kind, n, transport)] = time_cell(fn, budget)["per_call_s"]
+                t = time_calls(fn, budget)
+                results[(kind, n, transport)] = t["per_call_s"]
+                results[(kind, n, transport + "_p10")] = t["p10_s"]
             log(f"  6.6 {kind:6s} n={n:5d} {len(blob):8d} B  colors {results[(kind, n, 'colors')] * 1e6:9.1f} µs"
                 f"  unix {results[(kind, n, 'unix')] * 1e6:9.1f} µs")
         req.send(STOP)
@@ -203,7 +205,9 @@ def run(kinds, sizes, budget, log=print) -> dict:
         shutil.rmtree(tmp, ignore_errors=True)
 
     rows = [{"kind": k, "n": n, "bytes": len(data[(k, n)]),
-             "colors_us": results[(k, n, "colors")] * 1e6, "unix_us": results[(k, n, "unix")] * 1e6}
+             "colors_us": results[(k, n, "colors")] * 1e6, "unix_us": results[(k, n, "unix")] * 1e6,
+             "colors_p10_us": results[(k, n, "colors_p10")] * 1e6,
+             "unix_p10_us": results[(k, n, "unix_p10")] * 1e6}
             for (k, n) in data]
     fits = {}
     for kind in kinds:
