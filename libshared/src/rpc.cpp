@@ -110,6 +110,13 @@ std::atomic<std::uint32_t>* futex_word(std::atomic<Word>* slot) {
 }
 std::int64_t state_of(Word w) { return detail::is_small_int(w) ? detail::small_value(w) : -1; }
 
+// Whether the repository record `repo` still holds the Endpoint `ep` (a raw compare: `ep` is
+// held by the caller, so its word cannot be reused meanwhile).
+bool still_registered(const void* repo, const Value& ep) {
+  const auto* r = static_cast<const detail::RepositoryRecord*>(repo);
+  return r != nullptr && r->root.load(std::memory_order_acquire) == ep.raw();
+}
+
 bool client_alive(detail::Metadata* m, std::uint32_t id, std::uint32_t slot) {
   if (id == 0 || slot >= kMaxClients) return false;
   const detail::ClientSlot& cs = m->clients[slot];
@@ -242,8 +249,17 @@ Server::Server(const std::string& name, std::uint32_t queue_capacity) : name_(na
 Server::~Server() {
   try {
     if (!is_attached()) return;
-    Monitor mon(repo_);
-    if (repo_.get().same_object(endpoint_)) repo_.set(Value());
+    {
+      Monitor mon(repo_);
+      if (!repo_.get().same_object(endpoint_)) return;  // a successor took over
+      repo_.set(Value());
+    }
+    // Calls queued but not taken will never run: tell their callers now.
+    while (auto v = queue_.try_receive()) {
+      Call c;
+      c.req_ = Object(*v);
+      c.fail("colors::UnavailableError", "the server of endpoint '" + name_ + "' stopped before handling this call");
+    }
   } catch (...) {
     // Detached or server gone: nothing to unregister.
   }
@@ -274,6 +290,7 @@ void Client::refresh() {
   const Schema& s = schema();
   Value cur = repo_.get();
   server_client_ = server_slot_ = 0;
+  endpoint_obj_ = cur;
   if (cur.is_null()) return;
   Object ep(cur);
   auto id = static_cast<std::uint32_t>(ep.get(s.server_client).as_int());
@@ -284,11 +301,15 @@ void Client::refresh() {
   }
 }
 
-bool Client::server_alive() const { return client_alive(schema().meta, server_client_, server_slot_); }
+bool Client::current() const {
+  return client_alive(schema().meta, server_client_, server_slot_) && still_registered(repo_.address(), endpoint_obj_);
+}
+
+bool Client::server_alive() const { return current(); }
 
 Pending Client::call_async(std::string_view method, const List& args) {
   const Schema& s = schema();
-  if (!client_alive(s.meta, server_client_, server_slot_)) {
+  if (!current()) {
     refresh();
     if (server_client_ == 0) throw UnavailableError("no live process serves rpc endpoint '" + name_ + "'");
   }
@@ -299,13 +320,14 @@ Pending Client::call_async(std::string_view method, const List& args) {
   // The queue is bounded: a full queue blocks the caller (back-pressure) until the server keeps
   // up, or fails the call if the server dies meanwhile.
   while (!queue_.send(req, kSliceNs / 1'000'000)) {
-    if (!client_alive(s.meta, server_client_, server_slot_))
-      throw UnavailableError("the server of rpc endpoint '" + name_ + "' died");
+    if (!current()) throw UnavailableError("the server of rpc endpoint '" + name_ + "' died or stopped");
   }
   Pending p;
   p.req_ = req;
   p.server_client_ = server_client_;
   p.server_slot_ = server_slot_;
+  p.repo_ = repo_.address();
+  p.endpoint_obj_ = endpoint_obj_;
   p.spin_ns_ = spin_ns_;
   p.endpoint_ = name_;
   return p;
@@ -377,6 +399,14 @@ Value Pending::get(std::int64_t timeout_ms) {
       if (finished(st)) break;
       if (!client_alive(s.meta, server_client_, server_slot_))
         throw UnavailableError("the server of rpc endpoint '" + endpoint_ + "' died during the call");
+      if (!still_registered(repo_, endpoint_obj_)) {
+        // Stopped (or replaced): a call it took still completes; one left in the queue was failed
+        // by the server's shutdown. Give either a moment to land, then report.
+        detail::futex_wait(futex_word(slot), static_cast<std::uint32_t>(slot->load(std::memory_order_acquire)), kSliceNs);
+        st = state_of(slot->load(std::memory_order_acquire));
+        if (finished(st)) break;
+        throw UnavailableError("the server of rpc endpoint '" + endpoint_ + "' stopped during the call");
+      }
       detail::check_wait_interrupts(s.meta);  // InterruptedError / ServerGoneError
     }
   }

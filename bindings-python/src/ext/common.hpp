@@ -103,5 +103,6 @@ void init_values(py::module_& m);
 void init_containers(py::module_& m);
 void init_sync(py::module_& m);
 void init_classes(py::module_& m);
+void init_rpc(py::module_& m);
 
 }  // namespace colors_py

@@ -8,8 +8,9 @@
 namespace colors_py {
 namespace {
 
-constexpr int kCodes = static_cast<int>(colors::ErrorCode::kCorrupt) + 1;
+constexpr int kCodes = static_cast<int>(colors::ErrorCode::kUnavailable) + 1;
 std::array<PyObject*, kCodes> g_types{};  // owned forever (module lifetime = process lifetime)
+PyObject* g_remote_factory = nullptr;     // colors_shm.rpc._remote_error(type, message) -> exception
 
 PyObject* make_type(py::module_& m, const char* name, PyObject* base1, PyObject* base2, const char* doc) {
   std::string qual = std::string("colors_shm.") + name;
@@ -28,6 +29,18 @@ void set(colors::ErrorCode c, PyObject* t) { g_types[static_cast<int>(c)] = t; }
 
 void raise_colors_error(const colors::Error& e) {
   if (e.code() == colors::ErrorCode::kInterrupted && restore_interrupt_exception()) return;
+  if (e.code() == colors::ErrorCode::kRemote && g_remote_factory != nullptr) {
+    const auto& re = static_cast<const colors::RemoteError&>(e);
+    PyObject* t = PyUnicode_DecodeUTF8(re.remote_type().data(), static_cast<Py_ssize_t>(re.remote_type().size()), "replace");
+    PyObject* msg = PyUnicode_DecodeUTF8(re.remote_message().data(), static_cast<Py_ssize_t>(re.remote_message().size()), "replace");
+    PyObject* exc = (t && msg) ? PyObject_CallFunctionObjArgs(g_remote_factory, t, msg, nullptr) : nullptr;
+    Py_XDECREF(t);
+    Py_XDECREF(msg);
+    if (exc == nullptr) return;  // the factory's own error stands
+    PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc)), exc);
+    Py_DECREF(exc);
+    return;
+  }
   int i = static_cast<int>(e.code());
   PyObject* t = (i >= 0 && i < kCodes && g_types[i]) ? g_types[i] : g_types[0];
   PyErr_SetString(t, e.what());
@@ -63,6 +76,12 @@ void init_errors(py::module_& m) {
                                      "Bad argument (name too long, invalid UTF-8, ...)."));
   set(C::kInterrupted, make_type(m, "SharedInterruptedError", base, nullptr, "A blocking call was interrupted."));
   set(C::kCorrupt, make_type(m, "CorruptHeapError", base, nullptr, "The heap verifier found a broken invariant."));
+  set(C::kTimeout, make_type(m, "CallTimeoutError", base, PyExc_TimeoutError, "An rpc call did not complete in time."));
+  set(C::kRemote, make_type(m, "RemoteError", base, nullptr,
+                            "The remote handler of an rpc call failed (remote_type, remote_message)."));
+  set(C::kUnavailable, make_type(m, "UnavailableError", base, nullptr,
+                                 "No live process serves the rpc endpoint, or its server died during the call."));
+  m.def("_register_remote_error_factory", [](py::object f) { g_remote_factory = f.release().ptr(); });
 
   py::register_exception_translator([](std::exception_ptr p) {
     try {

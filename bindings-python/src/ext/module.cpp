@@ -46,6 +46,7 @@ PYBIND11_MODULE(_colors_shm, m) {
   init_containers(m);
   init_sync(m);
   init_classes(m);
+  init_rpc(m);
 
   m.def("attach", [](py::object socket) {
         if (colors::is_attached()) return;

@@ -75,7 +75,7 @@ class Call {
 class Server {
  public:
   explicit Server(const std::string& name, std::uint32_t queue_capacity = 1024);
-  ~Server();  // unregisters: later calls fail with UnavailableError
+  ~Server();  // unregisters; queued calls and later calls fail with UnavailableError
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
   // The next request (spin for spin_ns, < 0: the default budget, then block); nullopt on timeout.
@@ -103,6 +103,8 @@ class Pending {
   friend class Client;
   Object req_;
   std::uint32_t server_client_ = 0, server_slot_ = 0;
+  const void* repo_ = nullptr;  // the endpoint's repository record
+  Value endpoint_obj_;          // the Endpoint the call was sent to
   std::int64_t spin_ns_ = -1;
   std::string endpoint_;
 };
@@ -125,10 +127,12 @@ class Client {
   bool server_alive() const;
 
  private:
-  void refresh();  // re-reads the endpoint when its cached server is gone
+  void refresh();  // re-reads the endpoint when its cached server is gone or unregistered
+  bool current() const;  // the cached server still lives and still serves the endpoint
   std::string name_;
   Repository repo_;
   Channel queue_;
+  Value endpoint_obj_;
   std::uint32_t server_client_ = 0, server_slot_ = 0;
   std::int64_t spin_ns_ = -1;
 };

@@ -1,0 +1,153 @@
+// The rpc transport (colors/rpc.hpp) for Python: _RpcServer/_RpcCall on the serving side,
+// _RpcClient/_RpcPending on the calling side. The public API is colors_shm/rpc.py.
+//
+// Arguments and results cross as shared objects: private values are copied in with copy_to
+// semantics (Python lists of arguments, returned containers and user objects), shared ones are
+// passed as they are. Every wait releases the GIL and stays interruptible (Blocking).
+#include <colors/rpc.hpp>
+
+#include "common.hpp"
+
+namespace colors_py {
+
+namespace {
+
+// Private value -> shared value for an argument or a result (copy_to for containers/instances).
+colors::Value share(py::handle obj) {
+  // Leaked on purpose: a static py::object would be released after the interpreter finalized.
+  static py::handle copy_to = py::object(py::module_::import("colors_shm._colors_shm").attr("copy_to")).release();
+  PyObject* o = obj.ptr();
+  if (o == Py_None || PyBool_Check(o) || PyLong_Check(o) || PyFloat_Check(o) || PyUnicode_Check(o) ||
+      PyBytes_Check(o) || PyByteArray_Check(o))
+    return to_value(obj);
+  if (ref_of(obj) != nullptr || user_value_of(obj, nullptr)) return to_value(obj);
+  return to_value(copy_to(obj));
+}
+
+colors::List share_args(py::handle args) {
+  ensure_attached();
+  colors::List l = colors::new_list(static_cast<std::size_t>(py::len(args)));
+  for (py::handle a : args) l.append(share(a));
+  return l;
+}
+
+// "ValueError", "pkg.mod.MyError": builtins by name, others qualified.
+std::string exception_type_name(py::handle type) {
+  std::string mod = py::str(type.attr("__module__"));
+  std::string qual = py::str(type.attr("__qualname__"));
+  return mod == "builtins" ? qual : mod + "." + qual;
+}
+
+struct PyPending {
+  colors::rpc::Pending p;
+  std::uint64_t gen;
+};
+
+}  // namespace
+
+void init_rpc(py::module_& m) {
+  py::class_<colors::rpc::Call>(m, "_RpcCall", "A request taken by a server thread (internal).")
+      .def_property_readonly("method", [](const colors::rpc::Call& c) { return c.method(); })
+      .def_property_readonly("args", [](const colors::rpc::Call& c) { return from_value(c.args()); })
+      .def("reply", [](colors::rpc::Call& c, py::handle v) { c.reply(share(v)); })
+      .def("fail", [](colors::rpc::Call& c, const std::string& t, const std::string& msg) { c.fail(t, msg); })
+      // Runs the call (or each call of a batch, in order) through handler(method, args) and
+      // completes it: the return value is the result, a raised exception the failure.
+      .def("run", [](colors::rpc::Call& c, py::object handler) {
+        c.run([&](const std::string& method, const colors::List& args) -> colors::rpc::Outcome {
+          try {
+            py::object r = handler(py::str(method), from_value(colors::Value(args)));
+            return colors::rpc::Outcome::success(share(r));
+          } catch (py::error_already_set& e) {
+            std::string type = exception_type_name(e.type());
+            std::string msg = py::str(e.value());
+            return colors::rpc::Outcome::failure(type, msg);
+          }
+        });
+      }, py::arg("handler"));
+
+  py::class_<colors::rpc::Server>(m, "_RpcServer", "The serving side of an rpc endpoint (internal).")
+      .def(py::init([](const std::string& name, std::uint32_t capacity) {
+             ensure_attached();
+             return std::make_unique<colors::rpc::Server>(name, capacity);
+           }), py::arg("name"), py::arg("queue_capacity") = 1024)
+      .def_property_readonly("name", &colors::rpc::Server::name)
+      .def("next", [](colors::rpc::Server& s, py::object timeout, std::int64_t spin_ns) -> py::object {
+        std::int64_t ms = timeout_ms(timeout);
+        std::optional<colors::rpc::Call> c;
+        {
+          Blocking b;
+          c = s.next(ms, spin_ns);
+        }
+        if (!c) return py::none();
+        return py::cast(std::move(*c));
+      }, py::arg("timeout") = py::none(), py::arg("spin_ns") = -1);
+
+  py::class_<PyPending>(m, "_RpcPending", "An outstanding rpc call (internal).")
+      .def("ready", [](const PyPending& p) {
+        if (p.gen != g_generation) throw colors::NotAttachedError("this call belongs to a closed attachment");
+        return p.p.ready();
+      })
+      .def("get", [](PyPending& p, py::object timeout) {
+        if (p.gen != g_generation) throw colors::NotAttachedError("this call belongs to a closed attachment");
+        std::int64_t ms = timeout_ms(timeout);
+        colors::Value v;
+        {
+          Blocking b;
+          v = p.p.get(ms);
+        }
+        return from_value(std::move(v));
+      }, py::arg("timeout") = py::none());
+
+  py::class_<colors::rpc::Client>(m, "_RpcClient", "The calling side of an rpc endpoint (internal).")
+      .def(py::init([](const std::string& name, std::int64_t spin_ns) {
+             ensure_attached();
+             auto c = std::make_unique<colors::rpc::Client>(name);
+             c->set_spin_ns(spin_ns);
+             return c;
+           }), py::arg("name"), py::arg("spin_ns") = -1)
+      .def_property_readonly("name", &colors::rpc::Client::name)
+      .def("server_alive", &colors::rpc::Client::server_alive)
+      .def("call", [](colors::rpc::Client& c, const std::string& method, py::handle args, py::object timeout) {
+        colors::List a = share_args(args);
+        std::int64_t ms = timeout_ms(timeout);
+        colors::Value v;
+        {
+          Blocking b;
+          v = c.call(method, a, ms);
+        }
+        return from_value(std::move(v));
+      }, py::arg("method"), py::arg("args"), py::arg("timeout") = py::none())
+      .def("call_async", [](colors::rpc::Client& c, const std::string& method, py::handle args) {
+        colors::List a = share_args(args);
+        colors::rpc::Pending p;
+        {
+          Blocking b;  // a full queue blocks the sender
+          p = c.call_async(method, a);
+        }
+        return PyPending{std::move(p), g_generation};
+      }, py::arg("method"), py::arg("args"))
+      .def("call_batch", [](colors::rpc::Client& c, py::list calls) {
+        // One copy_to for all arguments of the batch, so that objects shared between calls stay
+        // shared on the server.
+        static py::handle copy_to = py::object(py::module_::import("colors_shm._colors_shm").attr("copy_to")).release();
+        ensure_attached();
+        py::list all_args;
+        for (py::handle item : calls) all_args.append(py::list(py::reinterpret_borrow<py::tuple>(item)[1]));
+        colors::List shared_args(to_value(copy_to(all_args)));
+        std::vector<std::pair<std::string, colors::List>> v;
+        std::size_t i = 0;
+        for (py::handle item : calls) {
+          v.emplace_back(py::reinterpret_borrow<py::tuple>(item)[0].cast<std::string>(), colors::List(shared_args.get(i)));
+          ++i;
+        }
+        colors::rpc::Pending p;
+        {
+          Blocking b;
+          p = c.call_batch(v);
+        }
+        return PyPending{std::move(p), g_generation};
+      }, py::arg("calls"));
+}
+
+}  // namespace colors_py

@@ -1,0 +1,224 @@
+"""colors_shm.rpc (rpc.cpp, rpc.py): calls between processes with shared arguments and results,
+remote exceptions, async calls and batches, timeouts, concurrent clients, server and client
+death."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+import colors_shm as cs
+from colors_shm import rpc
+from conftest import spawn, unique
+
+SERVER = """
+    import os, sys, time, colors_shm as cs
+    from colors_shm import rpc
+
+    class Handler:
+        def add(self, a, b):
+            return a + b
+        def echo(self, x):
+            return x
+        def build(self, n):
+            return [{{"i": i, "s": str(i)}} for i in range(n)]
+        def append(self, target, x):
+            target.append(x)
+            return len(target)
+        def same(self, a, b):
+            return a is b
+        def fail(self, msg):
+            raise ValueError(msg)
+        def custom(self):
+            class Oops(Exception):
+                pass
+            raise Oops("custom failure")
+        def slow(self, seconds):
+            time.sleep(seconds)
+            return "done"
+        def pid(self):
+            return os.getpid()
+
+    srv = rpc.serve({name!r}, Handler(), threads={threads})
+    print("ready", flush=True)
+    sys.stdin.readline()  # runs until stdin closes
+    srv.stop()
+"""
+
+
+class ServerChild:
+    def __init__(self, name: str, threads: int = 1):
+        import subprocess
+
+        self.name = name
+        self.proc = spawn(SERVER.format(name=name, threads=threads), stdin=subprocess.PIPE)
+        line = self.proc.stdout.readline()
+        assert line.strip() == "ready", line + self.proc.stderr.read()
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=30)
+
+    def kill(self):
+        self.proc.kill()
+        self.proc.wait(timeout=30)
+
+
+@pytest.fixture
+def rpc_server():
+    s = ServerChild(unique("rpc"), threads=2)
+    yield s
+    s.stop()
+    if s.proc.poll() is None:
+        s.kill()
+    for f in (s.proc.stdout, s.proc.stderr):
+        f.close()
+
+
+def test_calls_with_private_and_shared_arguments(rpc_server):
+    c = rpc.connect(rpc_server.name)
+    assert c.add(2, 3) == 5
+    assert c.call("add", "co", "lors") == "colors"
+    assert c.echo([1, {"a": (2, 3)}]) == [1, {"a": [2, 3]}]  # copied in, comes back shared
+    built = c.build(3)
+    assert cs.is_shared(built) and [d["s"] for d in built] == ["0", "1", "2"]
+    target = cs.allocate(list)
+    assert c.append(target, "x") == 1 and list(target) == ["x"]  # the server changed our object
+    assert c.pid() != os.getpid()
+
+
+def test_remote_exceptions_keep_type_and_message(rpc_server):
+    c = rpc.connect(rpc_server.name)
+    with pytest.raises(ValueError) as ei:  # a builtin remote type is raised as itself too
+        c.fail("bad input")
+    e = ei.value
+    assert isinstance(e, rpc.RemoteError) and isinstance(e, cs.SharedMemoryError)
+    assert e.remote_type == "ValueError" and e.remote_message == "bad input"
+    with pytest.raises(rpc.RemoteError) as ei:
+        c.custom()
+    assert ei.value.remote_type.endswith("Oops") and "custom failure" in str(ei.value)
+    with pytest.raises(AttributeError):
+        c.no_such_method()
+    with pytest.raises(AttributeError):
+        c.call("_private")
+
+
+def test_async_calls_and_batches(rpc_server):
+    c = rpc.connect(rpc_server.name)
+    futures = [c.call_async("add", i, 1000) for i in range(50)]
+    assert [f.result(timeout=10) for f in futures] == [i + 1000 for i in range(50)]
+    shared = cs.allocate(list)
+    box = [0]
+    with c.batch() as b:
+        f1 = b.append(shared, "a")
+        f2 = b.append(shared, "b")
+        f3 = b.fail("third")
+        f4 = b.same(box, box)  # one private object in two arguments: still one object remotely
+        f5 = b.append(shared, "c")
+    assert [f1.result(), f2.result(), f5.result()] == [1, 2, 3]  # in order
+    assert isinstance(f3.exception(), ValueError) and f4.result() is True
+    with pytest.raises(ValueError):
+        f3.result()
+    assert list(shared) == ["a", "b", "c"]
+
+
+def test_timeouts(rpc_server):
+    c = rpc.connect(rpc_server.name)
+    t0 = time.monotonic()
+    with pytest.raises(rpc.CallTimeoutError):
+        c.call("slow", 2.0, timeout=0.1)
+    assert time.monotonic() - t0 < 1.5
+    assert isinstance(rpc.CallTimeoutError("x"), TimeoutError)
+    assert rpc.connect(rpc_server.name, timeout=5).slow(0.05) == "done"
+
+
+def test_concurrent_clients_threads_and_processes(rpc_server):
+    errors = []
+
+    def worker(k):
+        try:
+            c = rpc.connect(rpc_server.name)
+            for i in range(200):
+                assert c.add(k * 1000, i) == k * 1000 + i
+        except Exception as e:  # reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(3)]
+    kids = [spawn(f"""
+        from colors_shm import rpc
+        c = rpc.connect({rpc_server.name!r})
+        for i in range(300):
+            assert c.add({k}, i) == {k} + i
+        print("ok")
+    """) for k in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for p in kids:
+        out, err = p.communicate(timeout=60)
+        assert p.returncode == 0 and "ok" in out, err
+    assert not errors
+
+
+def test_unknown_endpoint_and_second_server():
+    with pytest.raises(rpc.UnavailableError):
+        rpc.connect(unique("nobody"))
+    name = unique("solo")
+    srv = rpc.serve(name, object())
+    try:
+        with pytest.raises(cs.InvalidArgumentError, match="already served"):
+            rpc.serve(name, object())
+    finally:
+        srv.stop()
+    with pytest.raises(rpc.UnavailableError):
+        rpc.connect(name)
+
+
+def test_server_in_this_process_and_stop():
+    class H:
+        def twice(self, x):
+            return 2 * x
+
+    name = unique("local")
+    with rpc.serve(name, H()):
+        c = rpc.connect(name)
+        assert c.twice(21) == 42
+    with pytest.raises(rpc.UnavailableError):
+        c.twice(1)
+
+
+def test_server_killed_mid_call_fails_callers_promptly(rpc_server):
+    c = rpc.connect(rpc_server.name)
+    f = c.call_async("slow", 30)
+    time.sleep(0.3)  # the server is inside the handler
+    rpc_server.kill()
+    t0 = time.monotonic()
+    with pytest.raises(rpc.UnavailableError):
+        f.result(timeout=20)
+    with pytest.raises(rpc.UnavailableError):
+        c.add(1, 2)
+    assert time.monotonic() - t0 < 5
+    replacement = ServerChild(rpc_server.name)  # a new process takes the endpoint over
+    try:
+        assert c.add(1, 2) == 3
+    finally:
+        replacement.stop()
+
+
+def test_client_killed_mid_call_leaves_the_server_serving(rpc_server):
+    victim = spawn(f"""
+        from colors_shm import rpc
+        rpc.connect({rpc_server.name!r}).slow(1.0)
+    """)
+    time.sleep(0.5)
+    victim.send_signal(signal.SIGKILL)
+    victim.communicate(timeout=30)
+    c = rpc.connect(rpc_server.name)
+    assert c.add(40, 2) == 42
+    assert c.slow(0.01) == "done"
