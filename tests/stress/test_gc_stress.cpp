@@ -41,7 +41,11 @@ namespace {
 
 // ---- knobs -------------------------------------------------------------------------------------
 constexpr int kMutatorSeconds = 50;                        // how long the mutators run at least
-constexpr int kMaxMutatorSeconds = 110;                    // ... and at most (slow builds: ASan)
+#if defined(__SANITIZE_ADDRESS__)
+constexpr int kMaxMutatorSeconds = 200;                    // ... and at most (ASan on a busy machine)
+#else
+constexpr int kMaxMutatorSeconds = 110;                    // ... and at most
+#endif
 constexpr int kProcs = 3;                                  // mutator processes
 constexpr std::uint64_t kHeapBytes = 16ull << 20;          // --heap-size 16M
 constexpr std::uint64_t kLiveBudget = 1536ull << 10;       // what each mutator holds at most (approx.)
