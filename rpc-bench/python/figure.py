@@ -21,6 +21,8 @@ def pick_frameworks(results: dict, wanted: list[str] | None) -> list[str]:
             return chosen
     if "colors" in measured and "grpc" in measured:
         return ["colors", "grpc"]
+    if not measured:
+        return []
     first = "grpc" if "grpc" in measured else measured[0]
     others = [f for f in measured if f != first]
 

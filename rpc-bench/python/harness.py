@@ -188,7 +188,8 @@ def machine() -> str:
 def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mode", choices=sorted(MODES), default="full")
-    ap.add_argument("--frameworks", help="comma-separated (default: every module in frameworks/)")
+    ap.add_argument("--frameworks", help="comma-separated (default: every module in frameworks/; "
+                    "\"\" for none, e.g. to run only the floor and 6.6)")
     ap.add_argument("--kinds", help="comma-separated subset of " + ",".join(workload.KINDS))
     ap.add_argument("--sizes", help="comma-separated list sizes")
     ap.add_argument("--figure", help="frameworks for figure3.png (default: colors,grpc; without "
@@ -206,7 +207,8 @@ def main(argv=None) -> int:
     bad = [k for k in kinds if k not in workload.KINDS]
     if bad:
         raise SystemExit(f"unknown kinds: {bad}")
-    names = a.frameworks.split(",") if a.frameworks else frameworks.discover()
+    names = ([n for n in a.frameworks.split(",") if n] if a.frameworks is not None
+             else frameworks.discover())
     stamp = datetime.datetime.now(datetime.timezone.utc)
     out = pathlib.Path(a.out) if a.out else HERE.parent / "results" / stamp.strftime("%Y%m%dT%H%M%SZ")
     out.mkdir(parents=True, exist_ok=True)
@@ -248,9 +250,10 @@ def main(argv=None) -> int:
     (out / "results.json").write_text(json.dumps(results, indent=1))
     (out / "results.md").write_text(report.markdown(results))
     shown = figure.pick_frameworks(results, a.figure.split(",") if a.figure else None)
-    figure.draw(results, shown, str(out / "figure3.png"))
+    if shown:
+        figure.draw(results, shown, str(out / "figure3.png"))
     log(f"rpc-bench {a.mode}: done in {time.perf_counter() - started:.0f} s; wrote {out}/results.json, "
-        f"results.md, figure3.png ({' vs '.join(shown)})")
+        f"results.md" + (f", figure3.png ({' vs '.join(shown)})" if shown else " (no framework: no figure)"))
 
     if a.mode == "smoke":
         smoke_checks(out, results, names, unavailable, s66)

@@ -101,18 +101,24 @@ def sockets_vs_shm(results: dict) -> list[str]:
     if s.get("skipped"):
         return lines + [f"Skipped: {s['skipped']}", ""]
     lines += ["Round trip (Python → Python echo) of the serialized list; time per round trip in µs:",
-              "median of per-call times, and in parentheses the 10th percentile.",
-              "", "| payload | n | bytes | colors channel | Unix socket | channel/socket (medians) |",
-              "|---|---:|---:|---:|---:|---:|"]
+              "median of per-call times, and in parentheses the 10th percentile. Colors channels spin",
+              "for a while before blocking on a futex: \"spin\" is libshared's default budget",
+              "(COLORS_SPIN_NS, 50 µs), \"no spin\" is COLORS_SPIN_NS=0.",
+              "", "| payload | n | bytes | colors, spin | colors, no spin | Unix socket | spin/socket | no spin/socket |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in s["rows"]:
-        lines.append(f"| {r['kind']} | {r['n']} | {r['bytes']:,} | {_num(r['colors_us'])} "
-                     f"({_num(r.get('colors_p10_us'))}) | {_num(r['unix_us'])} ({_num(r.get('unix_p10_us'))}) "
-                     f"| {_ratio(_div(r['colors_us'], r['unix_us']))} |")
+        lines.append(f"| {r['kind']} | {r['n']} | {r['bytes']:,} "
+                     f"| {_num(r['colors_us'])} ({_num(r['colors_p10_us'])}) "
+                     f"| {_num(r['colors_nospin_us'])} ({_num(r['colors_nospin_p10_us'])}) "
+                     f"| {_num(r['unix_us'])} ({_num(r['unix_p10_us'])}) "
+                     f"| {_ratio(_div(r['colors_us'], r['unix_us']))} "
+                     f"| {_ratio(_div(r['colors_nospin_us'], r['unix_us']))} |")
     lines.append("")
+    labels = {"colors": "colors, spin", "colors_nospin": "colors, no spin", "unix": "Unix socket"}
     for kind, f in s.get("fits", {}).items():
-        lines.append(f"- {kind}: colors channel latency {_num(f['colors']['latency_us'])} µs, "
-                     f"{_num(f['colors']['mb_per_s'])} MB/s; Unix socket latency "
-                     f"{_num(f['unix']['latency_us'])} µs, {_num(f['unix']['mb_per_s'])} MB/s")
+        lines.append(f"- {kind}: " + "; ".join(
+            f"{labels[t]} latency {_num(v['latency_us'])} µs, {_num(v['mb_per_s'])} MB/s"
+            for t, v in f.items()))
     return lines + [""]
 
 

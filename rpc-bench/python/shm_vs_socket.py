@@ -2,8 +2,8 @@
 
 The same serialized payload (protobuf bytes of an int list and of a depth-4 tree list, n
 elements) makes a round trip between two Python processes: over two colors channels (request and
-reply; `colors_shm` copies the bytes into the shared heap and out again) and over a Unix domain
-socket (4-byte length prefix). The echo side sends the bytes back unchanged, so both transports
+reply; `colors_shm` copies the bytes into the shared heap and out again), with the default spin
+budget and with none, and over a Unix domain socket (4-byte length prefix). The echo side sends the bytes back unchanged, so both transports
 carry the same bytes and nobody (de)serializes: the difference is what shared memory buys by
 itself, apart from avoiding serialization.
 
@@ -134,6 +134,11 @@ def _spawn(args: list[str], env: dict) -> subprocess.Popen:
 
 
 # ---- the experiment ------------------------------------------------------------------------
+# Colors channels wait by spinning for COLORS_SPIN_NS (libshared's default: 50 µs), then block on
+# a futex. The budget is read once per process, so each setting is measured in its own process
+# (measure_colors, run as `--measure-colors`), with an echo child that inherits the setting.
+SPIN_SETTINGS = ((None, "colors"), ("0", "colors_nospin"))
+
 
 def payloads(kinds, sizes):
     from frameworks import _pb
@@ -141,10 +146,79 @@ def payloads(kinds, sizes):
     return {(k, n): _pb.build_input(k, n).SerializeToString() for k in kinds for n in sizes}
 
 
-def run(kinds, sizes, budget, log=print) -> dict:
-    """Measures both transports for every (kind, n); returns rows and per-kind fits."""
-    from fit import fit_cells
+def _timed(fn, blob, budget, what):
     from measure import time_calls
+
+    if fn() != blob:
+        raise AssertionError(f"6.6: echo over {what} differs")
+    t = time_calls(fn, budget)
+    return t["per_call_s"], t["p10_s"]
+
+
+def measure_colors(spec: dict) -> dict:
+    """In a child process: round trips over colors channels; returns {"kind,n": [median, p10]}."""
+    from measure import Budget
+
+    import colors_shm as cs
+
+    budget = Budget(**spec["budget"])
+    data = payloads(spec["kinds"], spec["sizes"])
+    name = f"rpc-bench-66-{uuid.uuid4().hex[:8]}"
+    child = _spawn(["--echo-colors", name], dict(os.environ))
+    out = {}
+    try:
+        req, resp = cs.channel(name + ".req", 4), cs.channel(name + ".resp", 4)
+        for (kind, n), blob in data.items():
+            def over_colors(blob=blob):
+                req.send(blob)
+                return resp.receive()
+
+            out[f"{kind},{n}"] = _timed(over_colors, blob, budget, f"colors {kind} n={n}")
+        req.send(STOP)
+    finally:
+        try:
+            child.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+        child.stdout.close()
+    return out
+
+
+def measure_unix(data: dict, budget, env: dict) -> dict:
+    tmp = tempfile.mkdtemp(prefix="rpc-bench-uds-")
+    path = os.path.join(tmp, "echo.sock")
+    child = _spawn(["--echo-unix", path], env)
+    out = {}
+    try:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.connect(path)
+        with sock:
+            for (kind, n), blob in data.items():
+                def over_unix(blob=blob):
+                    sock.sendall(_LEN.pack(len(blob)) + blob)
+                    (m,) = _LEN.unpack(_recv_exact(sock, 4))
+                    return _recv_exact(sock, m)
+
+                out[f"{kind},{n}"] = _timed(over_unix, blob, budget, f"unix socket {kind} n={n}")
+    finally:
+        try:
+            child.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+        child.stdout.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
+def run(kinds, sizes, budget, log=print) -> dict:
+    """Measures the Unix socket and colors channels (default spin budget, and no spinning) for
+    every (kind, n); returns rows and per-kind fits."""
+    import json
+    from dataclasses import asdict
+
+    from fit import fit_cells
 
     server_bin, pkg_dir, why = locate_colors()
     if server_bin is None:
@@ -152,83 +226,57 @@ def run(kinds, sizes, budget, log=print) -> dict:
     data = payloads(kinds, sizes)
     server = ColorsServer(server_bin)
     env = dict(os.environ, COLORS_SOCKET=server.socket, PYTHONUNBUFFERED="1",
-               PYTHONPATH=os.pathsep.join(filter(None, [pkg_dir, os.environ.get("PYTHONPATH")])))
-    os.environ["COLORS_SOCKET"] = server.socket
-    if pkg_dir not in sys.path:
-        sys.path.insert(0, pkg_dir)
-    tmp = tempfile.mkdtemp(prefix="rpc-bench-uds-")
-    children = []
-    results = {}
+               PYTHONPATH=os.pathsep.join(filter(None, [pkg_dir, str(HERE), os.environ.get("PYTHONPATH")])))
+    env.pop("COLORS_SPIN_NS", None)
+    res = {}
     try:
-        import colors_shm as cs
-
-        cs.attach(server.socket)
-        name = f"rpc-bench-66-{uuid.uuid4().hex[:8]}"
-        children.append(_spawn(["--echo-colors", name], env))
-        req, resp = cs.channel(name + ".req", 4), cs.channel(name + ".resp", 4)
-
-        path = os.path.join(tmp, "echo.sock")
-        children.append(_spawn(["--echo-unix", path], env))
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.connect(path)
-
-        for (kind, n), blob in data.items():
-            def over_colors(blob=blob):
-                req.send(blob)
-                return resp.receive()
-
-            def over_unix(blob=blob):
-                sock.sendall(_LEN.pack(len(blob)) + blob)
-                (m,) = _LEN.unpack(_recv_exact(sock, 4))
-                return _recv_exact(sock, m)
-
-            for transport, fn in (("colors", over_colors), ("unix", over_unix)):
-                if fn() != blob:
-                    raise AssertionError(f"6.6: {transport} echo of {kind} n={n} differs")
-                t = time_calls(fn, budget)
-                results[(kind, n, transport)] = t["per_call_s"]
-                results[(kind, n, transport + "_p10")] = t["p10_s"]
-            log(f"  6.6 {kind:6s} n={n:5d} {len(blob):8d} B  colors {results[(kind, n, 'colors')] * 1e6:9.1f} µs"
-                f"  unix {results[(kind, n, 'unix')] * 1e6:9.1f} µs")
-        req.send(STOP)
-        sock.close()
-        cs.detach()
+        res["unix"] = measure_unix(data, budget, env)
+        spec = json.dumps({"kinds": list(kinds), "sizes": list(sizes), "budget": asdict(budget)})
+        for spin, label in SPIN_SETTINGS:
+            env2 = dict(env, **({"COLORS_SPIN_NS": spin} if spin is not None else {}))
+            p = subprocess.run([sys.executable, str(pathlib.Path(__file__).resolve()), "--measure-colors", spec],
+                               env=env2, capture_output=True, text=True, timeout=600)
+            if p.returncode != 0:
+                raise RuntimeError(f"6.6 colors measurement ({label}) failed:\n{p.stderr}")
+            res[label] = json.loads(p.stdout.strip().splitlines()[-1])
     finally:
-        for c in children:
-            try:
-                c.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                c.kill()
-                c.wait()
-            c.stdout.close()
         server.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
 
-    rows = [{"kind": k, "n": n, "bytes": len(data[(k, n)]),
-             "colors_us": results[(k, n, "colors")] * 1e6, "unix_us": results[(k, n, "unix")] * 1e6,
-             "colors_p10_us": results[(k, n, "colors_p10")] * 1e6,
-             "unix_p10_us": results[(k, n, "unix_p10")] * 1e6}
-            for (k, n) in data]
+    rows = []
+    for (k, n), blob in data.items():
+        row = {"kind": k, "n": n, "bytes": len(blob)}
+        for t in ("colors", "colors_nospin", "unix"):
+            row[f"{t}_us"], row[f"{t}_p10_us"] = (x * 1e6 for x in res[t][f"{k},{n}"])
+        rows.append(row)
+        log(f"  6.6 {k:6s} n={n:5d} {len(blob):8d} B  colors {row['colors_us']:8.1f} µs  "
+            f"colors/no spin {row['colors_nospin_us']:8.1f} µs  unix {row['unix_us']:8.1f} µs")
     fits = {}
     for kind in kinds:
         fits[kind] = {}
-        for t in ("colors", "unix"):
-            f = fit_cells([{"n": len(data[(kind, n)]), "per_call_s": results[(kind, n, t)]} for n in sizes])
+        for t in ("colors", "colors_nospin", "unix"):
+            f = fit_cells([{"n": len(data[(kind, n)]), "per_call_s": res[t][f"{kind},{n}"][0]} for n in sizes])
             slope = f["slope_us_per_element"]  # µs per byte here
-            fits[kind][t] = {"latency_us": results[(kind, min(sizes), t)] * 1e6,
+            fits[kind][t] = {"latency_us": res[t][f"{kind},{min(sizes)}"][0] * 1e6,
                              "mb_per_s": (1.0 / slope) if slope and slope > 0 else None}
-    return {"rows": rows, "fits": fits}
+    return {"rows": rows, "fits": fits,
+            "spin_budget": "colors: libshared's default COLORS_SPIN_NS (50 µs); colors_nospin: COLORS_SPIN_NS=0"}
 
 
 def main() -> None:
+    import json
+
     ap = argparse.ArgumentParser()
     ap.add_argument("--echo-colors")
     ap.add_argument("--echo-unix")
+    ap.add_argument("--measure-colors")
     a = ap.parse_args()
     if a.echo_colors:
         echo_colors(a.echo_colors)
     elif a.echo_unix:
         echo_unix(a.echo_unix)
+    elif a.measure_colors:
+        sys.path.insert(0, str(HERE))
+        print(json.dumps(measure_colors(json.loads(a.measure_colors))))
 
 
 if __name__ == "__main__":

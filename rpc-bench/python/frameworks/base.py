@@ -25,10 +25,6 @@ import subprocess
 import sys
 from typing import Any, Sequence
 
-import workload
-
-KINDS = workload.KINDS
-
 RPC_BENCH = pathlib.Path(__file__).resolve().parents[2]  # rpc-bench/
 REPO = RPC_BENCH.parent
 BUILD = RPC_BENCH / "build"  # generated code and tools (setup.sh)
@@ -38,6 +34,14 @@ JAVA_DIR = RPC_BENCH / "java"
 _GEN_PY = str(BUILD / "gen-py")
 if _GEN_PY not in sys.path:
     sys.path.insert(0, _GEN_PY)
+# The harness's own modules (workload, measure, ...) live in python/.
+_PY = str(RPC_BENCH / "python")
+if _PY not in sys.path:
+    sys.path.append(_PY)
+
+import workload  # noqa: E402
+
+KINDS = workload.KINDS
 
 
 class Adapter:
