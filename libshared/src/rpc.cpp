@@ -26,6 +26,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <typeinfo>
@@ -50,6 +51,22 @@ using detail::Word;
 enum State : std::int64_t { kQueued = 0, kWaiting = 1, kDone = 2, kFailed = 3, kCancelled = 4 };
 
 constexpr std::int64_t kSliceNs = 10'000'000;  // liveness re-check while blocked
+
+// How long a server thread polls its queue before it sleeps: longer than a caller's own spin,
+// because a caller that had to sleep takes a futex wake-up (~70 us here) to send its next call,
+// and a server that slept meanwhile makes every following call pay two wake-ups. Read once from
+// COLORS_RPC_SERVER_SPIN_NS; default 20 x the general budget (COLORS_SPIN_NS), at most 2 ms.
+std::int64_t server_spin_ns() {
+  static const std::int64_t budget = [] {
+    if (const char* s = std::getenv("COLORS_RPC_SERVER_SPIN_NS"); s != nullptr && *s != '\0') {
+      char* end = nullptr;
+      long long v = std::strtoll(s, &end, 10);
+      if (end != nullptr && *end == '\0' && v >= 0) return static_cast<std::int64_t>(v);
+    }
+    return std::min<std::int64_t>(20 * detail::spin_budget_ns(), 2'000'000);
+  }();
+  return budget;
+}
 
 // Classes and resolved fields, per attachment (class records live as long as the segment).
 struct Schema {
@@ -267,7 +284,7 @@ Server::~Server() {
 
 std::optional<Call> Server::next(std::int64_t timeout_ms, std::int64_t spin_ns) {
   const Schema& s = schema();
-  std::optional<Value> v = queue_.receive(timeout_ms, spin_ns);
+  std::optional<Value> v = queue_.receive(timeout_ms, spin_ns < 0 ? server_spin_ns() : spin_ns);
   if (!v) return std::nullopt;
   Call c;
   c.req_ = Object(*v);
@@ -305,29 +322,48 @@ bool Client::current() const {
   return client_alive(schema().meta, server_client_, server_slot_) && still_registered(repo_.address(), endpoint_obj_);
 }
 
-bool Client::server_alive() const { return current(); }
+bool Client::server_alive() const {
+  std::lock_guard<std::mutex> g(*mu_);
+  return current();
+}
 
 Pending Client::call_async(std::string_view method, const List& args) {
   const Schema& s = schema();
-  if (!current()) {
-    refresh();
-    if (server_client_ == 0) throw UnavailableError("no live process serves rpc endpoint '" + name_ + "'");
+  Pending p;
+  Value mname;
+  {
+    std::lock_guard<std::mutex> g(*mu_);
+    if (!current()) {
+      refresh();
+      if (server_client_ == 0) throw UnavailableError("no live process serves rpc endpoint '" + name_ + "'");
+    }
+    // Method names repeat: their shared strings are made once per client (immutable, so sharing
+    // them between requests is safe).
+    for (const auto& [n, v] : method_names_)
+      if (n == method) mname = v;
+    if (mname.is_null()) {
+      if (method_names_.size() >= 64) method_names_.clear();
+      method_names_.emplace_back(std::string(method), Value(method));
+      mname = method_names_.back().second;
+    }
+    p.server_client_ = server_client_;
+    p.server_slot_ = server_slot_;
+    p.repo_ = repo_.address();
+    p.endpoint_obj_ = endpoint_obj_;
   }
   Object req = new_object(s.request);
-  req.set(s.method, Value(method));
+  req.set(s.method, mname);
   req.set(s.args, args);
   req.set(s.state, Value(static_cast<long long>(kQueued)));
+  auto sent_to_live_server = [&] {
+    return client_alive(s.meta, p.server_client_, p.server_slot_) && still_registered(p.repo_, p.endpoint_obj_);
+  };
   // The queue is bounded: a full queue blocks the caller (back-pressure) until the server keeps
-  // up, or fails the call if the server dies meanwhile.
+  // up, or fails the call if the server dies or stops meanwhile.
   while (!queue_.send(req, kSliceNs / 1'000'000)) {
-    if (!current()) throw UnavailableError("the server of rpc endpoint '" + name_ + "' died or stopped");
+    if (!sent_to_live_server()) throw UnavailableError("the server of rpc endpoint '" + name_ + "' died or stopped");
   }
-  Pending p;
   p.req_ = req;
-  p.server_client_ = server_client_;
-  p.server_slot_ = server_slot_;
-  p.repo_ = repo_.address();
-  p.endpoint_obj_ = endpoint_obj_;
   p.spin_ns_ = spin_ns_;
   p.endpoint_ = name_;
   return p;

@@ -21,6 +21,8 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -78,7 +80,8 @@ class Server {
   ~Server();  // unregisters; queued calls and later calls fail with UnavailableError
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
-  // The next request (spin for spin_ns, < 0: the default budget, then block); nullopt on timeout.
+  // The next request (poll for spin_ns, < 0: COLORS_RPC_SERVER_SPIN_NS or 20 x COLORS_SPIN_NS up to
+  // 2 ms, then block); nullopt on timeout.
   std::optional<Call> next(std::int64_t timeout_ms = -1, std::int64_t spin_ns = -1);
   const std::string& name() const { return name_; }
 
@@ -135,6 +138,9 @@ class Client {
   Value endpoint_obj_;
   std::uint32_t server_client_ = 0, server_slot_ = 0;
   std::int64_t spin_ns_ = -1;
+  std::vector<std::pair<std::string, Value>> method_names_;  // shared strings reused per method
+  // Guards the cached endpoint and method names: one Client may be used by several threads.
+  std::shared_ptr<std::mutex> mu_ = std::make_shared<std::mutex>();
 };
 
 }  // namespace colors::rpc
