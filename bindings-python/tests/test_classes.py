@@ -87,6 +87,8 @@ def test_unshareable_classes_are_refused():
             cs.allocate(cls)
     with pytest.raises(cs.TypeMismatchError, match="copy_to|cannot store"):
         cs.copy_to(open)  # a builtin function
+    with pytest.raises(cs.TypeMismatchError, match="copy_to"):
+        cs.allocate(list).append(Employee("private", 1.0))  # a private instance into a shared list
 
 
 # ---- identity, hashing, GC --------------------------------------------------------------------

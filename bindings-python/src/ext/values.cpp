@@ -131,9 +131,13 @@ const char* private_kind(PyObject* o) {
                                     " in shared memory: call colors_shm.copy_to(obj) first and store the "
                                     "shared copy it returns");
   std::string tn = Py_TYPE(o)->tp_name;
+  if (Py_TYPE(o)->tp_flags & Py_TPFLAGS_HEAPTYPE)  // an instance of a Python class
+    throw colors::TypeMismatchError("cannot store a private '" + tn +
+                                    "' object in shared memory: call colors_shm.copy_to(obj) first (or create it "
+                                    "with colors_shm.allocate) and store the shared object");
   throw colors::TypeMismatchError("cannot store an object of type '" + tn +
                                   "' in shared memory: only None, bool, int, float, str, bytes, bytearray "
-                                  "and shared objects can be stored (copy_to() copies lists, tuples, dicts and sets)");
+                                  "and shared objects can be stored (copy_to() copies lists, tuples, dicts, sets and instances of Python classes)");
 }
 
 [[noreturn]] void int_overflow(PyObject* o) {
