@@ -14,8 +14,10 @@ Cache g{};
 
 namespace {
 
-constexpr int kCodes = static_cast<int>(colors::ErrorCode::kCorrupt) + 1;
+constexpr int kCodes = static_cast<int>(colors::ErrorCode::kUnavailable) + 1;
 std::array<jclass, kCodes> g_error_cls{};  // global refs, one per colors::ErrorCode
+// org.colors.rpc.RemoteException(String message, String remoteType, String remoteMessage)
+jmethodID g_remote_ctor = nullptr;
 
 // Handles are released by the Cleaner thread at any time; detach must not run concurrently with a
 // release (a root slot of an unmapped segment). Releases take it shared, attach/detach exclusive.
@@ -99,6 +101,22 @@ JValue* jvalue_of(JNIEnv* env, jobject handle) {
 void throw_java(JNIEnv* env, const colors::Error& e) {
   int i = static_cast<int>(e.code());
   jclass c = (i >= 0 && i < kCodes && g_error_cls[i] != nullptr) ? g_error_cls[i] : g_error_cls[0];
+  if (e.code() == colors::ErrorCode::kRemote && g_remote_ctor != nullptr) {
+    if (const auto* re = dynamic_cast<const colors::RemoteError*>(&e)) {
+      // The remote type and message as fields of the exception (they are valid UTF-8: they were
+      // shared strings).
+      try {
+        jstring msg = utf8_to_java(env, e.what());
+        jstring type = utf8_to_java(env, re->remote_type());
+        jstring rmsg = utf8_to_java(env, re->remote_message());
+        auto ex = static_cast<jthrowable>(env->NewObject(c, g_remote_ctor, msg, type, rmsg));
+        if (ex != nullptr) env->Throw(ex);
+        return;
+      } catch (const JavaPending&) {
+        return;  // OutOfMemoryError or the like is pending
+      }
+    }
+  }
   env->ThrowNew(c, e.what());
 }
 
@@ -237,12 +255,18 @@ bool init_cache(JNIEnv* env) {
       {C::kInvalidArgument, "org/colors/InvalidArgumentException"},
       {C::kInterrupted, "org/colors/SharedInterruptedException"},
       {C::kCorrupt, "org/colors/CorruptHeapException"},
+      {C::kTimeout, "org/colors/rpc/RpcTimeoutException"},
+      {C::kRemote, "org/colors/rpc/RemoteException"},
+      {C::kUnavailable, "org/colors/rpc/UnavailableException"},
   };
   for (const auto& [code, name] : errors) {
     jclass c = global_class(env, name);
     if (!c) return false;
     g_error_cls[static_cast<int>(code)] = c;
   }
+  g_remote_ctor = env->GetMethodID(g_error_cls[static_cast<int>(C::kRemote)], "<init>",
+                                   "(Ljava/lang/String;Ljava/lang/String;Ljava/lang/String;)V");
+  if (!g_remote_ctor) return false;
   return true;
 }
 
@@ -267,6 +291,7 @@ void add_values_natives(std::vector<JNINativeMethod>& out);
 void add_containers_natives(std::vector<JNINativeMethod>& out);
 void add_sync_natives(std::vector<JNINativeMethod>& out);
 void add_objects_natives(std::vector<JNINativeMethod>& out);
+bool register_rpc_natives(JNIEnv* env);
 
 }  // namespace colors_jni
 
@@ -284,5 +309,6 @@ extern "C" JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM* vm, void*) {
   jclass native_cls = env->FindClass("org/colors/Native");
   if (!native_cls) return JNI_ERR;
   if (env->RegisterNatives(native_cls, methods.data(), static_cast<jint>(methods.size())) != 0) return JNI_ERR;
+  if (!register_rpc_natives(env)) return JNI_ERR;
   return JNI_VERSION_10;
 }

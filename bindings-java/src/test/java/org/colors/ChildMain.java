@@ -19,6 +19,9 @@ public final class ChildMain {
       case "walk-cycle": walkCycle(args[1]); break;
       case "no-server": noServer(args[1]); break;
       case "receive-until-gone": receiveUntilGone(args[1]); break;
+      case "rpc-serve": rpcServe(args[1], Integer.parseInt(args[2])); break;
+      case "rpc-client": rpcClient(args[1], Integer.parseInt(args[2])); break;
+      case "rpc-slow-call": rpcSlowCall(args[1], Long.parseLong(args[2])); break;
       default: throw new IllegalArgumentException("unknown command " + cmd);
     }
     System.out.flush();
@@ -120,5 +123,38 @@ public final class ChildMain {
     } catch (SharedMemoryException e) {
       System.out.println(e.getClass().getSimpleName() + ": " + e.getMessage());
     }
+  }
+
+  /** Serves RpcTestService as `endpoint`, prints "ready", serves until stdin closes (or a kill). */
+  private static void rpcServe(String endpoint, int threads) throws Exception {
+    try (org.colors.rpc.RpcServer s = org.colors.rpc.RpcServer.serve(endpoint, new RpcTestService(), threads)) {
+      System.out.println("ready " + ProcessHandle.current().pid());
+      System.out.flush();
+      while (System.in.read() >= 0) {
+        // serve until the parent closes stdin
+      }
+    }
+    System.out.println("stopped");
+  }
+
+  /** n calls of add(i, 1) (checked), then "ok". */
+  private static void rpcClient(String endpoint, int n) {
+    org.colors.rpc.RpcClient c = org.colors.rpc.RpcClient.connect(endpoint);
+    System.out.println("connected");
+    System.out.flush();
+    for (int i = 0; i < n; i++) {
+      Object r = c.call("add", i, 1);
+      if (!Long.valueOf(i + 1L).equals(r)) throw new AssertionError("add(" + i + ", 1) = " + r);
+    }
+    System.out.println("ok");
+  }
+
+  /** Prints "calling" and calls sleep(ms): the parent kills this JVM during the call. */
+  private static void rpcSlowCall(String endpoint, long ms) {
+    org.colors.rpc.RpcClient c = org.colors.rpc.RpcClient.connect(endpoint);
+    java.util.concurrent.CompletableFuture<Object> f = c.callAsync("sleep", ms);
+    System.out.println("calling");
+    System.out.flush();
+    System.out.println(f.join());
   }
 }

@@ -1,0 +1,86 @@
+package org.colors;
+
+/**
+ * Internal: the bridge through which {@code org.colors.rpc} reaches the binding's package-private
+ * value encoding, checked conversions and class mapping. Not part of the API: it may change
+ * without notice; applications use {@link org.colors.rpc.RpcServer} and
+ * {@link org.colors.rpc.RpcClient}.
+ */
+public final class RpcSupport {
+  private RpcSupport() {}
+
+  /** Tag of values that need {@link SharedMemory#copyToSharedMemory(Object)} before they can be stored. */
+  public static final int NONE = Codec.NONE;
+  /** Tag of shared references (proxies). */
+  public static final int REF = Codec.REF;
+
+  /** Loads the JNI library (which registers the natives of {@code org.colors.rpc} too) and attaches if needed. */
+  public static void ensureAttached() {
+    SharedMemory.ensureAttached();
+  }
+
+  /**
+   * The encoding tag of a value (see {@code Codec}), or {@link #NONE} if it must be copied first.
+   *
+   * @param o any value
+   * @return its tag
+   */
+  public static int tagOrNone(Object o) {
+    return Codec.tagOrNone(o);
+  }
+
+  /**
+   * The bits of a scalar in the (tag, bits, obj) encoding.
+   *
+   * @param o the value
+   * @param tag its tag
+   * @return the bits
+   */
+  public static long bits(Object o, int tag) {
+    return Codec.bits(o, tag);
+  }
+
+  /**
+   * The object part of the (tag, bits, obj) encoding (a string, byte[] or a proxy's handle).
+   *
+   * @param o the value
+   * @param tag its tag
+   * @return the object to pass to a native
+   */
+  public static Object obj(Object o, int tag) {
+    return Codec.obj(o, tag);
+  }
+
+  /**
+   * The handle of a proxy (to pass to a native), or null for anything else.
+   *
+   * @param proxy a shared list, map, set or object
+   * @return its handle
+   */
+  public static Object handleOf(Object proxy) {
+    return Proxies.handleOf(proxy);
+  }
+
+  /**
+   * The checked conversion of typed reads: numbers narrow with overflow checks, other types must
+   * match.
+   *
+   * @param v a value as read from shared memory
+   * @param type the wanted type
+   * @param where what the value is, for messages
+   * @return the converted value
+   */
+  public static Object convert(Object v, Class<?> type, String where) {
+    return Codec.convert(v, type, where);
+  }
+
+  /**
+   * Whether instances of {@code c} are copied as shared objects of a user class.
+   *
+   * @param c a class
+   * @return true for user classes
+   */
+  public static boolean isUserClass(Class<?> c) {
+    return ClassMapping.isUserClass(c);
+  }
+}

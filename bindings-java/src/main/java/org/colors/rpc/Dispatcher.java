@@ -1,0 +1,106 @@
+package org.colors.rpc;
+
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
+import java.lang.reflect.Modifier;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeSet;
+
+/**
+ * The methods a server exposes: the public methods of the handler's class (not those declared
+ * by {@code Object}), resolved once, at {@link RpcServer#serve}, into a table by (name, arity).
+ * Overloads with the same name and arity are tried in declaration order of
+ * {@link Class#getMethods()}: the first whose parameters accept the arguments runs. Immutable
+ * after construction, so serving threads read it without locks.
+ */
+final class Dispatcher {
+  /** One method with its parameter conversions. */
+  static final class Target {
+    final Method method;
+    final Convert.Conv[] params;
+    final String[] where;
+
+    Target(Method m) {
+      method = m;
+      Class<?>[] types = m.getParameterTypes();
+      params = new Convert.Conv[types.length];
+      where = new String[types.length];
+      for (int i = 0; i < types.length; i++) {
+        params[i] = Convert.to(types[i]);
+        where[i] = "argument " + i + " of " + m.getName();
+      }
+    }
+  }
+
+  private final Object handler;
+  private final String endpoint;
+  /** name -> targets by arity (null entries: no method of that arity). */
+  private final Map<String, Target[][]> table = new HashMap<>();
+
+  Dispatcher(String endpoint, Object handler) {
+    this.endpoint = endpoint;
+    this.handler = handler;
+    Map<String, List<Method>> byName = new HashMap<>();
+    for (Method m : handler.getClass().getMethods()) {
+      if (m.getDeclaringClass() == Object.class || Modifier.isStatic(m.getModifiers()) || m.isBridge()) continue;
+      try {
+        m.setAccessible(true);  // public methods of a non-public class (lambdas, nested classes)
+      } catch (RuntimeException e) {
+        // Inaccessible (a JDK class): only methods Method.invoke can call anyway.
+      }
+      byName.computeIfAbsent(m.getName(), k -> new ArrayList<>()).add(m);
+    }
+    for (Map.Entry<String, List<Method>> e : byName.entrySet()) {
+      int max = 0;
+      for (Method m : e.getValue()) max = Math.max(max, m.getParameterCount());
+      List<List<Target>> arities = new ArrayList<>();
+      for (int i = 0; i <= max; i++) arities.add(new ArrayList<>());
+      for (Method m : e.getValue()) arities.get(m.getParameterCount()).add(new Target(m));
+      Target[][] t = new Target[max + 1][];
+      for (int i = 0; i <= max; i++) t[i] = arities.get(i).isEmpty() ? null : arities.get(i).toArray(new Target[0]);
+      table.put(e.getKey(), t);
+    }
+  }
+
+  /**
+   * Runs {@code method} with {@code args[from..]}.
+   *
+   * @throws Throwable what the handler threw, or the failure to resolve or convert
+   */
+  Object invoke(String method, Object[] args, int from) throws Throwable {
+    int n = args.length - from;
+    Target[][] byArity = table.get(method);
+    Target[] cands = byArity != null && n < byArity.length ? byArity[n] : null;
+    if (cands == null) throw noSuchMethod(method, n, byArity);
+    RuntimeException firstFailure = null;
+    for (Target t : cands) {
+      Object[] conv = new Object[n];
+      try {
+        for (int i = 0; i < n; i++) conv[i] = t.params[i].apply(args[from + i], t.where[i]);
+      } catch (RuntimeException e) {
+        if (firstFailure == null) firstFailure = e;
+        continue;
+      }
+      try {
+        return t.method.invoke(handler, conv);
+      } catch (InvocationTargetException e) {
+        throw e.getCause();
+      }
+    }
+    throw firstFailure;
+  }
+
+  private NoSuchMethodException noSuchMethod(String method, int n, Target[][] byArity) {
+    if (byArity == null) {
+      return new NoSuchMethodException("rpc endpoint '" + endpoint + "' (" + handler.getClass().getName()
+          + ") has no public method '" + method + "'; it has " + new TreeSet<>(table.keySet()));
+    }
+    List<Integer> arities = new ArrayList<>();
+    for (int i = 0; i < byArity.length; i++) if (byArity[i] != null) arities.add(i);
+    return new NoSuchMethodException("rpc endpoint '" + endpoint + "': method '" + method + "' takes " + arities
+        + " arguments, not " + n);
+  }
+}

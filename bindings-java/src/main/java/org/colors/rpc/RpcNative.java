@@ -1,0 +1,37 @@
+package org.colors.rpc;
+
+import org.colors.RpcSupport;
+
+/**
+ * The natives of remote calls (jni_rpc.cpp), registered by the JNI library's {@code JNI_OnLoad}.
+ * Pointers to native objects travel as longs, owned by {@link RpcServer} and {@link RpcClient};
+ * handles of shared lists as the {@code Handle} object (kept reachable during the call).
+ */
+final class RpcNative {
+  private RpcNative() {}
+
+  static {
+    RpcSupport.ensureAttached();  // loads the library, which registers these natives
+  }
+
+  static void init() {}
+
+  static native long serverNew(String name, int queueCapacity);
+  static native void serverClose(long server);
+  static native void serverFree(long server);
+  static native long workerNew();
+  static native void workerFree(long worker);
+  /** {method, args...} of the next call, or null once the server is closing. */
+  static native Object[] serverNext(long server, long worker, long spinNs);
+  static native void workerReply(long worker, int tag, long bits, Object obj);
+  static native void workerFail(long worker, String type, String message);
+
+  static native long clientNew(String name, long spinNs);
+  static native void clientFree(long client);
+  static native boolean clientAlive(long client);
+  static native Object clientCall(long client, String method, Object argsHandle, long timeoutMs);
+  static native long clientSend(long client, String method, Object argsHandle);
+  static native Object pendingGet(long pending, long timeoutMs);
+  static native boolean pendingReady(long pending);
+  static native void pendingFree(long pending);
+}
