@@ -1,5 +1,7 @@
 """module.cpp: attach / detach / is_attached, implicit attach, collector statistics."""
 
+import os
+
 import pytest
 
 import colors_shm as cs
@@ -56,3 +58,29 @@ def test_collect_and_gc_stats():
     h = cs.heap_stats()
     assert h["capacity"] == 64 << 20
     assert 0 <= h["free_bytes"] <= h["capacity"]
+
+
+def _forked_worker(name, stale):
+    # Runs in a child made by fork(): the parent's proxies are stale, new work attaches anew.
+    try:
+        stale.append(1)
+        result = "stale proxy worked"
+    except cs.NotAttachedError:
+        result = "stale"
+    cs.channel(name).send(cs.copy_to([result, os.getpid()]))
+
+
+def test_fork_child_attaches_as_its_own_client():
+    import multiprocessing
+
+    name = "fork-" + str(os.getpid())
+    parent_list = cs.copy_to([1, 2, 3])
+    ctx = multiprocessing.get_context("fork")
+    p = ctx.Process(target=_forked_worker, args=(name, parent_list))
+    p.start()
+    got = cs.channel(name).receive(timeout=30)
+    p.join(30)
+    assert p.exitcode == 0
+    assert got[0] == "stale" and got[1] == p.pid
+    parent_list.append(4)  # the parent's attachment is untouched
+    assert list(parent_list) == [1, 2, 3, 4]

@@ -1,5 +1,7 @@
 // The public C++ API (include/colors/colors.hpp) over the internal modules.
+#include <pthread.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -62,8 +64,44 @@ void reset_process_state() {
 }
 }  // namespace detail
 
+// fork() of an attached process: the child inherits the mapping, the server connection and this
+// thread's TLAB, but they are the parent's. Using them would let two processes allocate from one
+// TLAB and release each other's roots, so the child starts detached (every call throws
+// NotAttachedError until it attaches again, as a new client). The handler runs in the child only,
+// with no other thread alive: it touches atomics and re-initialises the locks another parent
+// thread may have held at the fork.
+namespace {
+
+std::atomic<bool> g_inherited{false};  // the child still has the parent's mapping and socket
+
+void on_fork_child() {
+  if (current_meta_or_null() == nullptr) return;
+  new (&g_attach_mu) std::mutex();
+  g_inherited.store(true, std::memory_order_relaxed);
+  forget_all_tlabs();
+  roots_forget_after_fork();
+  g_epoch.fetch_add(1, std::memory_order_acq_rel);  // the parent's Values are inert here
+  set_link_probe(nullptr);
+  set_current_client(0, 0);
+  set_current_meta(nullptr);
+}
+
+// REQUIRES: g_attach_mu held. Drops what a fork left behind without a word to the server (the
+// connection is the parent's: only our copy of the descriptor is closed).
+void drop_inherited_attachment() {
+  if (!g_inherited.exchange(false, std::memory_order_acq_rel)) return;
+  if (g_link_fd >= 0) ::close(g_link_fd);
+  g_link_fd = -1;
+  g_segment.reset();  // unmaps the child's view only
+}
+
+}  // namespace
+
 void attach(const std::string& socket) {
+  static const bool fork_handler = (pthread_atfork(nullptr, nullptr, &on_fork_child) == 0);
+  (void)fork_handler;
   std::lock_guard<std::mutex> g(g_attach_mu);
+  drop_inherited_attachment();
   if (g_segment) return;
   ServerLink link = connect_to_server(resolve_socket_path(socket));
   try {
@@ -81,6 +119,7 @@ void attach(const std::string& socket) {
 
 void detach() {
   std::lock_guard<std::mutex> g(g_attach_mu);
+  drop_inherited_attachment();
   if (!g_segment) return;
   retire_thread_tlab();
   forget_all_tlabs();

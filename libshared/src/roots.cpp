@@ -1,6 +1,7 @@
 #include "roots.hpp"
 
 #include <mutex>
+#include <new>
 #include <vector>
 
 #include "barrier.hpp"
@@ -111,6 +112,12 @@ void root_release(std::atomic<Word>* slot) {
     g_free.insert(g_free.end(), c.slots.end() - kBatch, c.slots.end());
     c.slots.resize(c.slots.size() - kBatch);
   }
+}
+
+void roots_forget_after_fork() {
+  new (&g_mu) std::mutex();
+  g_free.clear();
+  g_roots_gen.fetch_add(1, std::memory_order_acq_rel);
 }
 
 void roots_forget_process_state() {

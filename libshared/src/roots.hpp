@@ -22,6 +22,9 @@ std::atomic<Word>* root_acquire(Word value);
 void root_release(std::atomic<Word>* slot);
 // Process side, at detach: forget the private free-slot list.
 void roots_forget_process_state();
+// In the child of a fork (single-threaded, the parent's threads may have held the lock): the same
+// without taking the lock.
+void roots_forget_after_fork();
 
 // A root held by C++ code for the length of an operation: move-only, released on destruction.
 // Every allocation returns one, taken before the new block is published, so that a thread

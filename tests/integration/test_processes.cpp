@@ -264,3 +264,49 @@ TEST_CASE("server shutdown: attached clients get ServerGoneError, blocked receiv
   REQUIRE_THROWS_AS(channel("x").try_receive(), ServerGoneError);
   detach();
 }
+
+TEST_CASE("fork of an attached process: the child starts detached, attaches as a new client, and both heaps of work survive") {
+  Fixture f;
+  attach(f.cfg.socket);
+  List mine = new_list();
+  for (int i = 0; i < 1000; ++i) mine.append(Value("parent " + std::to_string(i)));  // a TLAB in use
+  Channel ch = channel("fork-handoff", 4);
+  std::fflush(nullptr);
+  pid_t kid = ::fork();
+  REQUIRE(kid >= 0);
+  if (kid == 0) {
+    int rc = 0;
+    try {
+      if (is_attached()) rc = 10;  // the parent's attachment is not ours
+      try {
+        mine.append(Value(1));  // a Value of the parent's attachment: no updates through it here
+        rc = 11;
+      } catch (const NotAttachedError&) {
+      }
+      attach(f.cfg.socket);  // a new client of the same server
+      List theirs = new_list();
+      for (int i = 0; i < 1000; ++i) theirs.append(Value("child " + std::to_string(i)));
+      if (!channel("fork-handoff", 4).send(theirs, 10000)) rc = 12;
+      detach();
+    } catch (...) {
+      rc = 13;
+    }
+    ::_exit(rc);
+  }
+  // The parent keeps allocating from its own TLAB while the child does from its own.
+  for (int i = 1000; i < 3000; ++i) mine.append(Value("parent " + std::to_string(i)));
+  std::optional<Value> got = ch.receive(10000);
+  REQUIRE(wait_child(kid) == 0);
+  REQUIRE(got);
+  List theirs(*got);
+  REQUIRE(theirs.size() == 1000);
+  CHECK(theirs.get(999).as_string() == "child 999");
+  REQUIRE(mine.size() == 3000);
+  CHECK(mine.get(0).as_string() == "parent 0");
+  CHECK(mine.get(2999).as_string() == "parent 2999");
+  collect(30000);
+  VerifyResult v{false, ""};
+  bool ok = colors::test::eventually([&] { return (v = verify_heap()).ok; }, 10000);
+  INFO(v.report);
+  REQUIRE(ok);
+}

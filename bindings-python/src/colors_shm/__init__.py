@@ -29,6 +29,7 @@ and stay interruptible by Ctrl-C.
 from __future__ import annotations
 
 import builtins as _builtins
+import os as _os
 from dataclasses import dataclass as _dataclass
 
 from . import _colors_shm as _ext
@@ -55,6 +56,10 @@ from ._colors_shm import (
 from ._colors_shm import SharedClass, SharedField
 from ._proxies import SharedDict, SharedList, SharedObject, SharedProxy, SharedSet
 from ._classes import SharedInstance, register, shared_name
+
+# A forked child (multiprocessing's default on Linux) must not use its parent's attachment: it
+# starts detached and attaches as a new client on first use; inherited proxies are stale.
+_os.register_at_fork(after_in_child=_ext._after_fork_in_child)
 
 # Short aliases named like the C++ errors (not in __all__: they would shadow builtins on `import *`).
 OverflowError = SharedOverflowError  # noqa: A001

@@ -64,6 +64,13 @@ PYBIND11_MODULE(_colors_shm, m) {
         colors::detach();
       });
   m.def("is_attached", [] { return colors::is_attached(); });
+  // os.register_at_fork(after_in_child=...): libshared has already dropped the parent's
+  // attachment in the child; proxies inherited from the parent become stale (NotAttachedError),
+  // and the next call attaches the child as a client of its own.
+  m.def("_after_fork_in_child", [] {
+    clear_identity_cache();
+    ++g_generation;
+  });
   m.def("ping", [] { colors::ping(); });
   m.def("collect", [](py::object timeout) {
         ensure_attached();
