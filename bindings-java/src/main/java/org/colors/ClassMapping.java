@@ -88,7 +88,7 @@ final class ClassMapping {
 
   private ClassMapping(Class<?> type) {
     this.type = type;
-    this.name = type.getName();
+    this.name = Mapped.sharedName(type);
     List<Class<?>> chain = new ArrayList<>();
     for (Class<?> c = type; c != null && c != Object.class && isMappableSuper(c); c = c.getSuperclass()) chain.add(c);
     Collections.reverse(chain);
@@ -161,7 +161,7 @@ final class ClassMapping {
 
   /** A new shared object of this class, its primitive fields set to Java's defaults (0, false). */
   SharedObject allocate() {
-    SharedObject o = (SharedObject) Native.newObject(sharedClass());
+    SharedObject o = Proxies.viewOf(Native.newObject(sharedClass()));
     for (MappedField f : fields) {
       Object zero = zeroOf(f.field.getType());
       if (zero != null) o.set(f.name, zero);

@@ -49,10 +49,10 @@ final class Copier {
       kind = Proxies.LIST;
       n = Array.getLength(x);
     } else if (ClassMapping.isUserClass(x.getClass())) {
-      SharedObject so = (SharedObject) Native.newObject(ClassMapping.of(x.getClass()).sharedClass());
-      memo.put(x, so);
-      work.push(new Object[] {x, so});
-      return so;
+      Object made = Native.newObject(ClassMapping.of(x.getClass()).sharedClass());  // a view or a bound instance
+      memo.put(x, made);
+      work.push(new Object[] {x, Proxies.viewOf(made)});
+      return made;
     } else {
       throw new TypeMismatchException("copyToSharedMemory(): cannot copy an object of class " + x.getClass().getName()
           + " to shared memory: supported are null, Boolean, Byte, Short, Integer, Long, Character, Float, Double,"

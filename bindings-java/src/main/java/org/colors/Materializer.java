@@ -126,10 +126,18 @@ final class Materializer {
     }
   }
 
+  /** A value read from shared memory as a value of Java type {@code t} (arrays: private copies). */
+  Object javaValue(Object v, Class<?> t, String where) {
+    Object r = toJava(v, t, where);
+    drain();
+    return r;
+  }
+
   /** A value read from shared memory, as a value of Java type {@code t}. */
   private Object toJava(Object v, Class<?> t, String where) {
     if (v == null) return null;
-    if (v instanceof SharedObject) return instanceFor((SharedObject) v, t);
+    SharedObject so = Proxies.viewOf(v);  // a view, or an instance bound by the agent: copied
+    if (so != null) return instanceFor(so, t);
     if (t.isArray() && t != byte[].class && v instanceof SharedList) {
       Object[] items = ((SharedList) v).toArray();
       Class<?> ct = t.getComponentType();

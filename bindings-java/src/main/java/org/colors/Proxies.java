@@ -85,7 +85,7 @@ final class Proxies {
       case LIST: return new SharedList(h);
       case MAP: return new SharedMap(h);
       case SET: return new SharedSet(h);
-      case OBJECT: return new SharedObject(h);
+      case OBJECT: return Mapped.proxyFor(new SharedObject(h));  // an instance of a mapped class, or the view
       default: throw new IllegalStateException("no proxy for shared kind " + h.kind);
     }
   }
@@ -96,6 +96,17 @@ final class Proxies {
     if (o instanceof SharedMap) return ((SharedMap) o).handle;
     if (o instanceof SharedSet) return ((SharedSet) o).handle;
     if (o instanceof SharedObject) return ((SharedObject) o).handle;
+    if (o instanceof SharedInstance) {
+      SharedObject v = ((SharedInstance) o).$colors$view();
+      return v == null ? null : v.handle;
+    }
+    return null;
+  }
+
+  /** The SharedObject view of a shared user object (a view, or an instance bound by the agent), or null. */
+  static SharedObject viewOf(Object o) {
+    if (o instanceof SharedObject) return (SharedObject) o;
+    if (o instanceof SharedInstance) return ((SharedInstance) o).$colors$view();
     return null;
   }
 

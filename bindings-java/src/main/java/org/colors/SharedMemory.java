@@ -70,7 +70,10 @@ public final class SharedMemory {
 
   private static synchronized void attach0(String socket) {
     if (attached && Native.isAttached()) return;
+    Direct.invalidate();
+    Mapped.clearAddresses();
     Native.attach(socket);
+    Direct.invalidate();
     attached = true;
   }
 
@@ -87,6 +90,8 @@ public final class SharedMemory {
     }
     attached = false;
     Proxies.clear();
+    Direct.invalidate();
+    Mapped.clearAddresses();
     Native.detach();
   }
 
@@ -217,20 +222,35 @@ public final class SharedMemory {
    * Allocates a shared container or a shared object of a user class.
    *
    * <p>Container classes ({@code List}, {@code Map}, {@code Set}, ...) as
-   * {@link #allocate(Class, int)} with length 0. A user class cannot be returned as an instance of
-   * itself bound to shared memory on a stock JVM: that needs the bytecode-rewriting agent, which is
-   * not available yet, so for user classes this throws {@link TypeMismatchException}; use
-   * {@link #allocateObject(Class)} (the {@link SharedObject} view of a new object of the class's
-   * shared class) or {@link #copyToSharedMemory(Object)} of an instance.
+   * {@link #allocate(Class, int)} with length 0. A {@link Shared} class rewritten by the colors
+   * agent: a new shared object of the class's shared class (as {@link #allocateObject(Class)}),
+   * returned as an instance of {@code cls} bound to it, made without running a constructor (its
+   * fields are the shared object's: 0/false for primitives, null otherwise); field accesses on it,
+   * anywhere, read and write the shared object. Other user classes (or without the agent) throw
+   * {@link TypeMismatchException}: use {@link #allocateObject(Class)} (the {@link SharedObject}
+   * view) or {@link #copyToSharedMemory(Object)} of an instance.
    *
    * @param <T> the class
-   * @param cls a container class
-   * @return the new shared container
+   * @param cls a container class or a {@link Shared} class rewritten by the agent
+   * @return the new shared container or bound instance
    */
   public static <T> T allocate(Class<T> cls) {
+    if (SharedInstance.class.isAssignableFrom(cls) && ClassMapping.isUserClass(cls)) {
+      try {
+        Class.forName(cls.getName(), true, cls.getClassLoader());  // its initializer registers it
+      } catch (ClassNotFoundException e) {
+        throw new IllegalStateException(e);
+      }
+      if (Mapped.isRegistered(cls)) {
+        SharedObject so = allocateObject(cls);
+        Object inst = so.instance;
+        if (cls.isInstance(inst)) return cls.cast(inst);
+      }
+    }
     if (ClassMapping.isUserClass(cls)) {
       throw new TypeMismatchException("allocate(" + cls.getName() + ".class) would return a " + cls.getSimpleName()
-          + " bound to shared memory, which needs the bytecode-rewriting agent (not available yet): use"
+          + " bound to shared memory, which needs the class annotated @org.colors.Shared and the colors agent"
+          + " (-javaagent:colors-agent.jar): use"
           + " SharedMemory.allocateObject(" + cls.getSimpleName() + ".class) for a SharedObject view of a new shared "
           + cls.getName() + ", or copyToSharedMemory(instance)");
     }
@@ -266,7 +286,7 @@ public final class SharedMemory {
     if (type.kind() != SharedType.Kind.OBJECT) {
       throw new TypeMismatchException("allocateObject(): " + type.name() + " is a builtin type, not a user class");
     }
-    return (SharedObject) Native.newObject(type.ptr());
+    return Proxies.viewOf(Native.newObject(type.ptr()));
   }
 
   /**
@@ -302,6 +322,17 @@ public final class SharedMemory {
    */
   public static boolean isObjectShared(Object o) {
     return Proxies.handleOf(o) != null;
+  }
+
+  /**
+   * The {@link SharedObject} view of a shared user object: the object itself if it is a view, the
+   * view an instance of a {@link Shared} class is bound to (agent), else null (private objects).
+   *
+   * @param o any object
+   * @return its view, or null
+   */
+  public static SharedObject sharedView(Object o) {
+    return Proxies.viewOf(o);
   }
 
   /**

@@ -19,6 +19,8 @@ import java.util.List;
  */
 public final class SharedObject {
   final Handle handle;
+  /** The instance of a mapped class bound to this object (agent), kept alive with the view. */
+  volatile Object instance;
 
   SharedObject(Handle handle) {
     this.handle = handle;
@@ -97,7 +99,7 @@ public final class SharedObject {
    *     integer as a float when a double represents it exactly)
    */
   public void set(String field, long value) {
-    Native.objSet(handle, field, Codec.INT, value, null);
+    SharedField.named(field).setLong(this, value);  // the fast path for 60-bit integers
   }
 
   /**
@@ -117,7 +119,7 @@ public final class SharedObject {
    * @param value the value
    */
   public void set(String field, boolean value) {
-    Native.objSet(handle, field, Codec.BOOL, value ? 1L : 0L, null);
+    SharedField.named(field).setBoolean(this, value);  // the fast path
   }
 
   /**
@@ -191,7 +193,7 @@ public final class SharedObject {
    * @throws TypeMismatchException if it is not an integer
    */
   public long getLong(String field) {
-    return Codec.toLong(get(field), where(field));
+    return SharedField.named(field).getLong(this);  // the fast path; JNI for the rest
   }
 
   /**
@@ -202,7 +204,7 @@ public final class SharedObject {
    * @throws SharedOverflowException if it does not fit an int
    */
   public int getInt(String field) {
-    return Codec.toInt(get(field), where(field));
+    return SharedField.named(field).getInt(this);  // the fast path; JNI for the rest
   }
 
   /**
@@ -246,7 +248,7 @@ public final class SharedObject {
    * @throws SharedOverflowException if it is an integer a double cannot represent exactly
    */
   public double getDouble(String field) {
-    return Codec.toDouble(get(field), where(field));
+    return SharedField.named(field).getDouble(this);  // the fast path; JNI for the rest
   }
 
   /**
@@ -267,7 +269,7 @@ public final class SharedObject {
    * @return the value
    */
   public boolean getBoolean(String field) {
-    return Codec.toBoolean(get(field), where(field));
+    return SharedField.named(field).getBoolean(this);  // the fast path; JNI for the rest
   }
 
   /**

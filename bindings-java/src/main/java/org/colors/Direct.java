@@ -1,0 +1,214 @@
+package org.colors;
+
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+
+/**
+ * A direct view of the mapped segment: the field fast path reads and writes tagged words from Java
+ * without crossing JNI.
+ *
+ * <p>The segment (mapped at the same address in every process) is seen through direct
+ * {@link ByteBuffer}s of 1 GiB made by JNI's {@code NewDirectByteBuffer} (several when the segment
+ * is larger); words are accessed through a {@code byteBufferViewVarHandle(long[].class)}, which
+ * gives atomic 8-byte acquire loads and compare-and-set, the memory orders of libshared's
+ * {@code std::atomic<Word>} slots. Every byte offset used here comes from the C++ structs at run
+ * time ({@code Java_org_colors_Direct_layout} in jni_direct.cpp), none is hard-coded.
+ *
+ * <p>A view belongs to one attachment: {@link #epoch} is bumped at every attach and detach, each
+ * {@link Handle} records the epoch it was made in, and the fast path only runs when both agree
+ * (otherwise the slow JNI path reports {@link NotAttachedException}).
+ */
+final class Direct {
+  private Direct() {}
+
+  static final VarHandle LONGS = MethodHandles.byteBufferViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
+  static final VarHandle INTS = MethodHandles.byteBufferViewVarHandle(int[].class, ByteOrder.LITTLE_ENDIAN);
+
+  /** Bumped at every attach and detach (under SharedMemory's lock). */
+  static volatile long epoch = 1;
+  /** The view of the current attachment, made on first use; null when none. */
+  private static volatile View view;
+
+  static final int CHUNK_SHIFT = 30;
+  static final long CHUNK_MASK = (1L << CHUNK_SHIFT) - 1;
+
+  /** Word tags (word.hpp). */
+  static final long TAG_MASK = 15, TAG_INT = 1, TAG_BOOL = 2;
+
+  // Indices of layout(); must match jni_direct.cpp.
+  private static final int L_BASE = 0, L_SIZE = 1, L_OFF_CLS = 2, L_OFF_PENDING = 3, L_OFF_EXTENSION = 4,
+      L_OFF_SLOTS = 5, L_OFF_FLOAT_VALUE = 6, L_OFF_ARRAY_CAPACITY = 7, L_OFF_ARRAY_SLOTS = 8, L_OFF_CLASS_KIND = 9,
+      L_OFF_GC_STARTED = 10, L_OFF_GC_DONE = 11, L_WORD = 12, L_GRANULE = 13;
+
+  static native long[] layout();
+  static native ByteBuffer[] segment();
+  /** {slot, TypeKind} of field {@code name} in class version {@code cls}, or null if it lacks it. */
+  static native long[] resolve(long cls, String name);
+
+  /** Called under SharedMemory's lock when attaching or detaching. */
+  static void invalidate() {
+    view = null;
+    epoch++;
+  }
+
+  /** The view for a handle of the current attachment, or null (then take the slow path). */
+  static View viewFor(Handle h) {
+    View v = view;
+    if (v != null && v.epoch == h.epoch) return v;
+    return h.epoch == epoch ? makeView() : null;
+  }
+
+  private static synchronized View makeView() {
+    View v = view;
+    long e = epoch;
+    if (v != null && v.epoch == e) return v;
+    if (!Native.isAttached()) return null;
+    Native.class.getName();  // the library is loaded by Native's initializer
+    v = new View(e, layout(), segment());
+    view = v;
+    return v;
+  }
+
+  /**
+   * What {@link View#readFloat} returns when it cannot read: a NaN payload no binding writes; a
+   * float really holding these bits merely takes the slow path, which reads it correctly.
+   */
+  static final long NO_FLOAT = 0x7ff8_dead_beef_cafeL;
+
+  /** The segment of one attachment. */
+  static final class View {
+    final long epoch;
+    final long base, size;
+    final ByteBuffer[] chunks;
+    final long offCls, offPending, offExtension, offSlots, offFloatValue, offArrayCapacity, offArraySlots,
+        offClassKind, offGcStarted, offGcDone;
+
+    View(long epoch, long[] l, ByteBuffer[] chunks) {
+      this.epoch = epoch;
+      if (l[L_WORD] != 8 || l[L_GRANULE] != 16) {
+        throw new CorruptHeapException("colors: unexpected word/granule size " + l[L_WORD] + "/" + l[L_GRANULE]);
+      }
+      base = l[L_BASE];
+      size = l[L_SIZE];
+      offCls = l[L_OFF_CLS];
+      offPending = l[L_OFF_PENDING];
+      offExtension = l[L_OFF_EXTENSION];
+      offSlots = l[L_OFF_SLOTS];
+      offFloatValue = l[L_OFF_FLOAT_VALUE];
+      offArrayCapacity = l[L_OFF_ARRAY_CAPACITY];
+      offArraySlots = l[L_OFF_ARRAY_SLOTS];
+      offClassKind = l[L_OFF_CLASS_KIND];
+      offGcStarted = l[L_OFF_GC_STARTED];
+      offGcDone = l[L_OFF_GC_DONE];
+      if (((base | offCls | offExtension | offSlots | offFloatValue | offArraySlots | offGcStarted) & 3) != 0) {
+        throw new CorruptHeapException("colors: misaligned segment layout");
+      }
+      for (ByteBuffer b : chunks) b.order(ByteOrder.LITTLE_ENDIAN);
+      this.chunks = chunks;
+    }
+
+    boolean contains(long addr, int bytes) {
+      long off = addr - base;
+      return off >= 0 && off <= size - bytes;
+    }
+
+    /** Acquire load of the 8-byte word at {@code addr} (8-aligned, inside the segment). */
+    long load(long addr) {
+      long off = addr - base;
+      return (long) LONGS.getAcquire(chunks[(int) (off >>> CHUNK_SHIFT)], (int) (off & CHUNK_MASK));
+    }
+
+    /** Opaque (relaxed) load, as libshared's load_payload_word. */
+    long loadRelaxed(long addr) {
+      long off = addr - base;
+      return (long) LONGS.getOpaque(chunks[(int) (off >>> CHUNK_SHIFT)], (int) (off & CHUNK_MASK));
+    }
+
+    int loadInt(long addr) {
+      long off = addr - base;
+      return (int) INTS.getAcquire(chunks[(int) (off >>> CHUNK_SHIFT)], (int) (off & CHUNK_MASK));
+    }
+
+    byte loadByte(long addr) {
+      long off = addr - base;
+      return chunks[(int) (off >>> CHUNK_SHIFT)].get((int) (off & CHUNK_MASK));
+    }
+
+    /** compare_exchange (acq_rel): the witness value. */
+    long cas(long addr, long expect, long value) {
+      long off = addr - base;
+      return (long) LONGS.compareAndExchange(chunks[(int) (off >>> CHUNK_SHIFT)], (int) (off & CHUNK_MASK), expect,
+          value);
+    }
+
+    /** mark_pending (barrier.hpp): flags the object a reference word points to (release store). */
+    void markPending(long ref) {
+      long addr = ref + offPending;
+      long off = addr - base;
+      VarHandle.releaseFence();
+      chunks[(int) (off >>> CHUNK_SHIFT)].put((int) (off & CHUNK_MASK), (byte) 1);
+    }
+
+    /**
+     * store_ref (barrier.hpp): the old value, if a reference, is flagged pending before a CAS
+     * against exactly that value replaces it.
+     */
+    void storeWord(long slot, long value) {
+      long old = load(slot);
+      for (;;) {
+        if (old != 0 && (old & TAG_MASK) == 0) markPending(old);
+        long w = cas(slot, old, value);
+        if (w == old) return;
+        old = w;
+      }
+    }
+
+    /**
+     * field_slot (objects.hpp): the address of slot {@code slot} of user object {@code obj}, or 0
+     * if its storage lacks it.
+     */
+    long slotAddress(long obj, int slot) {
+      return slotAddress(obj, slot, inlineSlots(obj));
+    }
+
+    /** inline_slots (objects.hpp): the slots a user object was allocated with. */
+    int inlineSlots(long obj) {
+      long header = load(obj);
+      return (int) (((header >>> 8) - offSlots) >>> 3);
+    }
+
+    /** {@link #slotAddress(long, int)} for an object of {@code inline} inline slots. */
+    long slotAddress(long obj, int slot, int inline) {
+      if (slot < inline) return obj + offSlots + 8L * slot;
+      long ext = load(obj + offExtension);
+      if (ext == 0) return 0;
+      long i = slot - inline;
+      return i < load(ext + offArrayCapacity) ? ext + offArraySlots + 8L * i : 0;
+    }
+
+    /**
+     * read_without_cycle (objects.hpp) of a boxed float held in {@code slot}: its raw bits, read
+     * with no collector cycle running meanwhile, or {@link #NO_FLOAT} (a cycle ran, or the slot
+     * does not hold a float): take the slow path.
+     */
+    long readFloat(long slot) {
+      int started = loadInt(base + offGcStarted);
+      if (loadInt(base + offGcDone) != started) return NO_FLOAT;
+      long w = load(slot);
+      if (w == 0 || (w & TAG_MASK) != 0 || !contains(w, 32)) return NO_FLOAT;
+      long cls = loadRelaxed(w + offCls);
+      if (!contains(cls, 16) || loadByte(cls + offClassKind) != Proxies.FLOAT) return NO_FLOAT;
+      long bits = loadRelaxed(w + offFloatValue);
+      VarHandle.acquireFence();
+      if (loadInt(base + offGcStarted) != started) return NO_FLOAT;
+      return bits;
+    }
+
+    /** The class version (ClassRecord address) of the object at {@code obj}. */
+    long classOf(long obj) {
+      return load(obj + offCls);
+    }
+  }
+}

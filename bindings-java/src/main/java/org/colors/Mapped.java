@@ -1,0 +1,99 @@
+package org.colors;
+
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.MethodType;
+import java.lang.reflect.Field;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * The Java classes mapped by the agent ({@link Shared} classes that registered themselves from
+ * their static initializer), and the making of their instances bound to shared objects.
+ *
+ * <p>Bound instances are made without running a constructor ({@code Unsafe.allocateInstance}):
+ * their state is the shared object's, so constructors and field initializers would only overwrite
+ * it. Their Java fields stay at their defaults and are never read while bound.
+ */
+final class Mapped {
+  private Mapped() {}
+
+  /** Shared class name -> Java class. */
+  private static final ConcurrentHashMap<String, Class<?>> BY_NAME = new ConcurrentHashMap<>();
+  /** Class version address -> Java class (or NONE), per attachment; cleared on attach/detach. */
+  private static final ConcurrentHashMap<Long, Class<?>> BY_CLASS = new ConcurrentHashMap<>();
+  private static final Class<?> NONE = Void.class;
+
+  static void register(Class<?> cls, String sharedName) {
+    if (!SharedInstance.class.isAssignableFrom(cls)) {
+      throw new IllegalArgumentException(cls.getName() + " was not rewritten by the colors agent");
+    }
+    BY_NAME.put(sharedName, cls);
+    BY_CLASS.clear();
+  }
+
+  static boolean isRegistered(Class<?> cls) {
+    return BY_NAME.get(sharedName(cls)) == cls;
+  }
+
+  static void clearAddresses() {
+    BY_CLASS.clear();
+  }
+
+  /** The shared class name of a Java class: {@link Shared#name()} if given, else its name. */
+  static String sharedName(Class<?> cls) {
+    Shared s = cls.getDeclaredAnnotation(Shared.class);
+    return s != null && !s.name().isEmpty() ? s.name() : cls.getName();
+  }
+
+  /**
+   * What a new proxy of a shared user object is: an instance of its mapped Java class bound to
+   * {@code so}, or {@code so} itself.
+   */
+  static Object proxyFor(SharedObject so) {
+    if (BY_NAME.isEmpty()) return so;
+    Handle h = so.handle;
+    Direct.View v = Direct.viewFor(h);
+    long cls = v != null ? v.classOf(h.raw) : Native.classOf(h);
+    Class<?> jc = BY_CLASS.get(cls);
+    if (jc == null) {
+      Class<?> found = BY_NAME.get(Native.className(cls));
+      jc = found == null ? NONE : found;
+      BY_CLASS.put(cls, jc);
+    }
+    if (jc == NONE) return so;
+    Object inst = allocateInstance(jc);
+    ((SharedInstance) inst).$colors$bind(so);
+    so.instance = inst;
+    return inst;
+  }
+
+  private static final MethodHandle ALLOCATE_INSTANCE;
+
+  static {
+    MethodHandle mh = null;
+    try {
+      Class<?> u = Class.forName("sun.misc.Unsafe");
+      Field f = u.getDeclaredField("theUnsafe");
+      f.setAccessible(true);
+      mh = MethodHandles.lookup().findVirtual(u, "allocateInstance", MethodType.methodType(Object.class, Class.class))
+          .bindTo(f.get(null));
+    } catch (ReflectiveOperationException | RuntimeException e) {
+      mh = null;
+    }
+    ALLOCATE_INSTANCE = mh;
+  }
+
+  static Object allocateInstance(Class<?> cls) {
+    if (ALLOCATE_INSTANCE == null) {
+      throw new SharedMemoryException("colors: sun.misc.Unsafe (module jdk.unsupported) is needed to make instances of "
+          + cls.getName() + " bound to shared memory");
+    }
+    try {
+      return ALLOCATE_INSTANCE.invoke(cls);
+    } catch (RuntimeException | Error e) {
+      throw e;
+    } catch (Throwable t) {
+      throw new SharedMemoryException("colors: cannot make an instance of " + cls.getName() + ": " + t, t);
+    }
+  }
+}

@@ -1,0 +1,21 @@
+package org.colors;
+
+/**
+ * Implemented by the agent on mapped ({@link Shared}) classes: the binding of an instance to a
+ * shared object. Not meant to be implemented or called by hand.
+ */
+public interface SharedInstance {
+  /**
+   * The shared object this instance is bound to, or null for a private instance.
+   *
+   * @return the view of the shared object, or null
+   */
+  SharedObject $colors$view();
+
+  /**
+   * Binds this instance to a shared object (once, right after the instance is made).
+   *
+   * @param view the view of the shared object
+   */
+  void $colors$bind(SharedObject view);
+}
