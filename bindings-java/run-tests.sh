@@ -5,8 +5,8 @@
 #
 # 1. builds the top-level CMake build in $BUILD_DIR (default <repo>/build): colors-server, the
 #    JNI library <build>/bindings-java/libcolors_jni.so and the Python binding (cross-language tests);
-# 2. runs `mvn -q -B test` in bindings-java/ (the first run downloads JUnit and the Maven plugins
-#    from Maven Central into ~/.m2; later runs need no network), with COLORS_JNI_LIB and
+# 2. builds the agent jar (agent/, mvn package) and runs `mvn -q -B test` in bindings-java/ (the
+#    first run downloads JUnit, ASM and the Maven plugins from Maven Central into ~/.m2; later runs need no network), with COLORS_JNI_LIB and
 #    COLORS_SERVER_BIN pointing into the build. Exits non-zero on any failure.
 set -euo pipefail
 
@@ -38,6 +38,12 @@ if [ ! -f "$LIB" ]; then
     echo "run-tests.sh: $LIB was not built (no JDK found by CMake? see the configure output)" >&2
     exit 1
 fi
+
+# The agent jar (ASM shaded in; Maven because ASM comes from Maven Central): the tests JVM runs
+# with -javaagent:agent/target/colors-agent.jar (pom.xml's surefire argLine); also copied next to
+# colors.jar.
+(cd "$HERE/agent" && mvn -q -B package)
+cp "$HERE/agent/target/colors-agent.jar" "$BUILD_DIR/bindings-java/colors-agent.jar"
 
 # ---- 2. tests ------------------------------------------------------------------------------
 export COLORS_JNI_LIB="$LIB"

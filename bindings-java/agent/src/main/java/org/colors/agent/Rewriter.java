@@ -1,0 +1,383 @@
+package org.colors.agent;
+
+import java.lang.instrument.ClassFileTransformer;
+import java.security.ProtectionDomain;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.WeakHashMap;
+import java.util.concurrent.ConcurrentHashMap;
+import org.objectweb.asm.ClassReader;
+import org.objectweb.asm.ClassVisitor;
+import org.objectweb.asm.ClassWriter;
+import org.objectweb.asm.Label;
+import org.objectweb.asm.MethodVisitor;
+import org.objectweb.asm.Opcodes;
+import org.objectweb.asm.Type;
+
+/**
+ * The class file transformer of the agent.
+ *
+ * <p>A class is <em>mapped</em> when it is annotated {@code @org.colors.Shared}, lies in one of the
+ * agent's packages, or extends a mapped class (and is not an interface, enum, record or
+ * annotation). A mapped class {@code C} gets:
+ * <ul>
+ *   <li>if its superclass is not mapped: the field {@code transient SharedObject $colors$view}
+ *       (null for private instances) and {@code implements SharedInstance};
+ *   <li>per own instance field {@code f} (not static/transient/synthetic): a
+ *       {@code static final SharedField $colors$f$f} set by its static initializer (which also
+ *       registers the class with its shared name) and two static accessors:
+ *       {@code $colors$get$f(C)} and {@code $colors$set$f(C, value)}, which use the shared object
+ *       when {@code $colors$view} is set and the Java field otherwise.
+ * </ul>
+ * In every class (mapped or not) each {@code GETFIELD}/{@code PUTFIELD} of a mapped field becomes
+ * an {@code INVOKESTATIC} of the accessor (same stack effect, so the method's frames stay valid),
+ * except in a constructor before its super/this constructor call.
+ */
+final class Rewriter implements ClassFileTransformer {
+  static final String VIEW = "$colors$view";
+  static final String SHARED_OBJECT = "org/colors/SharedObject";
+  static final String SHARED_OBJECT_DESC = "Lorg/colors/SharedObject;";
+  static final String SHARED_FIELD = "org/colors/SharedField";
+  static final String SHARED_FIELD_DESC = "Lorg/colors/SharedField;";
+  static final String SHARED_INSTANCE = "org/colors/SharedInstance";
+
+  private static final String[] EXCLUDED = {
+    "java/", "javax/", "jdk/", "sun/", "com/sun/", "org/colors/agent/", "org/objectweb/asm/", "org/junit/",
+    "org/apache/maven/", "org/opentest4j/", "org/apiguardian/",
+  };
+
+  /** Packages (internal form, with a trailing '/') whose classes are all mapped. */
+  private final List<String> packages = new ArrayList<>();
+  private final Map<ClassLoader, Map<String, Optional<ClassInfo>>> infos =
+      Collections.synchronizedMap(new WeakHashMap<>());
+  private final Map<String, Optional<ClassInfo>> bootInfos = new ConcurrentHashMap<>();
+  private final boolean verbose = Boolean.getBoolean("colors.agent.verbose");
+
+  Rewriter(String args) {
+    if (args != null) {
+      for (String p : args.split("[,;]")) {
+        p = p.trim();
+        if (!p.isEmpty()) packages.add(p.replace('.', '/') + "/");
+      }
+    }
+  }
+
+  private static boolean excluded(String name) {
+    for (String p : EXCLUDED) {
+      if (name.startsWith(p)) return true;
+    }
+    return false;
+  }
+
+  private Map<String, Optional<ClassInfo>> cache(ClassLoader loader) {
+    if (loader == null) return bootInfos;
+    return infos.computeIfAbsent(loader, l -> new ConcurrentHashMap<>());
+  }
+
+  ClassInfo info(ClassLoader loader, String name) {
+    if (name == null) return null;
+    Map<String, Optional<ClassInfo>> c = cache(loader);
+    Optional<ClassInfo> i = c.get(name);
+    if (i == null) {
+      i = Optional.ofNullable(excluded(name) ? null : ClassInfo.read(loader, name));
+      c.putIfAbsent(name, i);
+    }
+    return i.orElse(null);
+  }
+
+  boolean isMapped(ClassLoader loader, String name) {
+    for (int depth = 0; name != null && depth < 64; depth++) {
+      if (excluded(name)) return false;
+      ClassInfo i = info(loader, name);
+      if (i == null || !i.mappableKind()) return false;
+      if (i.annotated) return true;
+      for (String p : packages) {
+        if (name.startsWith(p) && name.indexOf('/', p.length()) < 0) return true;
+      }
+      name = i.superName;
+    }
+    return false;
+  }
+
+  /** The mapped class declaring instance field {@code field} as seen from {@code owner}, or null. */
+  String declaringMapped(ClassLoader loader, String owner, String field, String desc) {
+    for (String c = owner; c != null && !excluded(c); ) {
+      ClassInfo i = info(loader, c);
+      if (i == null) return null;
+      String d = i.declared.get(field);
+      if (d != null) {
+        return d.equals(desc) && i.fields.containsKey(field) && isMapped(loader, c) ? c : null;
+      }
+      c = i.superName;
+    }
+    return null;
+  }
+
+  @Override
+  public byte[] transform(ClassLoader loader, String className, Class<?> redefined, ProtectionDomain pd,
+      byte[] bytes) {
+    if (className == null || excluded(className) || redefined != null) return null;
+    try {
+      ClassInfo self = ClassInfo.parse(bytes);
+      cache(loader).put(className, Optional.of(self));
+      ClassReader cr = new ClassReader(bytes);
+      boolean mapped = isMapped(loader, className) && cr.readShort(6) >= Opcodes.V1_5;
+      ClassWriter cw = new ClassWriter(cr, 0);
+      ClassTransformer t = new ClassTransformer(cw, loader, self, mapped);
+      cr.accept(t, 0);
+      if (!mapped && !t.changed) return null;
+      if (verbose) System.err.println("colors agent: rewrote " + className + (mapped ? " (mapped)" : ""));
+      return cw.toByteArray();
+    } catch (Throwable e) {
+      System.err.println("colors agent: cannot rewrite " + className + ": " + e);
+      if (verbose) e.printStackTrace();
+      return null;
+    }
+  }
+
+  // ---- one class -------------------------------------------------------------------------------
+
+  private final class ClassTransformer extends ClassVisitor {
+    final ClassLoader loader;
+    final ClassInfo self;
+    final boolean mapped;
+    final boolean root;
+    boolean changed;
+    boolean sawClinit;
+
+    ClassTransformer(ClassVisitor cv, ClassLoader loader, ClassInfo self, boolean mapped) {
+      super(Opcodes.ASM9, cv);
+      this.loader = loader;
+      this.self = self;
+      this.mapped = mapped;
+      this.root = mapped && !isMapped(loader, self.superName);
+    }
+
+    @Override
+    public void visit(int version, int access, String name, String signature, String superName, String[] itfs) {
+      if (root) {
+        String[] more = itfs == null ? new String[1] : Arrays.copyOf(itfs, itfs.length + 1);
+        more[more.length - 1] = SHARED_INSTANCE;
+        itfs = more;
+      }
+      super.visit(version, access, name, signature, superName, itfs);
+    }
+
+    @Override
+    public MethodVisitor visitMethod(int access, String name, String desc, String signature, String[] exceptions) {
+      MethodVisitor mv = super.visitMethod(access, name, desc, signature, exceptions);
+      if (mapped && "<clinit>".equals(name)) {
+        sawClinit = true;
+        mv = new ClinitInjector(mv);
+      }
+      return new FieldRewriter(mv, "<init>".equals(name), this);
+    }
+
+    @Override
+    public void visitEnd() {
+      if (mapped) {
+        if (root) addBinding();
+        for (Map.Entry<String, String> f : self.fields.entrySet()) {
+          super.visitField(Opcodes.ACC_PRIVATE | Opcodes.ACC_STATIC | Opcodes.ACC_FINAL | Opcodes.ACC_SYNTHETIC,
+              "$colors$f$" + f.getKey(), SHARED_FIELD_DESC, null, null).visitEnd();
+          addGetter(f.getKey(), f.getValue());
+          addSetter(f.getKey(), f.getValue());
+        }
+        if (!sawClinit) {
+          MethodVisitor mv = super.visitMethod(Opcodes.ACC_STATIC, "<clinit>", "()V", null, null);
+          mv.visitCode();
+          emitRegistration(mv);
+          mv.visitInsn(Opcodes.RETURN);
+          mv.visitMaxs(2, 0);
+          mv.visitEnd();
+        }
+      }
+      super.visitEnd();
+    }
+
+    private String sharedName() {
+      return self.sharedName.isEmpty() ? self.name.replace('/', '.') : self.sharedName;
+    }
+
+    void emitRegistration(MethodVisitor mv) {
+      Type me = Type.getObjectType(self.name);
+      mv.visitLdcInsn(me);
+      mv.visitLdcInsn(sharedName());
+      mv.visitMethodInsn(Opcodes.INVOKESTATIC, SHARED_FIELD, "register", "(Ljava/lang/Class;Ljava/lang/String;)V", false);
+      for (String f : self.fields.keySet()) {
+        mv.visitLdcInsn(me);
+        mv.visitLdcInsn(f);
+        mv.visitMethodInsn(Opcodes.INVOKESTATIC, SHARED_FIELD, "of",
+            "(Ljava/lang/Class;Ljava/lang/String;)" + SHARED_FIELD_DESC, false);
+        mv.visitFieldInsn(Opcodes.PUTSTATIC, self.name, "$colors$f$" + f, SHARED_FIELD_DESC);
+      }
+    }
+
+    private void addBinding() {
+      super.visitField(Opcodes.ACC_PUBLIC | Opcodes.ACC_TRANSIENT | Opcodes.ACC_SYNTHETIC, VIEW, SHARED_OBJECT_DESC,
+          null, null).visitEnd();
+      MethodVisitor mv = super.visitMethod(Opcodes.ACC_PUBLIC, VIEW, "()" + SHARED_OBJECT_DESC, null, null);
+      mv.visitCode();
+      mv.visitVarInsn(Opcodes.ALOAD, 0);
+      mv.visitFieldInsn(Opcodes.GETFIELD, self.name, VIEW, SHARED_OBJECT_DESC);
+      mv.visitInsn(Opcodes.ARETURN);
+      mv.visitMaxs(1, 1);
+      mv.visitEnd();
+      mv = super.visitMethod(Opcodes.ACC_PUBLIC, "$colors$bind", "(" + SHARED_OBJECT_DESC + ")V", null, null);
+      mv.visitCode();
+      mv.visitVarInsn(Opcodes.ALOAD, 0);
+      mv.visitVarInsn(Opcodes.ALOAD, 1);
+      mv.visitFieldInsn(Opcodes.PUTFIELD, self.name, VIEW, SHARED_OBJECT_DESC);
+      mv.visitInsn(Opcodes.RETURN);
+      mv.visitMaxs(2, 2);
+      mv.visitEnd();
+    }
+
+    private void addGetter(String field, String desc) {
+      Type t = Type.getType(desc);
+      String selfDesc = "L" + self.name + ";";
+      MethodVisitor mv = super.visitMethod(Opcodes.ACC_PUBLIC | Opcodes.ACC_STATIC | Opcodes.ACC_SYNTHETIC,
+          "$colors$get$" + field, "(" + selfDesc + ")" + desc, null, null);
+      mv.visitCode();
+      Label priv = new Label();
+      mv.visitVarInsn(Opcodes.ALOAD, 0);
+      mv.visitFieldInsn(Opcodes.GETFIELD, self.name, VIEW, SHARED_OBJECT_DESC);
+      mv.visitVarInsn(Opcodes.ASTORE, 1);
+      mv.visitVarInsn(Opcodes.ALOAD, 1);
+      mv.visitJumpInsn(Opcodes.IFNULL, priv);
+      mv.visitFieldInsn(Opcodes.GETSTATIC, self.name, "$colors$f$" + field, SHARED_FIELD_DESC);
+      mv.visitVarInsn(Opcodes.ALOAD, 1);
+      String accessor = accessorSuffix(t);
+      Type ret = isReference(t) ? Type.getType(Object.class) : t;
+      mv.visitMethodInsn(Opcodes.INVOKEVIRTUAL, SHARED_FIELD, "get" + accessor,
+          "(" + SHARED_OBJECT_DESC + ")" + ret.getDescriptor(), false);
+      if (isReference(t)) mv.visitTypeInsn(Opcodes.CHECKCAST, t.getInternalName());
+      mv.visitInsn(t.getOpcode(Opcodes.IRETURN));
+      mv.visitLabel(priv);
+      mv.visitFrame(Opcodes.F_FULL, 2, new Object[] {self.name, SHARED_OBJECT}, 0, new Object[0]);
+      mv.visitVarInsn(Opcodes.ALOAD, 0);
+      mv.visitFieldInsn(Opcodes.GETFIELD, self.name, field, desc);
+      mv.visitInsn(t.getOpcode(Opcodes.IRETURN));
+      mv.visitMaxs(2, 2);
+      mv.visitEnd();
+    }
+
+    private void addSetter(String field, String desc) {
+      Type t = Type.getType(desc);
+      String selfDesc = "L" + self.name + ";";
+      int viewLocal = 1 + t.getSize();
+      MethodVisitor mv = super.visitMethod(Opcodes.ACC_PUBLIC | Opcodes.ACC_STATIC | Opcodes.ACC_SYNTHETIC,
+          "$colors$set$" + field, "(" + selfDesc + desc + ")V", null, null);
+      mv.visitCode();
+      Label priv = new Label();
+      mv.visitVarInsn(Opcodes.ALOAD, 0);
+      mv.visitFieldInsn(Opcodes.GETFIELD, self.name, VIEW, SHARED_OBJECT_DESC);
+      mv.visitVarInsn(Opcodes.ASTORE, viewLocal);
+      mv.visitVarInsn(Opcodes.ALOAD, viewLocal);
+      mv.visitJumpInsn(Opcodes.IFNULL, priv);
+      mv.visitFieldInsn(Opcodes.GETSTATIC, self.name, "$colors$f$" + field, SHARED_FIELD_DESC);
+      mv.visitVarInsn(Opcodes.ALOAD, viewLocal);
+      mv.visitVarInsn(t.getOpcode(Opcodes.ILOAD), 1);
+      Type arg = isReference(t) ? Type.getType(Object.class) : t;
+      mv.visitMethodInsn(Opcodes.INVOKEVIRTUAL, SHARED_FIELD, "set" + accessorSuffix(t),
+          "(" + SHARED_OBJECT_DESC + arg.getDescriptor() + ")V", false);
+      mv.visitInsn(Opcodes.RETURN);
+      mv.visitLabel(priv);
+      mv.visitFrame(Opcodes.F_FULL, 3, new Object[] {self.name, frameType(t), SHARED_OBJECT}, 0, new Object[0]);
+      mv.visitVarInsn(Opcodes.ALOAD, 0);
+      mv.visitVarInsn(t.getOpcode(Opcodes.ILOAD), 1);
+      mv.visitFieldInsn(Opcodes.PUTFIELD, self.name, field, desc);
+      mv.visitInsn(Opcodes.RETURN);
+      mv.visitMaxs(2 + t.getSize(), viewLocal + 1);
+      mv.visitEnd();
+    }
+  }
+
+  static boolean isReference(Type t) {
+    return t.getSort() == Type.OBJECT || t.getSort() == Type.ARRAY;
+  }
+
+  static String accessorSuffix(Type t) {
+    switch (t.getSort()) {
+      case Type.INT: return "Int";
+      case Type.LONG: return "Long";
+      case Type.SHORT: return "Short";
+      case Type.BYTE: return "Byte";
+      case Type.CHAR: return "Char";
+      case Type.BOOLEAN: return "Boolean";
+      case Type.FLOAT: return "Float";
+      case Type.DOUBLE: return "Double";
+      default: return "Object";
+    }
+  }
+
+  static Object frameType(Type t) {
+    switch (t.getSort()) {
+      case Type.LONG: return Opcodes.LONG;
+      case Type.FLOAT: return Opcodes.FLOAT;
+      case Type.DOUBLE: return Opcodes.DOUBLE;
+      case Type.OBJECT: return t.getInternalName();
+      case Type.ARRAY: return t.getDescriptor();
+      default: return Opcodes.INTEGER;
+    }
+  }
+
+  /** Prepends the registration of the class and its fields to an existing static initializer. */
+  private final class ClinitInjector extends MethodVisitor {
+    ClinitInjector(MethodVisitor mv) {
+      super(Opcodes.ASM9, mv);
+    }
+
+
+    @Override
+    public void visitMaxs(int maxStack, int maxLocals) {
+      super.visitMaxs(Math.max(maxStack, 2), maxLocals);
+    }
+  }
+
+  /** Turns GETFIELD/PUTFIELD of mapped fields into calls of their accessors. */
+  private final class FieldRewriter extends MethodVisitor {
+    private final ClassTransformer ct;
+    private boolean initDone;
+
+    FieldRewriter(MethodVisitor mv, boolean constructor, ClassTransformer ct) {
+      super(Opcodes.ASM9, mv);
+      this.ct = ct;
+      this.initDone = !constructor;
+    }
+
+    @Override
+    public void visitCode() {
+      super.visitCode();
+      if (mv instanceof ClinitInjector) ct.emitRegistration(mv);
+    }
+
+    @Override
+    public void visitMethodInsn(int opcode, String owner, String name, String desc, boolean itf) {
+      super.visitMethodInsn(opcode, owner, name, desc, itf);
+      if (opcode == Opcodes.INVOKESPECIAL && "<init>".equals(name)) initDone = true;
+    }
+
+    @Override
+    public void visitFieldInsn(int opcode, String owner, String name, String desc) {
+      if (initDone && (opcode == Opcodes.GETFIELD || opcode == Opcodes.PUTFIELD) && !name.startsWith("$colors$")) {
+        String decl = declaringMapped(ct.loader, owner, name, desc);
+        if (decl != null) {
+          ct.changed = true;
+          String declDesc = "L" + decl + ";";
+          if (opcode == Opcodes.GETFIELD) {
+            super.visitMethodInsn(Opcodes.INVOKESTATIC, decl, "$colors$get$" + name, "(" + declDesc + ")" + desc, false);
+          } else {
+            super.visitMethodInsn(Opcodes.INVOKESTATIC, decl, "$colors$set$" + name, "(" + declDesc + desc + ")V", false);
+          }
+          return;
+        }
+      }
+      super.visitFieldInsn(opcode, owner, name, desc);
+    }
+  }
+}

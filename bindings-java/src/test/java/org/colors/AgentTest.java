@@ -1,0 +1,295 @@
+package org.colors;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import demo.staff.Employee;
+import demo.staff.Manager;
+import demo.staff.Named;
+import demo.staff.Outside;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/**
+ * The agent's transparency (field accesses of @Shared classes read and write shared objects) and
+ * the field fast path (no JNI), checked against the JNI path for every scalar kind. The tests JVM
+ * runs with -javaagent (pom.xml).
+ */
+@ExtendWith(ColorsServer.class)
+class AgentTest {
+  static SharedObject view(Object o) {
+    SharedObject v = SharedMemory.sharedView(o);
+    assertTrue(v != null, "not bound to a shared object");
+    return v;
+  }
+
+  /** The field as the JNI path reads it. */
+  static Object jni(Object o, String field) {
+    return Native.objGet(view(o).handle, field);
+  }
+
+  @Test
+  void agentIsActive() {
+    assertTrue(SharedInstance.class.isAssignableFrom(Employee.class), "run the tests with -javaagent (pom.xml)");
+    Employee e = new Employee("private", 1.0);  // constructors still work on private instances
+    e.salary += 2;
+    e.raise(3);
+    assertEquals(6.0, e.salary);
+    assertFalse(SharedMemory.isObjectShared(e));
+    assertNull(SharedMemory.sharedView(e));
+  }
+
+  @Test
+  void allocateReturnsABoundInstance() {
+    Employee e = SharedMemory.allocate(Employee.class);
+    assertTrue(SharedMemory.isObjectShared(e));
+    assertEquals("demo.staff.Employee", view(e).className());
+    assertEquals(0, e.age);  // shared defaults, no constructor ran
+    assertNull(e.name);
+    ObjectRepository r = SharedMemory.findOrCreateRepository("agent-identity");
+    r.set(e);
+    assertSame(e, r.get());  // identity: the same shared object gives the same Java object
+    List<Object> l = SharedMemory.allocate(List.class);
+    l.add(e);
+    assertSame(e, l.get(0));
+    Named n = SharedMemory.allocate(Named.class);
+    n.x = 4;
+    assertEquals("staff.NamedThing", view(n).className());
+    assertEquals(4L, jni(n, "x"));
+  }
+
+  @Test
+  void fastReadsAgreeWithJniForEveryKind() {
+    Employee e = SharedMemory.allocate(Employee.class);
+    SharedObject v = view(e);
+    v.set("age", 42);
+    v.set("id", -(1L << 59));  // smallest unboxed integer
+    v.set("active", true);
+    v.set("level", (long) Short.MIN_VALUE);
+    v.set("grade", (long) Byte.MAX_VALUE);
+    v.set("initial", (long) 'Z');
+    v.set("salary", 1234.5);
+    v.set("bonus", 0.25);
+    v.set("name", "Smith");
+    assertEquals(((Long) jni(e, "age")).intValue(), e.age);
+    assertEquals((long) (Long) jni(e, "id"), e.id);
+    assertEquals(jni(e, "active"), e.active);
+    assertEquals(((Long) jni(e, "level")).shortValue(), e.level);
+    assertEquals(((Long) jni(e, "grade")).byteValue(), e.grade);
+    assertEquals((char) (long) (Long) jni(e, "initial"), e.initial);
+    assertEquals((double) (Double) jni(e, "salary"), e.salary);
+    assertEquals(((Double) jni(e, "bonus")).floatValue(), e.bonus);
+    assertEquals(jni(e, "name"), e.name);
+    // Wide integers are boxed: the slow path.
+    v.set("id", Long.MAX_VALUE);
+    assertEquals(Long.MAX_VALUE, e.id);
+    v.set("id", Long.MIN_VALUE);
+    assertEquals(Long.MIN_VALUE, e.id);
+    // Special floats through the seqlock path.
+    for (double d : new double[] {Double.NaN, -0.0, Double.MIN_VALUE, Double.MAX_VALUE, Double.NEGATIVE_INFINITY}) {
+      v.set("salary", d);
+      assertEquals(Double.doubleToRawLongBits(d), Double.doubleToRawLongBits(e.salary));
+    }
+    // An integer in a float field (widened when exact), and in an 'any' field read as an int.
+    v.set("extra", 7L);
+    assertEquals(7L, e.extra);
+  }
+
+  @Test
+  void fastWritesAgreeWithJniForEveryKind() {
+    Employee e = SharedMemory.allocate(Employee.class);
+    e.age = -17;
+    e.id = (1L << 59) - 1;
+    e.active = true;
+    e.level = Short.MAX_VALUE;
+    e.grade = Byte.MIN_VALUE;
+    e.initial = '\uffff';
+    e.salary = 99.75;
+    e.bonus = 1.5f;
+    e.name = "Jones \ud83d\ude00";
+    e.extra = "any";
+    assertEquals(-17L, jni(e, "age"));
+    assertEquals((1L << 59) - 1, jni(e, "id"));
+    assertEquals(true, jni(e, "active"));
+    assertEquals((long) Short.MAX_VALUE, jni(e, "level"));
+    assertEquals((long) Byte.MIN_VALUE, jni(e, "grade"));
+    assertEquals(0xffffL, jni(e, "initial"));
+    assertEquals(99.75, jni(e, "salary"));
+    assertEquals(1.5, jni(e, "bonus"));
+    assertEquals("Jones \ud83d\ude00", jni(e, "name"));
+    assertEquals("any", jni(e, "extra"));
+    e.id = Long.MIN_VALUE;  // boxed: JNI
+    assertEquals(Long.MIN_VALUE, jni(e, "id"));
+    e.id = 5;  // back to unboxed, over a boxed integer (a reference: flagged)
+    assertEquals(5L, jni(e, "id"));
+    e.active = false;
+    assertEquals(false, jni(e, "active"));
+    e.name = null;
+    assertNull(jni(e, "name"));
+    // Compound assignments, inside and outside the class.
+    e.salary = 100;
+    e.salary += 10;
+    e.raise(5);
+    Outside.give(e, 1);
+    assertEquals(116.0, jni(e, "salary"));
+    e.age++;
+    assertEquals(-16L, jni(e, "age"));
+    // The Java fields of the bound instance were never touched.
+    Employee[] es = {e, SharedMemory.allocate(Employee.class)};
+    es[1].age = 20;
+    assertEquals(4, Outside.sumAges(es));
+  }
+
+  @Test
+  void referencesBetweenBoundInstances() {
+    Employee e = SharedMemory.allocate(Employee.class);
+    Manager m = SharedMemory.allocate(Manager.class);
+    assertEquals("demo.staff.Manager", view(m).className());
+    m.name = "Boss";
+    assertEquals(1, m.addReport());
+    e.manager = m;
+    assertSame(m, e.manager);
+    assertEquals("Boss", e.manager.name);
+    assertSame(m, jni(e, "manager"));
+    Employee priv = new Employee("private", 1);
+    SharedMemoryException x = assertThrows(SharedMemoryException.class, () -> e.manager = priv);
+    assertTrue(x.getMessage().contains("copyToSharedMemory"), x.getMessage());
+    e.manager = null;
+    assertNull(e.manager);
+    // copyToSharedMemory of a private instance gives a bound instance.
+    Object copy = SharedMemory.copyToSharedMemory(priv);
+    assertTrue(copy instanceof Employee);
+    assertEquals("private", ((Employee) copy).name);
+    assertEquals(1.0, ((Employee) copy).salary);
+  }
+
+  @Test
+  void typeMismatchesRaise() {
+    Map<String, SharedType.Kind> fields = new LinkedHashMap<>();
+    fields.put("name", SharedType.Kind.STRING);
+    fields.put("age", SharedType.Kind.STRING);
+    fields.put("active", SharedType.Kind.INTEGER);
+    fields.put("salary", SharedType.Kind.FLOAT);
+    SharedType t = SharedMemory.defineClass("demo.staff.Employee", fields);
+    SharedObject so = SharedMemory.allocateObject(t);
+    Employee e = (Employee) so.instance;
+    assertThrows(TypeMismatchException.class, () -> e.age = 5);
+    assertThrows(TypeMismatchException.class, () -> e.active = true);
+    so.set("age", "old");
+    assertThrows(TypeMismatchException.class, () -> System.out.println(e.age));
+    so.set("active", 1L << 40);
+    assertThrows(TypeMismatchException.class, () -> System.out.println(e.active));
+    e.salary = 3;  // an int into a float field: widened by the slow path
+    assertEquals(3.0, jni(e, "salary"));
+    // Overflow: a shared integer that does not fit the Java field.
+    Employee f = SharedMemory.allocate(Employee.class);
+    view(f).set("age", 1L << 40);
+    assertThrows(SharedOverflowException.class, () -> System.out.println(f.age));
+    view(f).set("grade", 300);
+    assertThrows(SharedOverflowException.class, () -> System.out.println(f.grade));
+  }
+
+  @Test
+  void schemaEvolutionAddsMissingFields() {
+    Map<String, SharedType.Kind> fields = new LinkedHashMap<>();
+    fields.put("name", SharedType.Kind.STRING);
+    fields.put("salary", SharedType.Kind.FLOAT);
+    fields.put("state", SharedType.Kind.STRING);  // not mapped in Java: kept
+    SharedType old = SharedMemory.defineClass("demo.staff.Employee", fields);
+    SharedObject so = SharedMemory.allocateObject(old);
+    so.set("state", "CA");
+    Employee e = (Employee) so.instance;
+    e.name = "Smith";
+    e.salary = 10;
+    assertEquals(0, e.age);  // missing in the shared version: Java's default
+    assertFalse(so.hasField("age"));
+    long address = Native.raw(so.handle);
+    e.age = 30;  // added on first write: a new version, the object does not move
+    assertTrue(so.hasField("age"));
+    assertEquals(30, e.age);
+    assertEquals(address, Native.raw(so.handle));
+    assertEquals("CA", so.getString("state"));
+    assertEquals("Smith", e.name);
+    assertEquals(10.0, e.salary);
+    assertTrue(so.sharedType().version() != old.version());
+    e.active = true;
+    assertTrue(e.active);
+    assertThrows(TypeMismatchException.class, () -> e.extra = List.of());  // a private list: copy it first
+  }
+
+  @Test
+  void overwrittenReferencesAreFlaggedPending() throws Exception {
+    Employee e = SharedMemory.allocate(Employee.class);
+    SharedList l = (SharedList) SharedMemory.copyToSharedMemory(List.of(1, 2, 3));
+    e.extra = l;
+    long target = l.handle.raw;
+    Direct.View v = Direct.viewFor(view(e).handle);
+    long cyclesBefore = SharedMemory.gcStats().cycle();
+    e.extra = 5;  // an int over the only field reference: the list is flagged pending
+    byte pending = v.loadByte(target + v.offPending);
+    assertTrue(pending == 1 || SharedMemory.gcStats().cycle() != cyclesBefore, "overwritten reference not flagged");
+    assertEquals(5L, e.extra);
+  }
+
+  @Test
+  void scalarStoresOverReferencesWhileCollecting() throws Exception {
+    // Threads keep replacing a reference field's value (a fresh shared list, then an int over it)
+    // while the collector runs; every list reachable from an object must stay intact.
+    int n = 64;
+    Employee[] es = new Employee[n];
+    for (int i = 0; i < n; i++) es[i] = SharedMemory.allocate(Employee.class);
+    ObjectRepository keep = SharedMemory.findOrCreateRepository("agent-keep");
+    List<Object> all = SharedMemory.allocate(List.class);
+    for (Employee e : es) all.add(e);
+    keep.set(all);
+    AtomicBoolean stop = new AtomicBoolean();
+    Thread gc = new Thread(() -> {
+      while (!stop.get()) SharedMemory.collect();
+    });
+    gc.start();
+    List<Throwable> errors = new ArrayList<>();
+    Thread[] ts = new Thread[2];
+    for (int t = 0; t < ts.length; t++) {
+      int me = t;
+      ts[t] = new Thread(() -> {
+        try {
+          for (int round = 0; round < 300; round++) {
+            for (int i = me; i < n; i += ts.length) {
+              Employee e = es[i];
+              if ((round & 1) == 0) {
+                e.manager = es[(i + 1) % n];
+                e.extra = SharedMemory.copyToSharedMemory(List.of(i, round, "x"));
+              } else {
+                Object x = e.extra;
+                assertEquals(List.of((long) i, (long) round - 1, "x"), x);
+                e.extra = round;  // int over the only reference to the list
+                e.manager = null;
+              }
+            }
+          }
+        } catch (Throwable x) {
+          synchronized (errors) {
+            errors.add(x);
+          }
+        }
+      });
+      ts[t].start();
+    }
+    for (Thread t : ts) t.join();
+    stop.set(true);
+    gc.join();
+    if (!errors.isEmpty()) throw new AssertionError(errors.get(0));
+    SharedMemory.collect();
+    for (int i = 0; i < n; i++) assertEquals(299L, es[i].extra);
+    assertTrue(SharedMemory.gcStats().cycle() > 0);
+  }
+}
