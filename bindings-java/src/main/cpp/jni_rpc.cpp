@@ -9,16 +9,27 @@
 //    call's request stays rooted for as long as the handler runs, and no allocation per call.
 //  * colors::rpc::Client (one per RpcClient), colors::rpc::Pending (one per asynchronous call or
 //    batch, freed by its Java owner).
+// Waiting: both sides poll for their spin budget, yielding the CPU between polls (sched_yield),
+// then block in libshared's futex waits (called with a spin of 0). libshared's own spin loops
+// do not yield: on a machine with more runnable threads than cores a caller and its server often
+// share a core, and a non-yielding spinner keeps the other side off it for its whole budget
+// (every call then costs the budget). Polling with yields keeps the busy-poll latency when
+// cores are free and lets the peer run when they are not.
 // Blocking natives install the interrupt hook (prepare_blocking): Thread.interrupt() of a thread
 // blocked in next() or in a wait for a result throws SharedInterruptedException.
 #include <colors/rpc.hpp>
+#include <sched.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "futex.hpp"
 #include "jni_common.hpp"
 
 namespace colors_jni {
@@ -26,6 +37,65 @@ namespace colors_jni {
 namespace {
 
 constexpr std::int64_t kSliceMs = 50;  // serving threads re-check `closing` at least this often
+
+// Spin budgets (ns): callers COLORS_SPIN_NS (50 µs); servers COLORS_RPC_SERVER_SPIN_NS, else
+// 20 x COLORS_SPIN_NS up to 2 ms, as libshared's defaults.
+std::int64_t caller_spin(std::int64_t ns) { return ns < 0 ? colors::detail::spin_budget_ns() : ns; }
+std::int64_t server_spin(std::int64_t ns) {
+  if (ns >= 0) return ns;
+  static const std::int64_t def = [] {
+    if (const char* s = std::getenv("COLORS_RPC_SERVER_SPIN_NS"); s != nullptr && *s != '\0') {
+      char* end = nullptr;
+      long long v = std::strtoll(s, &end, 10);
+      if (end != nullptr && *end == '\0' && v >= 0) return static_cast<std::int64_t>(v);
+    }
+    return std::min<std::int64_t>(20 * colors::detail::spin_budget_ns(), 2'000'000);
+  }();
+  return def;
+}
+
+// COLORS_RPC_YIELD=0 turns the yielding poll off: libshared's own spin-then-block waits run
+// instead (to compare the two policies).
+bool yielding() {
+  static const bool on = [] {
+    const char* s = std::getenv("COLORS_RPC_YIELD");
+    return s == nullptr || std::string_view(s) != "0";
+  }();
+  return on;
+}
+
+// Polls pend.ready() for up to spin_ns, yielding between polls; returns the ns spent.
+std::int64_t poll_ready(const colors::rpc::Pending& pend, std::int64_t spin_ns) {
+  const std::int64_t start = colors::detail::monotonic_ns();
+  std::int64_t now = start;
+  while (!pend.ready() && now - start < spin_ns) {
+    sched_yield();
+    now = colors::detail::monotonic_ns();
+  }
+  return now - start;
+}
+
+// The result of a sent call: the poll phase, then libshared's blocking wait for what is left of
+// the timeout.
+colors::Value wait_result(colors::rpc::Pending& pend, std::int64_t spin_ns, std::int64_t timeout_ms) {
+  if (!yielding()) return pend.get(timeout_ms);  // the client's spin budget is libshared's
+  std::int64_t spent_ns = poll_ready(pend, spin_ns);
+  if (timeout_ms >= 0) timeout_ms = std::max<std::int64_t>(0, timeout_ms - spent_ns / 1'000'000);
+  return pend.get(timeout_ms);
+}
+
+struct JClient {
+  colors::rpc::Client c;
+  std::int64_t spin;
+  JClient(const std::string& name, std::int64_t spin_ns) : c(name), spin(caller_spin(spin_ns)) {
+    c.set_spin_ns(yielding() ? 0 : spin);  // the poll phase is ours (wait_result)
+  }
+};
+
+struct JPending {
+  colors::rpc::Pending p;
+  std::int64_t spin;
+};
 
 struct JServer {
   colors::rpc::Server srv;
@@ -51,6 +121,53 @@ jlong to_ptr(T* p) {
 colors::List list_of(JNIEnv* env, jobject handle) {
   if (handle == nullptr) return colors::new_list(0);
   return jvalue_of(env, handle)->list();
+}
+
+// Tag of a private list in the flat encoding of org.colors.rpc.Convert.Enc: bits = its length; its
+// elements follow (prefix order). Other tags are those of jni_common.hpp.
+constexpr jint kTagList = 16;
+
+// Builds the shared list encoded by (tags, bits, objs)[0..n): entry 0 is the top list. One native
+// call instead of one per element and no proxies for the intermediate lists. Iterative (a stack of
+// open lists), so nesting depth costs no native stack.
+colors::List decode_flat(JNIEnv* env, jint n, jintArray tags, jlongArray bits, jobjectArray objs) {
+  if (n < 1) throw colors::InvalidArgumentError("empty flat encoding (binding bug)");
+  std::vector<jint> t(static_cast<std::size_t>(n));
+  std::vector<jlong> b(static_cast<std::size_t>(n));
+  env->GetIntArrayRegion(tags, 0, n, t.data());
+  env->GetLongArrayRegion(bits, 0, n, b.data());
+  check_pending(env);
+  if (t[0] != kTagList) throw colors::InvalidArgumentError("flat encoding without a top list (binding bug)");
+  struct Open {
+    colors::List list;
+    jlong remaining;
+  };
+  std::vector<Open> open;
+  colors::List top = colors::new_list(static_cast<std::size_t>(b[0]));
+  open.push_back({top, b[0]});
+  for (jint i = 1; i < n; ++i) {
+    while (!open.empty() && open.back().remaining == 0) open.pop_back();
+    if (open.empty()) throw colors::InvalidArgumentError("flat encoding overruns its lists (binding bug)");
+    Open& f = open.back();
+    --f.remaining;
+    if (t[i] == kTagList) {
+      colors::List l = colors::new_list(static_cast<std::size_t>(b[i]));
+      f.list.append(l);
+      open.push_back({std::move(l), b[i]});
+      continue;
+    }
+    jobject o = nullptr;
+    if (t[i] == kTagString || t[i] == kTagBinary || t[i] == kTagRef) {
+      o = env->GetObjectArrayElement(objs, i);
+      check_pending(env);
+    }
+    {
+      Arg a = decode(env, t[i], b[i], o);
+      f.list.append(a.get());
+    }
+    if (o != nullptr) env->DeleteLocalRef(o);
+  }
+  return top;
 }
 
 // ---- server ----
@@ -95,8 +212,18 @@ jobjectArray JNICALL n_server_next(JNIEnv* env, jclass, jlong p, jlong w, jlong 
       wk->call->fail("colors::Error", "the Java server did not reply");
       wk->call.reset();
     }
+    const std::int64_t spin = server_spin(spin_ns);
+    const std::int64_t start = colors::detail::monotonic_ns();
     while (!s->closing.load(std::memory_order_acquire)) {
-      std::optional<colors::rpc::Call> c = s->srv.next(kSliceMs, spin_ns);
+      // Poll (yielding) for the spin budget, then block in slices.
+      std::optional<colors::rpc::Call> c = yielding() ? s->srv.next(0, 0) : s->srv.next(kSliceMs, spin_ns);
+      if (!c && yielding()) {
+        if (colors::detail::monotonic_ns() - start < spin) {
+          sched_yield();
+          continue;
+        }
+        c = s->srv.next(kSliceMs, 0);
+      }
       if (!c) continue;
       wk->call.emplace(std::move(*c));
       colors::List args = wk->call->args();
@@ -151,61 +278,98 @@ void JNICALL n_worker_fail(JNIEnv* env, jclass, jlong w, jstring type, jstring m
   });
 }
 
+// A reply whose value is element 0 of a flat encoding (a private result built in one call).
+void JNICALL n_worker_reply_flat(JNIEnv* env, jclass, jlong w, jint n, jintArray tags, jlongArray bits,
+                                 jobjectArray objs) {
+  guarded_void(env, [&] {
+    JWorker* wk = from_ptr<JWorker>(w);
+    if (!wk->call) throw colors::InvalidArgumentError("no call to reply to");
+    struct Reset {
+      JWorker* wk;
+      ~Reset() { wk->call.reset(); }
+    } reset{wk};
+    colors::List top = decode_flat(env, n, tags, bits, objs);
+    wk->call->reply(top.get(0));
+  });
+}
+
 // ---- client ----
 
 jlong JNICALL n_client_new(JNIEnv* env, jclass, jstring name, jlong spin_ns) {
   return guarded<jlong>(env, 0, [&] {
-    auto c = std::make_unique<colors::rpc::Client>(java_to_utf8(env, name));
-    c->set_spin_ns(spin_ns);
+    auto c = std::make_unique<JClient>(java_to_utf8(env, name), spin_ns);
     return to_ptr(c.release());
   });
 }
 
 void JNICALL n_client_free(JNIEnv* env, jclass, jlong p) {
-  guarded_void(env, [&] { delete reinterpret_cast<colors::rpc::Client*>(static_cast<std::intptr_t>(p)); });
+  guarded_void(env, [&] { delete reinterpret_cast<JClient*>(static_cast<std::intptr_t>(p)); });
 }
 
 jboolean JNICALL n_client_alive(JNIEnv* env, jclass, jlong p) {
   return guarded<jboolean>(env, JNI_FALSE,
-                           [&] { return from_ptr<colors::rpc::Client>(p)->server_alive() ? JNI_TRUE : JNI_FALSE; });
+                           [&] { return from_ptr<JClient>(p)->c.server_alive() ? JNI_TRUE : JNI_FALSE; });
 }
 
 // A whole call in one native: request, send, wait, result.
 jobject JNICALL n_client_call(JNIEnv* env, jclass, jlong p, jstring method, jobject args, jlong timeout_ms) {
   return guarded<jobject>(env, nullptr, [&] {
-    auto* c = from_ptr<colors::rpc::Client>(p);
+    auto* jc = from_ptr<JClient>(p);
     prepare_blocking(env);
     std::string m = java_to_utf8(env, method);
-    colors::rpc::Pending pend = c->call_async(m, list_of(env, args));
-    return to_java(env, pend.get(timeout_ms));
+    colors::rpc::Pending pend = jc->c.call_async(m, list_of(env, args));
+    return to_java(env, wait_result(pend, jc->spin, timeout_ms));
+  });
+}
+
+// As n_client_call, the arguments given in the flat encoding.
+jobject JNICALL n_client_call_flat(JNIEnv* env, jclass, jlong p, jstring method, jint n, jintArray tags,
+                                   jlongArray bits, jobjectArray objs, jlong timeout_ms) {
+  return guarded<jobject>(env, nullptr, [&] {
+    auto* jc = from_ptr<JClient>(p);
+    prepare_blocking(env);
+    std::string m = java_to_utf8(env, method);
+    colors::rpc::Pending pend = jc->c.call_async(m, decode_flat(env, n, tags, bits, objs));
+    return to_java(env, wait_result(pend, jc->spin, timeout_ms));
+  });
+}
+
+jlong JNICALL n_client_send_flat(JNIEnv* env, jclass, jlong p, jstring method, jint n, jintArray tags,
+                                 jlongArray bits, jobjectArray objs) {
+  return guarded<jlong>(env, 0, [&] {
+    auto* jc = from_ptr<JClient>(p);
+    prepare_blocking(env);
+    std::string m = java_to_utf8(env, method);
+    auto pend = std::make_unique<JPending>(JPending{jc->c.call_async(m, decode_flat(env, n, tags, bits, objs)), jc->spin});
+    return to_ptr(pend.release());
   });
 }
 
 jlong JNICALL n_client_send(JNIEnv* env, jclass, jlong p, jstring method, jobject args) {
   return guarded<jlong>(env, 0, [&] {
-    auto* c = from_ptr<colors::rpc::Client>(p);
+    auto* jc = from_ptr<JClient>(p);
     prepare_blocking(env);
     std::string m = java_to_utf8(env, method);
-    auto pend = std::make_unique<colors::rpc::Pending>(c->call_async(m, list_of(env, args)));
+    auto pend = std::make_unique<JPending>(JPending{jc->c.call_async(m, list_of(env, args)), jc->spin});
     return to_ptr(pend.release());
   });
 }
 
 jobject JNICALL n_pending_get(JNIEnv* env, jclass, jlong p, jlong timeout_ms) {
   return guarded<jobject>(env, nullptr, [&] {
-    auto* pend = from_ptr<colors::rpc::Pending>(p);
+    auto* pend = from_ptr<JPending>(p);
     prepare_blocking(env);
-    return to_java(env, pend->get(timeout_ms));
+    return to_java(env, wait_result(pend->p, pend->spin, timeout_ms));
   });
 }
 
 jboolean JNICALL n_pending_ready(JNIEnv* env, jclass, jlong p) {
   return guarded<jboolean>(env, JNI_FALSE,
-                           [&] { return from_ptr<colors::rpc::Pending>(p)->ready() ? JNI_TRUE : JNI_FALSE; });
+                           [&] { return from_ptr<JPending>(p)->p.ready() ? JNI_TRUE : JNI_FALSE; });
 }
 
 void JNICALL n_pending_free(JNIEnv* env, jclass, jlong p) {
-  guarded_void(env, [&] { delete reinterpret_cast<colors::rpc::Pending*>(static_cast<std::intptr_t>(p)); });
+  guarded_void(env, [&] { delete reinterpret_cast<JPending*>(static_cast<std::intptr_t>(p)); });
 }
 
 #define N(name, sig, fn) \
@@ -224,11 +388,14 @@ bool register_rpc_natives(JNIEnv* env) {
       N("workerFree", "(J)V", n_worker_free),
       N("serverNext", "(JJJ)[Ljava/lang/Object;", n_server_next),
       N("workerReply", "(JIJLjava/lang/Object;)V", n_worker_reply),
+      N("workerReplyFlat", "(JI[I[J[Ljava/lang/Object;)V", n_worker_reply_flat),
       N("workerFail", "(JLjava/lang/String;Ljava/lang/String;)V", n_worker_fail),
       N("clientNew", "(Ljava/lang/String;J)J", n_client_new),
       N("clientFree", "(J)V", n_client_free),
       N("clientAlive", "(J)Z", n_client_alive),
       N("clientCall", "(JLjava/lang/String;Ljava/lang/Object;J)Ljava/lang/Object;", n_client_call),
+      N("clientCallFlat", "(JLjava/lang/String;I[I[J[Ljava/lang/Object;J)Ljava/lang/Object;", n_client_call_flat),
+      N("clientSendFlat", "(JLjava/lang/String;I[I[J[Ljava/lang/Object;)J", n_client_send_flat),
       N("clientSend", "(JLjava/lang/String;Ljava/lang/Object;)J", n_client_send),
       N("pendingGet", "(JJ)Ljava/lang/Object;", n_pending_get),
       N("pendingReady", "(J)Z", n_pending_ready),

@@ -128,6 +128,42 @@ class RpcTest {
   }
 
   @Test
+  void argumentsAndResultsOfEveryShape() {
+    // Lists of scalars (built natively in one call) and what needs the copier (maps, sets, user
+    // objects, containers met twice, deep or wide nesting): the same values either way.
+    List<Object> nested = List.of(1, List.of(2.5, "s", List.of(true)), new byte[] {7}, new int[] {3, 4});
+    SharedList r = (SharedList) client.call("echo", nested);
+    assertEquals(1L, r.get(0));
+    assertEquals(List.of(2.5, "s", List.of(true)), r.get(1));
+    assertArrayEquals(new byte[] {7}, (byte[]) r.get(2));
+    assertEquals(List.of(3L, 4L), r.get(3));
+    assertEquals(List.of(1L, 2L), client.call("echo", (Object) new long[] {1, 2}));
+    assertEquals(List.of('a' + 0L), client.call("echo", (Object) new char[] {'a'}));
+    List<Object> big = new ArrayList<>();
+    for (int i = 0; i < 5000; i++) big.add(i);
+    assertEquals(big.size(), ((SharedList) client.call("echo", big)).size());
+    assertEquals(5000L * 4999 / 2, client.call("sum", big));
+    assertEquals(Map.of("k", List.of(1L)), client.call("echo", Map.of("k", List.of(1))));
+    assertEquals(java.util.Set.of(1L, 2L), client.call("echo", java.util.Set.of(1, 2)));
+    Object deep = List.of();
+    for (int i = 0; i < 100; i++) deep = List.of(deep);
+    Object back = client.call("echo", deep);
+    for (int i = 0; i < 100; i++) back = ((SharedList) back).get(0);
+    assertEquals(List.of(), back);
+    List<Object> wide = new ArrayList<>();
+    for (int i = 0; i < 200; i++) wide.add(List.of(i));
+    assertEquals(List.of(199L), ((SharedList) client.call("echo", wide)).get(199));
+    List<Object> cyclic = new ArrayList<>();
+    cyclic.add(cyclic);
+    SharedList c = (SharedList) client.call("echo", cyclic);
+    assertSame(c, c.get(0));
+    // Results of every shape.
+    assertEquals(List.of(0L, 1L), client.call("makeList", 2));
+    SharedList outer = (SharedList) client.call("echo", List.of(List.of(1), List.of(2)));
+    assertEquals(List.of(List.of(1L), List.of(2L)), outer);
+  }
+
+  @Test
   void badCallsAreRemoteErrors() {
     RemoteException e = assertThrows(RemoteException.class, () -> client.call("nope", 1));
     assertEquals("java.lang.NoSuchMethodException", e.getRemoteType());

@@ -1,6 +1,10 @@
 package org.colors.rpc;
 
 import java.lang.reflect.Array;
+import java.util.Arrays;
+import java.util.Collection;
+import java.util.Map;
+import java.util.Set;
 import org.colors.RpcSupport;
 import org.colors.SharedList;
 import org.colors.SharedMemory;
@@ -66,11 +70,25 @@ final class Convert {
   }
 
   /**
-   * A value ready to store: scalars, strings, byte[] and proxies as they are; private lists, maps,
-   * sets, arrays and user objects copied in ({@link SharedMemory#copyToSharedMemory(Object)}).
+   * Replies with {@code result} on worker {@code w}: stored values as they are, private lists of
+   * scalars built natively in one call, anything else through {@code copyToSharedMemory}.
    */
-  static Object storable(Object v) {
-    return RpcSupport.tagOrNone(v) == RpcSupport.NONE ? SharedMemory.copyToSharedMemory(v) : v;
+  static void reply(long w, Object result) {
+    int tag = RpcSupport.tagOrNone(result);
+    if (tag == RpcSupport.NONE) {
+      Enc e = Enc.get();
+      if (e.encode(new Object[] {result})) {
+        try {
+          RpcNative.workerReplyFlat(w, e.n, e.tags, e.bits, e.objs);
+        } finally {
+          e.clear();
+        }
+        return;
+      }
+      result = SharedMemory.copyToSharedMemory(result);
+      tag = RpcSupport.tagOrNone(result);
+    }
+    RpcNative.workerReply(w, tag, RpcSupport.bits(result, tag), RpcSupport.obj(result, tag));
   }
 
   /**
@@ -80,5 +98,123 @@ final class Convert {
   static Object argsHandle(Object[] args) {
     if (args == null || args.length == 0) return null;
     return RpcSupport.handleOf(SharedMemory.copyToSharedMemory(args));
+  }
+
+  /**
+   * The flat encoding of a private value tree for one native call (jni_rpc.cpp decode_flat): in
+   * prefix order, each scalar, string, binary or proxy as its (tag, bits, obj) triple and each
+   * private list (a non-set {@code Collection} or an array) as {@link #LIST} with its length,
+   * followed by its elements. It covers what {@code copyToSharedMemory} would copy as lists of
+   * lists and scalars; anything else (maps, sets, user objects), a private container met twice
+   * (sharing and cycles must be kept: the copier keeps them), more than {@link #MAX_CONTAINERS}
+   * containers or deeper than {@link #MAX_DEPTH} makes {@link #encode} return false, and the
+   * caller falls back to {@code copyToSharedMemory}. One instance per thread, reused.
+   */
+  static final class Enc {
+    static final int LIST = 16;  // jni_rpc.cpp kTagList
+    static final int MAX_CONTAINERS = 64;
+    static final int MAX_DEPTH = 32;
+    private static final ThreadLocal<Enc> LOCAL = ThreadLocal.withInitial(Enc::new);
+
+    int n;
+    int[] tags = new int[32];
+    long[] bits = new long[32];
+    Object[] objs = new Object[32];
+    private final Object[] seen = new Object[MAX_CONTAINERS];
+    private int nseen;
+
+    static Enc get() {
+      return LOCAL.get();
+    }
+
+    /** Encodes {@code top} as the top list; false if the copier must do it. */
+    boolean encode(Object[] top) {
+      n = 0;
+      nseen = 0;
+      put(LIST, top.length, null);
+      for (Object o : top) {
+        if (!add(o, 1)) {
+          clear();
+          return false;
+        }
+      }
+      return true;
+    }
+
+    /** Drops the references to the encoded objects (after the native call). */
+    void clear() {
+      Arrays.fill(objs, 0, n, null);
+      Arrays.fill(seen, 0, nseen, null);
+      n = 0;
+      nseen = 0;
+    }
+
+    private void put(int tag, long b, Object o) {
+      if (n == tags.length) {
+        int cap = n * 2;
+        tags = Arrays.copyOf(tags, cap);
+        bits = Arrays.copyOf(bits, cap);
+        objs = Arrays.copyOf(objs, cap);
+      }
+      tags[n] = tag;
+      bits[n] = b;
+      objs[n] = o;
+      n++;
+    }
+
+    private boolean firstVisit(Object c) {
+      for (int i = 0; i < nseen; i++) if (seen[i] == c) return false;
+      if (nseen == MAX_CONTAINERS) return false;
+      seen[nseen++] = c;
+      return true;
+    }
+
+    private boolean add(Object o, int depth) {
+      int t = RpcSupport.tagOrNone(o);
+      if (t != RpcSupport.NONE) {
+        put(t, RpcSupport.bits(o, t), RpcSupport.obj(o, t));
+        return true;
+      }
+      if (depth > MAX_DEPTH || o instanceof Set || o instanceof Map) return false;
+      if (o instanceof Collection) {
+        if (!firstVisit(o)) return false;
+        Object[] items = ((Collection<?>) o).toArray();
+        put(LIST, items.length, null);
+        for (Object x : items) if (!add(x, depth + 1)) return false;
+        return true;
+      }
+      if (o instanceof Object[]) {
+        if (!firstVisit(o)) return false;
+        Object[] items = (Object[]) o;
+        put(LIST, items.length, null);
+        for (Object x : items) if (!add(x, depth + 1)) return false;
+        return true;
+      }
+      if (o instanceof int[]) {
+        int[] a = (int[]) o;
+        put(LIST, a.length, null);
+        for (int x : a) put(1, x, null);  // Codec INT
+        return true;
+      }
+      if (o instanceof long[]) {
+        long[] a = (long[]) o;
+        put(LIST, a.length, null);
+        for (long x : a) put(1, x, null);
+        return true;
+      }
+      if (o instanceof double[]) {
+        double[] a = (double[]) o;
+        put(LIST, a.length, null);
+        for (double x : a) put(2, Double.doubleToRawLongBits(x), null);  // Codec FLOAT
+        return true;
+      }
+      if (o != null && o.getClass().isArray()) {  // other primitive arrays: boxed elements
+        int len = Array.getLength(o);
+        put(LIST, len, null);
+        for (int i = 0; i < len; i++) if (!add(Array.get(o, i), depth + 1)) return false;
+        return true;
+      }
+      return false;
+    }
   }
 }

@@ -4,7 +4,6 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import org.colors.RpcSupport;
 import org.colors.SharedMemory;
 
 /**
@@ -74,8 +73,10 @@ public final class RpcBatch implements AutoCloseable {
     if (calls.isEmpty()) return;
     RpcFuture[] fs = futures.toArray(new RpcFuture[0]);
     try {
-      Object items = SharedMemory.copyToSharedMemory(calls);  // one copy: sharing across calls kept
-      client.sendBatch(items, fs);
+      // One request; its arguments built natively when they are lists and scalars met once, else
+      // one copyToSharedMemory over the whole batch: either way objects shared between calls stay
+      // shared.
+      client.sendBatch(calls.toArray(), fs);
     } catch (RuntimeException e) {
       for (RpcFuture f : fs) f.completeExceptionally(e);
       throw e;
@@ -86,9 +87,5 @@ public final class RpcBatch implements AutoCloseable {
   @Override
   public void close() {
     send();
-  }
-
-  static Object handle(Object items) {
-    return RpcSupport.handleOf(items);
   }
 }

@@ -198,7 +198,16 @@ public final class RpcClient implements AutoCloseable {
     checkOpen();
     Objects.requireNonNull(method, "method");
     try {
-      // One native call: request, send, wait and result.
+      // One native call: request (arguments built natively when they are lists and scalars), send,
+      // wait and result.
+      Convert.Enc e = Convert.Enc.get();
+      if (e.encode(args)) {
+        try {
+          return RpcNative.clientCallFlat(client, method, e.n, e.tags, e.bits, e.objs, timeout);
+        } finally {
+          e.clear();
+        }
+      }
       return RpcNative.clientCall(client, method, Convert.argsHandle(args), timeout);
     } finally {
       Reference.reachabilityFence(this);
@@ -227,13 +236,25 @@ public final class RpcClient implements AutoCloseable {
     Objects.requireNonNull(method, "method");
     long p;
     try {
-      p = RpcNative.clientSend(client, method, Convert.argsHandle(argsOf(args)));
+      p = send(method, argsOf(args));
     } finally {
       Reference.reachabilityFence(this);
     }
     Request r = new Request(p, 1, false);
     waiter.add(r);
     return r.futures[0];
+  }
+
+  private long send(String method, Object[] args) {
+    Convert.Enc e = Convert.Enc.get();
+    if (e.encode(args)) {
+      try {
+        return RpcNative.clientSendFlat(client, method, e.n, e.tags, e.bits, e.objs);
+      } finally {
+        e.clear();
+      }
+    }
+    return RpcNative.clientSend(client, method, Convert.argsHandle(args));
   }
 
   /**
@@ -246,11 +267,11 @@ public final class RpcClient implements AutoCloseable {
     return new RpcBatch(this);
   }
 
-  void sendBatch(Object items, RpcFuture[] futures) {
+  void sendBatch(Object[] items, RpcFuture[] futures) {
     checkOpen();
     long p;
     try {
-      p = RpcNative.clientSend(client, RpcServer.BATCH, RpcBatch.handle(items));
+      p = send(RpcServer.BATCH, items);
     } finally {
       Reference.reachabilityFence(this);
     }

@@ -4,7 +4,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import org.colors.NotAttachedException;
-import org.colors.RpcSupport;
 import org.colors.ServerGoneException;
 import org.colors.SharedInterruptedException;
 import org.colors.SharedList;
@@ -222,9 +221,7 @@ public final class RpcServer implements AutoCloseable {
       return;
     }
     try {
-      Object v = Convert.storable(result);
-      int tag = RpcSupport.tagOrNone(v);
-      RpcNative.workerReply(w, tag, RpcSupport.bits(v, tag), RpcSupport.obj(v, tag));
+      Convert.reply(w, result);
     } catch (RuntimeException e) {
       fail(w, e);  // the result could not be stored (type, heap full): the caller learns why
     }
@@ -252,8 +249,7 @@ public final class RpcServer implements AutoCloseable {
         outcomes.add(outcome);
       }
       // One copy over all results: objects shared between results stay shared.
-      Object v = Convert.storable(outcomes);
-      RpcNative.workerReply(w, RpcSupport.REF, 0, RpcSupport.handleOf(v));
+      Convert.reply(w, outcomes);
     } catch (RuntimeException e) {
       fail(w, e);
     }
