@@ -14,7 +14,20 @@ public final class RpcSupport {
   /** Tag of shared references (proxies). */
   public static final int REF = Codec.REF;
 
-  /** Loads the JNI library (which registers the natives of {@code org.colors.rpc} too) and attaches if needed. */
+  /**
+   * Loads the JNI library (which registers the natives of {@code org.colors.rpc} too) without
+   * attaching. Safe to call while the library is being loaded (from the class initializer of a
+   * class whose natives it registers).
+   */
+  public static void loadLibrary() {
+    try {
+      Class.forName("org.colors.Native", true, RpcSupport.class.getClassLoader());
+    } catch (ClassNotFoundException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  /** Loads the JNI library and attaches to the colors server if not attached yet. */
   public static void ensureAttached() {
     SharedMemory.ensureAttached();
   }

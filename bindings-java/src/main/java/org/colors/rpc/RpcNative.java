@@ -11,10 +11,15 @@ final class RpcNative {
   private RpcNative() {}
 
   static {
-    RpcSupport.ensureAttached();  // loads the library, which registers these natives
+    // Loads the library, which registers these natives. Not attaching here: the library's
+    // JNI_OnLoad may be what initializes this class.
+    RpcSupport.loadLibrary();
   }
 
-  static void init() {}
+  /** Attaches to the colors server if needed (every rpc object needs the heap). */
+  static void init() {
+    RpcSupport.ensureAttached();
+  }
 
   static native long serverNew(String name, int queueCapacity);
   static native void serverClose(long server);
