@@ -33,7 +33,7 @@ static_assert(sizeof(cd::UserObject) % 8 == 0);
 // Indices of the array returned by layout(); must match org.colors.Direct.
 enum : int {
   kBase, kSize, kOffCls, kOffPending, kOffExtension, kOffSlots, kOffFloatValue, kOffArrayCapacity,
-  kOffArraySlots, kOffClassKind, kOffGcStarted, kOffGcDone, kWordSize, kGranuleSize, kLayoutCount
+  kOffArraySlots, kOffClassKind, kOffGcStarted, kOffGcDone, kWordSize, kGranuleSize, kFloatClass, kLayoutCount
 };
 
 constexpr jint kChunkShift = 30;  // ByteBuffers of 1 GiB (a Java buffer holds at most 2^31-1 bytes)
@@ -63,6 +63,8 @@ JNIEXPORT jlongArray JNICALL Java_org_colors_Direct_layout(JNIEnv* env, jclass) 
     v[kOffGcDone] = offsetof(cd::Metadata, gc_done_seq);
     v[kWordSize] = sizeof(cd::Word);
     v[kGranuleSize] = cd::kGranule;
+    // Every boxed float has this class (new_float): one compare instead of reading the class's kind.
+    v[kFloatClass] = static_cast<jlong>(reinterpret_cast<std::uintptr_t>(m->builtin[static_cast<int>(colors::TypeKind::kFloat)]));
     jlongArray a = env->NewLongArray(kLayoutCount);
     check_pending(env);
     env->SetLongArrayRegion(a, 0, kLayoutCount, v);

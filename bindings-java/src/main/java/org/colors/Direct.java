@@ -34,18 +34,47 @@ final class Direct {
   static final int CHUNK_SHIFT = 30;
   static final long CHUNK_MASK = (1L << CHUNK_SHIFT) - 1;
 
+  /**
+   * sun.misc.Unsafe for the accesses of the fast path, unless {@code -Dcolors.direct=varhandle}
+   * (or Unsafe is unavailable): the same acquire loads, CAS and byte store on the same addresses,
+   * without the ByteBuffer's per-access checks (bounds, alignment, buffer state), which cost about
+   * half of a shared int read.
+   */
+  @SuppressWarnings("removal")
+  static final sun.misc.Unsafe UNSAFE = findUnsafe();
+
+  @SuppressWarnings("removal")
+  private static sun.misc.Unsafe findUnsafe() {
+    if ("varhandle".equals(System.getProperty("colors.direct"))) return null;
+    try {
+      java.lang.reflect.Field f = sun.misc.Unsafe.class.getDeclaredField("theUnsafe");
+      f.setAccessible(true);
+      return (sun.misc.Unsafe) f.get(null);
+    } catch (ReflectiveOperationException | RuntimeException e) {
+      return null;
+    }
+  }
+
   /** Word tags (word.hpp). */
   static final long TAG_MASK = 15, TAG_INT = 1, TAG_BOOL = 2;
 
   // Indices of layout(); must match jni_direct.cpp.
   private static final int L_BASE = 0, L_SIZE = 1, L_OFF_CLS = 2, L_OFF_PENDING = 3, L_OFF_EXTENSION = 4,
       L_OFF_SLOTS = 5, L_OFF_FLOAT_VALUE = 6, L_OFF_ARRAY_CAPACITY = 7, L_OFF_ARRAY_SLOTS = 8, L_OFF_CLASS_KIND = 9,
-      L_OFF_GC_STARTED = 10, L_OFF_GC_DONE = 11, L_WORD = 12, L_GRANULE = 13;
+      L_OFF_GC_STARTED = 10, L_OFF_GC_DONE = 11, L_WORD = 12, L_GRANULE = 13, L_FLOAT_CLASS = 14;
 
   static native long[] layout();
   static native ByteBuffer[] segment();
   /** {slot, TypeKind} of field {@code name} in class version {@code cls}, or null if it lacks it. */
   static native long[] resolve(long cls, String name);
+
+  /**
+   * The view of the current attachment for the accessors of bound instances (whose addresses are
+   * zeroed at detach, so a non-zero address belongs to the current attachment), or null.
+   */
+  static View current() {
+    return view;
+  }
 
   /** Called under SharedMemory's lock when attaching or detaching. */
   static void invalidate() {
@@ -72,7 +101,7 @@ final class Direct {
   }
 
   /**
-   * What {@link View#readFloat} returns when it cannot read: a NaN payload no binding writes; a
+   * What {@link View#readDoubleBits} returns when it cannot read: a NaN payload no binding writes; a
    * float really holding these bits merely takes the slow path, which reads it correctly.
    */
   static final long NO_FLOAT = 0x7ff8_dead_beef_cafeL;
@@ -84,6 +113,8 @@ final class Direct {
     final ByteBuffer[] chunks;
     final long offCls, offPending, offExtension, offSlots, offFloatValue, offArrayCapacity, offArraySlots,
         offClassKind, offGcStarted, offGcDone;
+    /** The class record of every boxed float. */
+    final long floatClass;
 
     View(long epoch, long[] l, ByteBuffer[] chunks) {
       this.epoch = epoch;
@@ -102,6 +133,7 @@ final class Direct {
       offClassKind = l[L_OFF_CLASS_KIND];
       offGcStarted = l[L_OFF_GC_STARTED];
       offGcDone = l[L_OFF_GC_DONE];
+      floatClass = l[L_FLOAT_CLASS];
       if (((base | offCls | offExtension | offSlots | offFloatValue | offArraySlots | offGcStarted) & 3) != 0) {
         throw new CorruptHeapException("colors: misaligned segment layout");
       }
@@ -116,28 +148,36 @@ final class Direct {
 
     /** Acquire load of the 8-byte word at {@code addr} (8-aligned, inside the segment). */
     long load(long addr) {
+      if (UNSAFE != null) return UNSAFE.getLongVolatile(null, addr);
       long off = addr - base;
       return (long) LONGS.getAcquire(chunks[(int) (off >>> CHUNK_SHIFT)], (int) (off & CHUNK_MASK));
     }
 
     /** Opaque (relaxed) load, as libshared's load_payload_word. */
     long loadRelaxed(long addr) {
+      if (UNSAFE != null) return UNSAFE.getLongVolatile(null, addr);
       long off = addr - base;
       return (long) LONGS.getOpaque(chunks[(int) (off >>> CHUNK_SHIFT)], (int) (off & CHUNK_MASK));
     }
 
     int loadInt(long addr) {
+      if (UNSAFE != null) return UNSAFE.getIntVolatile(null, addr);
       long off = addr - base;
       return (int) INTS.getAcquire(chunks[(int) (off >>> CHUNK_SHIFT)], (int) (off & CHUNK_MASK));
     }
 
     byte loadByte(long addr) {
+      if (UNSAFE != null) return UNSAFE.getByteVolatile(null, addr);
       long off = addr - base;
       return chunks[(int) (off >>> CHUNK_SHIFT)].get((int) (off & CHUNK_MASK));
     }
 
     /** compare_exchange (acq_rel): the witness value. */
     long cas(long addr, long expect, long value) {
+      if (UNSAFE != null) {
+        // sun.misc.Unsafe has no compareAndExchange: a failed CAS re-reads the witness (acquire).
+        return UNSAFE.compareAndSwapLong(null, addr, expect, value) ? expect : UNSAFE.getLongVolatile(null, addr);
+      }
       long off = addr - base;
       return (long) LONGS.compareAndExchange(chunks[(int) (off >>> CHUNK_SHIFT)], (int) (off & CHUNK_MASK), expect,
           value);
@@ -146,8 +186,12 @@ final class Direct {
     /** mark_pending (barrier.hpp): flags the object a reference word points to (release store). */
     void markPending(long ref) {
       long addr = ref + offPending;
-      long off = addr - base;
       VarHandle.releaseFence();
+      if (UNSAFE != null) {
+        UNSAFE.putByte(null, addr, (byte) 1);
+        return;
+      }
+      long off = addr - base;
       chunks[(int) (off >>> CHUNK_SHIFT)].put((int) (off & CHUNK_MASK), (byte) 1);
     }
 
@@ -189,21 +233,27 @@ final class Direct {
     }
 
     /**
-     * read_without_cycle (objects.hpp) of a boxed float held in {@code slot}: its raw bits, read
-     * with no collector cycle running meanwhile, or {@link #NO_FLOAT} (a cycle ran, or the slot
-     * does not hold a float): take the slow path.
+     * The value in {@code slot} as the raw bits of a double: a small integer that a double
+     * represents exactly, or a boxed float read under the collector's seqlock
+     * (read_without_cycle, objects.hpp: the float object cannot have been freed if no cycle
+     * started meanwhile); {@link #NO_FLOAT} for anything else, or when a cycle ran: take the slow
+     * path.
      */
-    long readFloat(long slot) {
-      int started = loadInt(base + offGcStarted);
-      if (loadInt(base + offGcDone) != started) return NO_FLOAT;
+    long readDoubleBits(long slot) {
+      long startedAt = base + offGcStarted;
+      int started = loadInt(startedAt);
+      boolean quiet = loadInt(base + offGcDone) == started;
       long w = load(slot);
-      if (w == 0 || (w & TAG_MASK) != 0 || !contains(w, 32)) return NO_FLOAT;
-      long cls = loadRelaxed(w + offCls);
-      if (!contains(cls, 16) || loadByte(cls + offClassKind) != Proxies.FLOAT) return NO_FLOAT;
+      if ((w & TAG_MASK) == TAG_INT) {
+        long x = w >> 4;
+        double d = (double) x;
+        return (long) d == x ? Double.doubleToRawLongBits(d) : NO_FLOAT;
+      }
+      if (!quiet || w == 0 || (w & TAG_MASK) != 0 || !contains(w, 32)) return NO_FLOAT;
+      if (loadRelaxed(w + offCls) != floatClass) return NO_FLOAT;
       long bits = loadRelaxed(w + offFloatValue);
       VarHandle.acquireFence();
-      if (loadInt(base + offGcStarted) != started) return NO_FLOAT;
-      return bits;
+      return loadInt(startedAt) == started ? bits : NO_FLOAT;
     }
 
     /** The class version (ClassRecord address) of the object at {@code obj}. */

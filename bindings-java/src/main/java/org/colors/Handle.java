@@ -15,11 +15,6 @@ final class Handle {
   final int kind;
   /** The attachment this handle belongs to ({@link Direct#epoch}): the fast path checks it. */
   final long epoch;
-  /**
-   * Slots the object was allocated with (from its block size, which never changes while it is
-   * alive), or -1 until the fast path first needs it. Racy but idempotent.
-   */
-  int inlineSlots = -1;
 
   Handle(long ptr, long raw, int kind) {
     this.ptr = ptr;

@@ -39,6 +39,15 @@ final class Mapped {
     BY_CLASS.clear();
   }
 
+  /** At detach: bound instances keep their view (which then throws NotAttachedException) but lose the fast path. */
+  static void unbind(Object proxy) {
+    if (proxy instanceof SharedInstance) {
+      SharedInstance i = (SharedInstance) proxy;
+      SharedObject v = i.$colors$view();
+      if (v != null) i.$colors$bind(v, SharedField.NO_ADDRESS);
+    }
+  }
+
   /** The shared class name of a Java class: {@link Shared#name()} if given, else its name. */
   static String sharedName(Class<?> cls) {
     Shared s = cls.getDeclaredAnnotation(Shared.class);
@@ -62,7 +71,7 @@ final class Mapped {
     }
     if (jc == NONE) return so;
     Object inst = allocateInstance(jc);
-    ((SharedInstance) inst).$colors$bind(so);
+    ((SharedInstance) inst).$colors$bind(so, v != null ? h.raw : SharedField.NO_ADDRESS);
     so.instance = inst;
     return inst;
   }

@@ -112,6 +112,7 @@ final class Proxies {
 
   /** Forgets every cached proxy (detach: the proxies of the old attachment are stale). */
   static void clear() {
+    for (WeakReference<Object> r : CACHE.values()) Mapped.unbind(r.get());
     CACHE.clear();
   }
 

@@ -140,23 +140,45 @@ public final class SharedField {
   }
 
   /**
-   * The address of the field's slot in {@code h}'s object, 0 for "take the slow path", -1 when
-   * the object's class version lacks the field.
+   * The address of the field's slot in the object at {@code obj}, 0 for "take the slow path", -1
+   * when the object's class version lacks the field.
    */
-  private long slot(Direct.View v, Handle h) {
-    long obj = h.raw;
+  private long slot(Direct.View v, long obj) {
     Entry e = entry(v, obj);
     if (e.slot == MISSING) return -1;
-    int inline = h.inlineSlots;
-    if (inline < 0) h.inlineSlots = inline = v.inlineSlots(obj);
-    return v.slotAddress(obj, e.slot, inline);
+    return v.slotAddress(obj, e.slot, v.inlineSlots(obj));
+  }
+
+  /**
+   * The view for the fast path on the object at {@code a}, or null. Addresses are positive
+   * (user-space); 0 and {@link #NO_ADDRESS} take the slow path.
+   */
+  private static Direct.View viewOf(long a) {
+    return a > 0 ? Direct.current() : null;
+  }
+
+  /** The address of a bound instance whose fast path is off (detached, no view): JNI path. */
+  static final long NO_ADDRESS = -1;
+
+  /** The address of a SharedObject's object for the fast path, or 0 (stale handle, no view). */
+  private static long addressOf(SharedObject o) {
+    Handle h = o.handle;
+    return Direct.viewFor(h) != null ? h.raw : 0;
   }
 
   // ---- slow path -----------------------------------------------------------------------------
 
   private static final Object ABSENT = new Object();
 
-  private Object readSlow(SharedObject o) {
+  private static SharedObject viewOf(Object owner) {
+    if (owner instanceof SharedObject) return (SharedObject) owner;
+    SharedObject v = ((SharedInstance) owner).$colors$view();
+    if (v == null) throw new IllegalStateException("colors: a private instance reached the shared path");
+    return v;
+  }
+
+  private Object readSlow(Object owner) {
+    SharedObject o = viewOf(owner);
     if (mapped && !o.hasField(name)) return ABSENT;
     return o.get(name);
   }
@@ -165,7 +187,8 @@ public final class SharedField {
     return type == null ? null : ClassMapping.zeroOf(type);
   }
 
-  private void writeSlow(SharedObject o, Object value) {
+  private void writeSlow(Object owner, Object value) {
+    SharedObject o = viewOf(owner);
     // A field Java uses but the object's version lacks is added (a new version; the object stays).
     if (mapped && !o.hasField(name)) o.addField(name, kind);
     o.set(name, value);
@@ -174,14 +197,14 @@ public final class SharedField {
   // ---- reads ---------------------------------------------------------------------------------
 
   /**
-   * The small integer in the field, or {@code Long.MIN_VALUE} for "not a small integer" (60-bit
-   * values never are Long.MIN_VALUE). Absent fields of mapped classes read as 0.
+   * The small integer in the field of the object at {@code a}, or {@code Long.MIN_VALUE} for "not
+   * a small integer" (60-bit values never are Long.MIN_VALUE). Absent fields of mapped classes
+   * read as 0.
    */
-  private long smallOrMin(SharedObject o) {
-    Handle h = o.handle;
-    Direct.View v = Direct.viewFor(h);
+  private long small(long a) {
+    Direct.View v = viewOf(a);
     if (v == null) return Long.MIN_VALUE;
-    long s = slot(v, h);
+    long s = slot(v, a);
     if (s > 0) {
       long w = v.load(s);
       return (w & Direct.TAG_MASK) == Direct.TAG_INT ? w >> 4 : Long.MIN_VALUE;
@@ -189,82 +212,45 @@ public final class SharedField {
     return s < 0 && mapped ? 0 : Long.MIN_VALUE;
   }
 
-  /**
-   * Reads the field as a long.
-   *
-   * @param o the shared object
-   * @return the value
-   */
-  public long getLong(SharedObject o) {
-    long x = smallOrMin(o);
+  private long getLong0(long a, Object owner) {
+    long x = small(a);
     if (x != Long.MIN_VALUE) return x;
-    Object v = readSlow(o);
+    Object v = readSlow(owner);
     return v == ABSENT ? 0 : Codec.toLong(v, where);
   }
 
-  /**
-   * Reads the field as an int (SharedOverflowException if it does not fit).
-   *
-   * @param o the shared object
-   * @return the value
-   */
-  public int getInt(SharedObject o) {
-    long x = smallOrMin(o);
+  private int getInt0(long a, Object owner) {
+    long x = small(a);
     if (x == (int) x) return (int) x;
-    Object v = readSlow(o);
+    Object v = readSlow(owner);
     return v == ABSENT ? 0 : Codec.toInt(v, where);
   }
 
-  /**
-   * Reads the field as a short.
-   *
-   * @param o the shared object
-   * @return the value
-   */
-  public short getShort(SharedObject o) {
-    long x = smallOrMin(o);
+  private short getShort0(long a, Object owner) {
+    long x = small(a);
     if (x == (short) x) return (short) x;
-    Object v = readSlow(o);
+    Object v = readSlow(owner);
     return v == ABSENT ? 0 : Codec.toShort(v, where);
   }
 
-  /**
-   * Reads the field as a byte.
-   *
-   * @param o the shared object
-   * @return the value
-   */
-  public byte getByte(SharedObject o) {
-    long x = smallOrMin(o);
+  private byte getByte0(long a, Object owner) {
+    long x = small(a);
     if (x == (byte) x) return (byte) x;
-    Object v = readSlow(o);
+    Object v = readSlow(owner);
     return v == ABSENT ? 0 : Codec.toByte(v, where);
   }
 
-  /**
-   * Reads the field as a char.
-   *
-   * @param o the shared object
-   * @return the value
-   */
-  public char getChar(SharedObject o) {
-    long x = smallOrMin(o);
+  private char getChar0(long a, Object owner) {
+    long x = small(a);
     if (x == (char) x) return (char) x;
-    Object v = readSlow(o);
+    Object v = readSlow(owner);
     return v == ABSENT ? 0 : Codec.toChar(v, where);
   }
 
-  /**
-   * Reads the field as a boolean.
-   *
-   * @param o the shared object
-   * @return the value
-   */
-  public boolean getBoolean(SharedObject o) {
-    Handle h = o.handle;
-    Direct.View v = Direct.viewFor(h);
+  private boolean getBoolean0(long a, Object owner) {
+    Direct.View v = viewOf(a);
     if (v != null) {
-      long s = slot(v, h);
+      long s = slot(v, a);
       if (s > 0) {
         long w = v.load(s);
         if ((w & Direct.TAG_MASK) == Direct.TAG_BOOL) return ((w >> 4) & 1) != 0;
@@ -272,48 +258,27 @@ public final class SharedField {
         return false;
       }
     }
-    Object x = readSlow(o);
+    Object x = readSlow(owner);
     return x != ABSENT && Codec.toBoolean(x, where);
   }
 
-  /**
-   * Reads the field as a double: a boxed float under the collector's seqlock, an integer when a
-   * double represents it exactly.
-   *
-   * @param o the shared object
-   * @return the value
-   */
-  public double getDouble(SharedObject o) {
-    Handle h = o.handle;
-    Direct.View v = Direct.viewFor(h);
+  private double getDouble0(long a, Object owner) {
+    Direct.View v = viewOf(a);
     if (v != null) {
-      long s = slot(v, h);
+      long s = slot(v, a);
       if (s > 0) {
-        long w = v.load(s);
-        if ((w & Direct.TAG_MASK) == Direct.TAG_INT) {
-          long x = w >> 4;
-          double d = (double) x;
-          if ((long) d == x) return d;
-        } else if (w != 0 && (w & Direct.TAG_MASK) == 0) {
-          long bits = v.readFloat(s);
-          if (bits != Direct.NO_FLOAT) return Double.longBitsToDouble(bits);
-        }
+        long bits = v.readDoubleBits(s);
+        if (bits != Direct.NO_FLOAT) return Double.longBitsToDouble(bits);
       } else if (s < 0 && mapped) {
         return 0.0;
       }
     }
-    Object x = readSlow(o);
+    Object x = readSlow(owner);
     return x == ABSENT ? 0.0 : Codec.toDouble(x, where);
   }
 
-  /**
-   * Reads the field as a float (SharedOverflowException out of range or on underflow to zero).
-   *
-   * @param o the shared object
-   * @return the value
-   */
-  public float getFloat(SharedObject o) {
-    double d = getDouble(o);
+  private float getFloat0(long a, Object owner) {
+    double d = getDouble0(a, owner);
     float f = (float) d;
     if ((Float.isInfinite(f) && !Double.isInfinite(d)) || (f == 0.0f && d != 0.0)) {
       return Codec.toFloat(d, where);  // throws with the checked read's message
@@ -321,15 +286,8 @@ public final class SharedField {
     return f;
   }
 
-  /**
-   * Reads the field as a value of the mapped field's Java type (JNI path): strings, byte arrays,
-   * containers, objects (instances of mapped classes), boxes.
-   *
-   * @param o the shared object
-   * @return the value
-   */
-  public Object getObject(SharedObject o) {
-    Object v = readSlow(o);
+  private Object getObject0(Object owner) {
+    Object v = readSlow(owner);
     if (v == ABSENT) return zero();
     if (type == null) return v;
     if (type.isArray() && type != byte[].class && v instanceof SharedList) {
@@ -344,112 +302,261 @@ public final class SharedField {
    * Stores the tagged scalar word {@code word} (a small integer, a boolean or null) if the field
    * exists in the object's version and its type accepts {@code accepts} (a TypeKind; -2: any).
    */
-  private boolean storeFast(SharedObject o, long word, int accepts) {
-    Handle h = o.handle;
-    Direct.View v = Direct.viewFor(h);
+  private boolean storeFast(long a, long word, int accepts) {
+    Direct.View v = viewOf(a);
     if (v == null) return false;
-    long obj = h.raw;
-    Entry e = entry(v, obj);
+    Entry e = entry(v, a);
     if (e.slot == MISSING || (accepts != -2 && e.type != accepts && e.type != ANY)) return false;
-    int inline = h.inlineSlots;
-    if (inline < 0) h.inlineSlots = inline = v.inlineSlots(obj);
-    long s = v.slotAddress(obj, e.slot, inline);
+    long s = v.slotAddress(a, e.slot, v.inlineSlots(a));
     if (s == 0) return false;
     v.storeWord(s, word);
     return true;
   }
 
+  private void setLong0(long a, Object owner, long x) {
+    if (x >= SMALL_MIN && x <= SMALL_MAX && storeFast(a, (x << 4) | Direct.TAG_INT, INTEGER)) return;
+    writeSlow(owner, x);
+  }
+
+  private void setBoolean0(long a, Object owner, boolean b) {
+    if (storeFast(a, ((b ? 1L : 0L) << 4) | Direct.TAG_BOOL, BOOLEAN)) return;
+    writeSlow(owner, b);
+  }
+
+  private void setObject0(long a, Object owner, Object value) {
+    if (value == null && storeFast(a, 0L, -2)) return;
+    writeSlow(owner, value);
+  }
+
+  // ---- entry points: SharedObject views (by name) --------------------------------------------
+
+  long getLong(SharedObject o) {
+    return getLong0(addressOf(o), o);
+  }
+
+  int getInt(SharedObject o) {
+    return getInt0(addressOf(o), o);
+  }
+
+  boolean getBoolean(SharedObject o) {
+    return getBoolean0(addressOf(o), o);
+  }
+
+  double getDouble(SharedObject o) {
+    return getDouble0(addressOf(o), o);
+  }
+
+  void setLong(SharedObject o, long x) {
+    setLong0(addressOf(o), o, x);
+  }
+
+  void setBoolean(SharedObject o, boolean b) {
+    setBoolean0(addressOf(o), o, b);
+  }
+
+  // ---- entry points: the accessors the agent generates ----------------------------------------
+  // `o` is an instance of a mapped class, `a` the address of its shared object (0: take the JNI
+  // path through its view, e.g. after detach).
+
   /**
-   * Writes a long (small integers without JNI).
+   * Reads a long field of a bound instance.
    *
-   * @param o the shared object
-   * @param x the value
+   * @param o the instance
+   * @param a the address of its shared object
+   * @return the value
    */
-  public void setLong(SharedObject o, long x) {
-    if (x >= SMALL_MIN && x <= SMALL_MAX && storeFast(o, (x << 4) | Direct.TAG_INT, INTEGER)) return;
-    writeSlow(o, x);
+  public long getLong(SharedInstance o, long a) {
+    return getLong0(a, o);
   }
 
   /**
-   * Writes an int.
+   * Reads an int field of a bound instance (SharedOverflowException if the value does not fit).
    *
-   * @param o the shared object
-   * @param x the value
+   * @param o the instance
+   * @param a the address of its shared object
+   * @return the value
    */
-  public void setInt(SharedObject o, int x) {
-    setLong(o, x);
+  public int getInt(SharedInstance o, long a) {
+    return getInt0(a, o);
   }
 
   /**
-   * Writes a short.
+   * Reads a short field of a bound instance.
    *
-   * @param o the shared object
-   * @param x the value
+   * @param o the instance
+   * @param a the address of its shared object
+   * @return the value
    */
-  public void setShort(SharedObject o, short x) {
-    setLong(o, x);
+  public short getShort(SharedInstance o, long a) {
+    return getShort0(a, o);
   }
 
   /**
-   * Writes a byte.
+   * Reads a byte field of a bound instance.
    *
-   * @param o the shared object
-   * @param x the value
+   * @param o the instance
+   * @param a the address of its shared object
+   * @return the value
    */
-  public void setByte(SharedObject o, byte x) {
-    setLong(o, x);
+  public byte getByte(SharedInstance o, long a) {
+    return getByte0(a, o);
   }
 
   /**
-   * Writes a char.
+   * Reads a char field of a bound instance.
    *
-   * @param o the shared object
-   * @param x the value
+   * @param o the instance
+   * @param a the address of its shared object
+   * @return the value
    */
-  public void setChar(SharedObject o, char x) {
-    setLong(o, x);
+  public char getChar(SharedInstance o, long a) {
+    return getChar0(a, o);
   }
 
   /**
-   * Writes a boolean.
+   * Reads a boolean field of a bound instance.
    *
-   * @param o the shared object
+   * @param o the instance
+   * @param a the address of its shared object
+   * @return the value
+   */
+  public boolean getBoolean(SharedInstance o, long a) {
+    return getBoolean0(a, o);
+  }
+
+  /**
+   * Reads a double field of a bound instance: a boxed float under the collector's seqlock, an
+   * integer when a double represents it exactly.
+   *
+   * @param o the instance
+   * @param a the address of its shared object
+   * @return the value
+   */
+  public double getDouble(SharedInstance o, long a) {
+    return getDouble0(a, o);
+  }
+
+  /**
+   * Reads a float field of a bound instance (SharedOverflowException out of range or on
+   * underflow to zero).
+   *
+   * @param o the instance
+   * @param a the address of its shared object
+   * @return the value
+   */
+  public float getFloat(SharedInstance o, long a) {
+    return getFloat0(a, o);
+  }
+
+  /**
+   * Reads a reference field of a bound instance (JNI path), as a value of the field's Java type:
+   * strings, byte arrays, containers, instances of mapped classes, boxes; arrays as private copies.
+   *
+   * @param o the instance
+   * @param a the address of its shared object
+   * @return the value
+   */
+  public Object getObject(SharedInstance o, long a) {
+    return getObject0(o);
+  }
+
+  /**
+   * Writes a long field (small integers without JNI).
+   *
+   * @param o the instance
+   * @param a the address of its shared object
+   * @param x the value
+   */
+  public void setLong(SharedInstance o, long a, long x) {
+    setLong0(a, o, x);
+  }
+
+  /**
+   * Writes an int field.
+   *
+   * @param o the instance
+   * @param a the address of its shared object
+   * @param x the value
+   */
+  public void setInt(SharedInstance o, long a, int x) {
+    setLong0(a, o, x);
+  }
+
+  /**
+   * Writes a short field.
+   *
+   * @param o the instance
+   * @param a the address of its shared object
+   * @param x the value
+   */
+  public void setShort(SharedInstance o, long a, short x) {
+    setLong0(a, o, x);
+  }
+
+  /**
+   * Writes a byte field.
+   *
+   * @param o the instance
+   * @param a the address of its shared object
+   * @param x the value
+   */
+  public void setByte(SharedInstance o, long a, byte x) {
+    setLong0(a, o, x);
+  }
+
+  /**
+   * Writes a char field.
+   *
+   * @param o the instance
+   * @param a the address of its shared object
+   * @param x the value
+   */
+  public void setChar(SharedInstance o, long a, char x) {
+    setLong0(a, o, x);
+  }
+
+  /**
+   * Writes a boolean field.
+   *
+   * @param o the instance
+   * @param a the address of its shared object
    * @param b the value
    */
-  public void setBoolean(SharedObject o, boolean b) {
-    if (storeFast(o, ((b ? 1L : 0L) << 4) | Direct.TAG_BOOL, BOOLEAN)) return;
-    writeSlow(o, b);
+  public void setBoolean(SharedInstance o, long a, boolean b) {
+    setBoolean0(a, o, b);
   }
 
   /**
-   * Writes a double (a new boxed float: JNI).
+   * Writes a double field (a new boxed float: JNI).
    *
-   * @param o the shared object
+   * @param o the instance
+   * @param a the address of its shared object
    * @param d the value
    */
-  public void setDouble(SharedObject o, double d) {
+  public void setDouble(SharedInstance o, long a, double d) {
     writeSlow(o, d);
   }
 
   /**
-   * Writes a float (as a double).
+   * Writes a float field (as a double: JNI).
    *
-   * @param o the shared object
+   * @param o the instance
+   * @param a the address of its shared object
    * @param f the value
    */
-  public void setFloat(SharedObject o, float f) {
+  public void setFloat(SharedInstance o, long a, float f) {
     writeSlow(o, (double) f);
   }
 
   /**
-   * Writes any value: null without JNI; strings, boxes and byte arrays are copied in, shared
-   * objects (proxies, bound instances) stored by reference, other private objects refused.
+   * Writes a reference field: null without JNI; strings, boxes and byte arrays are copied in,
+   * shared objects (views, bound instances) stored by reference, other private objects refused.
    *
-   * @param o the shared object
+   * @param o the instance
+   * @param a the address of its shared object
    * @param value the value
    */
-  public void setObject(SharedObject o, Object value) {
-    if (value == null && storeFast(o, 0L, -2)) return;
-    writeSlow(o, value);
+  public void setObject(SharedInstance o, long a, Object value) {
+    setObject0(a, o, value);
   }
 }

@@ -13,9 +13,11 @@ public interface SharedInstance {
   SharedObject $colors$view();
 
   /**
-   * Binds this instance to a shared object (once, right after the instance is made).
+   * Binds this instance to a shared object (right after the instance is made; again with address
+   * -1 at detach, when the fast path must no longer touch the segment).
    *
    * @param view the view of the shared object
+   * @param address the object's address for the field fast path, or -1 (JNI path only)
    */
-  void $colors$bind(SharedObject view);
+  void $colors$bind(SharedObject view, long address);
 }

@@ -25,13 +25,15 @@ import org.objectweb.asm.Type;
  * agent's packages, or extends a mapped class (and is not an interface, enum, record or
  * annotation). A mapped class {@code C} gets:
  * <ul>
- *   <li>if its superclass is not mapped: the field {@code transient SharedObject $colors$view}
- *       (null for private instances) and {@code implements SharedInstance};
+ *   <li>if its superclass is not mapped: the fields {@code transient SharedObject $colors$view}
+ *       (null for private instances) and {@code transient long $colors$addr} (the shared object's
+ *       address for the field fast path; 0 when private, -1 when bound without fast path), and
+ *       {@code implements SharedInstance};
  *   <li>per own instance field {@code f} (not static/transient/synthetic): a
  *       {@code static final SharedField $colors$f$f} set by its static initializer (which also
  *       registers the class with its shared name) and two static accessors:
  *       {@code $colors$get$f(C)} and {@code $colors$set$f(C, value)}, which use the shared object
- *       when {@code $colors$view} is set and the Java field otherwise.
+ *       (through the SharedField) when the instance is bound and the Java field otherwise.
  * </ul>
  * In every class (mapped or not) each {@code GETFIELD}/{@code PUTFIELD} of a mapped field becomes
  * an {@code INVOKESTATIC} of the accessor (same stack effect, so the method's frames stay valid),
@@ -39,6 +41,8 @@ import org.objectweb.asm.Type;
  */
 final class Rewriter implements ClassFileTransformer {
   static final String VIEW = "$colors$view";
+  static final String ADDR = "$colors$addr";
+  static final String SHARED_INSTANCE_DESC = "Lorg/colors/SharedInstance;";
   static final String SHARED_OBJECT = "org/colors/SharedObject";
   static final String SHARED_OBJECT_DESC = "Lorg/colors/SharedObject;";
   static final String SHARED_FIELD = "org/colors/SharedField";
@@ -220,6 +224,8 @@ final class Rewriter implements ClassFileTransformer {
     private void addBinding() {
       super.visitField(Opcodes.ACC_PUBLIC | Opcodes.ACC_TRANSIENT | Opcodes.ACC_SYNTHETIC, VIEW, SHARED_OBJECT_DESC,
           null, null).visitEnd();
+      super.visitField(Opcodes.ACC_PUBLIC | Opcodes.ACC_TRANSIENT | Opcodes.ACC_SYNTHETIC, ADDR, "J", null, null)
+          .visitEnd();
       MethodVisitor mv = super.visitMethod(Opcodes.ACC_PUBLIC, VIEW, "()" + SHARED_OBJECT_DESC, null, null);
       mv.visitCode();
       mv.visitVarInsn(Opcodes.ALOAD, 0);
@@ -227,14 +233,32 @@ final class Rewriter implements ClassFileTransformer {
       mv.visitInsn(Opcodes.ARETURN);
       mv.visitMaxs(1, 1);
       mv.visitEnd();
-      mv = super.visitMethod(Opcodes.ACC_PUBLIC, "$colors$bind", "(" + SHARED_OBJECT_DESC + ")V", null, null);
+      mv = super.visitMethod(Opcodes.ACC_PUBLIC, "$colors$bind", "(" + SHARED_OBJECT_DESC + "J)V", null, null);
       mv.visitCode();
       mv.visitVarInsn(Opcodes.ALOAD, 0);
       mv.visitVarInsn(Opcodes.ALOAD, 1);
       mv.visitFieldInsn(Opcodes.PUTFIELD, self.name, VIEW, SHARED_OBJECT_DESC);
+      mv.visitVarInsn(Opcodes.ALOAD, 0);
+      mv.visitVarInsn(Opcodes.LLOAD, 2);
+      mv.visitFieldInsn(Opcodes.PUTFIELD, self.name, ADDR, "J");
       mv.visitInsn(Opcodes.RETURN);
-      mv.visitMaxs(2, 2);
+      mv.visitMaxs(3, 4);
       mv.visitEnd();
+    }
+
+    /**
+     * Loads the address into local {@code addrLocal} and jumps to {@code shared} when the instance
+     * is bound (address non-zero: positive for the fast path, -1 for the JNI path); falls through
+     * for a private instance. One field load on either path.
+     */
+    private void emitBoundCheck(MethodVisitor mv, int addrLocal, Label shared) {
+      mv.visitVarInsn(Opcodes.ALOAD, 0);
+      mv.visitFieldInsn(Opcodes.GETFIELD, self.name, ADDR, "J");
+      mv.visitVarInsn(Opcodes.LSTORE, addrLocal);
+      mv.visitVarInsn(Opcodes.LLOAD, addrLocal);
+      mv.visitInsn(Opcodes.LCONST_0);
+      mv.visitInsn(Opcodes.LCMP);
+      mv.visitJumpInsn(Opcodes.IFNE, shared);
     }
 
     private void addGetter(String field, String desc) {
@@ -243,56 +267,49 @@ final class Rewriter implements ClassFileTransformer {
       MethodVisitor mv = super.visitMethod(Opcodes.ACC_PUBLIC | Opcodes.ACC_STATIC | Opcodes.ACC_SYNTHETIC,
           "$colors$get$" + field, "(" + selfDesc + ")" + desc, null, null);
       mv.visitCode();
-      Label priv = new Label();
-      mv.visitVarInsn(Opcodes.ALOAD, 0);
-      mv.visitFieldInsn(Opcodes.GETFIELD, self.name, VIEW, SHARED_OBJECT_DESC);
-      mv.visitVarInsn(Opcodes.ASTORE, 1);
-      mv.visitVarInsn(Opcodes.ALOAD, 1);
-      mv.visitJumpInsn(Opcodes.IFNULL, priv);
-      mv.visitFieldInsn(Opcodes.GETSTATIC, self.name, "$colors$f$" + field, SHARED_FIELD_DESC);
-      mv.visitVarInsn(Opcodes.ALOAD, 1);
-      String accessor = accessorSuffix(t);
-      Type ret = isReference(t) ? Type.getType(Object.class) : t;
-      mv.visitMethodInsn(Opcodes.INVOKEVIRTUAL, SHARED_FIELD, "get" + accessor,
-          "(" + SHARED_OBJECT_DESC + ")" + ret.getDescriptor(), false);
-      if (isReference(t)) mv.visitTypeInsn(Opcodes.CHECKCAST, t.getInternalName());
-      mv.visitInsn(t.getOpcode(Opcodes.IRETURN));
-      mv.visitLabel(priv);
-      mv.visitFrame(Opcodes.F_FULL, 2, new Object[] {self.name, SHARED_OBJECT}, 0, new Object[0]);
+      Label shared = new Label();
+      emitBoundCheck(mv, 1, shared);
       mv.visitVarInsn(Opcodes.ALOAD, 0);
       mv.visitFieldInsn(Opcodes.GETFIELD, self.name, field, desc);
       mv.visitInsn(t.getOpcode(Opcodes.IRETURN));
-      mv.visitMaxs(2, 2);
+      mv.visitLabel(shared);
+      mv.visitFrame(Opcodes.F_FULL, 2, new Object[] {self.name, Opcodes.LONG}, 0, new Object[0]);
+      mv.visitFieldInsn(Opcodes.GETSTATIC, self.name, "$colors$f$" + field, SHARED_FIELD_DESC);
+      mv.visitVarInsn(Opcodes.ALOAD, 0);
+      mv.visitVarInsn(Opcodes.LLOAD, 1);
+      Type ret = isReference(t) ? Type.getType(Object.class) : t;
+      mv.visitMethodInsn(Opcodes.INVOKEVIRTUAL, SHARED_FIELD, "get" + accessorSuffix(t),
+          "(" + SHARED_INSTANCE_DESC + "J)" + ret.getDescriptor(), false);
+      if (isReference(t)) mv.visitTypeInsn(Opcodes.CHECKCAST, t.getInternalName());
+      mv.visitInsn(t.getOpcode(Opcodes.IRETURN));
+      mv.visitMaxs(4, 3);
       mv.visitEnd();
     }
 
     private void addSetter(String field, String desc) {
       Type t = Type.getType(desc);
       String selfDesc = "L" + self.name + ";";
-      int viewLocal = 1 + t.getSize();
+      int addrLocal = 1 + t.getSize();
       MethodVisitor mv = super.visitMethod(Opcodes.ACC_PUBLIC | Opcodes.ACC_STATIC | Opcodes.ACC_SYNTHETIC,
           "$colors$set$" + field, "(" + selfDesc + desc + ")V", null, null);
       mv.visitCode();
-      Label priv = new Label();
-      mv.visitVarInsn(Opcodes.ALOAD, 0);
-      mv.visitFieldInsn(Opcodes.GETFIELD, self.name, VIEW, SHARED_OBJECT_DESC);
-      mv.visitVarInsn(Opcodes.ASTORE, viewLocal);
-      mv.visitVarInsn(Opcodes.ALOAD, viewLocal);
-      mv.visitJumpInsn(Opcodes.IFNULL, priv);
-      mv.visitFieldInsn(Opcodes.GETSTATIC, self.name, "$colors$f$" + field, SHARED_FIELD_DESC);
-      mv.visitVarInsn(Opcodes.ALOAD, viewLocal);
-      mv.visitVarInsn(t.getOpcode(Opcodes.ILOAD), 1);
-      Type arg = isReference(t) ? Type.getType(Object.class) : t;
-      mv.visitMethodInsn(Opcodes.INVOKEVIRTUAL, SHARED_FIELD, "set" + accessorSuffix(t),
-          "(" + SHARED_OBJECT_DESC + arg.getDescriptor() + ")V", false);
-      mv.visitInsn(Opcodes.RETURN);
-      mv.visitLabel(priv);
-      mv.visitFrame(Opcodes.F_FULL, 3, new Object[] {self.name, frameType(t), SHARED_OBJECT}, 0, new Object[0]);
+      Label shared = new Label();
+      emitBoundCheck(mv, addrLocal, shared);
       mv.visitVarInsn(Opcodes.ALOAD, 0);
       mv.visitVarInsn(t.getOpcode(Opcodes.ILOAD), 1);
       mv.visitFieldInsn(Opcodes.PUTFIELD, self.name, field, desc);
       mv.visitInsn(Opcodes.RETURN);
-      mv.visitMaxs(2 + t.getSize(), viewLocal + 1);
+      mv.visitLabel(shared);
+      mv.visitFrame(Opcodes.F_FULL, 3, new Object[] {self.name, frameType(t), Opcodes.LONG}, 0, new Object[0]);
+      mv.visitFieldInsn(Opcodes.GETSTATIC, self.name, "$colors$f$" + field, SHARED_FIELD_DESC);
+      mv.visitVarInsn(Opcodes.ALOAD, 0);
+      mv.visitVarInsn(Opcodes.LLOAD, addrLocal);
+      mv.visitVarInsn(t.getOpcode(Opcodes.ILOAD), 1);
+      Type arg = isReference(t) ? Type.getType(Object.class) : t;
+      mv.visitMethodInsn(Opcodes.INVOKEVIRTUAL, SHARED_FIELD, "set" + accessorSuffix(t),
+          "(" + SHARED_INSTANCE_DESC + "J" + arg.getDescriptor() + ")V", false);
+      mv.visitInsn(Opcodes.RETURN);
+      mv.visitMaxs(4 + t.getSize(), addrLocal + 2);
       mv.visitEnd();
     }
   }
