@@ -59,13 +59,14 @@ final class Mapped {
    * {@code so}, or {@code so} itself.
    */
   static Object proxyFor(SharedObject so) {
-    if (BY_NAME.isEmpty()) return so;
     Handle h = so.handle;
     Direct.View v = Direct.viewFor(h);
     long cls = v != null ? v.classOf(h.raw) : Native.classOf(h);
     Class<?> jc = BY_CLASS.get(cls);
     if (jc == null) {
-      Class<?> found = BY_NAME.get(Native.className(cls));
+      String name = Native.className(cls);
+      Class<?> found = BY_NAME.get(name);
+      if (found == null) found = loadMapped(name);
       jc = found == null ? NONE : found;
       BY_CLASS.put(cls, jc);
     }
@@ -74,6 +75,26 @@ final class Mapped {
     ((SharedInstance) inst).$colors$bind(so, v != null ? h.raw : SharedField.NO_ADDRESS);
     so.instance = inst;
     return inst;
+  }
+
+  /**
+   * The Java class named like a shared class if it is a mapped class not initialized yet (its
+   * static initializer registers it): loaded without initialization first, so other classes of
+   * that name are left alone. Through the thread's context class loader, then colors.jar's.
+   */
+  private static Class<?> loadMapped(String name) {
+    ClassLoader[] loaders = {Thread.currentThread().getContextClassLoader(), Mapped.class.getClassLoader()};
+    for (ClassLoader l : loaders) {
+      try {
+        Class<?> c = Class.forName(name, false, l);
+        if (!SharedInstance.class.isAssignableFrom(c)) return null;
+        Class.forName(name, true, l);  // registers itself
+        return BY_NAME.get(name);
+      } catch (ClassNotFoundException | LinkageError | SecurityException e) {
+        // not visible through this loader
+      }
+    }
+    return null;
   }
 
   private static final MethodHandle ALLOCATE_INSTANCE;

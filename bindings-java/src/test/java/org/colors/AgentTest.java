@@ -227,6 +227,25 @@ class AgentTest {
   }
 
   @Test
+  void boundInstancesOfAClosedAttachmentThrow() {
+    Employee e = SharedMemory.allocate(Employee.class);
+    e.age = 3;
+    SharedMemory.detach();
+    try {
+      assertThrows(NotAttachedException.class, () -> System.out.println(e.age));
+      assertThrows(NotAttachedException.class, () -> e.age = 4);
+      assertThrows(NotAttachedException.class, () -> System.out.println(e.salary));
+    } finally {
+      SharedMemory.attach();
+    }
+    assertThrows(NotAttachedException.class, () -> System.out.println(e.age));
+    Employee f = SharedMemory.allocate(Employee.class);  // the new attachment's fast path works
+    f.age = 5;
+    assertEquals(5, f.age);
+    assertEquals(5L, jni(f, "age"));
+  }
+
+  @Test
   void overwrittenReferencesAreFlaggedPending() throws Exception {
     Employee e = SharedMemory.allocate(Employee.class);
     SharedList l = (SharedList) SharedMemory.copyToSharedMemory(List.of(1, 2, 3));
