@@ -77,11 +77,23 @@ std::int64_t poll_ready(const colors::rpc::Pending& pend, std::int64_t spin_ns) 
 
 // The result of a sent call: the poll phase, then libshared's blocking wait for what is left of
 // the timeout.
+// A call failed by libshared itself because its server stopped or died before running it (the
+// server side marks it with the type "colors::UnavailableError") is UnavailableException, as the
+// transport documents, not a RemoteException.
+colors::Value get_result(colors::rpc::Pending& pend, std::int64_t timeout_ms) {
+  try {
+    return pend.get(timeout_ms);
+  } catch (const colors::RemoteError& e) {
+    if (e.remote_type() == "colors::UnavailableError") throw colors::UnavailableError(e.remote_message());
+    throw;
+  }
+}
+
 colors::Value wait_result(colors::rpc::Pending& pend, std::int64_t spin_ns, std::int64_t timeout_ms) {
-  if (!yielding()) return pend.get(timeout_ms);  // the client's spin budget is libshared's
+  if (!yielding()) return get_result(pend, timeout_ms);  // the client's spin budget is libshared's
   std::int64_t spent_ns = poll_ready(pend, spin_ns);
   if (timeout_ms >= 0) timeout_ms = std::max<std::int64_t>(0, timeout_ms - spent_ns / 1'000'000);
-  return pend.get(timeout_ms);
+  return get_result(pend, timeout_ms);
 }
 
 struct JClient {

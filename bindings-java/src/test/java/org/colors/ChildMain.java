@@ -20,6 +20,7 @@ public final class ChildMain {
       case "no-server": noServer(args[1]); break;
       case "receive-until-gone": receiveUntilGone(args[1]); break;
       case "rpc-serve": rpcServe(args[1], Integer.parseInt(args[2])); break;
+      case "rpc-serve-exit": rpcServeExit(args[1]); break;
       case "rpc-client": rpcClient(args[1], Integer.parseInt(args[2])); break;
       case "rpc-slow-call": rpcSlowCall(args[1], Long.parseLong(args[2])); break;
       default: throw new IllegalArgumentException("unknown command " + cmd);
@@ -156,5 +157,18 @@ public final class ChildMain {
     System.out.println("calling");
     System.out.flush();
     System.out.println(f.join());
+  }
+
+  /** Serves RpcTestService without closing it; System.exit when stdin closes (the hook closes it). */
+  private static void rpcServeExit(String endpoint) throws Exception {
+    org.colors.rpc.RpcServer.serve(endpoint, new RpcTestService());
+    System.out.println("ready");
+    System.out.flush();
+    while (System.in.read() >= 0) {
+      // until the parent closes stdin
+    }
+    System.out.println("exiting");
+    System.out.flush();
+    System.exit(0);
   }
 }

@@ -404,6 +404,26 @@ class RpcTest {
     }
   }
 
+  @Test
+  void serverJvmExitingClosesItsServers() throws Exception {
+    String ep = unique("exiting");
+    try (Child c = new Child("rpc-serve-exit", ep)) {
+      assertEquals("ready", c.line());
+      RpcClient rc = RpcClient.connect(ep);
+      CompletableFuture<Object> running = rc.callAsync("sleep", 500);
+      Thread.sleep(100);
+      CompletableFuture<Object> queued = rc.callAsync("add", 1, 1);  // behind the sleep (one thread)
+      c.proc.getOutputStream().close();
+      assertEquals("exiting", c.line());
+      assertEquals(500L, running.get(10, TimeUnit.SECONDS));  // the shutdown hook let it finish
+      ExecutionException ee = assertThrows(ExecutionException.class, () -> queued.get(10, TimeUnit.SECONDS));
+      assertInstanceOf(UnavailableException.class, ee.getCause());
+      assertTrue(ee.getCause().getMessage().contains("stopped"), ee.getCause().getMessage());
+      assertTrue(c.proc.waitFor(30, TimeUnit.SECONDS));
+      assertEquals(0, c.proc.exitValue());
+    }
+  }
+
   // ---- faults ----------------------------------------------------------------------------------
 
   @Test

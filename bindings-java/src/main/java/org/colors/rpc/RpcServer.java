@@ -3,6 +3,8 @@ package org.colors.rpc;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import org.colors.NotAttachedException;
 import org.colors.ServerGoneException;
 import org.colors.SharedInterruptedException;
@@ -47,7 +49,8 @@ import org.colors.SharedList;
  * for the spin budget, then blocking in the kernel) and runs it; a batch runs its calls in order on
  * one thread. The handler must be thread-safe when {@code threads > 1}. {@link #close()} stops the
  * threads after the calls they are running and unregisters the endpoint (queued calls that did not
- * start fail with {@link UnavailableException}). Interrupting a serving thread ends that thread.
+ * start fail with {@link UnavailableException}); servers not closed are closed by a shutdown hook when
+ * the JVM exits (waiting up to 2 s per thread). Interrupting a serving thread ends that thread.
  * If this process dies, callers get {@link UnavailableException} promptly.
  */
 public final class RpcServer implements AutoCloseable {
@@ -109,6 +112,18 @@ public final class RpcServer implements AutoCloseable {
     return new Options();
   }
 
+  /** Servers not closed yet: closed by a shutdown hook when the JVM exits. */
+  private static final Set<RpcServer> LIVE = ConcurrentHashMap.newKeySet();
+  private static volatile boolean hookInstalled;
+
+  private static synchronized void installHook() {
+    if (hookInstalled) return;
+    hookInstalled = true;
+    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+      for (RpcServer s : LIVE.toArray(new RpcServer[0])) s.close(2_000);
+    }, "colors-rpc-shutdown"));
+  }
+
   private final String endpoint;
   private final Dispatcher dispatcher;
   private final long spinNanos;
@@ -128,6 +143,8 @@ public final class RpcServer implements AutoCloseable {
       t.setDaemon(true);
       threads.add(t);
     }
+    LIVE.add(this);
+    if (!hookInstalled) installHook();
     for (Thread t : threads) t.start();
   }
 
@@ -277,31 +294,46 @@ public final class RpcServer implements AutoCloseable {
    */
   @Override
   public void close() {
+    close(-1);
+  }
+
+  /**
+   * close() waiting at most {@code waitMs} per thread (-1: no limit). A thread still running a
+   * call after that keeps the native server alive (not freed: the JVM is exiting).
+   */
+  private void close(long waitMs) {
     long srv;
     synchronized (lock) {
-      if (server == 0) return;
+      if (server == 0) {
+        LIVE.remove(this);
+        return;
+      }
       closed = true;
       srv = server;
       RpcNative.serverClose(srv);
     }
     boolean interrupted = false;
+    boolean allEnded = true;
     for (Thread t : threads) {
       if (t == Thread.currentThread()) continue;
       while (true) {
         try {
-          t.join();
+          if (waitMs < 0) t.join();
+          else t.join(waitMs);
           break;
         } catch (InterruptedException e) {
           interrupted = true;
         }
       }
+      if (t.isAlive()) allEnded = false;
     }
     synchronized (lock) {
-      if (server != 0) {
+      if (server != 0 && allEnded) {
         server = 0;
         RpcNative.serverFree(srv);  // unregisters (colors::rpc::Server's destructor)
       }
     }
+    LIVE.remove(this);
     if (interrupted) Thread.currentThread().interrupt();
   }
 
