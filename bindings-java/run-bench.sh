@@ -14,7 +14,7 @@ REPO="$(cd "$HERE/.." && pwd)"
 BUILD_DIR="${BUILD_DIR:-$REPO/build}"
 case "$BUILD_DIR" in /*) ;; *) BUILD_DIR="$REPO/$BUILD_DIR" ;; esac
 
-cmake --build "$BUILD_DIR" -j"${JOBS:-2}" >/dev/null
+cmake --build "$BUILD_DIR" -j"${JOBS:-2}" --target colors-server colors_jni colors_java >/dev/null
 LIB="$BUILD_DIR/bindings-java/libcolors_jni.so"
 SERVER="$BUILD_DIR/colors-server/colors-server"
 (cd "$HERE/agent" && mvn -q -B package)

@@ -6,7 +6,8 @@
 # 1. builds the top-level CMake build in $BUILD_DIR (default <repo>/build): colors-server, the
 #    JNI library <build>/bindings-java/libcolors_jni.so and the Python binding (cross-language tests);
 # 2. builds the agent jar (agent/, mvn package) and runs `mvn -q -B test` in bindings-java/ (the
-#    first run downloads JUnit, ASM and the Maven plugins from Maven Central into ~/.m2; later runs need no network), with COLORS_JNI_LIB and
+#    first run downloads JUnit, ASM and the Maven plugins from Maven Central into ~/.m2; later
+#    runs need no network), with COLORS_JNI_LIB and
 #    COLORS_SERVER_BIN pointing into the build. Exits non-zero on any failure.
 set -euo pipefail
 
