@@ -313,6 +313,8 @@ class RpcTest {
 
     CompletableFuture<Object> sleep(long ms);
 
+    CompletableFuture<Integer> addInts(long a, long b);  // same arity as addInts(int, int): tried in turn
+
     default long twice(long x) {
       return add(x, x);
     }
@@ -332,6 +334,9 @@ class RpcTest {
     assertEquals(120.0, e.salary);
     s.put(unique("p"), 1);
     assertEquals(10L, s.sleep(10).get());
+    assertEquals(Integer.valueOf(9), s.addInts(4L, 5L).get(10, TimeUnit.SECONDS));
+    ExecutionException big = assertThrows(ExecutionException.class, () -> s.addInts(1L << 40, 0L).get());
+    assertInstanceOf(RemoteException.class, big.getCause());  // the server refuses to narrow
     assertEquals(8L, s.twice(4));
     assertTrue(s.toString().contains(endpoint));
     assertEquals(s, s);

@@ -303,8 +303,9 @@ public final class RpcClient implements AutoCloseable {
    * arrays copied out of shared lists, user classes through
    * {@link org.colors.SharedObject#toPrivate(Class)}, {@code List/Map/Set/Object} as the shared
    * proxies; {@code void} ignores the result. A method returning {@code CompletableFuture} or
-   * {@code Future} is called asynchronously ({@link #callAsync}; the future's value is not
-   * converted). Default methods run locally; {@code equals/hashCode/toString} are the proxy's own.
+   * {@code Future} is called asynchronously ({@link #callAsync}); its value converts to the type
+   * argument ({@code CompletableFuture<Integer>}: a checked int; a conversion failure completes
+   * it exceptionally). Default methods run locally; {@code equals/hashCode/toString} are the proxy's own.
    * Reflection is resolved once per interface method.
    *
    * @param <T> the interface type
@@ -318,7 +319,21 @@ public final class RpcClient implements AutoCloseable {
     for (Method m : iface.getMethods()) {
       if (m.isDefault() || java.lang.reflect.Modifier.isStatic(m.getModifiers())) continue;
       Class<?> rt = m.getReturnType();
-      results.put(m, rt == void.class || rt == CompletableFuture.class || rt == Future.class ? null : Convert.to(rt));
+      if (rt == CompletableFuture.class || rt == Future.class) {
+        // The future's value converts to the type argument (CompletableFuture<Integer>: checked int).
+        Class<?> arg = Object.class;
+        java.lang.reflect.Type g = m.getGenericReturnType();
+        if (g instanceof java.lang.reflect.ParameterizedType) {
+          java.lang.reflect.Type a = ((java.lang.reflect.ParameterizedType) g).getActualTypeArguments()[0];
+          if (a instanceof Class) arg = (Class<?>) a;
+          else if (a instanceof java.lang.reflect.ParameterizedType) {
+            arg = (Class<?>) ((java.lang.reflect.ParameterizedType) a).getRawType();
+          }
+        }
+        results.put(m, arg == Object.class || arg == Void.class ? null : Convert.to(arg));
+      } else {
+        results.put(m, rt == void.class ? null : Convert.to(rt));
+      }
       wheres.put(m, "the result of " + endpoint + "." + m.getName());
     }
     InvocationHandler h = (proxy, m, args) -> {
@@ -333,9 +348,14 @@ public final class RpcClient implements AutoCloseable {
       if (m.isDefault()) return invokeDefault(iface, proxy, m, args);
       Object[] a = args == null ? new Object[0] : args;
       Class<?> rt = m.getReturnType();
-      if (rt == CompletableFuture.class || rt == Future.class) return callAsync(m.getName(), a);
-      Object r = call0(m.getName(), a, timeoutMs);
       Convert.Conv c = results.get(m);
+      if (rt == CompletableFuture.class || rt == Future.class) {
+        CompletableFuture<Object> f = callAsync(m.getName(), a);
+        if (c == null) return f;
+        String where = wheres.get(m);
+        return f.thenApply(v -> c.apply(v, where));
+      }
+      Object r = call0(m.getName(), a, timeoutMs);
       return c == null ? null : c.apply(r, wheres.get(m));
     };
     return iface.cast(Proxy.newProxyInstance(iface.getClassLoader(), new Class<?>[] {iface}, h));
