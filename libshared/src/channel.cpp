@@ -157,7 +157,7 @@ bool wait_until(Metadata* m, std::atomic<std::uint32_t>& seq, std::atomic<std::u
     // Spin phase: loads of head/tail only (no lock, no syscall).
     std::int64_t now = monotonic_ns();
     while (now < spin_end && !ready()) {
-      cpu_relax();
+      poll_pause();
       now = monotonic_ns();
     }
     if (ready()) {

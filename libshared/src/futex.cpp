@@ -1,5 +1,7 @@
 #include "futex.hpp"
 
+#include <sched.h>
+
 #include <linux/futex.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -37,6 +39,15 @@ std::int64_t spin_budget_ns() {
     return (end != nullptr && *end == '\0' && v >= 0) ? static_cast<std::int64_t>(v) : std::int64_t{50000};
   }();
   return budget;
+}
+
+void poll_pause() {
+  static const bool yield = [] {
+    const char* s = std::getenv("COLORS_SPIN_YIELD");
+    return !(s != nullptr && s[0] == '0' && s[1] == '\0');
+  }();
+  if (yield) sched_yield();
+  else cpu_relax();
 }
 
 std::int64_t monotonic_ns() {

@@ -412,7 +412,7 @@ Value Pending::get(std::int64_t timeout_ms) {
     for (std::int64_t now = start; now < spin_end; now = detail::monotonic_ns()) {
       st = state_of(slot->load(std::memory_order_acquire));
       if (finished(st)) break;
-      detail::cpu_relax();
+      detail::poll_pause();
     }
     // Block: announce the waiter, then sleep on the state word in slices.
     while (!finished(st)) {
