@@ -117,4 +117,15 @@ JNIEXPORT jlongArray JNICALL Java_org_colors_Direct_resolve(JNIEnv* env, jclass,
   });
 }
 
+// Runs libshared's heap verifier (REQUIRES: no mutator running): null when the heap verifies,
+// else the report. For tests.
+JNIEXPORT jstring JNICALL Java_org_colors_Direct_verifyHeap(JNIEnv* env, jclass) {
+  using namespace colors_jni;
+  return guarded<jstring>(env, nullptr, [&]() -> jstring {
+    colors::VerifyResult r = colors::verify_heap();
+    if (r.ok) return nullptr;
+    return utf8_to_java(env, r.report.empty() ? std::string("heap verification failed") : r.report);
+  });
+}
+
 }  // extern "C"

@@ -76,6 +76,9 @@ final class Direct {
     return view;
   }
 
+  /** libshared's heap verifier (no mutator may run): null when the heap verifies, else the report. For tests. */
+  static native String verifyHeap();
+
   /** Called under SharedMemory's lock when attaching or detaching. */
   static void invalidate() {
     view = null;

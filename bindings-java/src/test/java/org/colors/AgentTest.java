@@ -310,5 +310,7 @@ class AgentTest {
     SharedMemory.collect();
     for (int i = 0; i < n; i++) assertEquals(299L, es[i].extra);
     assertTrue(SharedMemory.gcStats().cycle() > 0);
+    String report = Direct.verifyHeap();  // no mutator runs now (the threads above have ended)
+    assertNull(report, report);
   }
 }
