@@ -9,16 +9,11 @@
 //    call's request stays rooted for as long as the handler runs, and no allocation per call.
 //  * colors::rpc::Client (one per RpcClient), colors::rpc::Pending (one per asynchronous call or
 //    batch, freed by its Java owner).
-// Waiting: both sides poll for their spin budget, yielding the CPU between polls (sched_yield),
-// then block in libshared's futex waits (called with a spin of 0). libshared's own spin loops
-// do not yield: on a machine with more runnable threads than cores a caller and its server often
-// share a core, and a non-yielding spinner keeps the other side off it for its whole budget
-// (every call then costs the budget). Polling with yields keeps the busy-poll latency when
-// cores are free and lets the peer run when they are not.
+// Waiting is libshared's: spin (polls that yield the core, COLORS_SPIN_YIELD) for the spin budget,
+// then futex waits in slices.
 // Blocking natives install the interrupt hook (prepare_blocking): Thread.interrupt() of a thread
 // blocked in next() or in a wait for a result throws SharedInterruptedException.
 #include <colors/rpc.hpp>
-#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
@@ -29,7 +24,6 @@
 #include <string_view>
 #include <vector>
 
-#include "futex.hpp"
 #include "jni_common.hpp"
 
 namespace colors_jni {
@@ -38,45 +32,6 @@ namespace {
 
 constexpr std::int64_t kSliceMs = 50;  // serving threads re-check `closing` at least this often
 
-// Spin budgets (ns): callers COLORS_SPIN_NS (50 µs); servers COLORS_RPC_SERVER_SPIN_NS, else
-// 20 x COLORS_SPIN_NS up to 2 ms, as libshared's defaults.
-std::int64_t caller_spin(std::int64_t ns) { return ns < 0 ? colors::detail::spin_budget_ns() : ns; }
-std::int64_t server_spin(std::int64_t ns) {
-  if (ns >= 0) return ns;
-  static const std::int64_t def = [] {
-    if (const char* s = std::getenv("COLORS_RPC_SERVER_SPIN_NS"); s != nullptr && *s != '\0') {
-      char* end = nullptr;
-      long long v = std::strtoll(s, &end, 10);
-      if (end != nullptr && *end == '\0' && v >= 0) return static_cast<std::int64_t>(v);
-    }
-    return std::min<std::int64_t>(20 * colors::detail::spin_budget_ns(), 2'000'000);
-  }();
-  return def;
-}
-
-// COLORS_RPC_YIELD=0 turns the yielding poll off: libshared's own spin-then-block waits run
-// instead (to compare the two policies).
-bool yielding() {
-  static const bool on = [] {
-    const char* s = std::getenv("COLORS_RPC_YIELD");
-    return s == nullptr || std::string_view(s) != "0";
-  }();
-  return on;
-}
-
-// Polls pend.ready() for up to spin_ns, yielding between polls; returns the ns spent.
-std::int64_t poll_ready(const colors::rpc::Pending& pend, std::int64_t spin_ns) {
-  const std::int64_t start = colors::detail::monotonic_ns();
-  std::int64_t now = start;
-  while (!pend.ready() && now - start < spin_ns) {
-    sched_yield();
-    now = colors::detail::monotonic_ns();
-  }
-  return now - start;
-}
-
-// The result of a sent call: the poll phase, then libshared's blocking wait for what is left of
-// the timeout.
 // A call failed by libshared itself because its server stopped or died before running it (the
 // server side marks it with the type "colors::UnavailableError") is UnavailableException, as the
 // transport documents, not a RemoteException.
@@ -89,24 +44,9 @@ colors::Value get_result(colors::rpc::Pending& pend, std::int64_t timeout_ms) {
   }
 }
 
-colors::Value wait_result(colors::rpc::Pending& pend, std::int64_t spin_ns, std::int64_t timeout_ms) {
-  if (!yielding()) return get_result(pend, timeout_ms);  // the client's spin budget is libshared's
-  std::int64_t spent_ns = poll_ready(pend, spin_ns);
-  if (timeout_ms >= 0) timeout_ms = std::max<std::int64_t>(0, timeout_ms - spent_ns / 1'000'000);
-  return get_result(pend, timeout_ms);
-}
-
 struct JClient {
   colors::rpc::Client c;
-  std::int64_t spin;
-  JClient(const std::string& name, std::int64_t spin_ns) : c(name), spin(caller_spin(spin_ns)) {
-    c.set_spin_ns(yielding() ? 0 : spin);  // the poll phase is ours (wait_result)
-  }
-};
-
-struct JPending {
-  colors::rpc::Pending p;
-  std::int64_t spin;
+  JClient(const std::string& name, std::int64_t spin_ns) : c(name) { c.set_spin_ns(spin_ns); }
 };
 
 struct JServer {
@@ -224,18 +164,8 @@ jobjectArray JNICALL n_server_next(JNIEnv* env, jclass, jlong p, jlong w, jlong 
       wk->call->fail("colors::Error", "the Java server did not reply");
       wk->call.reset();
     }
-    const std::int64_t spin = server_spin(spin_ns);
-    const std::int64_t start = colors::detail::monotonic_ns();
     while (!s->closing.load(std::memory_order_acquire)) {
-      // Poll (yielding) for the spin budget, then block in slices.
-      std::optional<colors::rpc::Call> c = yielding() ? s->srv.next(0, 0) : s->srv.next(kSliceMs, spin_ns);
-      if (!c && yielding()) {
-        if (colors::detail::monotonic_ns() - start < spin) {
-          sched_yield();
-          continue;
-        }
-        c = s->srv.next(kSliceMs, 0);
-      }
+      std::optional<colors::rpc::Call> c = s->srv.next(kSliceMs, spin_ns);
       if (!c) continue;
       wk->call.emplace(std::move(*c));
       colors::List args = wk->call->args();
@@ -330,7 +260,7 @@ jobject JNICALL n_client_call(JNIEnv* env, jclass, jlong p, jstring method, jobj
     prepare_blocking(env);
     std::string m = java_to_utf8(env, method);
     colors::rpc::Pending pend = jc->c.call_async(m, list_of(env, args));
-    return to_java(env, wait_result(pend, jc->spin, timeout_ms));
+    return to_java(env, get_result(pend, timeout_ms));
   });
 }
 
@@ -342,7 +272,7 @@ jobject JNICALL n_client_call_flat(JNIEnv* env, jclass, jlong p, jstring method,
     prepare_blocking(env);
     std::string m = java_to_utf8(env, method);
     colors::rpc::Pending pend = jc->c.call_async(m, decode_flat(env, n, tags, bits, objs));
-    return to_java(env, wait_result(pend, jc->spin, timeout_ms));
+    return to_java(env, get_result(pend, timeout_ms));
   });
 }
 
@@ -352,7 +282,7 @@ jlong JNICALL n_client_send_flat(JNIEnv* env, jclass, jlong p, jstring method, j
     auto* jc = from_ptr<JClient>(p);
     prepare_blocking(env);
     std::string m = java_to_utf8(env, method);
-    auto pend = std::make_unique<JPending>(JPending{jc->c.call_async(m, decode_flat(env, n, tags, bits, objs)), jc->spin});
+    auto pend = std::make_unique<colors::rpc::Pending>(jc->c.call_async(m, decode_flat(env, n, tags, bits, objs)));
     return to_ptr(pend.release());
   });
 }
@@ -362,26 +292,26 @@ jlong JNICALL n_client_send(JNIEnv* env, jclass, jlong p, jstring method, jobjec
     auto* jc = from_ptr<JClient>(p);
     prepare_blocking(env);
     std::string m = java_to_utf8(env, method);
-    auto pend = std::make_unique<JPending>(JPending{jc->c.call_async(m, list_of(env, args)), jc->spin});
+    auto pend = std::make_unique<colors::rpc::Pending>(jc->c.call_async(m, list_of(env, args)));
     return to_ptr(pend.release());
   });
 }
 
 jobject JNICALL n_pending_get(JNIEnv* env, jclass, jlong p, jlong timeout_ms) {
   return guarded<jobject>(env, nullptr, [&] {
-    auto* pend = from_ptr<JPending>(p);
+    auto* pend = from_ptr<colors::rpc::Pending>(p);
     prepare_blocking(env);
-    return to_java(env, wait_result(pend->p, pend->spin, timeout_ms));
+    return to_java(env, get_result(*pend, timeout_ms));
   });
 }
 
 jboolean JNICALL n_pending_ready(JNIEnv* env, jclass, jlong p) {
   return guarded<jboolean>(env, JNI_FALSE,
-                           [&] { return from_ptr<JPending>(p)->p.ready() ? JNI_TRUE : JNI_FALSE; });
+                           [&] { return from_ptr<colors::rpc::Pending>(p)->ready() ? JNI_TRUE : JNI_FALSE; });
 }
 
 void JNICALL n_pending_free(JNIEnv* env, jclass, jlong p) {
-  guarded_void(env, [&] { delete reinterpret_cast<JPending*>(static_cast<std::intptr_t>(p)); });
+  guarded_void(env, [&] { delete reinterpret_cast<colors::rpc::Pending*>(static_cast<std::intptr_t>(p)); });
 }
 
 #define N(name, sig, fn) \
