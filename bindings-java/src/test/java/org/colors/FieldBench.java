@@ -82,7 +82,24 @@ public final class FieldBench {
         target > 0 ? (r <= target ? "   (target <= " + target + "x: met)" : "   (target <= " + target + "x: NOT met)") : "");
   }
 
+  /**
+   * Code that never touches shared objects ({@link demo.plain.PlainWork}: unmapped objects, a
+   * HashMap, strings), for the agent's overhead: run in a JVM without and one with the agent
+   * ({@code --plain}); prints the median ns per element.
+   */
+  static void plainOnly() {
+    demo.plain.PlainWork w = new demo.plain.PlainWork(N);
+    add("plain code (fields, HashMap, strings)", w::pass);
+    double[] m = measureAll();
+    System.out.printf(Locale.ROOT, "plain-ns %.4f%n", m[0]);
+    if (w.sink == 42) System.out.println();
+  }
+
   public static void main(String[] args) {
+    if (args.length > 0 && args[0].equals("--plain")) {
+      plainOnly();
+      return;
+    }
     if (!SharedInstance.class.isAssignableFrom(Employee.class)) {
       System.err.println("FieldBench: run with -javaagent:colors-agent.jar (demo.staff.Employee is not rewritten)");
       System.exit(2);
