@@ -48,6 +48,8 @@ namespace {
 
 using detail::Word;
 
+constexpr const char* kUnavailableType = "colors::UnavailableError";
+
 enum State : std::int64_t { kQueued = 0, kWaiting = 1, kDone = 2, kFailed = 3, kCancelled = 4 };
 
 constexpr std::int64_t kSliceNs = 10'000'000;  // liveness re-check while blocked
@@ -78,38 +80,42 @@ struct Schema {
 };
 
 std::mutex g_schema_mu;
-Schema g_schema;  // GUARDED_BY(g_schema_mu) while (re)built; read-only afterwards per attachment
+// The schema of the current attachment: immutable once published. A new attachment publishes a
+// new one; old ones are never freed (a thread may still read one; a few hundred bytes each).
+std::atomic<const Schema*> g_schema{nullptr};
 
 const Schema& schema() {
   detail::Metadata* m = detail::current_meta();
   detail::check_server_state(m);
   std::uint32_t me = detail::current_client_id();
+  const Schema* cur = g_schema.load(std::memory_order_acquire);
+  if (cur != nullptr && cur->meta == m && cur->client == me) return *cur;
   std::lock_guard<std::mutex> g(g_schema_mu);
-  if (g_schema.meta != m || g_schema.client != me) {
-    Schema s;
-    s.meta = m;
-    s.client = me;
-    s.request = define_class("colors.rpc.Request", {{"method", TypeKind::kString, ""},
-                                                    {"args", TypeKind::kList, ""},
-                                                    {"result", TypeKind::kAny, ""},
-                                                    {"error_type", TypeKind::kString, ""},
-                                                    {"error_message", TypeKind::kString, ""},
-                                                    {"state", TypeKind::kInteger, ""}});
-    s.endpoint = define_class("colors.rpc.Endpoint", {{"server_client", TypeKind::kInteger, ""},
-                                                      {"server_slot", TypeKind::kInteger, ""},
-                                                      {"server_pid", TypeKind::kInteger, ""}});
-    s.method = Field(s.request, "method");
-    s.args = Field(s.request, "args");
-    s.result = Field(s.request, "result");
-    s.error_type = Field(s.request, "error_type");
-    s.error_message = Field(s.request, "error_message");
-    s.state = Field(s.request, "state");
-    s.server_client = Field(s.endpoint, "server_client");
-    s.server_slot = Field(s.endpoint, "server_slot");
-    s.server_pid = Field(s.endpoint, "server_pid");
-    g_schema = std::move(s);
-  }
-  return g_schema;
+  cur = g_schema.load(std::memory_order_acquire);
+  if (cur != nullptr && cur->meta == m && cur->client == me) return *cur;
+  auto* s = new Schema;
+  s->meta = m;
+  s->client = me;
+  s->request = define_class("colors.rpc.Request", {{"method", TypeKind::kString, ""},
+                                                   {"args", TypeKind::kList, ""},
+                                                   {"result", TypeKind::kAny, ""},
+                                                   {"error_type", TypeKind::kString, ""},
+                                                   {"error_message", TypeKind::kString, ""},
+                                                   {"state", TypeKind::kInteger, ""}});
+  s->endpoint = define_class("colors.rpc.Endpoint", {{"server_client", TypeKind::kInteger, ""},
+                                                     {"server_slot", TypeKind::kInteger, ""},
+                                                     {"server_pid", TypeKind::kInteger, ""}});
+  s->method = Field(s->request, "method");
+  s->args = Field(s->request, "args");
+  s->result = Field(s->request, "result");
+  s->error_type = Field(s->request, "error_type");
+  s->error_message = Field(s->request, "error_message");
+  s->state = Field(s->request, "state");
+  s->server_client = Field(s->endpoint, "server_client");
+  s->server_slot = Field(s->endpoint, "server_slot");
+  s->server_pid = Field(s->endpoint, "server_pid");
+  g_schema.store(s, std::memory_order_release);
+  return *s;
 }
 
 std::string endpoint_repo(const std::string& name) { return "colors.rpc.endpoint:" + name; }
@@ -253,7 +259,7 @@ Server::Server(const std::string& name, std::uint32_t queue_capacity) : name_(na
   while (auto v = queue_.try_receive()) {
     Call c;
     c.req_ = Object(*v);
-    c.fail("colors::UnavailableError", "the previous server of endpoint '" + name + "' died before handling this call");
+    c.fail(kUnavailableType, "the previous server of endpoint '" + name + "' died before handling this call");
   }
   Object ep = new_object(s.endpoint);
   ep.set(s.server_client, Value(static_cast<long long>(detail::current_client_id())));
@@ -275,7 +281,7 @@ Server::~Server() {
     while (auto v = queue_.try_receive()) {
       Call c;
       c.req_ = Object(*v);
-      c.fail("colors::UnavailableError", "the server of endpoint '" + name_ + "' stopped before handling this call");
+      c.fail(kUnavailableType, "the server of endpoint '" + name_ + "' stopped before handling this call");
     }
   } catch (...) {
     // Detached or server gone: nothing to unregister.
@@ -448,7 +454,11 @@ Value Pending::get(std::int64_t timeout_ms) {
   }
   if (st == kFailed) {
     Value t = req_.get(s.error_type), msg = req_.get(s.error_message);
-    throw RemoteError(t.is_null() ? "unknown" : t.as_string(), msg.is_null() ? "" : msg.as_string());
+    std::string type = t.is_null() ? "unknown" : t.as_string(), text = msg.is_null() ? "" : msg.as_string();
+    // Calls a stopping or replacing server never ran are failed with this type: the caller's
+    // error is the transport's, not the handler's.
+    if (type == kUnavailableType) throw UnavailableError(text);
+    throw RemoteError(type, text);
   }
   return req_.get(s.result);
 }
