@@ -118,6 +118,8 @@ final class Direct {
         offClassKind, offGcStarted, offGcDone;
     /** The class record of every boxed float. */
     final long floatClass;
+    /** Addresses of Metadata::gc_started_seq / gc_done_seq (the collector's seqlock). */
+    final long gcStartedAt, gcDoneAt;
 
     View(long epoch, long[] l, ByteBuffer[] chunks) {
       this.epoch = epoch;
@@ -137,6 +139,8 @@ final class Direct {
       offGcStarted = l[L_OFF_GC_STARTED];
       offGcDone = l[L_OFF_GC_DONE];
       floatClass = l[L_FLOAT_CLASS];
+      gcStartedAt = base + offGcStarted;
+      gcDoneAt = base + offGcDone;
       if (((base | offCls | offExtension | offSlots | offFloatValue | offArraySlots | offGcStarted) & 3) != 0) {
         throw new CorruptHeapException("colors: misaligned segment layout");
       }
@@ -243,20 +247,20 @@ final class Direct {
      * path.
      */
     long readDoubleBits(long slot) {
-      long startedAt = base + offGcStarted;
-      int started = loadInt(startedAt);
-      boolean quiet = loadInt(base + offGcDone) == started;
+      int started = loadInt(gcStartedAt);
+      boolean quiet = loadInt(gcDoneAt) == started;
       long w = load(slot);
       if ((w & TAG_MASK) == TAG_INT) {
         long x = w >> 4;
         double d = (double) x;
         return (long) d == x ? Double.doubleToRawLongBits(d) : NO_FLOAT;
       }
-      if (!quiet || w == 0 || (w & TAG_MASK) != 0 || !contains(w, 32)) return NO_FLOAT;
+      // A reference inside the segment (one unsigned compare; w == 0 fails it too).
+      if (!quiet || (w & TAG_MASK) != 0 || Long.compareUnsigned(w - base - 1, size - 33) > 0) return NO_FLOAT;
       if (loadRelaxed(w + offCls) != floatClass) return NO_FLOAT;
       long bits = loadRelaxed(w + offFloatValue);
       VarHandle.acquireFence();
-      return loadInt(startedAt) == started ? bits : NO_FLOAT;
+      return loadInt(gcStartedAt) == started ? bits : NO_FLOAT;
     }
 
     /** The class version (ClassRecord address) of the object at {@code obj}. */
