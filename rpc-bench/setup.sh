@@ -108,3 +108,16 @@ if stale "$CP_FILE" "$HERE/java/src" "$HERE/java/pom.xml" "$BUILD/gen-java"; the
     mvn_quiet package
     touch "$CP_FILE"
 fi
+
+# ---- 5. the colors server ------------------------------------------------------------------
+# Compiled here with javac, not by Maven: it needs the colors binding (build/bindings-java/
+# colors.jar from the top-level build), which the peers do not. Skipped when colors is not built
+# (the colors adapter then reports itself unavailable).
+COLORS_JAR="$HERE/../build/bindings-java/colors.jar"
+COLORS_OUT="$BUILD/colors-classes"
+if [ -f "$COLORS_JAR" ] && stale "$COLORS_OUT/.stamp" "$HERE/java/colors" "$COLORS_JAR" "$CP_FILE"; then
+    rm -rf "$COLORS_OUT"
+    mkdir -p "$COLORS_OUT"
+    javac -d "$COLORS_OUT" -cp "$COLORS_JAR:$HERE/java/target/classes" "$HERE"/java/colors/bench/*.java
+    touch "$COLORS_OUT/.stamp"
+fi
