@@ -48,9 +48,7 @@ build: bootstrap
 test: build
 	ctest --test-dir $(BUILD_DIR) $(CTEST_FLAGS)
 	BUILD_DIR=$(BUILD_DIR) JOBS=$(JOBS) bash bindings-python/run-tests.sh
-# ---- ADD LANGUAGE BINDING TEST SUITES HERE (as recipe lines, tab-indented) ----
 	BUILD_DIR=$(BUILD_DIR) JOBS=$(JOBS) bash bindings-java/run-tests.sh
-# ------------------------------------------------------------------------------
 	BUILD_DIR=$(BUILD_DIR) bash rpc-bench/run --smoke
 
 # The demo script is run with the build environment loaded (colors-server
@@ -67,6 +65,7 @@ bench: build
 	fi
 	. ./$(BUILD_DIR)/env.sh && ./$(BENCH)
 	. ./$(BUILD_DIR)/env.sh && python3 bindings-python/benchmarks/bench.py
+	BUILD_DIR=$(BUILD_DIR) bash bindings-java/run-bench.sh
 	BUILD_DIR=$(BUILD_DIR) bash rpc-bench/run --quick
 
 # Sanitizer builds live in their own directories so they never pollute the
