@@ -4,6 +4,8 @@
 #include <vector>
 
 #include "jni_common.hpp"
+#include "containers.hpp"
+#include "word.hpp"
 
 namespace colors_jni {
 
@@ -101,6 +103,74 @@ jobject JNICALL n_list_remove(JNIEnv* env, jclass, jobject h, jint i) {
 
 jobjectArray JNICALL n_list_items(JNIEnv* env, jclass, jobject h) {
   return guarded<jobjectArray>(env, nullptr, [&] { return to_java_array(env, jvalue_of(env, h)->list().items()); });
+}
+
+// The elements of an all-integer (all-number) list as a long[] (double[]) in one call: no boxing,
+// no object per element. Unboxed words are decoded in place; boxed ones are read through a
+// rooted load. TypeMismatchError names the first element of another kind.
+template <typename T, typename Decode>
+std::vector<T> list_numbers(colors::List& l, const char* want, Decode decode) {
+  namespace cd = colors::detail;
+  cd::Word lw = l.raw();
+  std::size_t n = cd::list_size(lw);
+  std::vector<T> out;
+  out.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    cd::Word w;
+    try {
+      w = cd::list_get(lw, i);
+    } catch (const colors::IndexError&) {
+      break;  // shrunk meanwhile
+    }
+    T x;
+    if (cd::is_small_int(w)) {
+      x = static_cast<T>(cd::small_value(w));
+    } else {
+      colors::Value v = l.get(i);  // rooted: a boxed integer or float
+      if (!decode(v, &x))
+        throw colors::TypeMismatchError("element " + std::to_string(i) + " of the shared list is a " +
+                                        std::string(colors::type_name(v.kind())) + ", not " + want);
+    }
+    out.push_back(x);
+  }
+  return out;
+}
+
+jlongArray JNICALL n_list_longs(JNIEnv* env, jclass, jobject h) {
+  return guarded<jlongArray>(env, nullptr, [&]() -> jlongArray {
+    auto v = list_numbers<jlong>(jvalue_of(env, h)->list(), "an integer", [](const colors::Value& x, jlong* out) {
+      if (x.kind() != colors::TypeKind::kInteger) return false;
+      *out = x.as_int();
+      return true;
+    });
+    jlongArray a = env->NewLongArray(static_cast<jsize>(v.size()));
+    if (a != nullptr) env->SetLongArrayRegion(a, 0, static_cast<jsize>(v.size()), v.data());
+    return a;
+  });
+}
+
+jdoubleArray JNICALL n_list_doubles(JNIEnv* env, jclass, jobject h) {
+  return guarded<jdoubleArray>(env, nullptr, [&]() -> jdoubleArray {
+    auto v = list_numbers<jdouble>(jvalue_of(env, h)->list(), "a number", [](const colors::Value& x, jdouble* out) {
+      colors::TypeKind k = x.kind();
+      if (k == colors::TypeKind::kFloat) {
+        *out = x.as_float();
+        return true;
+      }
+      if (k == colors::TypeKind::kInteger) {  // exact conversions only, as Codec.toDouble
+        std::int64_t i = x.as_int();
+        *out = static_cast<jdouble>(i);
+        if (*out >= 0x1p63 || static_cast<std::int64_t>(*out) != i)
+          throw colors::OverflowError("the shared integer " + std::to_string(i) +
+                                      " has no exact double; read it as a long");
+        return true;
+      }
+      return false;
+    });
+    jdoubleArray a = env->NewDoubleArray(static_cast<jsize>(v.size()));
+    if (a != nullptr) env->SetDoubleArrayRegion(a, 0, static_cast<jsize>(v.size()), v.data());
+    return a;
+  });
 }
 
 // Index of the first (last) element equal to the value under the language-neutral equality, -1.
@@ -253,6 +323,8 @@ void add_containers_natives(std::vector<JNINativeMethod>& out) {
   static const std::string s_ladd = "(" + h + val + ")V";
   static const std::string s_lins = "(" + h + "I" + val + ")V";
   static const std::string s_items = "(" + h + ")[Ljava/lang/Object;";
+  static const std::string s_longs = "(" + h + ")[J";
+  static const std::string s_doubles = "(" + h + ")[D";
   static const std::string s_lidx = "(" + h + val + "Z)I";
   static const std::string s_lrep = "(" + h + "[I[J[Ljava/lang/Object;)V";
   static const std::string s_kget = "(" + h + val + ")Ljava/lang/Object;";
@@ -267,6 +339,8 @@ void add_containers_natives(std::vector<JNINativeMethod>& out) {
       N("listInsert", s_lins.c_str(), n_list_insert),
       N("listRemove", s_lget.c_str(), n_list_remove),
       N("listItems", s_items.c_str(), n_list_items),
+      N("listLongs", s_longs.c_str(), n_list_longs),
+      N("listDoubles", s_doubles.c_str(), n_list_doubles),
       N("listIndexOf", s_lidx.c_str(), n_list_index_of),
       N("listReplace", s_lrep.c_str(), n_list_replace),
       N("mapGet", s_kget.c_str(), n_map_get),

@@ -79,6 +79,8 @@ final class Native {
   static native void listInsert(Handle h, int i, int tag, long bits, Object obj);
   static native Object listRemove(Handle h, int i);
   static native Object[] listItems(Handle h);
+  static native long[] listLongs(Handle h);
+  static native double[] listDoubles(Handle h);
   static native int listIndexOf(Handle h, int tag, long bits, Object obj, boolean last);
   static native void listReplace(Handle h, int[] tags, long[] bits, Object[] objs);
   static native Object mapGet(Handle h, int tag, long bits, Object obj);

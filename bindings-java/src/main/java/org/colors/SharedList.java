@@ -174,10 +174,7 @@ public final class SharedList extends AbstractList<Object> implements RandomAcce
    * @throws TypeMismatchException if an element is not an integer
    */
   public long[] toLongArray() {
-    Object[] items = toArray();
-    long[] r = new long[items.length];
-    for (int i = 0; i < r.length; i++) r[i] = Codec.toLong(items[i], where(i));
-    return r;
+    return Native.listLongs(handle);  // one native call, no boxing
   }
 
   /**
@@ -203,10 +200,7 @@ public final class SharedList extends AbstractList<Object> implements RandomAcce
    * @throws TypeMismatchException if an element is not a number
    */
   public double[] toDoubleArray() {
-    Object[] items = toArray();
-    double[] r = new double[items.length];
-    for (int i = 0; i < r.length; i++) r[i] = Codec.toDouble(items[i], where(i));
-    return r;
+    return Native.listDoubles(handle);  // one native call, no boxing
   }
 
   private static String where(int i) {

@@ -127,7 +127,14 @@ class ValuesTest {
     assertArrayEquals(new Integer[] {1, 2}, ints.toArray(Integer.class));
     assertArrayEquals(new Short[] {1, 2}, ints.toArray(Short.class));
     assertArrayEquals(new double[] {1, 2}, ints.toDoubleArray());
-    ints.add("x");
+    ints.add(Long.MAX_VALUE);
+    assertThrows(SharedOverflowException.class, ints::toDoubleArray);  // no exact double
+    ints.set(2, 2.5);
+    assertArrayEquals(new double[] {1, 2, 2.5}, ints.toDoubleArray());
+    assertThrows(TypeMismatchException.class, ints::toLongArray);  // a float is not an integer
+    ints.set(2, "x");
+    assertThrows(TypeMismatchException.class, ints::toLongArray);
+    assertThrows(TypeMismatchException.class, ints::toDoubleArray);
     assertThrows(TypeMismatchException.class, () -> ints.toArray(Integer.class));
     assertThrows(ArrayStoreException.class, () -> ints.toArray(new Long[0]));
   }
