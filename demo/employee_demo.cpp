@@ -92,6 +92,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: employee-demo hr|payroll   (COLORS_SOCKET selects the server)\n");
     return 2;
   }
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // lines appear in order with the other processes'
   try {
     attach();
     int rc = std::strcmp(argv[1], "hr") == 0 ? hr() : payroll();

@@ -25,9 +25,28 @@ for _ in $(seq 100); do
 done
 cat "$work/server.out"
 
-"$demo_bin" payroll &
+# Java: the audit rpc service (when the Java binding is built); runs until its stdin closes.
+audit_jar="$build/demo/colors-demo.jar"
+audit_pid=
+if [ -f "$audit_jar" ] && command -v java >/dev/null 2>&1; then
+  mkfifo "$work/audit.in"
+  java -cp "$audit_jar:$build/bindings-java/colors.jar" demo.Audit <"$work/audit.in" &
+  audit_pid=$!
+  exec 3>"$work/audit.in"  # holding the fifo open keeps the service running
+fi
+
+# Python payroll if the Python binding is built (it calls the Java audit service), else the C++ one.
+if [ -d "$build/bindings-python/colors_shm" ] && [ -n "$audit_pid" ]; then
+  python3 "$(dirname "$0")/../demo/python/payroll.py" &
+else
+  "$demo_bin" payroll &
+fi
 payroll_pid=$!
 "$demo_bin" hr
 wait "$payroll_pid"
+if [ -n "$audit_pid" ]; then
+  exec 3>&-
+  wait "$audit_pid" || true
+fi
 echo "--- server log ---"
 cat "$work/server.log"
