@@ -9,7 +9,8 @@
 //
 // The state word of a Request (a small integer in its `state` slot) is the completion protocol:
 //   kQueued -> kWaiting      caller, CAS, just before it blocks (so the server knows to wake it)
-//   kQueued|kWaiting -> kDone|kFailed   server, exchange, after writing result/error fields;
+//   kQueued|kWaiting -> kDone|kFailed|kRejected   server, exchange, after writing result/error
+//                            fields (kRejected: the call never ran, its caller gets UnavailableError);
 //                            if it replaced kWaiting it wakes the futex on the word
 //   kQueued|kWaiting -> kCancelled      caller, CAS, on timeout (the server's later exchange
 //                            overwrites it harmlessly; nobody waits any more)
@@ -48,9 +49,8 @@ namespace {
 
 using detail::Word;
 
-constexpr const char* kUnavailableType = "colors::UnavailableError";
-
-enum State : std::int64_t { kQueued = 0, kWaiting = 1, kDone = 2, kFailed = 3, kCancelled = 4 };
+enum State : std::int64_t { kQueued = 0, kWaiting = 1, kDone = 2, kFailed = 3, kCancelled = 4, kRejected = 5 };
+bool finished_state(std::int64_t st) { return st == kDone || st == kFailed || st == kRejected; }
 
 constexpr std::int64_t kSliceNs = 10'000'000;  // liveness re-check while blocked
 
@@ -205,6 +205,21 @@ void Call::fail(std::string_view error_type, std::string_view message) {
   finish(req_, kFailed);
 }
 
+void Call::reject(std::string_view message) {
+  if (finished_) return;
+  finished_ = true;
+  req_.set(schema().error_message, Value(message));
+  finish(req_, kRejected);
+}
+
+void Server::reject_queued(const std::string& message) {
+  while (auto v = queue_.try_receive()) {
+    Call c;
+    c.req_ = Object(*v);
+    c.reject(message);
+  }
+}
+
 void Call::run(const Handler& h) {
   try {
     List a = args();
@@ -256,11 +271,7 @@ Server::Server(const std::string& name, std::uint32_t queue_capacity) : name_(na
   }
   // Requests left by a server that died were never handled: their callers have been told (or
   // will be) that the server is gone, so they must not run now.
-  while (auto v = queue_.try_receive()) {
-    Call c;
-    c.req_ = Object(*v);
-    c.fail(kUnavailableType, "the previous server of endpoint '" + name + "' died before handling this call");
-  }
+  reject_queued("the previous server of endpoint '" + name + "' died before handling this call");
   Object ep = new_object(s.endpoint);
   ep.set(s.server_client, Value(static_cast<long long>(detail::current_client_id())));
   ep.set(s.server_slot, Value(static_cast<long long>(detail::current_client_slot())));
@@ -278,11 +289,7 @@ Server::~Server() {
       repo_.set(Value());
     }
     // Calls queued but not taken will never run: tell their callers now.
-    while (auto v = queue_.try_receive()) {
-      Call c;
-      c.req_ = Object(*v);
-      c.fail(kUnavailableType, "the server of endpoint '" + name_ + "' stopped before handling this call");
-    }
+    reject_queued("the server of endpoint '" + name_ + "' stopped before handling this call");
   } catch (...) {
     // Detached or server gone: nothing to unregister.
   }
@@ -401,13 +408,13 @@ std::vector<Outcome> Client::outcomes(const Value& batch_result) {
 
 bool Pending::ready() const {
   std::int64_t st = state_of(state_slot(req_)->load(std::memory_order_acquire));
-  return st == kDone || st == kFailed;
+  return finished_state(st);
 }
 
 Value Pending::get(std::int64_t timeout_ms) {
   const Schema& s = schema();
   std::atomic<Word>* slot = state_slot(req_);
-  auto finished = [&](std::int64_t st) { return st == kDone || st == kFailed; };
+  auto finished = finished_state;
   std::int64_t st = state_of(slot->load(std::memory_order_acquire));
   if (!finished(st)) {
     const std::int64_t start = detail::monotonic_ns();
@@ -452,13 +459,11 @@ Value Pending::get(std::int64_t timeout_ms) {
       detail::check_wait_interrupts(s.meta);  // InterruptedError / ServerGoneError
     }
   }
-  if (st == kFailed) {
+  if (st == kFailed || st == kRejected) {
     Value t = req_.get(s.error_type), msg = req_.get(s.error_message);
-    std::string type = t.is_null() ? "unknown" : t.as_string(), text = msg.is_null() ? "" : msg.as_string();
-    // Calls a stopping or replacing server never ran are failed with this type: the caller's
-    // error is the transport's, not the handler's.
-    if (type == kUnavailableType) throw UnavailableError(text);
-    throw RemoteError(type, text);
+    std::string text = msg.is_null() ? "" : msg.as_string();
+    if (st == kRejected) throw UnavailableError(text);  // never ran: the transport's error
+    throw RemoteError(t.is_null() ? "unknown" : t.as_string(), text);
   }
   return req_.get(s.result);
 }

@@ -58,9 +58,11 @@ class Call {
   const std::string& method() const { return method_; }
   List args() const;
   bool is_batch() const { return method_ == kBatchMethod; }
-  // Completes the call (exactly one of these, once; later ones are ignored).
+  // Completes the call (exactly one of these, once; later ones are ignored). reject: the call is
+  // not run at all (its server is going away); the caller gets UnavailableError.
   void reply(const Value& result);
   void fail(std::string_view error_type, std::string_view message);
+  void reject(std::string_view message);
   // Runs the call (or every call of a batch, in order) through `h` and completes it.
   void run(const Handler& h);
   const Object& request() const { return req_; }
@@ -86,6 +88,7 @@ class Server {
   const std::string& name() const { return name_; }
 
  private:
+  void reject_queued(const std::string& message);  // every call still queued
   std::string name_;
   Repository repo_;
   Channel queue_;

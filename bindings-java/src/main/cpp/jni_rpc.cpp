@@ -32,17 +32,9 @@ namespace {
 
 constexpr std::int64_t kSliceMs = 50;  // serving threads re-check `closing` at least this often
 
-// A call failed by libshared itself because its server stopped or died before running it (the
-// server side marks it with the type "colors::UnavailableError") is UnavailableException, as the
-// transport documents, not a RemoteException.
-colors::Value get_result(colors::rpc::Pending& pend, std::int64_t timeout_ms) {
-  try {
-    return pend.get(timeout_ms);
-  } catch (const colors::RemoteError& e) {
-    if (e.remote_type() == "colors::UnavailableError") throw colors::UnavailableError(e.remote_message());
-    throw;
-  }
-}
+// A call its server stopped or died before running reaches the caller as UnavailableError
+// (libshared's kRejected state), so no conversion is needed here.
+colors::Value get_result(colors::rpc::Pending& pend, std::int64_t timeout_ms) { return pend.get(timeout_ms); }
 
 struct JClient {
   colors::rpc::Client c;
@@ -148,7 +140,7 @@ void JNICALL n_worker_free(JNIEnv* env, jclass, jlong w) {
   guarded_void(env, [&] {
     auto* wk = reinterpret_cast<JWorker*>(static_cast<std::intptr_t>(w));
     if (wk == nullptr) return;
-    if (wk->call) wk->call->fail("colors::UnavailableError", "the serving thread ended before replying");
+    if (wk->call) wk->call->reject("the serving thread ended before replying");
     delete wk;
   });
 }
