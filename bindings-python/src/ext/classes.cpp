@@ -503,11 +503,6 @@ bool user_value_of(py::handle obj, colors::Value* out) {
   return true;
 }
 
-bool is_user_proxy(py::handle obj) {
-  return g_instance_base != nullptr &&
-         PyType_IsSubtype(Py_TYPE(obj.ptr()), reinterpret_cast<PyTypeObject*>(g_instance_base));
-}
-
 py::object wrap_user_object(colors::Value&& v, bool* generic) {
   *generic = false;
   auto hit = g_user_cache.find(v.raw());
@@ -596,13 +591,11 @@ const UserLayout& user_layout(PyTypeObject* type, const std::vector<std::pair<st
   UserLayout l;
   l.cls = colors::define_class(e.name, specs);
   for (auto& f : specs) {
-    l.fields.emplace_back(l.cls, f.name);
     l.infos.push_back(cd::find_field(l.cls.record(), f.name));
     PyObject* name = PyUnicode_FromStringAndSize(f.name.data(), static_cast<Py_ssize_t>(f.name.size()));
     if (name == nullptr) throw py::error_already_set();
     PyUnicode_InternInPlace(&name);  // attribute names are interned: compare by pointer first
     l.names.push_back(py::reinterpret_steal<py::object>(name));
-    l.kinds.push_back(f.type);
   }
   l.declared = e.declared.size();
   return e.layouts.emplace(std::move(key), std::move(l)).first->second;

@@ -62,10 +62,8 @@ void forget_user_proxies();  // detach
 // fields plus `extras` (attributes the class does not declare), and the fields resolved in it.
 struct UserLayout {
   colors::Class cls;
-  std::vector<colors::Field> fields;
   std::vector<const colors::detail::FieldInfo*> infos;  // the fields resolved in `cls`
   std::vector<py::object> names;  // field names as str, in field order
-  std::vector<colors::TypeKind> kinds;
   std::size_t declared = 0;       // the first `declared` fields are the class's own
 };
 const UserLayout& user_layout(PyTypeObject* type, const std::vector<std::pair<std::string, colors::TypeKind>>& extras);
