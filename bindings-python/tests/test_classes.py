@@ -5,6 +5,7 @@ generic proxy, and the paper's Employee example across processes."""
 from __future__ import annotations
 
 import gc
+import math
 import pathlib
 import textwrap
 from dataclasses import dataclass
@@ -76,6 +77,27 @@ def test_int_is_accepted_by_a_float_field_and_types_are_checked():
     with pytest.raises(cs.SharedOverflowError):
         cs.allocate(Point).x = 2**70
     assert e.salary == 100.0  # nothing changed by the failed stores
+
+
+def test_float_fields_keep_every_double():
+    # Doubles in the immediate range are stored in the slot, the others (NaN, infinities,
+    # subnormals, huge and tiny magnitudes) boxed: both must read back bit for bit.
+    class MyFloat(float):
+        pass
+
+    e = cs.allocate(Employee, "Smith", 1.0)
+    values = [0.0, -0.0, 0.1, -2.5, 1e-30, 3.4e38, 1e-300, 1e300, 5e-324, float("inf"), -float("inf"),
+              2.0**-126, 2.0**129, MyFloat(7.25)]
+    for x in values:
+        e.salary = x
+        got = e.salary
+        assert type(got) is float
+        assert got == x and math.copysign(1.0, got) == math.copysign(1.0, x)
+    e.salary = float("nan")
+    assert math.isnan(e.salary)
+    lst = cs.copy_to(values)
+    assert [math.copysign(1.0, v) for v in lst] == [math.copysign(1.0, v) for v in values]
+    assert list(lst) == values
 
 
 def test_unshareable_classes_are_refused():

@@ -379,6 +379,7 @@ Class class_of(const Value& v) {
   if (w == kNull) throw TypeMismatchError("null has no shared class");
   if (is_small_int(w)) return Class(builtin_class(m, TypeKind::kInteger));
   if (is_bool(w)) return Class(builtin_class(m, TypeKind::kBoolean));
+  if (is_small_float(w)) return Class(builtin_class(m, TypeKind::kFloat));
   return Class(detail::class_of(w));
 }
 

@@ -60,6 +60,7 @@ Rooted new_integer(Metadata* m, std::int64_t v) {
 }
 
 Rooted new_float(Metadata* m, double v) {
+  if (fits_small_float(v)) return Rooted(make_small_float(v), nullptr);
   return allocate(m, TypeKind::kFloat, builtin_class(m, TypeKind::kFloat), sizeof(double),
                   [v](ObjectHead* o) { reinterpret_cast<FloatObject*>(o)->value = v; });
 }
@@ -127,7 +128,6 @@ std::int64_t integer_value(Word w) {
   return is_small_int(w) ? small_value(w) : reinterpret_cast<IntegerObject*>(w)->value;
 }
 
-double float_value(Word w) { return reinterpret_cast<FloatObject*>(w)->value; }
 
 std::string_view string_value(Word w) {
   auto* s = reinterpret_cast<StringObject*>(w);

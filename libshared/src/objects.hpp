@@ -14,7 +14,7 @@ namespace colors::detail {
 
 // ---- allocation: every result comes rooted (roots.hpp), the root taken before publication ----
 Rooted new_integer(Metadata* m, std::int64_t v);   // small ints are unboxed (no root needed)
-Rooted new_float(Metadata* m, double v);
+Rooted new_float(Metadata* m, double v);        // immediate when fits_small_float (no root)
 Rooted new_string(Metadata* m, std::string_view utf8);  // throws InvalidArgumentError on bad UTF-8
 Rooted new_binary(Metadata* m, const void* data, std::size_t n);
 Rooted new_list(Metadata* m, std::size_t capacity);
@@ -31,16 +31,20 @@ std::size_t object_bytes(std::size_t payload);
 // ---- inspection ----
 inline ObjectHead* obj(Word w) { return reinterpret_cast<ObjectHead*>(w); }
 inline ClassRecord* class_of(Word w) { return obj(w)->cls.load(std::memory_order_acquire); }
-// kNull, kInteger (small or boxed), kBoolean, or the object's kind.
+// kNull, kInteger (small or boxed), kBoolean, kFloat (immediate or boxed), or the object's kind.
 inline TypeKind kind_of(Word w) {
   if (w == kNull) return TypeKind::kNull;
   if (is_small_int(w)) return TypeKind::kInteger;
   if (is_bool(w)) return TypeKind::kBoolean;
+  if (is_small_float(w)) return TypeKind::kFloat;
   return class_of(w)->kind;
 }
 bool is_integer(Word w);
 std::int64_t integer_value(Word w);  // REQUIRES: is_integer(w)
-double float_value(Word w);          // REQUIRES: kind_of(w) == kFloat
+// REQUIRES: kind_of(w) == kFloat
+inline double float_value(Word w) {
+  return is_small_float(w) ? small_float_value(w) : reinterpret_cast<const FloatObject*>(w)->value;
+}
 std::string_view string_value(Word w);  // REQUIRES: kind_of(w) == kString
 inline std::size_t block_size_of(Word w) { return BlockHeader::size_of(obj(w)->block.load()); }
 

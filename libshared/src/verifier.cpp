@@ -24,7 +24,7 @@ struct Checker {
   }
 
   void check_word(Word w, const std::string& where) {
-    if (w == kNull || is_small_int(w) || is_bool(w)) return;
+    if (w == kNull || is_small_int(w) || is_bool(w) || is_small_float(w)) return;
     if ((w & 15) != 0) {
       error(where + ": invalid tagged word " + hex(w));
       return;

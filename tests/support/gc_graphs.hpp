@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -213,6 +214,13 @@ struct Built {
   std::uint64_t bytes = 0;  // approximate size
 };
 
+// Heap bytes of a float value: none when it is stored in the slot (libshared/src/word.hpp:
+// zero, or a magnitude in [2^-126, 2^129)), a 32-byte box otherwise.
+inline std::uint64_t float_bytes(double d) {
+  double a = std::fabs(d);
+  return d == 0.0 || (a >= std::ldexp(1.0, -126) && a < std::ldexp(1.0, 129)) ? 0 : 32;
+}
+
 class Builder {
  public:
   Builder(Kit& k, Rng& r) : k_(k), r_(r) {}
@@ -226,7 +234,7 @@ class Builder {
     o.set(k_.f_key, Value(static_cast<long long>(key)));
     o.set(k_.f_weight, Value(weight));
     o.set(k_.f_label, Value(label));
-    std::uint64_t b = k_.node_bytes + string_bytes(label.size()) + 32 + (key >= -(1LL << 59) && key < (1LL << 59) ? 0 : 32);
+    std::uint64_t b = k_.node_bytes + string_bytes(label.size()) + float_bytes(weight) + (key >= -(1LL << 59) && key < (1LL << 59) ? 0 : 32);
     std::vector<std::uint8_t> data;
     bool has_data = r_.chance(30);
     if (has_data) {

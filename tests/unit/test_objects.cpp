@@ -28,6 +28,57 @@ TEST_CASE("scalars round-trip through values") {
   REQUIRE(new_binary(bytes).as_bytes() == bytes);
 }
 
+TEST_CASE("floats in the immediate range live in the slot, the others are boxed") {
+  test::TestSegment seg;
+  const double inf = std::numeric_limits<double>::infinity();
+  const double in_range[] = {0.0, -0.0, 1.0, -1.0, 0.1, 2.5, 1e-30, -3.4e38, 6.8e38, std::ldexp(1.0, -126),
+                             std::nextafter(std::ldexp(1.0, 129), 0.0), 3.141592653589793};
+  const double boxed[] = {1e-300, 1e300, std::ldexp(1.0, 129), std::nextafter(std::ldexp(1.0, -126), 0.0),
+                          std::numeric_limits<double>::denorm_min(), inf, -inf};
+  std::size_t before = heap_stats().allocated_bytes_total;
+  for (double d : in_range) {
+    Value v(d);
+    REQUIRE(v.kind() == TypeKind::kFloat);
+    REQUIRE_FALSE(v.is_shared_object());
+    REQUIRE(std::signbit(v.as_float()) == std::signbit(d));
+    REQUIRE(v.as_float() == d);
+    REQUIRE(class_of(v).kind() == TypeKind::kFloat);
+  }
+  REQUIRE(heap_stats().allocated_bytes_total == before);  // nothing allocated
+  for (double d : boxed) {
+    Value v(d);
+    REQUIRE(v.kind() == TypeKind::kFloat);
+    REQUIRE(v.is_shared_object());
+    REQUIRE(v.as_float() == d);
+  }
+  Value nan(std::numeric_limits<double>::quiet_NaN());
+  REQUIRE(nan.is_shared_object());
+  REQUIRE(std::isnan(nan.as_float()));
+  // Equality and hash do not depend on where the float lives.
+  REQUIRE(Value(2.0) == Value(2));
+  REQUIRE(Value(2.0).hash() == Value(2).hash());
+  REQUIRE(Value(1e300) == Value(1e300));
+  REQUIRE(Value(1e300).hash() == Value(1e300).hash());
+  REQUIRE(Value(0.0) == Value(-0.0));
+  REQUIRE(Value(0.0).hash() == Value(-0.0).hash());
+  // In containers and fields, including as map keys.
+  Map m = new_map();
+  m.put(Value(0.1), Value(1e300));
+  m.put(Value(1e300), Value(0.1));
+  REQUIRE(m.at(Value(0.1)).as_float() == 1e300);
+  REQUIRE(m.at(Value(1e300)).as_float() == 0.1);
+  REQUIRE(m.at(Value(1e300)).as_float() == 0.1);
+  List l = new_list();
+  for (double d : in_range) l.append(Value(d));
+  for (double d : boxed) l.append(Value(d));
+  std::size_t k = 0;
+  for (double d : in_range) REQUIRE(l.get(k++).as_float() == d);
+  for (double d : boxed) REQUIRE(l.get(k++).as_float() == d);
+  VerifyResult vr = verify_heap();
+  INFO(vr.report);
+  REQUIRE(vr.ok);
+}
+
 TEST_CASE("wrong-type reads throw TypeMismatchError") {
   test::TestSegment seg;
   REQUIRE_THROWS_AS(Value("x").as_int(), TypeMismatchError);

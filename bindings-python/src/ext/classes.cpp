@@ -146,6 +146,7 @@ PyObject* read_slot(std::atomic<cd::Word>* s) {  // new reference
   if (cd::is_small_int(v)) return PyLong_FromLongLong(cd::small_value(v));
   if (v == cd::kNull) Py_RETURN_NONE;
   if (cd::is_bool(v)) return PyBool_FromLong(cd::bool_value(v));
+  if (cd::is_small_float(v)) return PyFloat_FromDouble(cd::small_float_value(v));
   // A reference: root it before reading through it (the field may be overwritten meanwhile).
   cd::Rooted r = cd::root_load(s);
   cd::Word w = r.word();
@@ -178,6 +179,8 @@ void write_slot(cd::Word o, const cd::FieldInfo& f, PyObject* value) {
     w = cd::kNull;
   } else if (PyBool_Check(value)) {
     w = cd::make_bool(value == Py_True);
+  } else if (PyFloat_CheckExact(value) && cd::fits_small_float(PyFloat_AS_DOUBLE(value))) {
+    w = cd::make_small_float(PyFloat_AS_DOUBLE(value));
   } else if (PyLong_CheckExact(value) && f.type != TypeKind::kFloat) {
     int overflow = 0;
     long long x = PyLong_AsLongLongAndOverflow(value, &overflow);
@@ -301,9 +304,10 @@ PyObject* descr_get(PyObject* self, PyObject* obj, PyObject*) {
         if (std::atomic<cd::Word>* s = cd::field_slot(o, *d->info)) {
           cd::Word v = s->load(std::memory_order_acquire);
           if (cd::is_small_int(v)) return PyLong_FromLongLong(cd::small_value(v));
+          if (cd::is_small_float(v)) return PyFloat_FromDouble(cd::small_float_value(v));
           if (cd::is_bool(v)) return PyBool_FromLong(cd::bool_value(v));
           if (v == cd::kNull) Py_RETURN_NONE;
-          double x = 0;
+          double x = 0;  // a boxed float (outside the immediate range)
           bool is_float = false;
           if (const cd::Metadata* m = cd::current_meta_or_null();
               m != nullptr && cd::read_without_cycle(m, [&] {
@@ -338,6 +342,22 @@ PyObject* descr_get(PyObject* self, PyObject* obj, PyObject*) {
 
 int descr_set(PyObject* self, PyObject* obj, PyObject* value) {
   auto* d = reinterpret_cast<FieldDescr*>(self);
+  // Fast path: a float in the immediate range into a float (or untyped) field of the version
+  // resolved last: one store, no allocation.
+  if (value != nullptr && PyFloat_CheckExact(value) && Py_TYPE(obj) == d->owner && d->gen == g_generation) {
+    double x = PyFloat_AS_DOUBLE(value);
+    Handle* h = slot_handle(obj, d->handle_off);
+    if (h != nullptr && h->gen == d->gen && cd::fits_small_float(x)) {
+      cd::Word o = h->value.raw();
+      const cd::FieldInfo* f = d->info;
+      if (cd::class_of(o) == d->cls && f != nullptr && (f->type == TypeKind::kFloat || f->type == TypeKind::kAny)) {
+        if (std::atomic<cd::Word>* s = cd::field_slot(o, *f)) {
+          cd::store_ref(s, cd::make_small_float(x));
+          return 0;
+        }
+      }
+    }
+  }
   // Fast path: a small int into an integer (or untyped) field of the version resolved last.
   if (value != nullptr && PyLong_CheckExact(value) && Py_TYPE(obj) == d->owner && d->gen == g_generation) {
     Handle* h = slot_handle(obj, d->handle_off);

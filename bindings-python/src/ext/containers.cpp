@@ -97,6 +97,8 @@ void init_containers(py::module_& m) {
         item = Py_NewRef(Py_None);
       } else if (cd::is_bool(w)) {
         item = PyBool_FromLong(cd::bool_value(w));
+      } else if (cd::is_small_float(w)) {
+        item = PyFloat_FromDouble(cd::small_float_value(w));
       } else {
         cd::Rooted rooted;
         try {

@@ -309,6 +309,7 @@ class Copier {
       long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
       if (overflow == 0 && cd::fits_small(v)) return cd::make_small(v);
     }
+    if (PyFloat_CheckExact(o) && cd::fits_small_float(PyFloat_AS_DOUBLE(o))) return cd::make_small_float(PyFloat_AS_DOUBLE(o));
     // Strings and binaries are values: copied per occurrence, not memoised (their identity is
     // not observable through the heap; reading one gives a new Python object anyway).
     bool container = PyList_Check(o) || PyTuple_Check(o) || PyDict_Check(o) || PyAnySet_Check(o);

@@ -1,6 +1,7 @@
 // The primitive operations of shared lists, maps and sets. org.colors.SharedList/SharedMap/SharedSet
 // build the full java.util contracts on these. Index errors of lists are raised as
 // java.lang.IndexOutOfBoundsException (the java.util.List contract), with Java's own message.
+#include <type_traits>
 #include <vector>
 
 #include "jni_common.hpp"
@@ -123,8 +124,10 @@ std::vector<T> list_numbers(colors::List& l, const char* want, Decode decode) {
       break;  // shrunk meanwhile
     }
     T x;
-    if (cd::is_small_int(w)) {
+    if (std::is_integral_v<T> && cd::is_small_int(w)) {
       x = static_cast<T>(cd::small_value(w));
+    } else if (std::is_floating_point_v<T> && cd::is_small_float(w)) {
+      x = static_cast<T>(cd::small_float_value(w));
     } else {
       colors::Value v = l.get(i);  // rooted: a boxed integer or float
       if (!decode(v, &x))

@@ -57,6 +57,29 @@ final class Direct {
 
   /** Word tags (word.hpp). */
   static final long TAG_MASK = 15, TAG_INT = 1, TAG_BOOL = 2;
+  /** Immediate floats: the low three bits (word.hpp). */
+  static final long FLOAT_TAG_MASK = 7, TAG_FLOAT = 4;
+  /** word.hpp's kFloatExponentOffset, shifted to the exponent of a rotated double. */
+  private static final long FLOAT_OFFSET = 896L << 53;
+
+  /** fits_small_float (word.hpp): the double with these bits can be stored in the slot. */
+  static boolean fitsSmallFloat(long bits) {
+    long e = (bits >>> 52) & 0x7ff;
+    return Long.compareUnsigned(e - 897, 255) < 0 || (bits << 1) == 0;
+  }
+
+  /** make_small_float (word.hpp). REQUIRES: fitsSmallFloat(bits). */
+  static long smallFloatWord(long bits) {
+    long r = Long.rotateLeft(bits, 1);
+    long p = (bits << 1) == 0 ? r : r - FLOAT_OFFSET;
+    return (p << 3) | TAG_FLOAT;
+  }
+
+  /** small_float_value (word.hpp) as raw bits. REQUIRES: (w &amp; FLOAT_TAG_MASK) == TAG_FLOAT. */
+  static long smallFloatBits(long w) {
+    long p = w >>> 3;
+    return p <= 1 ? p << 63 : Long.rotateRight(p + FLOAT_OFFSET, 1);
+  }
 
   // Indices of layout(); must match jni_direct.cpp.
   private static final int L_BASE = 0, L_SIZE = 1, L_OFF_CLS = 2, L_OFF_PENDING = 3, L_OFF_EXTENSION = 4,
@@ -240,16 +263,23 @@ final class Direct {
     }
 
     /**
-     * The value in {@code slot} as the raw bits of a double: a small integer that a double
-     * represents exactly, or a boxed float read under the collector's seqlock
+     * The value in {@code slot} as the raw bits of a double: an immediate float, a small integer
+     * that a double represents exactly, or a boxed float read under the collector's seqlock
      * (read_without_cycle, objects.hpp: the float object cannot have been freed if no cycle
      * started meanwhile); {@link #NO_FLOAT} for anything else, or when a cycle ran: take the slow
      * path.
      */
     long readDoubleBits(long slot) {
+      long w = load(slot);
+      if ((w & FLOAT_TAG_MASK) == TAG_FLOAT) return smallFloatBits(w);
+      return readDoubleBitsSlow(slot);
+    }
+
+    private long readDoubleBitsSlow(long slot) {
       int started = loadInt(gcStartedAt);
       boolean quiet = loadInt(gcDoneAt) == started;
       long w = load(slot);
+      if ((w & FLOAT_TAG_MASK) == TAG_FLOAT) return smallFloatBits(w);
       if ((w & TAG_MASK) == TAG_INT) {
         long x = w >> 4;
         double d = (double) x;

@@ -318,6 +318,12 @@ public final class SharedField {
     writeSlow(owner, x);
   }
 
+  private void setDouble0(long a, Object owner, double d) {
+    long bits = Double.doubleToRawLongBits(d);
+    if (Direct.fitsSmallFloat(bits) && storeFast(a, Direct.smallFloatWord(bits), FLOAT)) return;
+    writeSlow(owner, d);
+  }
+
   private void setBoolean0(long a, Object owner, boolean b) {
     if (storeFast(a, ((b ? 1L : 0L) << 4) | Direct.TAG_BOOL, BOOLEAN)) return;
     writeSlow(owner, b);
@@ -352,6 +358,10 @@ public final class SharedField {
 
   void setBoolean(SharedObject o, boolean b) {
     setBoolean0(addressOf(o), o, b);
+  }
+
+  void setDouble(SharedObject o, double d) {
+    setDouble0(addressOf(o), o, d);
   }
 
   // ---- entry points: the accessors the agent generates ----------------------------------------
@@ -527,25 +537,26 @@ public final class SharedField {
   }
 
   /**
-   * Writes a double field (a new boxed float: JNI).
+   * Writes a double field: without JNI when the double is stored in the slot (zero, or a
+   * magnitude in [2^-126, 2^129)); a boxed float through JNI otherwise.
    *
    * @param o the instance
    * @param a the address of its shared object
    * @param d the value
    */
   public void setDouble(SharedInstance o, long a, double d) {
-    writeSlow(o, d);
+    setDouble0(a, o, d);
   }
 
   /**
-   * Writes a float field (as a double: JNI).
+   * Writes a float field (as a double; without JNI except for infinities, NaN and subnormals).
    *
    * @param o the instance
    * @param a the address of its shared object
    * @param f the value
    */
   public void setFloat(SharedInstance o, long a, float f) {
-    writeSlow(o, (double) f);
+    setDouble0(a, o, f);
   }
 
   /**

@@ -109,7 +109,7 @@ public final class SharedObject {
    * @param value the value
    */
   public void set(String field, double value) {
-    Native.objSet(handle, field, Codec.FLOAT, Double.doubleToRawLongBits(value), null);
+    SharedField.named(field).setDouble(this, value);  // the fast path for immediate floats
   }
 
   /**

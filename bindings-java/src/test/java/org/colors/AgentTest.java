@@ -143,6 +143,20 @@ class AgentTest {
     assertEquals(116.0, jni(e, "salary"));
     e.age++;
     assertEquals(-16L, jni(e, "age"));
+    // Doubles in the immediate range are stored without JNI, the others boxed through JNI; both
+    // read back bit for bit through the fast read and through JNI.
+    double[] doubles = {0.0, -0.0, 0.1, -2.5e-30, 3.4e38, Math.scalb(1.0, -126), Math.scalb(1.0, 129), 1e300,
+        Double.MIN_VALUE, Double.MAX_VALUE, Double.NaN, Double.POSITIVE_INFINITY, -Double.MIN_NORMAL};
+    for (double d : doubles) {
+      e.salary = d;
+      assertEquals(Double.doubleToRawLongBits(d), Double.doubleToRawLongBits(e.salary), "fast read of " + d);
+      assertEquals(Double.doubleToRawLongBits(d), Double.doubleToRawLongBits((Double) jni(e, "salary")),
+          "JNI read of " + d);
+    }
+    for (float f : new float[] {0.5f, -0.0f, Float.MIN_VALUE, Float.MAX_VALUE, Float.NaN}) {
+      e.bonus = f;
+      assertEquals(Float.floatToRawIntBits(f), Float.floatToRawIntBits(e.bonus), "float " + f);
+    }
     // The Java fields of the bound instance were never touched.
     Employee[] es = {e, SharedMemory.allocate(Employee.class)};
     es[1].age = 20;

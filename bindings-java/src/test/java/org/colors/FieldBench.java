@@ -118,6 +118,11 @@ public final class FieldBench {
       plain[i].age = i;
       plain[i].salary = i + 0.5;
     }
+    Employee[] boxed = new Employee[N];  // salaries beyond the immediate range: boxed floats
+    for (int i = 0; i < N; i++) {
+      boxed[i] = SharedMemory.allocate(Employee.class);
+      boxed[i].salary = 1e300 * (i + 1);
+    }
     SharedObject[] views = new SharedObject[N];
     for (int i = 0; i < N; i++) views[i] = SharedMemory.sharedView(shared[i]);
 
@@ -147,7 +152,7 @@ public final class FieldBench {
     int wIntPlain = add("write int   unmapped class", r -> {
       for (PlainEmployee e : plain) e.age = r;
     });
-    int rDblShared = add("read double shared (boxed float, seqlock)", r -> {
+    int rDblShared = add("read double shared (float in the slot)", r -> {
       double s = 0;
       for (Employee e : shared) s += e.salary;
       sinkD += s;
@@ -162,11 +167,19 @@ public final class FieldBench {
       for (PlainEmployee e : plain) s += e.salary;
       sinkD += s;
     });
-    int wDblShared = add("write double shared (allocates a float: JNI)", r -> {
+    int rDblBoxed = add("read double shared, boxed (1e300: outside the slot's range)", r -> {
+      double s = 0;
+      for (Employee e : boxed) s += e.salary;
+      sinkD += s;
+    });
+    int wDblShared = add("write double shared (float in the slot)", r -> {
       for (Employee e : shared) e.salary = r;
     });
     int wDblPriv = add("write double private instance", r -> {
       for (Employee e : priv) e.salary = r;
+    });
+    int wDblBoxed = add("write double shared, boxed (allocates a float: JNI)", r -> {
+      for (Employee e : boxed) e.salary = 1e300 + r;
     });
     int rIntJni = add("read int    shared, one JNI call per read (old path)", r -> {
       long s = 0;
@@ -190,6 +203,8 @@ public final class FieldBench {
     ratio("read double: shared / private", m[rDblShared], m[rDblPriv], 5);
     ratio("write int:   shared / private", m[wIntShared], m[wIntPriv], 0);
     ratio("write double: shared / private", m[wDblShared], m[wDblPriv], 0);
+    ratio("read double, boxed: shared / private", m[rDblBoxed], m[rDblPriv], 0);
+    ratio("write double, boxed: shared / private", m[wDblBoxed], m[wDblPriv], 0);
     ratio("private instance of a mapped class / unmapped class, read int", m[rIntPriv], m[rIntPlain], 0);
     ratio("private instance of a mapped class / unmapped class, write int", m[wIntPriv], m[wIntPlain], 0);
     ratio("private instance of a mapped class / unmapped class, read double", m[rDblPriv], m[rDblPlain], 0);
