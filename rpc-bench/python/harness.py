@@ -1,9 +1,10 @@
 """rpc-bench harness: runs the matrix framework x kind x size x variant, checks every reply,
-fits time = latency + size/throughput, runs the section 6.6 experiment, and writes
-results.json, results.md and figure3.png into the output directory.
+fits time = latency + size/throughput, runs the colors floors (Java client -> Python server,
+C++ <-> C++; floors.py) and the section 6.6 experiment, and writes results.json, results.md and
+figure3.png into the output directory.
 
     python3 harness.py --mode full|quick|smoke [--frameworks grpc,thrift] [--kinds int,tree4]
-                       [--sizes 1,8,64] [--figure colors,grpc] [--out DIR] [--no-66]
+                       [--sizes 1,8,64] [--figure colors,grpc] [--out DIR] [--no-66] [--no-floors]
 
 Normally run through ../run (which runs ../setup.sh first).
 """
@@ -27,11 +28,12 @@ sys.path.insert(0, str(HERE))
 
 import figure  # noqa: E402
 import fit  # noqa: E402
+import floors  # noqa: E402
 import frameworks  # noqa: E402
 import report  # noqa: E402
 import shm_vs_socket  # noqa: E402
 import workload  # noqa: E402
-from measure import Budget, time_batches, time_calls  # noqa: E402
+from measure import Budget, keep_best, time_batches, time_calls  # noqa: E402
 
 MODES = {
     # sizes, kinds, per-cell budget and passes over the matrix, JIT warm-up per framework (s),
@@ -73,16 +75,6 @@ def prewarm(adapter, kinds, seconds: float) -> None:
             adapter.read_all(kind, adapter.call(kind, payload))
 
 
-def _keep_best(best: dict, key, t: dict) -> None:
-    """Cells are measured in several passes over the matrix; a cell keeps the pass with the lowest
-    median (a pass slowed by something else running on the machine loses) and all pass medians."""
-    old = best.get(key)
-    medians = (old["pass_medians_s"] if old else []) + [t["per_call_s"]]
-    if old is None or t["per_call_s"] < old["per_call_s"]:
-        best[key] = dict(t)
-    best[key]["pass_medians_s"] = medians
-
-
 def run_framework(adapter, kinds, sizes, budget: Budget, prewarm_s: float, passes: int) -> list[dict]:
     best: dict = {}
     adapter.start_server()
@@ -109,7 +101,7 @@ def run_framework(adapter, kinds, sizes, budget: Budget, prewarm_s: float, passe
                         row = []
                         for variant, fn in (("paper", paper), ("read", read)):
                             t = time_calls(fn, budget)
-                            _keep_best(best, (kind, n, variant), t)
+                            keep_best(best, (kind, n, variant), t)
                             row.append(f"{variant} {t['per_call_s'] * 1e6:10.1f} µs")
                         check_reply(adapter, kind, n, adapter.call(kind, payload))
                         log(f"  {adapter.name:12s} {kind:6s} n={n:5d} pass {p + 1}/{passes}  " + "  ".join(row))
@@ -132,7 +124,7 @@ def run_floor(kinds, sizes, budget: Budget, passes: int) -> list[dict]:
                 raise AssertionError(f"private {kind} n={n}: checksum mismatch")
     for _ in range(passes):
         for (kind, n), d in data.items():
-            _keep_best(best, (kind, n), time_batches(lambda kind=kind, d=d: workload.read_private(kind, d), budget))
+            keep_best(best, (kind, n), time_batches(lambda kind=kind, d=d: workload.read_private(kind, d), budget))
     for kind in kinds:
         log(f"  {report.FLOOR:12s} {kind:6s} " + " ".join(
             f"{best[kind, n]['per_call_s'] * 1e6:.2f}" for n in sizes) + " µs")
@@ -196,6 +188,8 @@ def parse_args(argv=None):
                     "colors: grpc and the peer fastest on depth-4 trees)")
     ap.add_argument("--out", help="output directory (default rpc-bench/results/<UTC time>)")
     ap.add_argument("--no-66", action="store_true", help="skip the section 6.6 experiment")
+    ap.add_argument("--no-floors", action="store_true", help="skip the colors floors (Java client -> "
+                    "Python server, C++ <-> C++; run by default when colors is among the frameworks)")
     return ap.parse_args(argv)
 
 
@@ -228,6 +222,11 @@ def main(argv=None) -> int:
         measured.append(name)
     cells += run_floor(kinds, sizes, mode["budget"], mode["passes"])
 
+    colors_floors = None
+    if "colors" in names and not a.no_floors:
+        colors_floors = floors.run(kinds, sizes, mode["budget"], mode["passes"], mode["prewarm_s"], log,
+                                   required=a.mode == "smoke")
+
     s66 = None
     if not a.no_66:
         k66 = [k for k in KINDS66 if k in kinds] or list(KINDS66)
@@ -245,7 +244,8 @@ def main(argv=None) -> int:
                  "cell_value": "lowest over passes of: RPC cells, the median of per-call times; "
                                "private floor, the median round of back-to-back calls"},
         "frameworks": measured, "unavailable": unavailable, "kinds": kinds, "sizes": sizes,
-        "reference": ref, "cells": cells, "fits": fit.fit_all(cells), "sockets_vs_shm": s66,
+        "reference": ref, "cells": cells, "fits": fit.fit_all(cells), "colors_floors": colors_floors,
+        "sockets_vs_shm": s66,
     }
     (out / "results.json").write_text(json.dumps(results, indent=1))
     (out / "results.md").write_text(report.markdown(results))
@@ -256,11 +256,11 @@ def main(argv=None) -> int:
         f"results.md" + (f", figure3.png ({' vs '.join(shown)})" if shown else " (no framework: no figure)"))
 
     if a.mode == "smoke":
-        smoke_checks(out, results, names, unavailable, s66)
+        smoke_checks(out, results, names, unavailable, s66, "colors" in names and not a.no_floors)
     return 0
 
 
-def smoke_checks(out: pathlib.Path, results: dict, names, unavailable, s66) -> None:
+def smoke_checks(out: pathlib.Path, results: dict, names, unavailable, s66, floors_wanted: bool) -> None:
     """What `make test` relies on: every framework ran every cell, outputs written, 6.6 ran."""
     problems = [f"{n} unavailable: {w}" for n, w in unavailable.items() if n != "colors"]
     for name in results["frameworks"] + [report.FLOOR]:
@@ -272,12 +272,25 @@ def smoke_checks(out: pathlib.Path, results: dict, names, unavailable, s66) -> N
     for f in ("results.json", "results.md", "figure3.png"):
         if not (out / f).is_file() or (out / f).stat().st_size == 0:
             problems.append(f"{f} not written")
+    fl = results.get("colors_floors")
+    if floors_wanted and fl is None:
+        problems.append("the colors floors did not run")
+    if fl is not None:
+        for row in floors.ROWS:
+            want = len(fl["kinds"]) * len(fl["sizes"]) * 2
+            got = len(fl["rows"].get(row, {}).get("cells", []))
+            if got != want:
+                problems.append(f"{row}: {got} cells, expected {want}")
+            for kind in fl["kinds"]:
+                for variant in ("paper", "read"):
+                    if fl["rows"].get(row, {}).get("fits", {}).get(variant, {}).get(kind, {}).get("latency_us") is None:
+                        problems.append(f"{row} {kind} {variant}: no fit")
     if s66 is not None and s66.get("skipped"):
         problems.append(f"6.6 experiment skipped: {s66['skipped']}")
     if problems:
         raise SystemExit("rpc-bench smoke: FAILED\n  " + "\n  ".join(problems))
-    n = len(results["cells"])
-    log(f"rpc-bench smoke: {n} passed, 0 failed")
+    n = len(results["cells"]) + sum(len(r["cells"]) for r in (fl or {}).get("rows", {}).values())
+    log(f"rpc-bench smoke: {n} cells passed, 0 failed")
 
 
 if __name__ == "__main__":

@@ -67,3 +67,13 @@ def time_batches(fn, budget: Budget) -> dict:
         rounds.append((perf() - t) / k)
     return {"per_call_s": statistics.median(rounds), "mean_s": statistics.fmean(rounds),
             "p10_s": min(rounds), "p90_s": max(rounds), "calls": k * budget.rounds}
+
+
+def keep_best(best: dict, key, t: dict) -> None:
+    """Cells are measured in several passes over the matrix; a cell keeps the pass with the lowest
+    median (a pass slowed by something else running on the machine loses) and all pass medians."""
+    old = best.get(key)
+    medians = (old["pass_medians_s"] if old else []) + [t["per_call_s"]]
+    if old is None or t["per_call_s"] < old["per_call_s"]:
+        best[key] = dict(t)
+    best[key]["pass_medians_s"] = medians

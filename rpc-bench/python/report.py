@@ -93,6 +93,56 @@ def raw_tables(results: dict) -> list[str]:
     return lines
 
 
+def colors_floors(results: dict) -> list[str]:
+    """The colors rows with other languages at the ends of the call (floors.py)."""
+    fl = results.get("colors_floors")
+    if not fl:
+        return []
+    kinds = fl["kinds"]
+    lines = ["## colors floors: Java client → Python server, C++ client → C++ server", "",
+             "The same methods, derivation rules, checks and timing as the matrix above (each cell the "
+             "best pass median, fitted alike over sizes " + ", ".join(map(str, fl["sizes"])) + "), with other "
+             "languages at the ends of the call: a Java client (`org.colors.rpc.RpcClient` interface proxy, "
+             "colors agent; trees read as the `@Shared(name = \"bench.Node\")` class) calling a Python "
+             "`colors_shm.rpc` server, and a C++ client calling a C++ server (`colors_floor`). The first row "
+             "is the matrix's colors row (Python client → Java server) where it was measured.", ""]
+    for row, why in fl.get("skipped", {}).items():
+        lines.append(f"- {fl['labels'].get(row, row)}: not measured: {why}")
+    if fl.get("skipped"):
+        lines.append("")
+    rows = []
+    main = results["fits"].get("colors")
+    if main:
+        rows.append(("colors, Python client → Java server", main))
+    for row, d in fl["rows"].items():
+        rows.append((d["label"], d["fits"]))
+    head = "| row | " + " | ".join(kinds) + " |"
+    sep = "|---|" + "---:|" * len(kinds)
+    for variant, title in (("paper", "paper's variant"), ("read", "read variant")):
+        vrows = list(rows)
+        if variant == "read" and FLOOR in results["fits"]:
+            vrows.append(("private Python objects (read floor)", results["fits"][FLOOR]))
+        for what, key, unit in (("Throughput", "throughput_per_ms", "elements/ms"),
+                                ("Latency", "latency_us", "µs at size 1")):
+            lines += [f"### {what} in {unit} — {title}", "", head, sep]
+            for label, fits in vrows:
+                f = fits.get(variant, {})
+                lines.append(f"| {label} | " + " | ".join(
+                    _num(f[k].get(key)) if k in f else "" for k in kinds) + " |")
+            lines.append("")
+    lines += ["### Measured time per call (µs, best pass median)", ""]
+    for row, d in fl["rows"].items():
+        by = {(c["variant"], c["kind"], c["n"]): c["per_call_s"] for c in d["cells"]}
+        for variant in ("paper", "read"):
+            lines += [f"{d['label']}, {variant}:", "", "| n | " + " | ".join(kinds) + " |",
+                      "|---:|" + "---:|" * len(kinds)]
+            for n in fl["sizes"]:
+                vals = [by.get((variant, k, n)) for k in kinds]
+                lines.append(f"| {n} | " + " | ".join("" if v is None else _num(v * 1e6) for v in vals) + " |")
+            lines.append("")
+    return lines
+
+
 def sockets_vs_shm(results: dict) -> list[str]:
     s = results.get("sockets_vs_shm")
     if not s:
@@ -137,6 +187,7 @@ def markdown(results: dict) -> str:
             lines.append(f"- {fw} not measured: {why}")
         lines.append("")
     lines += tables(results)
+    lines += colors_floors(results)
     lines += sockets_vs_shm(results)
     lines += raw_tables(results)
     lines += ["## Versions", ""] + [f"- {k}: {v}" for k, v in meta["versions"].items()] + [""]
