@@ -109,11 +109,16 @@ if stale "$CP_FILE" "$HERE/java/src" "$HERE/java/pom.xml" "$BUILD/gen-java"; the
     touch "$CP_FILE"
 fi
 
-# ---- 5. the colors server ------------------------------------------------------------------
-# Compiled here with javac, not by Maven: it needs the colors binding (build/bindings-java/
-# colors.jar from the top-level build), which the peers do not. Skipped when colors is not built
-# (the colors adapter then reports itself unavailable).
-COLORS_JAR="$HERE/../build/bindings-java/colors.jar"
+# ---- 5. the colors server and client ---------------------------------------------------------
+# java/colors/bench/: the colors server (ColorsMain) and the Java client of the "Java client ->
+# Python server" floor (ColorsClientMain). Compiled here with javac, not by Maven: they need the
+# colors binding ($BUILD_DIR/bindings-java/colors.jar from the top-level build; BUILD_DIR defaults
+# to <repo>/build, relative paths are relative to the repository), which the peers do not.
+# Skipped when colors is not built (the colors adapter then reports itself unavailable; --smoke
+# fails on the missing client class).
+BUILD_DIR_ABS="${BUILD_DIR:-build}"
+case "$BUILD_DIR_ABS" in /*) ;; *) BUILD_DIR_ABS="$HERE/../$BUILD_DIR_ABS" ;; esac
+COLORS_JAR="$BUILD_DIR_ABS/bindings-java/colors.jar"
 COLORS_OUT="$BUILD/colors-classes"
 if [ -f "$COLORS_JAR" ] && stale "$COLORS_OUT/.stamp" "$HERE/java/colors" "$COLORS_JAR" "$CP_FILE"; then
     rm -rf "$COLORS_OUT"
