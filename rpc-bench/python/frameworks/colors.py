@@ -21,7 +21,8 @@ from . import base
 import workload  # noqa: E402
 
 _METHOD = {"bool": "bools", "int": "ints", "float": "floats", "string": "strings"}
-_BUILD = base.REPO / "build"
+_BUILD = pathlib.Path(os.environ.get("BUILD_DIR") or "build")  # as the Makefile and rpc-bench/run
+_BUILD = _BUILD if _BUILD.is_absolute() else base.REPO / _BUILD
 _SERVER_BIN = _BUILD / "colors-server" / "colors-server"
 _JAR = _BUILD / "bindings-java" / "colors.jar"
 _AGENT = _BUILD / "bindings-java" / "colors-agent.jar"
