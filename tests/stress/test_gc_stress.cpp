@@ -41,8 +41,8 @@ namespace {
 
 // ---- knobs -------------------------------------------------------------------------------------
 constexpr int kMutatorSeconds = 50;                        // how long the mutators run at least
-#if defined(__SANITIZE_ADDRESS__)
-constexpr int kMaxMutatorSeconds = 200;                    // ... and at most (ASan on a busy machine)
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr int kMaxMutatorSeconds = 200;                    // ... and at most (a sanitizer on a busy machine)
 #else
 constexpr int kMaxMutatorSeconds = 110;                    // ... and at most
 #endif
