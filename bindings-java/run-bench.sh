@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# Java field-access benchmark (org.colors.FieldBench, src/test/java): agent-rewritten reads and
-# writes of int and double fields on shared vs private instances, the agent's overhead on private
-# code, one JNI downcall vs one Java call; ratios measured in the same run.
+# Java benchmarks (src/test/java): org.colors.FieldBench (agent-rewritten reads and writes of int
+# and double fields on shared vs private instances, the agent's overhead on private code, one JNI
+# downcall vs one Java call) and org.colors.TreeBench (rpc-bench's colors server derivation of
+# depth-4 trees through a @Shared class, ns per node, against private instances; and the single
+# operations of a derivation); ratios measured in the same run.
 #
 #   bindings-java/run-bench.sh            (BUILD_DIR defaults to <repo>/build)
+#   BENCH=tree bindings-java/run-bench.sh (only TreeBench; BENCH=field: only FieldBench; extra
+#                                          arguments go to the selected benchmark's main)
 #
 # Builds what is missing (CMake build, agent jar, test classes), starts a private colors-server
 # (unique name, socket in a temporary directory), runs the benchmark with -javaagent, stops it.
@@ -22,7 +26,7 @@ SERVER="$BUILD_DIR/colors-server/colors-server"
 
 TMP="$(mktemp -d)"
 NAME="colors-bench-java-$$"
-"$SERVER" --name "$NAME" --socket "$TMP/sock" --heap-size 64M --log-level warn &
+"$SERVER" --name "$NAME" --socket "$TMP/sock" --heap-size 1G --log-level warn &
 SPID=$!
 trap 'kill $SPID 2>/dev/null; wait $SPID 2>/dev/null; rm -rf "$TMP"' EXIT
 for _ in $(seq 100); do [ -S "$TMP/sock" ] && break; sleep 0.05; done
@@ -31,7 +35,15 @@ echo "load: $(uptime)"
 JAVA=(java -Dcolors.jni.library="$LIB" -Dcolors.socket="$TMP/sock" --enable-native-access=ALL-UNNAMED
       -cp "$HERE/target/classes:$HERE/target/test-classes")
 AGENT=-javaagent:"$HERE/agent/target/colors-agent.jar"
+BENCH="${BENCH:-all}"
+if [ "$BENCH" = tree ]; then
+  "${JAVA[@]}" "$AGENT" org.colors.TreeBench "$@"
+  exit 0
+fi
 "${JAVA[@]}" "$AGENT" org.colors.FieldBench "$@"
+[ "$BENCH" = field ] && exit 0
+"${JAVA[@]}" "$AGENT" org.colors.TreeBench
+"${JAVA[@]}" "$AGENT" org.colors.TreeBench --parts
 
 # The agent's overhead on code that never touches shared objects: the same plain workload in a JVM
 # without and one with the agent (three runs each, alternating; the best of each).

@@ -3,10 +3,13 @@
 // conversion both ways), jni_containers.cpp (list/map/set primitives), jni_sync.cpp (interrupts,
 // repositories, channels, monitors), jni_objects.cpp (user objects and classes).
 //
-// Lifetime rule: every shared reference held by Java is a colors::Value inside a JValue (a GC root
-// of this process), owned by exactly one org.colors.Handle, which a proxy owns. The Handle's
-// Cleaner deletes the JValue (Native.release). Natives receive the Handle object itself (not its
-// pointer as a long), so the Handle stays reachable, and its JValue alive, for the whole call.
+// Lifetime rule: every shared reference held by Java is one GC root of this process, owned by
+// exactly one org.colors.Handle (through its org.colors.Root), which a proxy owns: either a
+// colors::Value inside a JValue (Root.ptr), or a root-table slot Java filled itself (Root.slot; the
+// field fast path, org.colors.Roots), which jvalue_of turns into a JValue adopting it when a native
+// first needs one. The Handle's Cleaner releases the root (Native.release, or Roots.release in
+// Java). Natives receive the Handle object itself (not its pointer as a long), so the Handle stays
+// reachable, and its root alive, for the whole call.
 //
 // Values cross the boundary Java -> C++ as a triple (tag, bits, obj) built by org.colors.Codec:
 // no allocation for scalars, one JNI call per operation. C++ -> Java they come back as null, Long,
@@ -102,7 +105,7 @@ struct Cache {
   jclass long_cls, double_cls, boolean_cls, string_cls, object_cls, ioobe_cls, proxies_cls, thread_cls;
   jmethodID long_value_of, double_value_of, wrap, lookup, thread_interrupted;
   jobject boolean_true, boolean_false;
-  jfieldID handle_ptr;
+  jfieldID handle_root, handle_raw, root_ptr, root_slot, root_gen;
 };
 extern Cache g;
 

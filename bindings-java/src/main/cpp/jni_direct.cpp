@@ -6,11 +6,14 @@
 // These natives are resolved by their exported JNI names (not registered in jni_module.cpp).
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "classes.hpp"
 #include "jni_common.hpp"
+#include "barrier.hpp"
 #include "layout.hpp"
 #include "objects.hpp"
+#include "roots.hpp"
 #include "segment.hpp"
 
 namespace cd = colors::detail;
@@ -29,12 +32,24 @@ static_assert(offsetof(cd::UserObject, head) == 0);
 static_assert(offsetof(cd::FloatObject, value) % 8 == 0);
 static_assert(offsetof(cd::ArrayObject, slots) % 8 == 0);
 static_assert(sizeof(cd::UserObject) % 8 == 0);
+static_assert(offsetof(cd::StringObject, length) % 8 == 0);
+static_assert(sizeof(std::atomic<cd::Word>*) == sizeof(jlong));
 
 // Indices of the array returned by layout(); must match org.colors.Direct.
 enum : int {
   kBase, kSize, kOffCls, kOffPending, kOffExtension, kOffSlots, kOffFloatValue, kOffArrayCapacity,
-  kOffArraySlots, kOffClassKind, kOffGcStarted, kOffGcDone, kWordSize, kGranuleSize, kFloatClass, kLayoutCount
+  kOffArraySlots, kOffClassKind, kOffGcStarted, kOffGcDone, kWordSize, kGranuleSize, kFloatClass,
+  kOffStringLength, kOffStringBytes, kStringClass, kLayoutCount
 };
+
+cd::ClassRecord* class_record(jlong cls) {
+  auto* c = reinterpret_cast<cd::ClassRecord*>(static_cast<std::uintptr_t>(cls));
+  if (c == nullptr || c->magic != cd::kClassMagic) throw colors::InvalidArgumentError("not a class record");
+  return c;
+}
+
+jlong slot_bits(std::atomic<cd::Word>* slot) { return static_cast<jlong>(reinterpret_cast<std::uintptr_t>(slot)); }
+std::atomic<cd::Word>* slot_of(jlong bits) { return reinterpret_cast<std::atomic<cd::Word>*>(static_cast<std::uintptr_t>(bits)); }
 
 constexpr jint kChunkShift = 30;  // ByteBuffers of 1 GiB (a Java buffer holds at most 2^31-1 bytes)
 
@@ -65,6 +80,10 @@ JNIEXPORT jlongArray JNICALL Java_org_colors_Direct_layout(JNIEnv* env, jclass) 
     v[kGranuleSize] = cd::kGranule;
     // Every boxed float has this class (new_float): one compare instead of reading the class's kind.
     v[kFloatClass] = static_cast<jlong>(reinterpret_cast<std::uintptr_t>(m->builtin[static_cast<int>(colors::TypeKind::kFloat)]));
+    // Strings are read from Java under the collector's seqlock (org.colors.Direct.View.readString).
+    v[kOffStringLength] = offsetof(cd::StringObject, length);
+    v[kOffStringBytes] = offsetof(cd::StringObject, bytes);
+    v[kStringClass] = static_cast<jlong>(reinterpret_cast<std::uintptr_t>(m->builtin[static_cast<int>(colors::TypeKind::kString)]));
     jlongArray a = env->NewLongArray(kLayoutCount);
     check_pending(env);
     env->SetLongArrayRegion(a, 0, kLayoutCount, v);
@@ -100,20 +119,100 @@ JNIEXPORT jobjectArray JNICALL Java_org_colors_Direct_segment(JNIEnv* env, jclas
   });
 }
 
-// The field `name` of class version `cls`: {slot, TypeKind}, or null when the version lacks it.
+// The field `name` of class version `cls`: {slot, TypeKind, 1 if typed with a class name}, or null
+// when the version lacks it.
 JNIEXPORT jlongArray JNICALL Java_org_colors_Direct_resolve(JNIEnv* env, jclass, jlong cls, jstring name) {
   using namespace colors_jni;
   return guarded<jlongArray>(env, nullptr, [&]() -> jlongArray {
     cd::current_meta();
-    auto* c = reinterpret_cast<const cd::ClassRecord*>(static_cast<std::uintptr_t>(cls));
-    if (c == nullptr || c->magic != cd::kClassMagic) throw colors::InvalidArgumentError("not a class record");
-    const cd::FieldInfo* f = cd::find_field(c, java_to_utf8(env, name));
+    const cd::FieldInfo* f = cd::find_field(class_record(cls), java_to_utf8(env, name));
     if (f == nullptr) return nullptr;
-    jlong v[2] = {static_cast<jlong>(f->slot), static_cast<jlong>(f->type)};
-    jlongArray a = env->NewLongArray(2);
+    jlong v[3] = {static_cast<jlong>(f->slot), static_cast<jlong>(f->type), f->class_name.len != 0 ? 1 : 0};
+    jlongArray a = env->NewLongArray(3);
     check_pending(env);
-    env->SetLongArrayRegion(a, 0, 2, v);
+    env->SetLongArrayRegion(a, 0, 3, v);
     return a;
+  });
+}
+
+// ---- root slots held by Java (org.colors.Roots) ----
+//
+// Java takes empty slots of this process's root table in batches and fills and empties them itself
+// (a seq_cst store of the referenced word; store_ref(null), i.e. the deletion barrier, to empty);
+// the slots stay part of the table libshared and the server know (ClientSlot::roots), so the
+// collector scans them and the server drops them when the process dies.
+// Invariants: a slot returned here is null and belongs to the current attachment; Java gives it
+// back (giveRoots) only null, or releases it through a JValue that adopted it (jvalue_of).
+// REQUIRES (Java): no detach concurrently (org.colors.Roots.LOCK excludes it).
+
+// Fills `out` with empty root slots; returns how many.
+JNIEXPORT jint JNICALL Java_org_colors_Direct_takeRoots(JNIEnv* env, jclass, jlongArray out) {
+  using namespace colors_jni;
+  return guarded<jint>(env, 0, [&] {
+    cd::current_meta();
+    const jsize n = env->GetArrayLength(out);
+    std::vector<jlong> v(static_cast<std::size_t>(n));
+    for (jsize i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = slot_bits(cd::root_acquire(cd::kNull));
+    env->SetLongArrayRegion(out, 0, n, v.data());
+    check_pending(env);
+    return static_cast<jint>(n);
+  });
+}
+
+// Returns the first `n` slots of `slots` to libshared (each emptied with the deletion barrier).
+JNIEXPORT void JNICALL Java_org_colors_Direct_giveRoots(JNIEnv* env, jclass, jlongArray slots, jint n) {
+  using namespace colors_jni;
+  guarded_void(env, [&] {
+    cd::current_meta();
+    std::vector<jlong> v(static_cast<std::size_t>(n));
+    env->GetLongArrayRegion(slots, 0, n, v.data());
+    check_pending(env);
+    for (jlong s : v) cd::root_release(slot_of(s));
+  });
+}
+
+// A new user object of class version `cls` (fields null): the address of a root slot that holds it
+// (taken before the object is published, as every allocation's root), which Java now owns.
+JNIEXPORT jlong JNICALL Java_org_colors_Direct_newObject(JNIEnv* env, jclass, jlong cls) {
+  using namespace colors_jni;
+  return guarded<jlong>(env, 0, [&] {
+    cd::Metadata* m = cd::current_meta();
+    cd::Rooted r = cd::new_user_object(m, class_record(cls));
+    return slot_bits(r.take());
+  });
+}
+
+// Stores a new shared string with the characters of `s` into the field slot at `slot` (store_ref:
+// the overwritten reference is flagged pending). `keep` is the Java object whose proxy roots the
+// object owning the slot: a parameter, so it stays reachable (and the object alive) for the call.
+// REQUIRES: the caller checked that the field takes strings, and computed `slot` as field_slot.
+JNIEXPORT void JNICALL Java_org_colors_Direct_storeString(JNIEnv* env, jclass, jobject keep, jlong slot, jstring s) {
+  using namespace colors_jni;
+  guarded_void(env, [&] {
+    (void)keep;
+    cd::Metadata* m = cd::current_meta();
+    std::string utf8 = java_to_utf8(env, s);
+    cd::Rooted r = cd::new_string(m, utf8);  // rooted until stored
+    cd::store_ref(slot_of(slot), r.word());
+  });
+}
+
+// Whether field `name` of class version `cls` takes the user object `value` (check_field_type: a
+// field typed with a class name takes only objects of that name). `keep` roots `value`.
+JNIEXPORT jboolean JNICALL Java_org_colors_Direct_accepts(JNIEnv* env, jclass, jlong cls, jstring name, jobject keep,
+                                                         jlong value) {
+  using namespace colors_jni;
+  return guarded<jboolean>(env, JNI_FALSE, [&]() -> jboolean {
+    (void)keep;
+    cd::current_meta();
+    const cd::FieldInfo* f = cd::find_field(class_record(cls), java_to_utf8(env, name));
+    if (f == nullptr) return JNI_FALSE;
+    try {
+      cd::check_field_type(*f, static_cast<cd::Word>(value));
+    } catch (const colors::TypeMismatchError&) {
+      return JNI_FALSE;
+    }
+    return JNI_TRUE;
   });
 }
 

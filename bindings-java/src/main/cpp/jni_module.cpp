@@ -88,10 +88,43 @@ colors::Object& JValue::object() {
   wrong_kind(*this, "user object");
 }
 
+namespace {
+// Serializes the adoption of Java-held root slots by JValues (jvalue_of).
+std::mutex g_adopt_mu;
+}  // namespace
+
+// A Handle's root (org.colors.Root) holds either a JValue (`ptr`) or, for handles made by the Java
+// fast path, a slot of this process's root table that Java filled itself (`slot`, ptr == 0). The
+// first native that needs a JValue for such a handle makes one that adopts the slot (no second
+// root) and publishes it in `ptr`; from then on the Root releases it through Native.release.
+// Invariants: the Handle is reachable during this call (natives receive it), so its Root's Cleaner
+// action cannot run concurrently; ptr goes 0 -> JValue once, under g_adopt_mu; a slot from an
+// older attachment (gen) is never adopted.
 JValue* jvalue_of(JNIEnv* env, jobject handle) {
   if (handle == nullptr) throw colors::InvalidArgumentError("null handle");
-  auto* r = reinterpret_cast<JValue*>(static_cast<std::intptr_t>(env->GetLongField(handle, g.handle_ptr)));
-  if (r == nullptr) throw colors::NotAttachedError("this shared object's handle was released");
+  jobject root = env->GetObjectField(handle, g.handle_root);
+  if (root == nullptr) throw colors::NotAttachedError("this shared object's handle was released");
+  auto* r = reinterpret_cast<JValue*>(static_cast<std::intptr_t>(env->GetLongField(root, g.root_ptr)));
+  if (r == nullptr) {
+    std::lock_guard<std::mutex> lk(g_adopt_mu);
+    r = reinterpret_cast<JValue*>(static_cast<std::intptr_t>(env->GetLongField(root, g.root_ptr)));
+    if (r == nullptr) {
+      const jlong slot = env->GetLongField(root, g.root_slot);
+      const auto gen = static_cast<std::uint64_t>(env->GetLongField(root, g.root_gen));
+      const auto raw = static_cast<std::uint64_t>(env->GetLongField(handle, g.handle_raw));
+      if (slot == 0 || gen != g_generation.load(std::memory_order_acquire) || !colors::is_attached()) {
+        env->DeleteLocalRef(root);
+        throw colors::NotAttachedError(
+            "this shared object belongs to an attachment that was closed by SharedMemory.detach(); "
+            "get it again (e.g. from its repository) after attaching");
+      }
+      r = new JValue(colors::Value::adopt_root(raw, reinterpret_cast<void*>(static_cast<std::intptr_t>(slot))));
+      env->SetLongField(root, g.root_ptr, static_cast<jlong>(reinterpret_cast<std::intptr_t>(r)));
+      // Root.ptr is volatile; make the store visible before anything this thread does next.
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+    }
+  }
+  env->DeleteLocalRef(root);
   r->check();
   return r;
 }
@@ -234,8 +267,14 @@ bool init_cache(JNIEnv* env) {
   g.boolean_false = env->NewGlobalRef(env->GetStaticObjectField(g.boolean_cls, f));
   jclass handle = env->FindClass("org/colors/Handle");
   if (!handle) return false;
-  g.handle_ptr = env->GetFieldID(handle, "ptr", "J");
-  if (!g.handle_ptr) return false;
+  g.handle_root = env->GetFieldID(handle, "root", "Lorg/colors/Root;");
+  g.handle_raw = env->GetFieldID(handle, "raw", "J");
+  jclass root = env->FindClass("org/colors/Root");
+  if (!g.handle_root || !g.handle_raw || !root) return false;
+  g.root_ptr = env->GetFieldID(root, "ptr", "J");
+  g.root_slot = env->GetFieldID(root, "slot", "J");
+  g.root_gen = env->GetFieldID(root, "gen", "J");
+  if (!g.root_ptr || !g.root_slot || !g.root_gen) return false;
 
   using C = colors::ErrorCode;
   const std::pair<C, const char*> errors[] = {

@@ -4,6 +4,7 @@ import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
 
 /**
  * A direct view of the mapped segment: the field fast path reads and writes tagged words from Java
@@ -84,12 +85,34 @@ final class Direct {
   // Indices of layout(); must match jni_direct.cpp.
   private static final int L_BASE = 0, L_SIZE = 1, L_OFF_CLS = 2, L_OFF_PENDING = 3, L_OFF_EXTENSION = 4,
       L_OFF_SLOTS = 5, L_OFF_FLOAT_VALUE = 6, L_OFF_ARRAY_CAPACITY = 7, L_OFF_ARRAY_SLOTS = 8, L_OFF_CLASS_KIND = 9,
-      L_OFF_GC_STARTED = 10, L_OFF_GC_DONE = 11, L_WORD = 12, L_GRANULE = 13, L_FLOAT_CLASS = 14;
+      L_OFF_GC_STARTED = 10, L_OFF_GC_DONE = 11, L_WORD = 12, L_GRANULE = 13, L_FLOAT_CLASS = 14,
+      L_OFF_STRING_LENGTH = 15, L_OFF_STRING_BYTES = 16, L_STRING_CLASS = 17;
 
   static native long[] layout();
   static native ByteBuffer[] segment();
-  /** {slot, TypeKind} of field {@code name} in class version {@code cls}, or null if it lacks it. */
+  /**
+   * {slot, TypeKind, 1 if the field is typed with a class name} of field {@code name} in class
+   * version {@code cls}, or null if it lacks it.
+   */
   static native long[] resolve(long cls, String name);
+
+  /** Fills {@code out} with empty slots of this process's root table ({@link Roots}); returns how many. */
+  static native int takeRoots(long[] out);
+
+  /** Gives the first {@code n} (null) slots of {@code slots} back to libshared. */
+  static native void giveRoots(long[] slots, int n);
+
+  /** A new user object of class version {@code cls}: the address of the root slot holding it (now the caller's). */
+  static native long newObject(long cls);
+
+  /**
+   * Stores a new shared string into the field slot at {@code slot} (store_ref). {@code keep} is the
+   * proxy rooting the object that owns the slot (kept reachable by being an argument).
+   */
+  static native void storeString(Object keep, long slot, String s);
+
+  /** Whether field {@code name} of {@code cls} takes the user object {@code value} (rooted by {@code keep}). */
+  static native boolean accepts(long cls, String name, Object keep, long value);
 
   /**
    * The view of the current attachment for the accessors of bound instances (whose addresses are
@@ -97,6 +120,12 @@ final class Direct {
    */
   static View current() {
     return view;
+  }
+
+  /** The view of the current attachment, made if needed; null when not attached. */
+  static View currentOrMake() {
+    View v = view;
+    return v != null ? v : makeView();
   }
 
   /** libshared's heap verifier (no mutator may run): null when the heap verifies, else the report. For tests. */
@@ -121,7 +150,7 @@ final class Direct {
     if (v != null && v.epoch == e) return v;
     if (!Native.isAttached()) return null;
     Native.class.getName();  // the library is loaded by Native's initializer
-    v = new View(e, layout(), segment());
+    v = new View(e, Native.generation(), layout(), segment());
     view = v;
     return v;
   }
@@ -132,20 +161,28 @@ final class Direct {
    */
   static final long NO_FLOAT = 0x7ff8_dead_beef_cafeL;
 
+  /** Longer strings are read through JNI. */
+  static final int MAX_DIRECT_STRING = 4096;
+  @SuppressWarnings("removal")
+  private static final long BYTE_BASE = UNSAFE != null ? UNSAFE.arrayBaseOffset(byte[].class) : 0;
+
   /** The segment of one attachment. */
   static final class View {
     final long epoch;
+    /** The native attachment generation (Native.generation()) of this view. */
+    final long gen;
     final long base, size;
     final ByteBuffer[] chunks;
     final long offCls, offPending, offExtension, offSlots, offFloatValue, offArrayCapacity, offArraySlots,
-        offClassKind, offGcStarted, offGcDone;
-    /** The class record of every boxed float. */
-    final long floatClass;
+        offClassKind, offGcStarted, offGcDone, offStringLength, offStringBytes;
+    /** The class record of every boxed float, of every string. */
+    final long floatClass, stringClass;
     /** Addresses of Metadata::gc_started_seq / gc_done_seq (the collector's seqlock). */
     final long gcStartedAt, gcDoneAt;
 
-    View(long epoch, long[] l, ByteBuffer[] chunks) {
+    View(long epoch, long gen, long[] l, ByteBuffer[] chunks) {
       this.epoch = epoch;
+      this.gen = gen;
       if (l[L_WORD] != 8 || l[L_GRANULE] != 16) {
         throw new CorruptHeapException("colors: unexpected word/granule size " + l[L_WORD] + "/" + l[L_GRANULE]);
       }
@@ -162,6 +199,9 @@ final class Direct {
       offGcStarted = l[L_OFF_GC_STARTED];
       offGcDone = l[L_OFF_GC_DONE];
       floatClass = l[L_FLOAT_CLASS];
+      offStringLength = l[L_OFF_STRING_LENGTH];
+      offStringBytes = l[L_OFF_STRING_BYTES];
+      stringClass = l[L_STRING_CLASS];
       gcStartedAt = base + offGcStarted;
       gcDoneAt = base + offGcDone;
       if (((base | offCls | offExtension | offSlots | offFloatValue | offArraySlots | offGcStarted) & 3) != 0) {
@@ -291,6 +331,55 @@ final class Direct {
       long bits = loadRelaxed(w + offFloatValue);
       VarHandle.acquireFence();
       return loadInt(gcStartedAt) == started ? bits : NO_FLOAT;
+    }
+
+    /** Sequentially consistent store (Java volatile; a full barrier follows on x86). REQUIRES: UNSAFE. */
+    void storeSeqCst(long addr, long value) {
+      UNSAFE.putLongVolatile(null, addr, value);
+    }
+
+    /** Sequentially consistent load (Java volatile: ordered after every earlier volatile store). */
+    long loadSeqCst(long addr) {
+      if (UNSAFE != null) return UNSAFE.getLongVolatile(null, addr);
+      long off = addr - base;
+      return (long) LONGS.getVolatile(chunks[(int) (off >>> CHUNK_SHIFT)], (int) (off & CHUNK_MASK));
+    }
+
+    /** Stores a word with release order (REQUIRES: UNSAFE; a slot nobody else writes). */
+    void storeRelease(long addr, long value) {
+      UNSAFE.putOrderedLong(null, addr, value);
+    }
+
+    /** The TypeKind of the (live) object at {@code obj}. */
+    int kindOf(long obj) {
+      return loadByte(load(obj + offCls) + offClassKind);
+    }
+
+    /**
+     * The string in {@code slot} read straight from the segment, or null when it holds no string
+     * of at most {@link #MAX_DIRECT_STRING} bytes or a collector cycle ran (take the slow path). As
+     * {@link #readDoubleBitsSlow}: under the collector's seqlock (read_without_cycle, objects.hpp)
+     * — the string cannot have been freed if no cycle started since the slot was read, and strings
+     * are immutable, so the copied bytes are the string's. Nothing is rooted. REQUIRES: UNSAFE, and
+     * the object owning {@code slot} kept alive by the caller.
+     */
+    String readString(long slot) {
+      int started = loadInt(gcStartedAt);
+      if (loadInt(gcDoneAt) != started) return null;  // a cycle is running
+      long w = load(slot);
+      // A reference inside the segment (one unsigned compare; w == 0 fails it too).
+      if ((w & TAG_MASK) != 0 || Long.compareUnsigned(w - base - 1, size - 64) > 0) return null;
+      if (loadRelaxed(w + offCls) != stringClass) return null;
+      long n = loadRelaxed(w + offStringLength);
+      if (n < 0 || n > MAX_DIRECT_STRING || !contains(w + offStringBytes, (int) n)) return null;
+      byte[] b = new byte[(int) n];
+      UNSAFE.copyMemory(null, w + offStringBytes, b, BYTE_BASE, n);
+      VarHandle.acquireFence();  // the copy happens before the check below
+      if (loadInt(gcStartedAt) != started) return null;
+      for (byte x : b) {
+        if (x < 0) return new String(b, StandardCharsets.UTF_8);  // valid UTF-8: created so by libshared
+      }
+      return new String(b, StandardCharsets.ISO_8859_1);  // ASCII
     }
 
     /** The class version (ClassRecord address) of the object at {@code obj}. */

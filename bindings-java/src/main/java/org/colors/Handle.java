@@ -1,14 +1,18 @@
 package org.colors;
 
 /**
- * One native handle: a {@code colors::Value} held by this process (a GC root of the shared heap),
- * owned by exactly one proxy. Natives receive the Handle object itself, so it stays reachable (and
- * its root alive) for the whole native call; the {@link Proxies#CLEANER} releases it once the
- * Handle becomes unreachable.
+ * One GC root of the shared heap held by this process, owned by exactly one proxy (through its
+ * {@link Root}: a native {@code JValue} or a Java-held root slot). Natives receive the Handle object
+ * itself, so it stays reachable (and its root alive) for the whole native call; the
+ * {@link Root} (a phantom reference to it) releases the root once the Handle becomes phantom
+ * reachable ({@link Proxies#drain}).
  */
 final class Handle {
-  /** The native JValue (read by the natives). */
-  final long ptr;
+  /**
+   * The root and cache entry (read by the natives: Root.ptr, Root.slot). Set once, right after the
+   * proxy is made (the Root refers to the proxy), before the proxy is published.
+   */
+  Root root;
   /** The raw tagged word of the object: its address; the key of the identity cache and monitors. */
   final long raw;
   /** The shared TypeKind of the object ({@link Proxies#LIST}, ...). */
@@ -16,10 +20,9 @@ final class Handle {
   /** The attachment this handle belongs to ({@link Direct#epoch}): the fast path checks it. */
   final long epoch;
 
-  Handle(long ptr, long raw, int kind) {
-    this.ptr = ptr;
+  Handle(long raw, int kind, long epoch) {
     this.raw = raw;
     this.kind = kind;
-    this.epoch = Direct.epoch;
+    this.epoch = epoch;
   }
 }

@@ -71,10 +71,89 @@ final class Mapped {
       BY_CLASS.put(cls, jc);
     }
     if (jc == NONE) return so;
+    return bind(so, jc);
+  }
+
+  /** A new instance of the mapped class {@code jc} bound to {@code so}. */
+  static Object bind(SharedObject so, Class<?> jc) {
+    Handle h = so.handle;
     Object inst = allocateInstance(jc);
-    ((SharedInstance) inst).$colors$bind(so, v != null ? h.raw : SharedField.NO_ADDRESS);
+    ((SharedInstance) inst).$colors$bind(so, Direct.viewFor(h) != null ? h.raw : SharedField.NO_ADDRESS);
     so.instance = inst;
     return inst;
+  }
+
+  // ---- allocation without the JNI round trips of allocateObject ----------------------------------
+
+  /** Per Java class: whether it is mapped, and its shared class version and zero fields per attachment. */
+  private static final class Alloc {
+    final Class<?> cls;
+    volatile boolean registered;
+    /** {epoch, shared class, then (slot, word) pairs of the primitive fields' zeros}; null before the first use. */
+    volatile long[] plan;
+
+    Alloc(Class<?> cls) {
+      this.cls = cls;
+    }
+  }
+
+  private static final ClassValue<Alloc> ALLOC = new ClassValue<>() {
+    @Override
+    protected Alloc computeValue(Class<?> type) {
+      return new Alloc(type);
+    }
+  };
+
+  /**
+   * A new shared object of the mapped class {@code cls} as a bound instance, made with one JNI call
+   * ({@link Direct#newObject}: allocation and root), its primitive fields set to Java's zeros by
+   * plain stores (the object is not reachable by anyone else yet; the words are scalars over null,
+   * so no barrier is needed), and its proxy made in Java ({@link Proxies#adopt}); null when the fast
+   * path does not apply (not a registered mapped class, no Unsafe, not attached): the caller takes
+   * the {@code allocateObject} path, which does the same through JNI.
+   */
+  static Object allocateFast(Class<?> cls) {
+    if (Direct.UNSAFE == null) return null;
+    Alloc a = ALLOC.get(cls);
+    if (!a.registered) {
+      if (!SharedInstance.class.isAssignableFrom(cls) || !isRegistered(cls)) return null;
+      a.registered = true;
+    }
+    Direct.View v = Direct.currentOrMake();
+    if (v == null) return null;
+    long[] plan = a.plan;
+    if (plan == null || plan[0] != v.epoch) plan = plan(a, v);
+    long slot = Direct.newObject(plan[1]);
+    Roots.adopted();
+    long raw = v.load(slot);
+    int inline = v.inlineSlots(raw);
+    for (int i = 2; i < plan.length; i += 2) {
+      long at = v.slotAddress(raw, (int) plan[i], inline);
+      if (at != 0) v.storeRelease(at, plan[i + 1]);
+    }
+    return Proxies.adopt(v, slot, raw, Proxies.OBJECT, cls);
+  }
+
+  private static synchronized long[] plan(Alloc a, Direct.View v) {
+    ClassMapping m = ClassMapping.of(a.cls);
+    long shared = m.sharedClass();
+    java.util.List<Long> p = new java.util.ArrayList<>();
+    p.add(v.epoch);
+    p.add(shared);
+    for (ClassMapping.MappedField f : m.fields) {  // as ClassMapping.allocate
+      Class<?> t = f.field.getType();
+      if (!t.isPrimitive()) continue;
+      long[] r = Direct.resolve(shared, f.name);
+      if (r == null) continue;
+      long word = t == boolean.class ? Direct.TAG_BOOL
+          : (t == double.class || t == float.class) ? Direct.smallFloatWord(0L) : Direct.TAG_INT;
+      p.add(r[0]);
+      p.add(word);
+    }
+    long[] plan = new long[p.size()];
+    for (int i = 0; i < plan.length; i++) plan[i] = p.get(i);
+    a.plan = plan;
+    return plan;
   }
 
   /**

@@ -1,5 +1,6 @@
 package org.colors;
 
+import java.lang.ref.Reference;
 import java.lang.reflect.Field;
 import java.lang.reflect.Modifier;
 import java.util.concurrent.ConcurrentHashMap;
@@ -26,7 +27,7 @@ import java.util.concurrent.ConcurrentHashMap;
  */
 public final class SharedField {
   // TypeKind codes (colors/types.hpp).
-  private static final int ANY = 0, INTEGER = 1, FLOAT = 2, BOOLEAN = 3;
+  private static final int ANY = 0, INTEGER = 1, FLOAT = 2, BOOLEAN = 3, STRING = 4;
   private static final int MISSING = -1;
   private static final long SMALL_MIN = -(1L << 59), SMALL_MAX = (1L << 59) - 1;
 
@@ -35,12 +36,17 @@ public final class SharedField {
     final long epoch;
     final int slot;  // MISSING when the version lacks the field
     final int type;
+    /** The field is typed with a class name: only user objects of that class fit (check_field_type). */
+    final boolean constrained;
+    /** A user object class version this constrained field was checked to take (0: none yet). */
+    volatile long okClass;
 
-    Entry(long cls, long epoch, int slot, int type) {
+    Entry(long cls, long epoch, int slot, int type, boolean constrained) {
       this.cls = cls;
       this.epoch = epoch;
       this.slot = slot;
       this.type = type;
+      this.constrained = constrained;
     }
   }
 
@@ -127,7 +133,8 @@ public final class SharedField {
       if (e.cls == cls && e.epoch == v.epoch) return e;
     }
     long[] r = Direct.resolve(cls, name);
-    Entry e = new Entry(cls, v.epoch, r == null ? MISSING : (int) r[0], r == null ? MISSING : (int) r[1]);
+    Entry e = new Entry(cls, v.epoch, r == null ? MISSING : (int) r[0], r == null ? MISSING : (int) r[1],
+        r != null && r[2] != 0);
     int n = Math.min(es.length, MAX_ENTRIES - 1);
     Entry[] next = new Entry[n + 1];
     next[0] = e;
@@ -286,10 +293,22 @@ public final class SharedField {
     return f;
   }
 
-  private Object getObject0(Object owner) {
-    Object v = readSlow(owner);
+  private Object getObject0(long a, Object owner) {
+    Object v = Proxies.MISS;
+    Direct.View view = Direct.UNSAFE != null ? viewOf(a) : null;
+    if (view != null) {
+      long s = slot(view, a);
+      if (s > 0) {
+        // Strings in place, references through the identity cache or a Java-held root: no JNI.
+        v = Proxies.readRef(view, s);
+      } else if (s < 0 && mapped) {
+        v = ABSENT;
+      }
+      Reference.reachabilityFence(owner);  // its root keeps the object owning `s` alive until here
+    }
+    if (v == Proxies.MISS) v = readSlow(owner);
     if (v == ABSENT) return zero();
-    if (type == null) return v;
+    if (type == null || v == null || type.isInstance(v)) return v;
     if (type.isArray() && type != byte[].class && v instanceof SharedList) {
       return new Materializer(type.getClassLoader()).javaValue(v, type, where);
     }
@@ -314,24 +333,91 @@ public final class SharedField {
   }
 
   private void setLong0(long a, Object owner, long x) {
-    if (x >= SMALL_MIN && x <= SMALL_MAX && storeFast(a, (x << 4) | Direct.TAG_INT, INTEGER)) return;
+    if (x >= SMALL_MIN && x <= SMALL_MAX && storeFast(a, (x << 4) | Direct.TAG_INT, INTEGER)) {
+      Reference.reachabilityFence(owner);  // its root keeps the object alive through the store
+      return;
+    }
     writeSlow(owner, x);
   }
 
   private void setDouble0(long a, Object owner, double d) {
     long bits = Double.doubleToRawLongBits(d);
-    if (Direct.fitsSmallFloat(bits) && storeFast(a, Direct.smallFloatWord(bits), FLOAT)) return;
+    if (Direct.fitsSmallFloat(bits) && storeFast(a, Direct.smallFloatWord(bits), FLOAT)) {
+      Reference.reachabilityFence(owner);  // its root keeps the object alive through the store
+      return;
+    }
     writeSlow(owner, d);
   }
 
   private void setBoolean0(long a, Object owner, boolean b) {
-    if (storeFast(a, ((b ? 1L : 0L) << 4) | Direct.TAG_BOOL, BOOLEAN)) return;
+    if (storeFast(a, ((b ? 1L : 0L) << 4) | Direct.TAG_BOOL, BOOLEAN)) {
+      Reference.reachabilityFence(owner);  // its root keeps the object alive through the store
+      return;
+    }
     writeSlow(owner, b);
   }
 
   private void setObject0(long a, Object owner, Object value) {
-    if (value == null && storeFast(a, 0L, -2)) return;
+    if (value == null) {
+      if (storeFast(a, 0L, -2)) {
+        Reference.reachabilityFence(owner);
+        return;
+      }
+    } else if (Direct.UNSAFE != null && a > 0) {
+      if (value instanceof String) {
+        if (storeString(a, owner, (String) value)) return;  // owner is an argument of the native
+      } else {
+        Handle h = Proxies.handleOf(value);
+        if (h != null && storeReference(a, h, value)) {
+          Reference.reachabilityFence(owner);
+          return;
+        }
+      }
+    }
     writeSlow(owner, value);
+  }
+
+  /**
+   * A string into a field that takes strings: one JNI call (allocation and store_ref), no field
+   * lookup by name. False: take the slow path.
+   */
+  private boolean storeString(long a, Object owner, String str) {
+    Direct.View v = Direct.current();
+    if (v == null) return false;
+    Entry e = entry(v, a);
+    if (e.slot == MISSING || (e.type != STRING && e.type != ANY)) return false;
+    long s = v.slotAddress(a, e.slot, v.inlineSlots(a));
+    if (s == 0) return false;
+    Direct.storeString(owner, s, str);  // owner, an argument, roots the object owning s for the call
+    return true;
+  }
+
+  /**
+   * A shared container or user object (its proxy's handle {@code h}) into a field whose type takes
+   * it (check_field_type: same kind, and for a field typed with a class name an object of that
+   * class, checked once per class version through JNI): store_ref in Java. The value is rooted by
+   * its proxy, the owner by its own, until the store is done (reachability fences).
+   */
+  private boolean storeReference(long a, Handle h, Object value) {
+    Direct.View v = Direct.current();
+    if (v == null || h.epoch != v.epoch) return false;
+    Entry e = entry(v, a);
+    if (e.slot == MISSING) return false;
+    if (e.type != ANY) {
+      if (e.type != h.kind) return false;
+      if (e.constrained) {
+        long vc = v.classOf(h.raw);
+        if (vc != e.okClass) {
+          if (!Direct.accepts(e.cls, name, value, h.raw)) return false;  // the slow path raises
+          e.okClass = vc;
+        }
+      }
+    }
+    long s = v.slotAddress(a, e.slot, v.inlineSlots(a));
+    if (s == 0) return false;
+    v.storeWord(s, h.raw);
+    Reference.reachabilityFence(value);
+    return true;
   }
 
   // ---- entry points: SharedObject views (by name) --------------------------------------------
@@ -467,7 +553,7 @@ public final class SharedField {
    * @return the value
    */
   public Object getObject(SharedInstance o, long a) {
-    return getObject0(o);
+    return getObject0(a, o);
   }
 
   /**

@@ -70,10 +70,13 @@ public final class SharedMemory {
 
   private static synchronized void attach0(String socket) {
     if (attached && Native.isAttached()) return;
-    Direct.invalidate();
-    Mapped.clearAddresses();
-    Native.attach(socket);
-    Direct.invalidate();
+    synchronized (Roots.LOCK) {  // no Java-held root is released meanwhile
+      Direct.invalidate();
+      Mapped.clearAddresses();
+      Roots.forgetLocked();
+      Native.attach(socket);
+      Direct.invalidate();
+    }
     attached = true;
   }
 
@@ -90,9 +93,12 @@ public final class SharedMemory {
     }
     attached = false;
     Proxies.clear();
-    Direct.invalidate();
-    Mapped.clearAddresses();
-    Native.detach();
+    synchronized (Roots.LOCK) {  // no Java-held root is released into the unmapped segment
+      Direct.invalidate();
+      Mapped.clearAddresses();
+      Roots.forgetLocked();
+      Native.detach();
+    }
   }
 
   /**
@@ -235,6 +241,8 @@ public final class SharedMemory {
    * @return the new shared container or bound instance
    */
   public static <T> T allocate(Class<T> cls) {
+    Object fast = Mapped.allocateFast(cls);  // a registered mapped class, attached: no upcalls, one JNI call
+    if (fast != null) return cls.cast(fast);
     if (SharedInstance.class.isAssignableFrom(cls) && ClassMapping.isUserClass(cls)) {
       try {
         Class.forName(cls.getName(), true, cls.getClassLoader());  // its initializer registers it
@@ -457,7 +465,7 @@ public final class SharedMemory {
 
   /** Native handles currently held (tests). */
   static long liveHandles() {
-    return Native.liveHandles();
+    return Native.liveHandles() + Roots.live();
   }
 
   /** Live entries of the identity cache (tests). */

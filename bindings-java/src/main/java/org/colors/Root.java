@@ -1,0 +1,62 @@
+package org.colors;
+
+import java.lang.ref.PhantomReference;
+import java.lang.ref.ReferenceQueue;
+
+/**
+ * The GC root behind one {@link Handle}, and its release: a phantom reference to the Handle, enqueued
+ * once no Java code can reach the Handle any more (not even a finalizer), then processed by
+ * {@link Proxies#drain} (run by threads that make proxies, and by a daemon thread).
+ *
+ * <p>The root is either a native {@code JValue} ({@link #ptr} != 0: made by the natives, released by
+ * {@link Native#release}) or a slot of this process's root table that Java filled itself
+ * ({@link #slot}, {@code ptr == 0}: the field fast path, {@link Roots}). A native that needs a JValue
+ * for a handle of the second kind makes one that adopts the slot (jvalue_of in jni_module.cpp) and
+ * stores it into {@link #ptr}; from then on the native release applies.
+ *
+ * <p>Invariants:
+ * <ul>
+ *   <li>The root holds the object's word from before the proxy is published until {@link #release},
+ *       which runs only after this reference was enqueued, i.e. once the Handle is phantom reachable:
+ *       no Java code can reach the proxy any more, so nothing reads the object after its root goes.
+ *   <li>A Root stays strongly reachable until it is processed (else it would never be enqueued and
+ *       the root would leak): through its cache entry ({@link Proxies.Entry#root}), which only the
+ *       processing unlinks; entries forgotten at detach are kept in {@link Proxies}' orphan set.
+ *   <li>{@link #ptr} changes 0 → JValue at most once, under the natives' adoption lock, while the
+ *       Handle is reachable (inside a native call), so never concurrently with {@link #release}.
+ * </ul>
+ */
+final class Root extends PhantomReference<Handle> {
+  /** The native JValue, 0 while the root is the Java-held {@link #slot}. Written by natives. */
+  volatile long ptr;
+  /** The Java-held root slot (an address in the segment), 0 for native roots. */
+  final long slot;
+  /** The native attachment generation the slot belongs to (jvalue_of refuses older ones). */
+  final long gen;
+  /** The view of the slot's attachment, null for native roots. */
+  final Direct.View view;
+  /** The identity cache entry of the proxy (set once, before publication). */
+  Proxies.Entry entry;
+
+  Root(Handle h, ReferenceQueue<Handle> q, long ptr, long slot, Direct.View view) {
+    super(h, q);
+    this.ptr = ptr;
+    this.slot = slot;
+    this.view = view;
+    this.gen = view != null ? view.gen : 0;
+  }
+
+  /**
+   * Releases the root (REQUIRES: dequeued, so the Handle is unreachable). {@code mutator}: called by
+   * a thread using shared objects (the Java slot goes to its own cache), else by the daemon thread.
+   */
+  void release(boolean mutator) {
+    long p = ptr;
+    if (p != 0) {
+      Native.release(p);  // under the library's attach lock
+      if (slot != 0) Roots.releasedNatively();
+    } else if (slot != 0) {
+      Roots.release(view, slot, mutator);
+    }
+  }
+}
