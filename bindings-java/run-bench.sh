@@ -6,7 +6,7 @@
 # operations of a derivation); ratios measured in the same run.
 #
 #   bindings-java/run-bench.sh            (BUILD_DIR defaults to <repo>/build)
-#   BENCH=tree bindings-java/run-bench.sh (only TreeBench; BENCH=field: only FieldBench; extra
+#   JAVA_BENCH=tree bindings-java/run-bench.sh (only TreeBench; JAVA_BENCH=field: only FieldBench; extra
 #                                          arguments go to the selected benchmark's main)
 #
 # Builds what is missing (CMake build, agent jar, test classes), starts a private colors-server
@@ -35,13 +35,13 @@ echo "load: $(uptime)"
 JAVA=(java -Dcolors.jni.library="$LIB" -Dcolors.socket="$TMP/sock" --enable-native-access=ALL-UNNAMED
       -cp "$HERE/target/classes:$HERE/target/test-classes")
 AGENT=-javaagent:"$HERE/agent/target/colors-agent.jar"
-BENCH="${BENCH:-all}"
-if [ "$BENCH" = tree ]; then
+JAVA_BENCH="${JAVA_BENCH:-all}"
+if [ "$JAVA_BENCH" = tree ]; then
   "${JAVA[@]}" "$AGENT" org.colors.TreeBench "$@"
   exit 0
 fi
 "${JAVA[@]}" "$AGENT" org.colors.FieldBench "$@"
-[ "$BENCH" = field ] && exit 0
+[ "$JAVA_BENCH" = field ] && exit 0
 "${JAVA[@]}" "$AGENT" org.colors.TreeBench
 "${JAVA[@]}" "$AGENT" org.colors.TreeBench --parts
 
