@@ -353,12 +353,6 @@ VerifierWarnings classify_verifier_warnings(const std::string& log) {
   return w;
 }
 
-std::string join_lines(const std::vector<std::string>& v, std::size_t max) {
-  std::string s;
-  for (std::size_t i = 0; i < v.size() && i < max; ++i) s += v[i] + "\n";
-  return s;
-}
-
 }  // namespace
 
 TEST_CASE("gc stress: three mutators churn random graphs on a 16 MiB heap - checksums intact and heap verifies") {
