@@ -1,9 +1,9 @@
 package bench;
 
+import bench.ColorsServer.Node;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import org.colors.Shared;
 import org.colors.SharedList;
 import org.colors.SharedMemory;
 import org.colors.rpc.RpcClient;
@@ -20,7 +20,8 @@ import org.colors.rpc.RpcClient;
  * </pre>
  *
  * Inputs are built once per (kind, n) in the heap (python/workload.py's values; trees as
- * {@code @Shared(name = "bench.Node")} instances copied in) and reused by every call. Variants:
+ * {@link ColorsServer.Node} instances, the {@code @Shared(name = "bench.Node")} class the Java server
+ * uses, copied in) and reused by every call. Variants:
  * "paper" (the call until the proxy returns the reply: a {@link SharedList} proxy, nothing read)
  * and "read" (the call plus reading every element and field: one native call for the elements,
  * {@code toLongArray}/{@code toDoubleArray}/{@code toArray}, and the nodes' fields through the
@@ -31,17 +32,6 @@ import org.colors.rpc.RpcClient;
  */
 public final class ColorsClientMain {
   private ColorsClientMain() {}
-
-  /** The shared class bench.Node (the Python server registers its Node under the same name). */
-  @Shared(name = "bench.Node")
-  public static final class Node {
-    public long i;
-    public double f;
-    public boolean b;
-    public String s;
-    public Node left;
-    public Node right;
-  }
 
   /** The remote methods; {@code List} results are the shared lists themselves (no copy). */
   public interface Bench {
