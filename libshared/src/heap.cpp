@@ -1,5 +1,6 @@
 #include "heap.hpp"
 
+#include <atomic>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -81,16 +82,48 @@ std::uintptr_t carve(Metadata* m, std::size_t bytes, std::uint32_t owner) {
   return 0;
 }
 
-// Carves, asking the collector for up to two cycles when the heap is full.
+std::atomic<HeapPressureHook> g_pressure_hook{nullptr};
+// True while this thread runs the hook: an allocation made by the hook itself does not call it again.
+constinit thread_local bool t_in_pressure_hook = false;
+
+struct PressureHookScope {
+  PressureHookScope() { t_in_pressure_hook = true; }
+  ~PressureHookScope() { t_in_pressure_hook = false; }
+  PressureHookScope(const PressureHookScope&) = delete;
+  PressureHookScope& operator=(const PressureHookScope&) = delete;
+};
+
+// Carves, asking the collector for up to two cycles when the heap is full; if that does not make
+// room, calls the heap-pressure hook once (the binding drops roots its language no longer needs,
+// heap.hpp) and asks for two more cycles: a dropped root's object is freed by the second cycle after
+// the drop (the deletion barrier flags it pending for the first, gc/README.md).
+// Invariants: carve() holds heap_lock only inside itself, so neither the hook nor the waits run
+// under it; the hook runs at most once per call, only after a cycle finished (a collector runs).
 std::uintptr_t carve_or_collect(Metadata* m, std::size_t bytes, std::uint32_t owner, std::size_t want) {
-  for (int attempt = 0;; ++attempt) {
+  bool hook_called = false;
+  for (int cycles = 0;;) {
     if (std::uintptr_t p = carve(m, bytes, owner)) return p;
-    if (attempt == 2 || !request_gc_and_wait(m, 10'000'000'000LL)) break;
+    if (cycles == 2) {
+      HeapPressureHook hook = g_pressure_hook.load(std::memory_order_acquire);
+      if (hook == nullptr || hook_called || t_in_pressure_hook) break;
+      hook_called = true;
+      {
+        PressureHookScope scope;
+        hook();
+      }
+      cycles = 0;
+    }
+    if (!request_gc_and_wait(m, 10'000'000'000LL)) break;
+    ++cycles;
   }
   throw OutOfMemoryError(out_of_memory_message(m, want));
 }
 
 }  // namespace
+
+void set_heap_pressure_hook(HeapPressureHook hook) { g_pressure_hook.store(hook, std::memory_order_release); }
+
+HeapPressureHook heap_pressure_hook() { return g_pressure_hook.load(std::memory_order_acquire); }
 
 TlabExitGuard::~TlabExitGuard() {
   if (armed) retire_thread_tlab();

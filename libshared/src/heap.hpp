@@ -19,7 +19,8 @@
 //    the sweeper frees: inside a TLAB it is covered by the kTlab rest block, and a large block is
 //    carved as a kTlab block owned by the client until it is published.
 //  * When no space is left, the allocator asks the collector for a cycle and retries before it
-//    raises OutOfMemoryError.
+//    raises OutOfMemoryError; after two such cycles it calls the heap-pressure hook once (if set)
+//    and asks for two more (see set_heap_pressure_hook).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -107,6 +108,30 @@ inline std::atomic<std::uint64_t>* free_prev(std::uintptr_t p) {
 // (or timeout_ns passes; -1: no limit). Returns false on timeout. Used by collect() and by the
 // allocator before it gives up with OutOfMemoryError.
 bool request_gc_and_wait(Metadata* m, std::int64_t timeout_ns);
+
+// ---- heap pressure ----
+// A process-wide hook that lets a binding's own garbage collector drop its dead references to
+// shared objects (the JNI library: System.gc() and the release of the roots of dead proxies) when
+// the heap is still full after the collector's cycles. carve_or_collect calls it at most once per
+// failing allocation, on the allocating thread, after two cycles did not make room and before its
+// last two cycle requests and retries; never when the allocation succeeds at once or after a cycle,
+// and never when no collector runs (nothing would reclaim what the hook releases). Not re-entered
+// on a thread (an allocation inside the hook does not call it again).
+//
+// What the caller holds: no lock of the allocator (heap_lock is released before the call), but the
+// allocating thread may hold other libshared locks: roots.cpp's process mutex (a new root-table
+// chunk is allocated under it, and every root_acquire/root_release may need it), classes_lock
+// (add_field allocates storage under it; other processes wait for it meanwhile), rpc's client and
+// schema mutexes, and any shared monitor of its caller.
+// REQUIRES of the hook: it takes none of these locks and waits for no thread that may (so it must
+// not release roots through root_release or Value's destructor: it empties root slots itself and
+// keeps them), it waits only for a bounded time (well below a second or two: other threads and
+// processes may wait for the locks its thread holds), it throws nothing, and it does nothing on
+// threads that are not its language's (any thread of the process may allocate).
+using HeapPressureHook = void (*)() noexcept;
+// Installs the hook (nullptr: none, the default). Process-wide; the last call wins.
+void set_heap_pressure_hook(HeapPressureHook hook);
+HeapPressureHook heap_pressure_hook();
 
 // Turns the calling thread's TLAB rest into filler (e.g. before detach or thread exit).
 void retire_thread_tlab();

@@ -1,0 +1,166 @@
+// The allocator's heap-pressure hook (heap.hpp, set_heap_pressure_hook): called once per
+// allocation that still fails after two collector cycles, on the allocating thread, without the
+// allocator's lock; never when an allocation succeeds (at once or after a cycle), never without a
+// collector, never re-entered. A hook that drops references lets the failing allocation succeed.
+#include <catch2/catch.hpp>
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "collector.hpp"
+#include "colors/colors.hpp"
+#include "heap.hpp"
+#include "test_segment.hpp"
+#include "verifier.hpp"
+
+using namespace colors;
+using namespace colors::detail;
+
+namespace {
+
+std::atomic<int> g_calls{0};
+std::atomic<int> g_nested{0};           // calls that happened while the hook was running
+std::atomic<bool> g_in_hook{false};
+std::thread::id g_hook_thread;
+Metadata* g_meta = nullptr;
+std::size_t g_free_seen = 0;
+Object* g_holder = nullptr;              // the hook drops holder.data when set
+bool g_allocate_in_hook = false;
+bool g_nested_oom = false;
+
+void counting_hook() noexcept {
+  if (g_in_hook.exchange(true)) {
+    ++g_nested;
+    return;
+  }
+  ++g_calls;
+  g_hook_thread = std::this_thread::get_id();
+  // heap_lock is not held: heap_usage takes it (it would block forever otherwise).
+  if (g_meta != nullptr) g_free_seen = heap_usage(g_meta).free_bytes;
+  if (g_holder != nullptr) g_holder->set("data", Value());  // a field store: no root is released
+  if (g_allocate_in_hook) {
+    try {
+      Value big(std::string(1 << 20, 'x'));  // fails too: must not call the hook again
+    } catch (const OutOfMemoryError&) {
+      g_nested_oom = true;
+    }
+  }
+  g_in_hook = false;
+}
+
+struct HookReset {
+  HookReset() {
+    g_calls = 0;
+    g_nested = 0;
+    g_meta = nullptr;
+    g_holder = nullptr;
+    g_allocate_in_hook = false;
+    g_nested_oom = false;
+    set_heap_pressure_hook(&counting_hook);
+  }
+  ~HookReset() { set_heap_pressure_hook(nullptr); }
+};
+
+gc::Options only_on_demand() {
+  gc::Options o;
+  o.threads = 1;
+  o.threshold_percent = 99;  // cycles only when an allocation finds the heap full
+  return o;
+}
+
+// Appends 1000-byte binaries to `l` until the heap is full (live data).
+void fill(List& l) {
+  for (;;) l.append(new_binary(std::vector<std::uint8_t>(1000, 7)));
+}
+
+}  // namespace
+
+TEST_CASE("the heap-pressure hook is not called when allocations succeed, also after cycles") {
+  test::TestSegment seg(2 << 20);
+  Metadata* m = seg.meta();
+  HookReset reset;
+  gc::Collector c(m, only_on_demand());
+  c.start();
+  for (int i = 0; i < 100000; ++i) Value s(std::string(100, 'x'));  // ~15 MiB of garbage through 2 MiB
+  REQUIRE(gc::last_cycle_stats(m).cycle >= 3);  // the allocator did wait for cycles
+  REQUIRE(g_calls == 0);
+  c.stop();
+}
+
+TEST_CASE("the heap-pressure hook runs once per failing allocation, on its thread, without heap_lock") {
+  test::TestSegment seg(2 << 20);
+  Metadata* m = seg.meta();
+  HookReset reset;
+  g_meta = m;
+  gc::Collector c(m, only_on_demand());
+  c.start();
+  List hold = new_list();
+  REQUIRE_THROWS_AS(fill(hold), OutOfMemoryError);
+  REQUIRE(g_calls == 1);
+  REQUIRE(g_hook_thread == std::this_thread::get_id());
+  REQUIRE(g_free_seen < (64 << 10));  // it ran when the heap was full
+  std::uint64_t cycles = gc::last_cycle_stats(m).cycle;
+  // A second failing allocation (a large one this time): one more call, and two more cycles
+  // after it (four per failing allocation in all).
+  try {
+    Value big = new_binary(std::vector<std::uint8_t>(1 << 20, 1));
+    FAIL("a 1 MiB binary fit into a full heap");
+  } catch (const OutOfMemoryError& e) {
+    REQUIRE(std::string(e.what()).find("--heap-size") != std::string::npos);
+  }
+  REQUIRE(g_calls == 2);
+  REQUIRE(gc::last_cycle_stats(m).cycle >= cycles + 4);
+  REQUIRE(g_nested == 0);
+  c.stop();
+  VerifyReport r = verify_heap(m);
+  INFO(r.summary());
+  REQUIRE(r.ok());
+}
+
+TEST_CASE("an allocation inside the heap-pressure hook does not call it again") {
+  test::TestSegment seg(2 << 20);
+  Metadata* m = seg.meta();
+  HookReset reset;
+  g_allocate_in_hook = true;
+  gc::Collector c(m, only_on_demand());
+  c.start();
+  List hold = new_list();
+  REQUIRE_THROWS_AS(fill(hold), OutOfMemoryError);
+  REQUIRE(g_calls == 1);
+  REQUIRE(g_nested == 0);
+  REQUIRE(g_nested_oom);  // the hook's own allocation failed plainly
+  c.stop();
+}
+
+TEST_CASE("a heap-pressure hook that drops references lets the failing allocation succeed") {
+  test::TestSegment seg(2 << 20);
+  Metadata* m = seg.meta();
+  Class holder_cls = define_class("t.Holder", {{"data", TypeKind::kAny, ""}});
+  Object holder = new_object(holder_cls);
+  gc::Collector c(m, only_on_demand());
+  c.start();
+  {
+    List data = new_list();
+    holder.set("data", data);
+    REQUIRE_THROWS_AS(fill(data), OutOfMemoryError);  // no hook yet: the heap is full of live data
+  }
+  HookReset reset;
+  g_holder = &holder;
+  Value after = new_binary(std::vector<std::uint8_t>(1 << 17, 3));  // 128 KiB: fits once data is gone
+  REQUIRE(g_calls == 1);
+  REQUIRE(holder.get("data").is_null());
+  REQUIRE(after.as_bytes().size() == (1u << 17));
+  // Allocations go on succeeding without the hook.
+  for (int i = 0; i < 100; ++i) Value s(std::string(1000, 'y'));
+  REQUIRE(g_calls == 1);
+  c.stop();
+}
+
+TEST_CASE("the heap-pressure hook is not called when no collector runs") {
+  test::TestSegment seg(1 << 20);
+  HookReset reset;
+  List hold = new_list();
+  REQUIRE_THROWS_AS(fill(hold), OutOfMemoryError);
+  REQUIRE(g_calls == 0);
+}
