@@ -55,6 +55,7 @@ struct JValue {
   JValue(const JValue&) = delete;
   JValue& operator=(const JValue&) = delete;
   const colors::Value& value() const;
+  colors::Value& mutable_value();  // the heap-pressure release takes its root out (jni_module.cpp)
   void check() const;  // NotAttachedError when the proxy outlived its attachment
   colors::List& list();
   colors::Map& map();
@@ -110,6 +111,11 @@ struct Cache {
 extern Cache g;
 
 JValue* jvalue_of(JNIEnv* env, jobject handle);  // the JValue of an org.colors.Handle (checked)
+
+// Spare root slots (jni_module.cpp, "heap pressure"): null slots of the current attachment emptied
+// on the heap-pressure path. Moves up to n of them into out (as slot addresses); returns how many.
+// REQUIRES: no attach/detach concurrently (Java: org.colors.Roots.LOCK held).
+std::size_t take_spare_roots(jlong* out, std::size_t n);
 
 // ---- conversions (jni_values.cpp) ----
 // A decoded argument: either a fresh Value (scalars, strings, binaries) or a borrowed reference to

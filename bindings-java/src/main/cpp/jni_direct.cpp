@@ -152,7 +152,9 @@ JNIEXPORT jint JNICALL Java_org_colors_Direct_takeRoots(JNIEnv* env, jclass, jlo
     cd::current_meta();
     const jsize n = env->GetArrayLength(out);
     std::vector<jlong> v(static_cast<std::size_t>(n));
-    for (jsize i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = slot_bits(cd::root_acquire(cd::kNull));
+    // Spare slots emptied on the heap-pressure path first (jni_module.cpp), then new ones.
+    const std::size_t spares = take_spare_roots(v.data(), v.size());
+    for (std::size_t i = spares; i < v.size(); ++i) v[i] = slot_bits(cd::root_acquire(cd::kNull));
     env->SetLongArrayRegion(out, 0, n, v.data());
     check_pending(env);
     return static_cast<jint>(n);

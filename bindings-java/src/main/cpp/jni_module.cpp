@@ -5,7 +5,12 @@
 #include <shared_mutex>
 #include <vector>
 
+#include "barrier.hpp"
+#include "heap.hpp"
 #include "jni_common.hpp"
+#include "roots.hpp"
+
+namespace cd = colors::detail;
 
 namespace colors_jni {
 
@@ -52,6 +57,25 @@ JValue::~JValue() { g_live_handles.fetch_sub(1, std::memory_order_relaxed); }
 const colors::Value& JValue::value() const {
   return std::visit([](const auto& x) -> const colors::Value& { return x; }, v);
 }
+
+colors::Value& JValue::mutable_value() {
+  return std::visit([](auto& x) -> colors::Value& { return x; }, v);
+}
+
+namespace {
+// Takes the root slot out of a Value (which then holds null and no root): pointers to Value's
+// protected members, formed in a derived class as the language allows.
+struct ValueAccess : colors::Value {
+  static std::atomic<cd::Word>* take_root(colors::Value& v) {
+    constexpr void* colors::Value::*kRoot = &ValueAccess::root_;
+    constexpr std::uint64_t colors::Value::*kWord = &ValueAccess::word_;
+    auto* slot = static_cast<std::atomic<cd::Word>*>(v.*kRoot);
+    v.*kRoot = nullptr;
+    v.*kWord = 0;
+    return slot;
+  }
+};
+}  // namespace
 
 void JValue::check() const {
   if (gen != g_generation.load(std::memory_order_acquire) || !colors::is_attached())
@@ -129,6 +153,113 @@ JValue* jvalue_of(JNIEnv* env, jobject handle) {
   return r;
 }
 
+// ---- heap pressure ----
+//
+// libshared calls the heap-pressure hook (heap.hpp) when an allocation still fails after two
+// collector cycles, once per failing allocation, on the allocating thread, before two more cycles
+// and its last retry. Here it lets the JVM find dead proxies and releases their roots, so that a
+// thread making many short-lived proxies does not run the shared heap out of memory just because
+// the JVM's own GC has not run yet (their roots otherwise go only when it does):
+// Proxies.onHeapPressure runs System.gc(), waits (bounded) until the JVM has enqueued the
+// references it found, and releases every enqueued Root (n_release_under_pressure, n_spare_roots).
+//
+// Invariants (the deadlock argument, details at Proxies.onHeapPressure):
+//  * The hook only acts on Java threads (JavaVM::GetEnv succeeds): an allocating Java thread is
+//    inside a native call of this library, so calling Java is legal there; other threads of the
+//    process (C++, Python) return at once.
+//  * It takes no lock of libshared and waits for nothing that a holder of one may wait for: roots
+//    are emptied with store_ref directly and kept as spares (never root_release, which may need
+//    roots.cpp's mutex that the allocating thread may hold while it allocates a root-table chunk);
+//    g_attach_rw only with try_lock; g_spare_mu is a leaf lock (its holders only push or pop).
+//  * A Java exception pending on the thread is kept (cleared for the call, thrown again after);
+//    onHeapPressure catches everything it throws itself (and records it), anything escaping it
+//    (a VM error before its handler) is cleared: the allocation then fails or succeeds on its own.
+
+JavaVM* g_vm = nullptr;
+jmethodID g_on_pressure = nullptr;  // static void org.colors.Proxies.onHeapPressure()
+std::atomic<std::int64_t> g_pressure_calls{0};
+
+void heap_pressure_hook() noexcept {
+  JavaVM* vm = g_vm;
+  if (vm == nullptr || g_on_pressure == nullptr) return;
+  JNIEnv* env = nullptr;
+  if (vm->GetEnv(reinterpret_cast<void**>(&env), JNI_VERSION_10) != JNI_OK || env == nullptr) return;  // not a Java thread
+  g_pressure_calls.fetch_add(1, std::memory_order_relaxed);
+  jthrowable pending = env->ExceptionOccurred();
+  if (pending != nullptr) env->ExceptionClear();
+  env->CallStaticVoidMethod(g.proxies_cls, g_on_pressure);
+  if (env->ExceptionCheck()) env->ExceptionClear();
+  if (pending != nullptr) {
+    env->Throw(pending);
+    env->DeleteLocalRef(pending);
+  }
+}
+
+// Spare root slots: slots of this process's root table emptied on the heap-pressure path (null),
+// with the attachment generation they belong to. Java's Roots takes them first (takeRoots), and
+// n_release gives the rest back to libshared (root_release, outside the pressure path).
+// Invariants: every spare is null; spares of another generation are dropped, never used (their
+// attachment and its table are gone); g_spare_mu is a leaf lock.
+namespace {
+struct Spare {
+  std::atomic<cd::Word>* slot;
+  std::uint64_t gen;
+};
+std::mutex g_spare_mu;
+std::vector<Spare> g_spares;  // GUARDED_BY(g_spare_mu)
+}  // namespace
+std::atomic<std::size_t> g_spare_count{0};
+
+void add_spare_root(std::atomic<cd::Word>* slot, std::uint64_t gen) {
+  std::lock_guard<std::mutex> lk(g_spare_mu);
+  g_spares.push_back({slot, gen});
+  g_spare_count.store(g_spares.size(), std::memory_order_relaxed);
+}
+
+void add_spare_roots(const jlong* slots, std::size_t n, std::uint64_t gen) {
+  std::lock_guard<std::mutex> lk(g_spare_mu);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (slots[i] != 0) g_spares.push_back({reinterpret_cast<std::atomic<cd::Word>*>(static_cast<std::uintptr_t>(slots[i])), gen});
+  }
+  g_spare_count.store(g_spares.size(), std::memory_order_relaxed);
+}
+
+std::size_t take_spare_roots(jlong* out, std::size_t n) {
+  if (g_spare_count.load(std::memory_order_relaxed) == 0) return 0;
+  const std::uint64_t gen = g_generation.load(std::memory_order_acquire);
+  std::size_t k = 0;
+  std::lock_guard<std::mutex> lk(g_spare_mu);
+  while (k < n && !g_spares.empty()) {
+    Spare s = g_spares.back();
+    g_spares.pop_back();
+    if (s.gen == gen) out[k++] = static_cast<jlong>(reinterpret_cast<std::uintptr_t>(s.slot));
+  }
+  g_spare_count.store(g_spares.size(), std::memory_order_relaxed);
+  return k;
+}
+
+// REQUIRES: g_attach_rw held (shared or exclusive); not on the pressure path.
+void recycle_spare_roots() {
+  std::vector<Spare> v;
+  {
+    std::lock_guard<std::mutex> lk(g_spare_mu);
+    v.swap(g_spares);
+    g_spare_count.store(0, std::memory_order_relaxed);
+  }
+  const std::uint64_t gen = g_generation.load(std::memory_order_acquire);
+  if (!colors::is_attached()) return;
+  for (const Spare& s : v) {
+    if (s.gen == gen) cd::root_release(s.slot);
+  }
+}
+
+// REQUIRES: g_attach_rw held exclusively (attach, detach).
+void forget_spare_roots() {
+  std::lock_guard<std::mutex> lk(g_spare_mu);
+  g_spares.clear();
+  g_spare_count.store(0, std::memory_order_relaxed);
+}
+
 // ---- errors ----
 
 void throw_java(JNIEnv* env, const colors::Error& e) {
@@ -166,6 +297,7 @@ void JNICALL n_attach(JNIEnv* env, jclass, jstring socket) {
     std::string path = socket == nullptr ? std::string() : java_to_utf8(env, socket);
     std::unique_lock<std::shared_mutex> lk(g_attach_rw);
     if (colors::is_attached()) return;
+    forget_spare_roots();
     colors::attach(path);
     g_generation.fetch_add(1, std::memory_order_acq_rel);
   });
@@ -176,6 +308,7 @@ void JNICALL n_detach(JNIEnv* env, jclass) {
     std::unique_lock<std::shared_mutex> lk(g_attach_rw);
     if (!colors::is_attached()) return;
     g_generation.fetch_add(1, std::memory_order_acq_rel);
+    forget_spare_roots();
     colors::detach();
   });
 }
@@ -196,10 +329,51 @@ void JNICALL n_release(JNIEnv* env, jclass, jlong ptr) {
     if (r == nullptr) return;
     std::shared_lock<std::shared_mutex> lk(g_attach_rw);
     delete r;  // drops the root if its attachment is still the current one
+    // Not on the pressure path: spare slots can go back to libshared now.
+    if (g_spare_count.load(std::memory_order_relaxed) != 0) recycle_spare_roots();
   });
 }
 
 jlong JNICALL n_live_handles(JNIEnv*, jclass) { return g_live_handles.load(std::memory_order_relaxed); }
+
+// Releases a proxy's JValue on the heap-pressure path (Proxies.onHeapPressure, run by the hook
+// below inside an allocation): like n_release, but without root_release, which may need roots.cpp's
+// process mutex, which the allocating thread may hold (heap.hpp, REQUIRES of the hook). The root
+// slot is taken out of the Value, emptied here with the deletion barrier (store_ref(null), as
+// root_release does) and kept as a spare root slot (above); the JValue is deleted holding nothing.
+// g_attach_rw is only tried: if an attach or detach holds it (unsupported while threads use shared
+// objects), the JValue is left alone (leaked; its root goes with that attachment).
+void JNICALL n_release_under_pressure(JNIEnv* env, jclass, jlong ptr) {
+  guarded_void(env, [&] {
+    auto* r = reinterpret_cast<JValue*>(static_cast<std::intptr_t>(ptr));
+    if (r == nullptr) return;
+    std::shared_lock<std::shared_mutex> lk(g_attach_rw, std::try_to_lock);
+    if (!lk.owns_lock()) return;
+    if (r->gen == g_generation.load(std::memory_order_acquire) && colors::is_attached()) {
+      if (std::atomic<cd::Word>* slot = ValueAccess::take_root(r->mutable_value())) {
+        cd::store_ref(slot, cd::kNull);
+        add_spare_root(slot, r->gen);
+      }
+    }
+    delete r;  // no root left (or one of a closed attachment, which ~Value does not touch)
+  });
+}
+
+// Java-held root slots (org.colors.Roots) emptied by Java on the heap-pressure path: kept as spares
+// instead of going back to Roots' pool (whose lock the allocating thread may hold or wait for).
+void JNICALL n_spare_roots(JNIEnv* env, jclass, jlongArray slots, jint n, jlong gen) {
+  guarded_void(env, [&] {
+    if (n <= 0) return;
+    std::vector<jlong> v(static_cast<std::size_t>(n));
+    env->GetLongArrayRegion(slots, 0, n, v.data());
+    check_pending(env);
+    std::shared_lock<std::shared_mutex> lk(g_attach_rw, std::try_to_lock);
+    if (!lk.owns_lock()) return;
+    add_spare_roots(v.data(), v.size(), static_cast<std::uint64_t>(gen));
+  });
+}
+
+jlong JNICALL n_pressure_hook_calls(JNIEnv*, jclass) { return g_pressure_calls.load(std::memory_order_relaxed); }
 
 jlongArray gc_array(JNIEnv* env, const colors::GcStats& s) {
   const jlong f[] = {static_cast<jlong>(s.cycle),          static_cast<jlong>(s.walk_ns),
@@ -320,6 +494,9 @@ void add_module_natives(std::vector<JNINativeMethod>& out) {
       {const_cast<char*>("generation"), const_cast<char*>("()J"), reinterpret_cast<void*>(&n_generation)},
       {const_cast<char*>("release"), const_cast<char*>("(J)V"), reinterpret_cast<void*>(&n_release)},
       {const_cast<char*>("liveHandles"), const_cast<char*>("()J"), reinterpret_cast<void*>(&n_live_handles)},
+      {const_cast<char*>("releaseUnderPressure"), const_cast<char*>("(J)V"), reinterpret_cast<void*>(&n_release_under_pressure)},
+      {const_cast<char*>("spareRoots"), const_cast<char*>("([JIJ)V"), reinterpret_cast<void*>(&n_spare_roots)},
+      {const_cast<char*>("pressureHookCalls"), const_cast<char*>("()J"), reinterpret_cast<void*>(&n_pressure_hook_calls)},
       {const_cast<char*>("collect"), const_cast<char*>("(J)[J"), reinterpret_cast<void*>(&n_collect)},
       {const_cast<char*>("gcStats"), const_cast<char*>("()[J"), reinterpret_cast<void*>(&n_gc_stats)},
       {const_cast<char*>("heapStats"), const_cast<char*>("()[J"), reinterpret_cast<void*>(&n_heap_stats)},
@@ -349,5 +526,14 @@ extern "C" JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM* vm, void*) {
   if (!native_cls) return JNI_ERR;
   if (env->RegisterNatives(native_cls, methods.data(), static_cast<jint>(methods.size())) != 0) return JNI_ERR;
   if (!register_rpc_natives(env)) return JNI_ERR;
+  g_on_pressure = env->GetStaticMethodID(g.proxies_cls, "onHeapPressure", "()V");
+  if (!g_on_pressure) return JNI_ERR;
+  g_vm = vm;
+  colors::detail::set_heap_pressure_hook(&heap_pressure_hook);
   return JNI_VERSION_10;
+}
+
+extern "C" JNIEXPORT void JNICALL JNI_OnUnload(JavaVM*, void*) {
+  colors::detail::set_heap_pressure_hook(nullptr);
+  colors_jni::g_vm = nullptr;
 }

@@ -60,6 +60,12 @@ final class Native {
   static native long generation();
   static native void release(long ptr);
   static native long liveHandles();
+  /** Heap-pressure path: releases a JValue without root_release (its slot kept as a spare). */
+  static native void releaseUnderPressure(long ptr);
+  /** Heap-pressure path: keeps the first {@code n} emptied Java-held slots (attachment {@code gen}) as spares. */
+  static native void spareRoots(long[] slots, int n, long gen);
+  /** How many times libshared called this library's heap-pressure hook on a Java thread. */
+  static native long pressureHookCalls();
   static native long[] collect(long timeoutMs);
   static native long[] gcStats();
   static native long[] heapStats();

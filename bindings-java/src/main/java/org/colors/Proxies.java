@@ -2,6 +2,8 @@ package org.colors;
 
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
+import java.lang.ref.PhantomReference;
+import java.lang.ref.Reference;
 import java.lang.ref.ReferenceQueue;
 import java.lang.ref.WeakReference;
 import java.util.HashSet;
@@ -71,6 +73,7 @@ final class Proxies {
   }
 
   private static void process(Root r, boolean mutator) {
+    if (!r.claim()) return;  // released by a heap-pressure call already
     Entry e = r.entry;
     if (e == null || !remove(e)) {
       synchronized (ORPHANS) {
@@ -78,6 +81,159 @@ final class Proxies {
       }
     }
     r.release(mutator);
+  }
+
+  // ---- heap pressure -------------------------------------------------------------------------
+
+  /** {@code -Dcolors.heapPressureGc=false}: the hook does nothing (tests: the behaviour without it). */
+  static final boolean PRESSURE_GC = !"false".equals(System.getProperty("colors.heapPressureGc"));
+  /** How long one call waits for the JVM's reference processing at most ({@code colors.heapPressureWaitMs}). */
+  static final long PRESSURE_WAIT_NS = Long.getLong("colors.heapPressureWaitMs", 1000L) * 1_000_000L;
+  /** {@code -Dcolors.heapPressureVerbose=true}: one line per call on stderr (what it released, how long it waited). */
+  private static final boolean PRESSURE_VERBOSE = Boolean.getBoolean("colors.heapPressureVerbose");
+  private static final java.util.concurrent.atomic.LongAdder PRESSURE_CALLS = new java.util.concurrent.atomic.LongAdder();
+  private static final java.util.concurrent.atomic.LongAdder PRESSURE_RELEASED = new java.util.concurrent.atomic.LongAdder();
+  /** The last exception a pressure call caught (it never propagates into the allocation). */
+  static volatile Throwable pressureError;
+
+  /**
+   * Called by libshared's heap-pressure hook (jni_module.cpp) on a Java thread whose shared
+   * allocation still fails after two collector cycles, from inside that allocation (so inside a
+   * native call of this thread), before libshared asks for two more cycles and retries: runs
+   * {@code System.gc()}, waits until that GC has cleared the references it found (a sentinel phantom
+   * reference's {@code refersTo(null)}; {@link #PRESSURE_WAIT_NS} at most), and releases the Root of
+   * every cached proxy whose Handle it found unreachable (cleared Roots, found in the cache without
+   * waiting for the Reference Handler thread to enqueue them) and every Root in {@link #QUEUE}, so
+   * the next cycles free the objects of proxies that were only waiting for the JVM's GC. A Root is
+   * released once: whoever claims it ({@link Root#claim}) releases it.
+   *
+   * <p>Invariants (why this cannot deadlock, whatever the allocating thread holds — Java monitors
+   * such as {@link Roots#LOCK}, a stripe lock of the cache, SharedMemory's lock; the natives'
+   * adoption mutex; libshared's root-table mutex, classes_lock, rpc's mutexes, shared monitors):
+   * <ul>
+   *   <li>No libshared lock is taken: Roots are released by {@link Root#releaseUnderPressure}, which
+   *       empties slots with the deletion barrier (in Java, or store_ref in the native) and keeps
+   *       them as the JNI library's spares instead of calling root_release (which may need the
+   *       root-table mutex this thread may hold); the attach lock is only tried there.
+   *   <li>{@link Roots#LOCK} is not taken (the spare replaces the pool), nor the natives' adoption
+   *       mutex, nor SharedMemory's lock.
+   *   <li>The locks that are taken — a cache stripe's and {@link #ORPHANS}' monitors, the reference
+   *       queue's — are held by their holders only for short pure-Java work that calls no native and
+   *       waits for nothing: so they are always released, and this thread cannot be inside one while
+   *       it allocates shared memory (no native call happens under them).
+   *   <li>The one wait is bounded ({@link #PRESSURE_WAIT_NS}); an interrupt ends it and is kept
+   *       (the interrupt status is set again, so the allocation's next wait reports it).
+   *   <li>Everything thrown is caught and recorded ({@link #pressureError}): the allocation then
+   *       fails or succeeds on its own. libshared never calls this again from within it.
+   * </ul>
+   * The colors-release thread may take some of the Roots meanwhile and release them the ordinary
+   * way; if it blocks on libshared's root mutex held by this thread, it does so holding no lock
+   * this method needs.
+   */
+  static void onHeapPressure() {
+    if (!PRESSURE_GC) return;
+    try {
+      relieve();
+    } catch (Throwable t) {
+      pressureError = t;
+    }
+  }
+
+  private static void relieve() {
+    PRESSURE_CALLS.increment();
+    final long start = System.nanoTime();
+    ReferenceQueue<Object> sentinelQueue = new ReferenceQueue<>();
+    PhantomReference<Object> sentinel = new PhantomReference<>(new Object(), sentinelQueue);
+    System.gc();
+    final long gcDone = System.nanoTime();
+    // The GC clears a phantom reference when it finds its referent unreachable; all references it
+    // finds in one GC are cleared by its end. A stop-the-world System.gc() has done so when it
+    // returns; a concurrent one (-XX:+ExplicitGCInvokesConcurrent) a little later.
+    final long deadline = gcDone + PRESSURE_WAIT_NS;
+    boolean cleared, interrupted = false;
+    while (!(cleared = sentinel.refersTo(null)) && System.nanoTime() - deadline < 0) {
+      try {
+        Thread.sleep(1);
+      } catch (InterruptedException e) {
+        interrupted = true;  // kept for the allocation's next wait (set again below)
+        break;
+      }
+    }
+    Reference.reachabilityFence(sentinel);
+    final long waited = System.nanoTime();
+    // Every Root whose Handle that GC found unreachable is cleared now, whether or not the
+    // Reference Handler thread has enqueued it yet: take them from the cache, then whatever the
+    // queue holds (Roots of detached proxies; Roots enqueued meanwhile).
+    Roots.Spares spares = new Roots.Spares();
+    long released = releaseCleared(spares) + relieveEnqueued(spares);
+    spares.flush();
+    PRESSURE_RELEASED.add(released);
+    if (interrupted) Thread.currentThread().interrupt();
+    if (PRESSURE_VERBOSE) {
+      System.err.println("colors: heap pressure: released " + released + " roots in "
+          + (System.nanoTime() - start) / 1_000_000 + " ms (System.gc() " + (gcDone - start) / 1_000_000 + " ms, waited "
+          + (waited - gcDone) / 1_000_000 + " ms" + (cleared ? "" : ", references not cleared in time") + "), "
+          + cacheSize() + " cached proxies, " + Roots.live() + " Java-held roots, " + Native.liveHandles() + " JValues");
+    }
+  }
+
+  /** Unlinks every cache entry whose Root is cleared (its Handle unreachable) and releases those Roots. */
+  private static long releaseCleared(Roots.Spares spares) {
+    java.util.ArrayList<Root> dead = new java.util.ArrayList<>();
+    long n = 0;
+    for (Stripe st : CACHE) {
+      synchronized (st) {
+        Entry[] t = st.table;
+        for (int i = 0; i < t.length; i++) {
+          Entry prev = null;
+          for (Entry e = t[i]; e != null; e = e.next) {
+            if (e.root.refersTo(null)) {
+              // As remove(): lock-free readers on e still reach the rest of the chain.
+              if (prev == null) SLOTS.setRelease(t, i, e.next);
+              else prev.next = e.next;
+              st.size--;
+              dead.add(e.root);
+            } else {
+              prev = e;
+            }
+          }
+        }
+      }
+      for (Root r : dead) {
+        if (r.claim()) {
+          r.releaseUnderPressure(spares);
+          n++;
+        }
+      }
+      dead.clear();
+    }
+    return n;
+  }
+
+  private static int relieveEnqueued(Roots.Spares spares) {
+    int n = 0;
+    for (Root r; (r = (Root) QUEUE.poll()) != null;) {
+      if (!r.claim()) continue;  // released from the cache already
+      Entry e = r.entry;
+      if (e == null || !remove(e)) {
+        synchronized (ORPHANS) {
+          ORPHANS.remove(r);
+        }
+      }
+      r.releaseUnderPressure(spares);
+      n++;
+    }
+    return n;
+  }
+
+  /** Calls of {@link #onHeapPressure} that ran (tests, verbose benchmarks). */
+  static long pressureCalls() {
+    return PRESSURE_CALLS.sum();
+  }
+
+  /** Roots released by those calls. */
+  static long pressureReleased() {
+    return PRESSURE_RELEASED.sum();
   }
 
   // ---- the identity cache --------------------------------------------------------------------

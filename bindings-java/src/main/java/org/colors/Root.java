@@ -37,6 +37,25 @@ final class Root extends PhantomReference<Handle> {
   final Direct.View view;
   /** The identity cache entry of the proxy (set once, before publication). */
   Proxies.Entry entry;
+  /** Set by the one thread that releases this root ({@link #claim}). */
+  private volatile boolean claimed;
+  private static final java.lang.invoke.VarHandle CLAIMED;
+
+  static {
+    try {
+      CLAIMED = java.lang.invoke.MethodHandles.lookup().findVarHandle(Root.class, "claimed", boolean.class);
+    } catch (ReflectiveOperationException e) {
+      throw new ExceptionInInitializerError(e);
+    }
+  }
+
+  /**
+   * True for exactly one caller: the one that releases this root (the queue's consumers and a
+   * heap-pressure call, which finds cleared Roots in the cache before they are enqueued, race).
+   */
+  boolean claim() {
+    return CLAIMED.compareAndSet(this, false, true);
+  }
 
   Root(Handle h, ReferenceQueue<Handle> q, long ptr, long slot, Direct.View view) {
     super(h, q);
@@ -50,6 +69,23 @@ final class Root extends PhantomReference<Handle> {
    * Releases the root (REQUIRES: dequeued, so the Handle is unreachable). {@code mutator}: called by
    * a thread using shared objects (the Java slot goes to its own cache), else by the daemon thread.
    */
+  /**
+   * Releases the root on the heap-pressure path ({@link Proxies#onHeapPressure}, inside an
+   * allocation): takes no lock of libshared and not {@link Roots#LOCK}; the emptied slot becomes a
+   * spare of the JNI library (jni_module.cpp; a Java-held one through {@code spares}, flushed by
+   * the caller), which Roots takes first when it needs slots.
+   * REQUIRES: dequeued; the calling thread uses shared objects (no detach concurrently).
+   */
+  void releaseUnderPressure(Roots.Spares spares) {
+    long p = ptr;
+    if (p != 0) {
+      Native.releaseUnderPressure(p);
+      if (slot != 0) Roots.releasedNatively();
+    } else if (slot != 0) {
+      Roots.releaseUnderPressure(view, slot, spares);
+    }
+  }
+
   void release(boolean mutator) {
     long p = ptr;
     if (p != 0) {

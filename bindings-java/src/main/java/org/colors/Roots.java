@@ -135,6 +135,39 @@ final class Roots {
     }
   }
 
+  /**
+   * Releases a proxy's Java-held root on the heap-pressure path: empties it (deletion barrier) and
+   * adds it to {@code spares}, which goes to the JNI library ({@link Native#spareRoots}) instead of
+   * this class's pool, so that neither {@link #LOCK} nor the thread cache is touched (the allocating
+   * thread may hold LOCK, e.g. in {@link #refill}, or another thread may hold it while it waits for
+   * libshared). Nothing if {@code v}'s attachment is gone. REQUIRES: the calling thread uses shared
+   * objects (no detach concurrently).
+   */
+  static void releaseUnderPressure(Direct.View v, long slot, Spares spares) {
+    if (v.epoch != Direct.epoch) return;  // detached: the server dropped every root of it
+    v.storeWord(slot, 0);
+    LIVE.decrement();
+    spares.add(slot, v.gen);
+  }
+
+  /** Emptied slots on their way to the JNI library's spares, passed in batches. */
+  static final class Spares {
+    private final long[] slots = new long[1024];
+    private int n;
+    private long gen;
+
+    void add(long slot, long g) {
+      if (n == slots.length || (n > 0 && g != gen)) flush();
+      gen = g;
+      slots[n++] = slot;
+    }
+
+    void flush() {
+      if (n > 0) Native.spareRoots(slots, n, gen);
+      n = 0;
+    }
+  }
+
   // REQUIRES: LOCK held, v current, slot null.
   private static void putLocked(Direct.View v, long slot) {
     if (poolEpoch != v.epoch) {

@@ -1,6 +1,9 @@
 package org.colors;
 
+import demo.tree.Node;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 
 /**
  * The second process of the cross-process tests ({@code java org.colors.ChildMain command args}),
@@ -23,6 +26,8 @@ public final class ChildMain {
       case "rpc-serve-exit": rpcServeExit(args[1]); break;
       case "rpc-client": rpcClient(args[1], Integer.parseInt(args[2])); break;
       case "rpc-slow-call": rpcSlowCall(args[1], Long.parseLong(args[2])); break;
+      case "pressure-churn": pressureChurn(Double.parseDouble(args[1])); break;
+      case "pressure-full": pressureFull(); break;
       default: throw new IllegalArgumentException("unknown command " + cmd);
     }
     System.out.flush();
@@ -170,5 +175,98 @@ public final class ChildMain {
     System.out.println("exiting");
     System.out.flush();
     System.exit(0);
+  }
+
+  // ---- heap pressure (HeapPressureTest; run with the agent) ----
+
+  private static String pressureState() {
+    return "pressureCalls=" + Proxies.pressureCalls() + " released=" + Proxies.pressureReleased() + " hookCalls="
+        + Native.pressureHookCalls() + " error=" + Proxies.pressureError + " cached=" + Proxies.cacheSize()
+        + " javaRoots=" + Roots.live() + " jvalues=" + Native.liveHandles() + " " + SharedMemory.gcStats();
+  }
+
+  private static Node tree(int d, long[] counter) {
+    Node n = SharedMemory.allocate(Node.class);
+    long c = counter[0]++;
+    n.i = c;
+    n.s = "n" + c;
+    if (d > 1) {
+      n.left = tree(d - 1, counter);
+      n.right = tree(d - 1, counter);
+    }
+    return n;
+  }
+
+  private static long walk(Node n) {
+    long s = n.i + n.s.length();
+    if (n.left != null) s += walk(n.left);
+    if (n.right != null) s += walk(n.right);
+    return s;
+  }
+
+  /**
+   * Makes short-lived proxies until {@code heaps} times the shared heap's capacity was allocated:
+   * trees of {@code @Shared} nodes built and walked through the fast path (Java-held roots), and
+   * lists and SharedObject views made by the natives (JValue roots), each dropped right away.
+   * Prints "ok ..." or, on SharedOutOfMemoryException, "oom ..." and exits with 3.
+   */
+  @SuppressWarnings("unchecked")
+  private static void pressureChurn(double heaps) {
+    HeapStats h0 = SharedMemory.heapStats();
+    long target = (long) (heaps * h0.capacity());
+    long allocated = 0, nodes = 0, sum = 0;
+    long[] counter = {0};
+    try {
+      while ((allocated = SharedMemory.heapStats().allocatedBytesTotal() - h0.allocatedBytesTotal()) < target) {
+        for (int k = 0; k < 16; k++) {
+          long before = counter[0];
+          sum += walk(tree(6, counter));
+          nodes += counter[0] - before;
+          List<Object> l = (List<Object>) SharedMemory.copyToSharedMemory(List.of("r" + k, k, List.of(nodes)));
+          sum += l.size() + ((List<Object>) l.get(2)).size();
+          SharedObject o = SharedMemory.allocateObject(demo.tree.PlainNode.class);
+          o.set("s", "view " + nodes);
+          sum += o.getString("s").length();
+        }
+      }
+    } catch (SharedOutOfMemoryException e) {
+      System.out.println("oom after " + allocated + " of " + target + " bytes, " + nodes + " nodes; " + pressureState()
+          + "; " + e.getMessage());
+      System.out.flush();
+      System.exit(3);
+    }
+    System.out.println("ok allocated=" + allocated + " capacity=" + h0.capacity() + " nodes=" + nodes + " sum=" + sum
+        + " " + pressureState());
+  }
+
+  /**
+   * Keeps every node it allocates reachable until the shared heap is really full: prints "full ..."
+   * with the failing call's duration and message; checks the kept nodes; then drops them and
+   * allocates again (the dropped proxies' roots must go) and prints "again ...".
+   */
+  private static void pressureFull() {
+    List<Node> keep = new ArrayList<>();
+    long t0 = 0;
+    try {
+      for (;;) {
+        t0 = System.nanoTime();
+        Node n = SharedMemory.allocate(Node.class);
+        n.s = "kept " + keep.size();
+        keep.add(n);
+      }
+    } catch (SharedOutOfMemoryException e) {
+      long failMs = (System.nanoTime() - t0) / 1_000_000;
+      System.out.println("full kept=" + keep.size() + " failMs=" + failMs + " " + pressureState() + " message="
+          + e.getMessage());
+    }
+    for (int i = 0; i < keep.size(); i++) {
+      String s = keep.get(i).s;
+      if (s != null && !s.equals("kept " + i)) throw new AssertionError("node " + i + " reads " + s);
+    }
+    keep.clear();
+    long t1 = System.nanoTime();
+    Node again = SharedMemory.allocate(Node.class);
+    again.s = "again";
+    System.out.println("again ok ms=" + (System.nanoTime() - t1) / 1_000_000 + " s=" + again.s + " " + pressureState());
   }
 }

@@ -80,6 +80,11 @@ public final class ColorsServer implements BeforeAllCallback {
     private final Path log;
 
     Server() {
+      this("64M");
+    }
+
+    /** A server with an objects space of {@code heapSize} ({@code --heap-size}, e.g. "16M"). */
+    Server(String heapSize) {
       try {
         if (System.getProperty(Native.LIBRARY_PROPERTY) == null && System.getenv(Native.LIBRARY_ENV) == null) {
           System.setProperty(Native.LIBRARY_PROPERTY, jniLibrary());
@@ -89,7 +94,7 @@ public final class ColorsServer implements BeforeAllCallback {
         name = "junit-" + ProcessHandle.current().pid() + "-" + UUID.randomUUID().toString().substring(0, 8);
         log = dir.resolve("server.log");
         ProcessBuilder pb = new ProcessBuilder(serverBinary().toString(), "--name", name, "--socket", socket.toString(),
-            "--heap-size", "64M", "--log-level", "warn");
+            "--heap-size", heapSize, "--log-level", "warn");
         pb.redirectError(log.toFile());
         proc = pb.start();
         Runtime.getRuntime().addShutdownHook(new Thread(this::kill));
@@ -161,6 +166,22 @@ public final class ColorsServer implements BeforeAllCallback {
     }
 
     Process spawnWithSocket(String socketPath, String... args) throws IOException {
+      return spawnJvm(List.of(), socketPath, args);
+    }
+
+    /**
+     * Starts {@code java jvmArgs... org.colors.ChildMain args...} attached to this server (through
+     * COLORS_SOCKET), with the test class path, the JNI library and this JVM's colors agent.
+     */
+    Process spawnWithAgent(List<String> jvmArgs, String... args) throws IOException {
+      List<String> all = new ArrayList<>(jvmArgs);
+      for (String a : java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments()) {
+        if (a.startsWith("-javaagent:")) all.add(a);
+      }
+      return spawnJvm(all, socket.toString(), args);
+    }
+
+    private Process spawnJvm(List<String> jvmArgs, String socketPath, String... args) throws IOException {
       String cp = System.getProperty("colors.test.classpath");
       if (cp == null || cp.isEmpty()) cp = System.getProperty("java.class.path");
       List<String> cmd = new ArrayList<>();
@@ -168,6 +189,7 @@ public final class ColorsServer implements BeforeAllCallback {
       cmd.add("-Xshare:auto");
       cmd.add("-XX:TieredStopAtLevel=1");  // children are short-lived: start fast
       cmd.add("--enable-native-access=ALL-UNNAMED");  // no System.load warning on JDK 22+
+      cmd.addAll(jvmArgs);
       cmd.add("-cp");
       cmd.add(cp);
       cmd.add("-D" + Native.LIBRARY_PROPERTY + "=" + jniLibrary());
