@@ -23,6 +23,7 @@
 #include "barrier.hpp"
 #include "classes.hpp"
 #include "common.hpp"  // Python.h first
+#include "number_word.hpp"
 #include <structmember.h>
 
 #include "objects.hpp"
@@ -175,22 +176,13 @@ colors::Value field_value(PyObject* value, TypeKind kind) {
 void write_slot(cd::Word o, const cd::FieldInfo& f, PyObject* value) {
   std::atomic<cd::Word>* s = slot_of(o, f);
   cd::Word w;
+  TypeKind kind;
   if (value == Py_None) {
     w = cd::kNull;
   } else if (PyBool_Check(value)) {
     w = cd::make_bool(value == Py_True);
-  } else if (PyFloat_CheckExact(value) && cd::fits_small_float(PyFloat_AS_DOUBLE(value))) {
-    w = cd::make_small_float(PyFloat_AS_DOUBLE(value));
-  } else if (PyLong_CheckExact(value) && f.type != TypeKind::kFloat) {
-    int overflow = 0;
-    long long x = PyLong_AsLongLongAndOverflow(value, &overflow);
-    if (overflow != 0 || !cd::fits_small(x)) {  // boxed or too wide: the general path
-      colors::Value v = to_value(value);
-      cd::check_field_type(f, v.raw());
-      cd::store_ref(s, v.raw());
-      return;
-    }
-    w = cd::make_small(x);
+  } else if (number_word(value, &w, &kind) && !(kind == TypeKind::kInteger && f.type == TypeKind::kFloat)) {
+    // as it is (an int into a float field becomes a float: the general path)
   } else {
     colors::Value v = field_value(value, f.type);
     cd::check_field_type(f, v.raw());
@@ -342,36 +334,19 @@ PyObject* descr_get(PyObject* self, PyObject* obj, PyObject*) {
 
 int descr_set(PyObject* self, PyObject* obj, PyObject* value) {
   auto* d = reinterpret_cast<FieldDescr*>(self);
-  // Fast path: a float in the immediate range into a float (or untyped) field of the version
-  // resolved last: one store, no allocation.
-  if (value != nullptr && PyFloat_CheckExact(value) && Py_TYPE(obj) == d->owner && d->gen == g_generation) {
-    double x = PyFloat_AS_DOUBLE(value);
-    Handle* h = slot_handle(obj, d->handle_off);
-    if (h != nullptr && h->gen == d->gen && cd::fits_small_float(x)) {
-      cd::Word o = h->value.raw();
-      const cd::FieldInfo* f = d->info;
-      if (cd::class_of(o) == d->cls && f != nullptr && (f->type == TypeKind::kFloat || f->type == TypeKind::kAny)) {
-        if (std::atomic<cd::Word>* s = cd::field_slot(o, *f)) {
-          cd::store_ref(s, cd::make_small_float(x));
-          return 0;
-        }
-      }
-    }
-  }
-  // Fast path: a small int into an integer (or untyped) field of the version resolved last.
-  if (value != nullptr && PyLong_CheckExact(value) && Py_TYPE(obj) == d->owner && d->gen == g_generation) {
+  // Fast path: a small int into an integer field, or a float in the immediate range into a float
+  // field (or either into an untyped one), of the version resolved last: one store, no allocation.
+  cd::Word w;
+  TypeKind kind;
+  if (value != nullptr && Py_TYPE(obj) == d->owner && d->gen == g_generation && number_word(value, &w, &kind)) {
     Handle* h = slot_handle(obj, d->handle_off);
     if (h != nullptr && h->gen == d->gen) {
       cd::Word o = h->value.raw();
       const cd::FieldInfo* f = d->info;
-      if (cd::class_of(o) == d->cls && f != nullptr && (f->type == TypeKind::kInteger || f->type == TypeKind::kAny)) {
-        int overflow = 0;
-        long long x = PyLong_AsLongLongAndOverflow(value, &overflow);
-        if (overflow == 0 && cd::fits_small(x)) {
-          if (std::atomic<cd::Word>* s = cd::field_slot(o, *f)) {
-            cd::store_ref(s, cd::make_small(x));
-            return 0;
-          }
+      if (cd::class_of(o) == d->cls && f != nullptr && (f->type == kind || f->type == TypeKind::kAny)) {
+        if (std::atomic<cd::Word>* s = cd::field_slot(o, *f)) {
+          cd::store_ref(s, w);
+          return 0;
         }
       }
     }

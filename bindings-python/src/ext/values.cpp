@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "common.hpp"
+#include "number_word.hpp"
 #include "barrier.hpp"
 #include "containers.hpp"
 #include "objects.hpp"
@@ -304,12 +305,9 @@ class Copier {
     PyObject* o = x.ptr();
     if (o == Py_None) return cd::kNull;
     if (PyBool_Check(o)) return cd::make_bool(o == Py_True);
-    if (PyLong_CheckExact(o)) {
-      int overflow = 0;
-      long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
-      if (overflow == 0 && cd::fits_small(v)) return cd::make_small(v);
-    }
-    if (PyFloat_CheckExact(o) && cd::fits_small_float(PyFloat_AS_DOUBLE(o))) return cd::make_small_float(PyFloat_AS_DOUBLE(o));
+    cd::Word number;
+    colors::TypeKind number_kind;
+    if (number_word(o, &number, &number_kind)) return number;
     // Strings and binaries are values: copied per occurrence, not memoised (their identity is
     // not observable through the heap; reading one gives a new Python object anyway).
     bool container = PyList_Check(o) || PyTuple_Check(o) || PyDict_Check(o) || PyAnySet_Check(o);
