@@ -15,24 +15,10 @@ Prints READY once serving and exits when stdin closes, like the Java servers.
 from __future__ import annotations
 
 import sys
-from typing import Optional
 
 import colors_shm as cs
 from colors_shm import rpc
-
-
-class Node:
-    """A tree node, shared as "bench.Node"."""
-
-    i: int
-    f: float
-    b: bool
-    s: str
-    left: Optional["Node"]
-    right: Optional["Node"]
-
-    def __init__(self, i, f, b, s, left=None, right=None):
-        self.i, self.f, self.b, self.s, self.left, self.right = i, f, b, s, left, right
+from shared_node import SHARED_NAME, Node
 
 
 def _derive(p) -> Node:
@@ -63,7 +49,7 @@ class Handler:
 
 def main() -> int:
     endpoint = sys.argv[1]
-    cs.register(Node, "bench.Node")
+    cs.register(Node, SHARED_NAME)
     srv = rpc.serve(endpoint, Handler())
     print("READY", flush=True)
     sys.stdin.read()  # until the harness closes our stdin (or dies)

@@ -14,11 +14,11 @@ import shutil
 import subprocess
 import tempfile
 import uuid
-from typing import Optional
 
 from . import base
 
 import workload  # noqa: E402
+from shared_node import SHARED_NAME, Node  # noqa: E402
 
 _METHOD = {"bool": "bools", "int": "ints", "float": "floats", "string": "strings"}
 _BUILD = pathlib.Path(os.environ.get("BUILD_DIR") or "build")  # as the Makefile and rpc-bench/run
@@ -29,20 +29,6 @@ _AGENT = _BUILD / "bindings-java" / "colors-agent.jar"
 _JNI = _BUILD / "bindings-java" / "libcolors_jni.so"
 _CLASSES = base.BUILD / "colors-classes"  # setup.sh compiles java/colors/ there
 _PY = _BUILD / "bindings-python"
-
-
-class Node:
-    """A tree node, shared as "bench.Node" (the Java server reads and writes the same class)."""
-
-    i: int
-    f: float
-    b: bool
-    s: str
-    left: Optional["Node"]
-    right: Optional["Node"]
-
-    def __init__(self, i, f, b, s, left=None, right=None):
-        self.i, self.f, self.b, self.s, self.left, self.right = i, f, b, s, left, right
 
 
 class _ColorsJavaServer(base.JavaServer):
@@ -121,7 +107,7 @@ class Adapter(base.Adapter):
         from colors_shm import rpc
 
         self.cs = cs
-        cs.register(Node, "bench.Node")
+        cs.register(Node, SHARED_NAME)
         self.client = rpc.connect("bench")
 
     def close(self) -> None:
