@@ -178,37 +178,43 @@ jobjectArray JNICALL n_server_next(JNIEnv* env, jclass, jlong p, jlong w, jlong 
   });
 }
 
-void JNICALL n_worker_reply(JNIEnv* env, jclass, jlong w, jint tag, jlong bits, jobject obj) {
-  guarded_void(env, [&] {
-    JWorker* wk = from_ptr<JWorker>(w);
-    if (!wk->call) throw colors::InvalidArgumentError("no call to reply to");
+// Ends the worker's current call with `finish` (a reply or a failure), forgetting the call even
+// when `finish` throws: the call is answered at most once either way.
+template <class F>
+void finish_call(JWorker* wk, const char* what, F&& finish) {
+  if (!wk->call) throw colors::InvalidArgumentError(std::string("no call to ") + what);
     struct Reset {
       JWorker* wk;
       ~Reset() { wk->call.reset(); }
     } reset{wk};
-    Arg a = decode(env, tag, bits, obj);
-    wk->call->reply(a.get());
+  finish();
+}
+
+void JNICALL n_worker_reply(JNIEnv* env, jclass, jlong w, jint tag, jlong bits, jobject obj) {
+  guarded_void(env, [&] {
+    JWorker* wk = from_ptr<JWorker>(w);
+    finish_call(wk, "reply to", [&] {
+      Arg a = decode(env, tag, bits, obj);
+      wk->call->reply(a.get());
+    });
   });
 }
 
 void JNICALL n_worker_fail(JNIEnv* env, jclass, jlong w, jstring type, jstring message) {
   guarded_void(env, [&] {
     JWorker* wk = from_ptr<JWorker>(w);
-    if (!wk->call) throw colors::InvalidArgumentError("no call to fail");
-    struct Reset {
-      JWorker* wk;
-      ~Reset() { wk->call.reset(); }
-    } reset{wk};
-    std::string t, m;
-    try {
-      t = java_to_utf8(env, type);
-      m = message == nullptr ? std::string() : java_to_utf8(env, message);
-    } catch (const colors::InvalidArgumentError&) {
-      // A message with a lone surrogate: still tell the caller what failed.
-      if (env->ExceptionCheck()) env->ExceptionClear();
-      m = "(the message is not valid Unicode)";
-    }
-    wk->call->fail(t, m);
+    finish_call(wk, "fail", [&] {
+      std::string t, m;
+      try {
+        t = java_to_utf8(env, type);
+        m = message == nullptr ? std::string() : java_to_utf8(env, message);
+      } catch (const colors::InvalidArgumentError&) {
+        // A message with a lone surrogate: still tell the caller what failed.
+        if (env->ExceptionCheck()) env->ExceptionClear();
+        m = "(the message is not valid Unicode)";
+      }
+      wk->call->fail(t, m);
+    });
   });
 }
 
@@ -217,13 +223,10 @@ void JNICALL n_worker_reply_flat(JNIEnv* env, jclass, jlong w, jint n, jintArray
                                  jobjectArray objs) {
   guarded_void(env, [&] {
     JWorker* wk = from_ptr<JWorker>(w);
-    if (!wk->call) throw colors::InvalidArgumentError("no call to reply to");
-    struct Reset {
-      JWorker* wk;
-      ~Reset() { wk->call.reset(); }
-    } reset{wk};
-    colors::List top = decode_flat(env, n, tags, bits, objs);
-    wk->call->reply(top.get(0));
+    finish_call(wk, "reply to", [&] {
+      colors::List top = decode_flat(env, n, tags, bits, objs);
+      wk->call->reply(top.get(0));
+    });
   });
 }
 
