@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -261,6 +262,31 @@ int usage() {
   return 2;
 }
 
+// Whole-string number parsing for the options: false (and a message) on anything else.
+bool parse_long(const char* opt, const char* v, long lo, long hi, long* out) {
+  char* end = nullptr;
+  errno = 0;
+  long x = std::strtol(v, &end, 10);
+  if (errno != 0 || end == v || *end != '\0' || x < lo || x > hi) {
+    std::fprintf(stderr, "colors_floor: %s wants an integer in %ld..%ld, not '%s'\n", opt, lo, hi, v);
+    return false;
+  }
+  *out = x;
+  return true;
+}
+
+bool parse_seconds(const char* opt, const char* v, double* out) {
+  char* end = nullptr;
+  errno = 0;
+  double x = std::strtod(v, &end);
+  if (errno != 0 || end == v || *end != '\0' || !(x >= 0.0 && x <= 3600.0)) {
+    std::fprintf(stderr, "colors_floor: %s wants seconds in 0..3600, not '%s'\n", opt, v);
+    return false;
+  }
+  *out = x;
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -278,16 +304,34 @@ int main(int argc, char** argv) {
     }
     if (a + 1 >= argc) return usage();
     const char* v = argv[++a];
-    if (opt == "--kinds") kinds = split(v);
-    else if (opt == "--sizes") {
+    long x = 0;
+    bool ok = true;
+    if (opt == "--kinds") {
+      kinds = split(v);
+    } else if (opt == "--sizes") {
       sizes.clear();
-      for (auto& s : split(v)) sizes.push_back(std::atoi(s.c_str()));
-    } else if (opt == "--passes") passes = std::atoi(v);
-    else if (opt == "--warmup-s") budget.warmup_s = std::atof(v);
-    else if (opt == "--measure-s") budget.measure_s = std::atof(v);
-    else if (opt == "--min-calls") budget.min_calls = std::atol(v);
-    else if (opt == "--max-calls") budget.max_calls = std::atol(v);
-    else return usage();
+      for (auto& s : split(v)) {
+        ok = ok && parse_long(opt.c_str(), s.c_str(), 1, 1 << 20, &x);
+        sizes.push_back(static_cast<int>(x));
+      }
+      if (sizes.empty()) ok = parse_long(opt.c_str(), v, 1, 1 << 20, &x);
+    } else if (opt == "--passes") {
+      ok = parse_long(opt.c_str(), v, 1, 100, &x);
+      passes = static_cast<int>(x);
+    } else if (opt == "--warmup-s") {
+      ok = parse_seconds(opt.c_str(), v, &budget.warmup_s);
+    } else if (opt == "--measure-s") {
+      ok = parse_seconds(opt.c_str(), v, &budget.measure_s);
+    } else if (opt == "--min-calls") {
+      ok = parse_long(opt.c_str(), v, 1, 1L << 40, &x);
+      budget.min_calls = x;
+    } else if (opt == "--max-calls") {
+      ok = parse_long(opt.c_str(), v, 1, 1L << 40, &x);
+      budget.max_calls = x;
+    } else {
+      return usage();
+    }
+    if (!ok) return 2;
   }
   for (auto& k : kinds) {
     int d = tree_depth(k);
