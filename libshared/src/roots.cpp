@@ -50,37 +50,53 @@ ThreadCache& thread_cache() {
 }
 
 ArrayObject* chunk(Word w) { return reinterpret_cast<ArrayObject*>(w); }
-}  // namespace
 
-// A new chunk is linked into the client's chain before it is published: from then on the
-// collector reaches it through ClientSlot::roots (a reserved block it finds through a root is
-// flagged and revisited once published, gc/README.md).
-// REQUIRES: g_mu held.
-static void add_chunk() {
+
+std::size_t chunk_bytes() { return round_up(sizeof(ArrayObject) + kChunkSlots * sizeof(Word), kGranule); }
+
+// Links the reserved block `h` as a new chunk of this process's table and gives its slots to g_free.
+// The chunk is linked into the client's chain before it is published: from then on the collector
+// reaches it through ClientSlot::roots (a reserved block it finds through a root is flagged and
+// revisited once published, gc/README.md). Until then nothing refers to it, as to any object being
+// initialised, and the sweep leaves reserved blocks alone.
+// REQUIRES: g_mu held; `h` reserved by this thread (reserve_block) for chunk_bytes().
+void link_chunk(BlockHeader* h) {
   Metadata* m = current_meta();
   ClientSlot& cs = m->clients[current_client_slot()];
-  std::size_t bytes = round_up(sizeof(ArrayObject) + kChunkSlots * sizeof(Word), kGranule);
-  BlockHeader* h = reserve_block(m, current_client_id(), bytes);
   auto* a = reinterpret_cast<ArrayObject*>(h);
   a->head.cls.store(m->builtin[static_cast<int>(TypeKind::kRootChunk)], std::memory_order_relaxed);
   a->capacity = kChunkSlots;
   init_ref(&a->slots[0], cs.roots.load(std::memory_order_acquire));
   Word w = reinterpret_cast<Word>(h);
   store_ref(&cs.roots, w);
-  publish_object(m, h, bytes);
+  publish_object(m, h, chunk_bytes());
   for (std::size_t i = kChunkSlots - 1; i >= 1; --i) g_free.push_back(&a->slots[i]);
 }
 
+// Gives an empty thread cache up to kBatch free slots, adding a chunk when the process has none.
+// The chunk's block is reserved with g_mu NOT held: a reservation may run collector cycles and the
+// heap-pressure hook (heap.hpp), and every other thread of the process that needs a root would
+// wait on g_mu meanwhile. Two threads may both add a chunk; the extra slots simply stay in g_free.
+void refill(ThreadCache& c) {
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> g(g_mu);
+      while (c.slots.size() < kBatch && !g_free.empty()) {
+        c.slots.push_back(g_free.back());
+        g_free.pop_back();
+      }
+      if (!c.slots.empty()) return;
+    }
+    BlockHeader* h = reserve_block(current_meta(), current_client_id(), chunk_bytes());
+    std::lock_guard<std::mutex> g(g_mu);
+    link_chunk(h);
+  }
+}
+}  // namespace
+
 std::atomic<Word>* root_acquire(Word value) {
   ThreadCache& c = thread_cache();
-  if (c.slots.empty()) {
-    std::lock_guard<std::mutex> g(g_mu);
-    while (c.slots.size() < kBatch) {
-      if (g_free.empty()) add_chunk();
-      c.slots.push_back(g_free.back());
-      g_free.pop_back();
-    }
-  }
+  if (c.slots.empty()) refill(c);
   std::atomic<Word>* slot = c.slots.back();
   c.slots.pop_back();
   // The slot is null: no deletion barrier needed. seq_cst (a full barrier on x86): the root must

@@ -4,6 +4,7 @@
 // collector, never re-entered. A hook that drops references lets the failing allocation succeed.
 #include <catch2/catch.hpp>
 #include <atomic>
+#include <chrono>
 #include <string>
 #include <thread>
 #include <vector>
@@ -163,4 +164,54 @@ TEST_CASE("the heap-pressure hook is not called when no collector runs") {
   List hold = new_list();
   REQUIRE_THROWS_AS(fill(hold), OutOfMemoryError);
   REQUIRE(g_calls == 0);
+}
+
+namespace {
+// For the next test: another thread's root traffic that needs roots.cpp's process mutex, run while
+// the hook runs. It reports whether it finished within 2 s.
+std::atomic<int> g_other_phase{0};  // 1: asked to drop its roots, 2: done
+std::atomic<bool> g_other_done_in_hook{false};
+
+void waiting_hook() noexcept {
+  ++g_calls;
+  g_other_phase = 1;
+  for (int i = 0; i < 2000 && g_other_phase.load() != 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  g_other_done_in_hook = g_other_phase.load() == 2;
+}
+}  // namespace
+
+TEST_CASE("the hook called while a thread adds a root-table chunk does not hold up other threads' roots") {
+  // A root needs a new chunk of the process's root table when no free slot is left; reserving the
+  // chunk may fail on a full heap and call the hook. The hook may take long (the JVM's runs a GC),
+  // so the reservation must not hold the mutex that other threads need to hand slots back.
+  test::TestSegment seg(2 << 20);
+  Metadata* m = seg.meta();
+  gc::Collector c(m, only_on_demand());
+  c.start();
+  List hold = new_list();
+  hold.append(new_list());
+  g_other_phase = 0;
+  g_other_done_in_hook = false;
+  std::thread other([&] {
+    std::vector<Value> mine;
+    for (int i = 0; i < 300; ++i) mine.push_back(hold.get(0));  // more than a thread caches
+    while (g_other_phase.load() != 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    mine.clear();  // hands slots back to the process: takes the mutex
+    g_other_phase = 2;
+  });
+  REQUIRE_THROWS_AS(fill(hold), OutOfMemoryError);
+  g_calls = 0;
+  set_heap_pressure_hook(&waiting_hook);
+  std::vector<Value> roots;
+  REQUIRE_THROWS_AS([&] { for (;;) roots.push_back(hold.get(0)); }(), OutOfMemoryError);  // until a chunk is needed
+  set_heap_pressure_hook(nullptr);
+  g_other_phase = 1;  // in case the hook never ran: let the thread finish
+  other.join();
+  REQUIRE(g_calls >= 1);
+  REQUIRE(g_other_done_in_hook);
+  roots.clear();
+  c.stop();
+  VerifyReport r = verify_heap(m);
+  INFO(r.summary());
+  REQUIRE(r.ok());
 }
