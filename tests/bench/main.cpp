@@ -12,6 +12,7 @@
 #include "bench_util.hpp"
 
 void bench_alloc(std::ostream& out);
+void bench_roots(std::ostream& out);
 void bench_sync(std::ostream& out);
 void bench_gc(std::ostream& out);
 
@@ -30,7 +31,10 @@ int main(int argc, char** argv) {
   auto want = [&](const char* name) { return only.empty() || only.count(name) != 0; };
   std::cout << "colors core benchmarks (speedup = baseline time / our time; > 1 means faster)\n";
   colors::bench::header(std::cout);
-  if (want("alloc")) bench_alloc(std::cout);
+  if (want("alloc")) {
+    bench_alloc(std::cout);
+    bench_roots(std::cout);
+  }
   if (want("sync")) bench_sync(std::cout);
   if (want("gc")) bench_gc(std::cout);
   return 0;
