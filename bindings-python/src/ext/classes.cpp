@@ -9,11 +9,19 @@
 // Invariants:
 //  * A user proxy's handle slot is set once, when the proxy is made, and never exposed to Python
 //    (the slot's member descriptor is deleted from the class), so the handle dies exactly when its
-//    proxy does; the handle's destructor erases the cache entry, so the cache never points to a
-//    dead proxy.
+//    proxy does; the handle's destructor erases the table entry (if it is still its proxy's), so
+//    the identity table never points to a freed proxy. An entry may point to a proxy that is
+//    being destroyed (refcount 0: its weakref callbacks and slot clearing run before the handle
+//    dies); lookups skip such a proxy and a new proxy replaces the entry (one *live* proxy per
+//    object).
+//  * The identity table holds entries of one attachment generation (g_proxies_gen); it is emptied
+//    before anything is looked up or inserted in another one, and a handle of an older generation
+//    never touches it.
 //  * Field descriptors cache (class version -> FieldInfo) per attachment generation; class
 //    records are immortal within one attachment.
 //  * Everything here runs with the GIL held.
+#include <bit>
+#include <cstddef>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -23,6 +31,7 @@
 #include "barrier.hpp"
 #include "classes.hpp"
 #include "common.hpp"  // Python.h first
+#include "identity_table.hpp"
 #include "number_word.hpp"
 #include <structmember.h>
 
@@ -46,9 +55,26 @@ PyTypeObject* g_descr_type = nullptr;
 
 // Proxy class -> offset of its hidden handle slot. Proxy classes live as long as the process.
 std::unordered_map<PyTypeObject*, Py_ssize_t> g_user_types;
-// Class version -> proxy class (strong), or Py_None for "no Python class: generic proxy".
-std::unordered_map<const cd::ClassRecord*, PyObject*> g_mapping;
+// What a class version maps to: its proxy class (strong) and that class's handle slot offset, or
+// type == Py_None for "no Python class: generic proxy".
+struct Mapped {
+  PyObject* type = nullptr;
+  Py_ssize_t off = 0;
+};
+std::unordered_map<const cd::ClassRecord*, Mapped> g_mapping;
 std::uint64_t g_mapping_gen = 0;
+// One-entry cache in front of g_mapping: the class version of the last proxy made (a tree walk
+// makes proxies of one class). Invariant: g_last_rec is null or a key of g_mapping with g_last as
+// its value; clear_mappings() resets both together.
+const cd::ClassRecord* g_last_rec = nullptr;
+Mapped g_last;
+
+void clear_mappings() {
+  g_last_rec = nullptr;
+  g_last = Mapped{};
+  for (auto& [rec, m] : g_mapping) Py_DECREF(m.type);
+  g_mapping.clear();
+}
 // Private class -> its shared name, declared fields, and the class versions its instances were
 // copied with (declared fields plus the instance's extra attributes), for copy_to.
 struct TypeEntry {
@@ -68,8 +94,18 @@ void retire_layouts() {
   for (auto& [t, e] : g_layouts) g_retired_layouts.push_back(std::move(e));
   g_layouts.clear();
 }
-// Shared word -> live user proxy (borrowed; see the invariants above).
-std::unordered_map<std::uint64_t, PyObject*> g_user_cache;
+// Shared word -> live user proxy (borrowed; see the invariants above), of generation
+// g_proxies_gen.
+IdentityTable g_proxies;
+std::uint64_t g_proxies_gen = 0;
+
+// The live proxy of the user object `w` (borrowed), or nullptr. A dying proxy (refcount 0, see
+// the invariants) is not returned: handing it out would resurrect an object half destroyed.
+PyObject* live_proxy(cd::Word w) {
+  if (g_proxies_gen != g_generation) return nullptr;  // stale entries of an older attachment
+  PyObject* p = g_proxies.find(w);
+  return p != nullptr && Py_REFCNT(p) > 0 ? p : nullptr;
+}
 
 cd::Metadata* meta() {
   cd::Metadata* m = cd::current_meta();
@@ -92,18 +128,43 @@ std::string class_label(const cd::ClassRecord* c) {
 
 struct Handle {
   PyObject_HEAD
-  colors::Value value;
+  colors::Value value;  // the GC root
   std::uint64_t gen;
+  PyObject* proxy;  // borrowed: the proxy whose slot holds this handle (nullptr until it is made)
 };
+
+// Handles of dead proxies, reused by the next proxies: a tree walk drops and makes one proxy per
+// child it reads, and this saves an allocation and a free of the handle each time.
+// Invariants: every entry is a Handle whose refcount is 0, whose `value` has been destroyed (its
+// root released) and which holds no reference to its type; touched only with the GIL held.
+constexpr int kMaxFreeHandles = 256;
+Handle* g_free_handles[kMaxFreeHandles];
+int g_free_handle_count = 0;
+
+// A new handle (refcount 1, `value` not constructed yet).
+Handle* new_handle() {
+  if (g_free_handle_count > 0) {
+    Handle* h = g_free_handles[--g_free_handle_count];
+    PyObject_Init(reinterpret_cast<PyObject*>(h), g_handle_type);  // refcount 1, takes a type reference
+    return h;
+  }
+  PyObject* h = g_handle_type->tp_alloc(g_handle_type, 0);  // takes a type reference (heap type)
+  if (h == nullptr) throw py::error_already_set();
+  return reinterpret_cast<Handle*>(h);
+}
 
 void handle_dealloc(PyObject* self) {
   auto* h = reinterpret_cast<Handle*>(self);
-  if (h->gen == g_generation) {
-    auto it = g_user_cache.find(h->value.raw());
-    if (it != g_user_cache.end()) g_user_cache.erase(it);
+  if (h->proxy != nullptr && h->gen == g_generation && g_proxies_gen == g_generation)
+    g_proxies.erase(h->value.raw(), h->proxy);
+  h->value.~Value();  // drops the root (not for a Value of an attachment that is gone)
+  PyTypeObject* tp = Py_TYPE(self);
+  if (g_free_handle_count < kMaxFreeHandles) {
+    g_free_handles[g_free_handle_count++] = h;
+  } else {
+    tp->tp_free(self);
   }
-  h->value.~Value();
-  Py_TYPE(self)->tp_free(self);
+  Py_DECREF(tp);  // instances of a heap type hold a reference to it
 }
 
 PyType_Slot handle_slots[] = {
@@ -140,18 +201,189 @@ Handle* user_handle(PyObject* o) {
   return h;
 }
 
+// The proxy of the user object held by `v` (a new reference): the live one, or a new instance
+// of the proxy class its class version maps to, which takes over v's root. Returns nullptr with
+// *generic set (and `v` untouched) when the class maps to no Python class. Throws on errors.
+// REQUIRES: v holds a user object (kind kObject) of the current attachment.
+// `absent`: the caller looked w up in the identity table, found nothing, and held the GIL since.
+PyObject* user_proxy(colors::Value&& v, bool* generic, bool absent = false) {
+  *generic = false;
+  cd::Word w = v.raw();
+  if (!absent) {
+    if (PyObject* p = live_proxy(w)) return Py_NewRef(p);
+  }
+  if (g_mapping_gen != g_generation) {
+    clear_mappings();
+    g_mapping_gen = g_generation;
+  }
+  if (g_proxies_gen != g_generation) {  // entries of an older attachment: their proxies are stale
+    g_proxies.clear();
+    g_proxies_gen = g_generation;
+  }
+  const cd::ClassRecord* rec = cd::class_of(w);
+  Mapped mp;
+  if (rec == g_last_rec) {
+    mp = g_last;
+  } else {
+    auto it = g_mapping.find(rec);
+    if (it != g_mapping.end()) {
+      mp = it->second;
+    } else {
+      if (g_resolver == nullptr) {
+        *generic = true;
+        return nullptr;
+      }
+      // Python code: may register classes (clear_mappings) or even detach.
+      py::object r = py::reinterpret_borrow<py::object>(g_resolver)(py::str(std::string(cd::name_view(rec->name))));
+      if (g_mapping_gen != g_generation) throw colors::NotAttachedError("detached while resolving a class");
+      mp.type = r.is_none() ? Py_None : r.ptr();
+      if (mp.type != Py_None) {
+        auto t = g_user_types.find(reinterpret_cast<PyTypeObject*>(mp.type));
+        if (t == g_user_types.end())
+          throw colors::InvalidArgumentError("the class resolver returned something that is not a proxy class");
+        mp.off = t->second;
+      }
+      auto [slot, inserted] = g_mapping.emplace(rec, mp);
+      if (inserted) Py_INCREF(mp.type);  // the table's own reference (r's goes with r)
+      else mp = slot->second;            // the resolver's Python code mapped it meanwhile
+    }
+    g_last_rec = rec;
+    g_last = mp;
+  }
+  if (mp.type == Py_None) {
+    *generic = true;
+    return nullptr;
+  }
+  if (PyObject* p = live_proxy(w)) return Py_NewRef(p);  // the resolver's Python code made one
+  if (g_proxies_gen != g_generation) {
+    g_proxies.clear();
+    g_proxies_gen = g_generation;
+  }
+  g_proxies.reserve_one();  // the insert below cannot fail then
+  Handle* h = new_handle();
+  new (&h->value) colors::Value(std::move(v));
+  h->gen = g_generation;
+  h->proxy = nullptr;
+  auto* tp = reinterpret_cast<PyTypeObject*>(mp.type);
+  PyObject* p = tp->tp_alloc(tp, 0);
+  if (p == nullptr) {
+    Py_DECREF(reinterpret_cast<PyObject*>(h));
+    throw py::error_already_set();
+  }
+  *reinterpret_cast<PyObject**>(reinterpret_cast<char*>(p) + mp.off) = reinterpret_cast<PyObject*>(h);  // steals h
+  h->proxy = p;
+  g_proxies.insert(w, p);
+  return p;
+}
+
+static_assert(std::endian::native == std::endian::little, "read_string_direct tests ASCII a word at a time");
+static_assert(offsetof(cd::StringObject, bytes) % 8 == 0, "string bytes are read as aligned words");
+
+// Longest string read_string_direct copies (longer ones take the rooted path, where decoding
+// dominates anyway).
+constexpr std::uint64_t kDirectStringMax = 1024;
+
+// The str held by `s`, read straight from the segment without taking a GC root; nullptr (no
+// error set) when the slot holds no string of at most kDirectStringMax bytes or a collector cycle
+// ran meanwhile: then take the rooted path. Sets an error (and returns nullptr) only when making
+// the str fails.
+//
+// Why this is safe (read_without_cycle, libshared/src/objects.hpp; the same protocol as the Java
+// binding's Direct.readString): the slot is loaded after checking that no cycle is running; a
+// string in it then cannot be freed before a cycle *starts* (the object owning the slot is kept
+// alive by the caller, so the string was reachable when loaded), and the final check sees any
+// start. Until that check the words read may be garbage (freed and reused memory), so they are
+// only compared and bounded, never followed: the class pointer is compared with the builtin string
+// class, the length bounded, the bytes kept inside the objects space; all loads are relaxed
+// atomics, the acquire fence orders them before the check. Strings are immutable, so bytes read
+// when the check passes are the string's.
+// REQUIRES: the GIL; the object owning `s` kept alive by the caller.
+PyObject* read_string_direct(const std::atomic<cd::Word>* s) {
+  const cd::Metadata* m = cd::current_meta_or_null();
+  if (m == nullptr) return nullptr;
+  constexpr std::size_t kWords = kDirectStringMax / 8;
+  std::uint64_t buf[kWords];
+  std::uint32_t started = m->gc_started_seq.load(std::memory_order_acquire);
+  if (m->gc_done_seq.load(std::memory_order_acquire) != started) return nullptr;  // a cycle is running
+  cd::Word w = s->load(std::memory_order_acquire);
+  constexpr std::uint64_t kBytesOff = offsetof(cd::StringObject, bytes);
+  if (!cd::is_ref(w) || w < m->objects_begin || w > m->objects_end - kBytesOff) return nullptr;
+  auto* so = reinterpret_cast<const cd::StringObject*>(w);
+  if (so->head.cls.load(std::memory_order_relaxed) != m->builtin[static_cast<int>(TypeKind::kString)]) return nullptr;
+  std::uint64_t n = cd::load_payload_word(&so->length);
+  // Whole words: a block is a multiple of 16 bytes, so the word holding the last byte is inside
+  // the string's block (if the check below passes) and inside the objects space (checked here).
+  std::uint64_t words = (n + 7) / 8;
+  if (n > kDirectStringMax || m->objects_end - (w + kBytesOff) < words * 8) return nullptr;
+  for (std::uint64_t i = 0; i < words; ++i)
+    buf[i] = cd::load_payload_word(reinterpret_cast<const char*>(so->bytes) + i * 8);
+  std::atomic_thread_fence(std::memory_order_acquire);  // the loads above happen before the check
+  if (m->gc_started_seq.load(std::memory_order_relaxed) != started) return nullptr;
+  // ASCII test a word at a time; the bytes past the end in the last word are not the string's.
+  if (n % 8 != 0) buf[words - 1] &= (std::uint64_t{1} << (8 * (n % 8))) - 1;  // little-endian: first bytes low
+  std::uint64_t high = 0;
+  for (std::uint64_t i = 0; i < words; ++i) high |= buf[i];
+  bool ascii = (high & 0x8080808080808080ull) == 0;
+  const char* bytes = reinterpret_cast<const char*>(buf);
+  if (ascii) {
+    PyObject* u = PyUnicode_New(static_cast<Py_ssize_t>(n), 127);
+    if (u != nullptr) std::memcpy(PyUnicode_1BYTE_DATA(u), bytes, n);
+    return u;
+  }
+  // libshared checked the UTF-8 when it made the string; surrogateescape as from_value does.
+  return PyUnicode_DecodeUTF8(bytes, static_cast<Py_ssize_t>(n), "surrogateescape");
+}
+
 // ---- field access ----
 
-PyObject* read_slot(std::atomic<cd::Word>* s) {  // new reference
+// The value of the reference `v` just loaded from `s` (a field of declared type `ft`), as a new
+// reference. Throws on errors.
+// REQUIRES: the GIL; the object owning `s` kept alive by the caller.
+PyObject* read_ref(std::atomic<cd::Word>* s, cd::Word v, TypeKind ft) {
+  // The live proxy of a user object needs no new root: the proxy holds one. Its entry was in the
+  // table when `v` was loaded (entries change only under the GIL, held since before the load), so
+  // `v` was then that proxy's object, which cannot have been freed and replaced while rooted.
+  if (PyObject* p = live_proxy(v)) return Py_NewRef(p);
+  if (ft == TypeKind::kString || ft == TypeKind::kAny) {
+    if (PyObject* u = read_string_direct(s)) return u;
+    if (PyErr_Occurred()) throw py::error_already_set();
+  }
+  if (ft == TypeKind::kFloat || ft == TypeKind::kAny) {
+    double x = 0;  // a boxed float (outside the immediate range), under the collector's seqlock
+    bool is_float = false;
+    if (const cd::Metadata* m = cd::current_meta_or_null();
+        m != nullptr && cd::read_without_cycle(m, [&] {
+          cd::Word w = s->load(std::memory_order_acquire);
+          // Compared, never followed: the class pointer is checked against the builtin float class.
+          if (cd::is_ref(w) && w >= m->objects_begin && w <= m->objects_end - sizeof(cd::FloatObject) &&
+              reinterpret_cast<const cd::ObjectHead*>(w)->cls.load(std::memory_order_relaxed) ==
+                  m->builtin[static_cast<int>(TypeKind::kFloat)]) {
+            std::uint64_t bits = cd::load_payload_word(&reinterpret_cast<const cd::FloatObject*>(w)->value);
+            std::memcpy(&x, &bits, sizeof x);
+            is_float = true;
+          }
+        }) && is_float)
+      return PyFloat_FromDouble(x);
+  }
+  // Otherwise root the value before reading through it (the field may be overwritten meanwhile).
+  cd::Rooted r = cd::root_load(s);
+  cd::Word w = r.word();
+  colors::Value val = colors::Value::adopt_root(w, r.take());
+  if (cd::is_ref(w) && cd::class_of(w)->kind == TypeKind::kObject) {
+    bool generic = false;
+    PyObject* p = user_proxy(std::move(val), &generic, /*absent=*/w == v);
+    if (!generic) return p;
+  }
+  return from_value(std::move(val)).release().ptr();
+}
+
+PyObject* read_slot(std::atomic<cd::Word>* s, TypeKind ft) {  // new reference
   cd::Word v = s->load(std::memory_order_acquire);
   if (cd::is_small_int(v)) return PyLong_FromLongLong(cd::small_value(v));
   if (v == cd::kNull) Py_RETURN_NONE;
   if (cd::is_bool(v)) return PyBool_FromLong(cd::bool_value(v));
   if (cd::is_small_float(v)) return PyFloat_FromDouble(cd::small_float_value(v));
-  // A reference: root it before reading through it (the field may be overwritten meanwhile).
-  cd::Rooted r = cd::root_load(s);
-  cd::Word w = r.word();
-  return from_value(colors::Value::adopt_root(w, r.take())).release().ptr();
+  return read_ref(s, v, ft);
 }
 
 std::atomic<cd::Word>* slot_of(cd::Word o, const cd::FieldInfo& f) {
@@ -286,8 +518,9 @@ Handle* descr_handle(FieldDescr* d, PyObject* obj) {
 PyObject* descr_get(PyObject* self, PyObject* obj, PyObject*) {
   if (obj == nullptr || obj == Py_None) return Py_NewRef(self);
   auto* d = reinterpret_cast<FieldDescr*>(self);
-  // Fast path, no calls: the object has the class version this descriptor resolved last, and the
-  // field holds an unboxed scalar.
+  // Fast path: the object has the class version this descriptor resolved last. An unboxed scalar
+  // is decoded in place; a reference goes to read_ref (the live proxy, a string or boxed float read
+  // without a root, else a rooted load).
   if (Py_TYPE(obj) == d->owner && d->gen == g_generation) {
     Handle* h = slot_handle(obj, d->handle_off);
     if (h != nullptr && h->gen == d->gen) {
@@ -299,18 +532,12 @@ PyObject* descr_get(PyObject* self, PyObject* obj, PyObject*) {
           if (cd::is_small_float(v)) return PyFloat_FromDouble(cd::small_float_value(v));
           if (cd::is_bool(v)) return PyBool_FromLong(cd::bool_value(v));
           if (v == cd::kNull) Py_RETURN_NONE;
-          double x = 0;  // a boxed float (outside the immediate range)
-          bool is_float = false;
-          if (const cd::Metadata* m = cd::current_meta_or_null();
-              m != nullptr && cd::read_without_cycle(m, [&] {
-                cd::Word w = s->load(std::memory_order_acquire);
-                if (cd::is_ref(w) && cd::class_of(w)->kind == TypeKind::kFloat) {
-                  std::uint64_t bits = cd::load_payload_word(&reinterpret_cast<const cd::FloatObject*>(w)->value);
-                  std::memcpy(&x, &bits, sizeof x);
-                  is_float = true;
-                }
-              }) && is_float)
-            return PyFloat_FromDouble(x);
+          try {
+            return read_ref(s, v, d->info->type);
+          } catch (...) {
+            set_python_error();
+            return nullptr;
+          }
         }
       }
     }
@@ -325,7 +552,7 @@ PyObject* descr_get(PyObject* self, PyObject* obj, PyObject*) {
       PyErr_SetString(PyExc_AttributeError, msg.c_str());
       return nullptr;
     }
-    return read_slot(slot_of(o, *f));
+    return read_slot(slot_of(o, *f), f->type);
   } catch (...) {
     set_python_error();
     return nullptr;
@@ -413,7 +640,7 @@ PyObject* user_getattro(PyObject* obj, PyObject* name) {
     Py_XDECREF(et);
     Py_XDECREF(ev);
     Py_XDECREF(tb);
-    return read_slot(slot_of(h->value.raw(), *f));
+    return read_slot(slot_of(h->value.raw(), *f), f->type);
   } catch (...) {
     Py_XDECREF(et);
     Py_XDECREF(ev);
@@ -499,62 +726,18 @@ bool user_value_of(py::handle obj, colors::Value* out) {
 }
 
 py::object wrap_user_object(colors::Value&& v, bool* generic) {
-  *generic = false;
-  auto hit = g_user_cache.find(v.raw());
-  if (hit != g_user_cache.end() && g_mapping_gen == g_generation) return py::reinterpret_borrow<py::object>(hit->second);
-  if (g_mapping_gen != g_generation) {
-    for (auto& [rec, t] : g_mapping) Py_DECREF(t);
-    g_mapping.clear();
-    g_user_cache.clear();
-    g_mapping_gen = g_generation;
-  }
-  const cd::ClassRecord* rec = cd::class_of(v.raw());
-  PyObject* t = nullptr;
-  auto it = g_mapping.find(rec);
-  if (it != g_mapping.end()) {
-    t = it->second;
-  } else {
-    if (g_resolver == nullptr) {
-      *generic = true;
-      return py::object();
-    }
-    py::object r = py::reinterpret_borrow<py::object>(g_resolver)(py::str(std::string(cd::name_view(rec->name))));
-    if (g_mapping_gen != g_generation) throw colors::NotAttachedError("detached while resolving a class");
-    t = r.is_none() ? Py_None : r.ptr();
-    if (t != Py_None && g_user_types.find(reinterpret_cast<PyTypeObject*>(t)) == g_user_types.end())
-      throw colors::InvalidArgumentError("the class resolver returned something that is not a proxy class");
-    Py_INCREF(t);
-    g_mapping.emplace(rec, t);
-  }
-  if (t == Py_None) {
-    *generic = true;
-    return py::object();
-  }
-  auto* tp = reinterpret_cast<PyTypeObject*>(t);
-  Py_ssize_t off = g_user_types.at(tp);
-  PyObject* h = g_handle_type->tp_alloc(g_handle_type, 0);
-  if (h == nullptr) throw py::error_already_set();
-  auto* hh = reinterpret_cast<Handle*>(h);
-  new (&hh->value) colors::Value(std::move(v));
-  hh->gen = g_generation;
-  PyObject* p = tp->tp_alloc(tp, 0);
-  if (p == nullptr) {
-    Py_DECREF(h);
-    throw py::error_already_set();
-  }
-  *reinterpret_cast<PyObject**>(reinterpret_cast<char*>(p) + off) = h;  // steals h
-  g_user_cache[hh->value.raw()] = p;
+  PyObject* p = user_proxy(std::move(v), generic);
+  if (*generic) return py::object();
   return py::reinterpret_steal<py::object>(p);
 }
 
 void forget_user_proxies() {
-  g_user_cache.clear();
+  g_proxies.clear();
   retire_layouts();
-  for (auto& [rec, t] : g_mapping) Py_DECREF(t);
-  g_mapping.clear();
+  clear_mappings();
 }
 
-std::size_t user_cache_size() { return g_user_cache.size(); }
+std::size_t user_cache_size() { return g_proxies_gen == g_generation ? g_proxies.size() : 0; }
 
 TypeKind kind_for_value(PyObject* v) { return value_kind_of(v); }
 
@@ -620,8 +803,7 @@ void init_classes(py::module_& m) {
   // The registry changed: shared classes may now map to other Python classes (and Python classes
   // to other shared names).
   m.def("_forget_class_mappings", [] {
-    for (auto& [rec, t] : g_mapping) Py_DECREF(t);
-    g_mapping.clear();
+    clear_mappings();
     retire_layouts();
   });
 
