@@ -126,38 +126,124 @@ std::string class_label(const cd::ClassRecord* c) {
 
 // ---- Handle: one shared user object held by one proxy ----
 
+// ---- GC roots of user proxies ----
+//
+// Each user proxy holds one slot of this process's root table (libshared/src/roots.hpp) through
+// its handle. The binding keeps its own stack of empty slots, taken from libshared in batches:
+// binding code runs with the GIL held in every Python thread, so one process-wide stack guarded by
+// the GIL replaces libshared's per-thread slot caches, whose thread-local lookups (a
+// __tls_get_addr call in this dlopen'ed module) and generation checks on every acquire and release
+// were ~10% of the time of making and dropping a proxy (perf, bindings-python/README.md).
+//
+// The protocol is libshared's own (roots.cpp: root_acquire, root_load, root_release), not a new
+// one:
+//  * rooting a word read from a shared slot: store it into an empty root slot (seq_cst, as
+//    root_acquire: visible before this thread's next load of the GC epoch), seq_cst fence, reload
+//    the source; if it changed, empty the root slot again through the deletion barrier and retry.
+//    So the word was in the source at an instant when it already was a root of this process.
+//  * dropping a root: store_ref(slot, null) (the deletion barrier flags the object pending); the
+//    slot is then empty and may be reused.
+//
+// Invariants:
+//  * every slot in g_free_roots is empty (null) and belongs to this process's root table of the
+//    attachment of generation g_free_roots_gen; slots of an older generation are forgotten, never
+//    touched (their table was unmapped by detach, or is the parent's after a fork);
+//  * a handle's `root` holds its `word` from the proxy's creation until handle_dealloc, which
+//    empties it only if the handle's generation is still current and the process is attached
+//    (else the server already released the table, as for a colors::Value of a closed attachment).
+// REQUIRES: the GIL for everything below (it is the only lock of g_free_roots).
+constexpr int kRootBatch = 32;       // slots taken from libshared at once
+constexpr int kMaxFreeRoots = 256;   // beyond this, dropped slots go back to libshared
+std::atomic<cd::Word>* g_free_roots[kMaxFreeRoots];
+int g_free_root_count = 0;
+std::uint64_t g_free_roots_gen = 0;
+
+// An empty root slot of the current attachment. Throws (NotAttachedError, OutOfMemoryError).
+std::atomic<cd::Word>* take_root() {
+  if (g_free_roots_gen != g_generation) {  // an older attachment's slots: forget them
+    g_free_root_count = 0;
+    g_free_roots_gen = g_generation;
+  }
+  if (g_free_root_count == 0) {
+    cd::current_meta();  // NotAttachedError rather than a fault
+    while (g_free_root_count < kRootBatch) g_free_roots[g_free_root_count++] = cd::root_acquire(cd::kNull);
+  }
+  return g_free_roots[--g_free_root_count];
+}
+
+// Takes back an empty slot of the current attachment.
+void give_root(std::atomic<cd::Word>* slot) {
+  if (g_free_roots_gen == g_generation && g_free_root_count < kMaxFreeRoots) {
+    g_free_roots[g_free_root_count++] = slot;
+  } else {
+    cd::root_release(slot);  // libshared's own free slots (the slot is empty: no-op barrier)
+  }
+}
+
+// libshared's root_load (roots.cpp) with a slot of g_free_roots. Returns the word read; *root is
+// its root slot, or nullptr when the word is no reference.
+cd::Word root_load_pooled(const std::atomic<cd::Word>* src, std::atomic<cd::Word>** root) {
+  for (;;) {
+    cd::Word w = src->load(std::memory_order_acquire);
+    if (!cd::is_ref(w)) {
+      *root = nullptr;
+      return w;
+    }
+    std::atomic<cd::Word>* r = take_root();
+    r->store(w, std::memory_order_seq_cst);  // the slot is empty: no deletion barrier needed
+    std::atomic_thread_fence(std::memory_order_seq_cst);  // the root's publication before the re-read
+    if (src->load(std::memory_order_acquire) == w) {
+      *root = r;
+      return w;
+    }
+    cd::store_ref(r, cd::kNull);  // as root_release: through the deletion barrier
+    give_root(r);
+  }
+}
+
 struct Handle {
   PyObject_HEAD
-  colors::Value value;  // the GC root
+  cd::Word word;               // the shared user object
+  std::atomic<cd::Word>* root; // its root slot (see above), nullptr only while being made
   std::uint64_t gen;
   PyObject* proxy;  // borrowed: the proxy whose slot holds this handle (nullptr until it is made)
 };
 
 // Handles of dead proxies, reused by the next proxies: a tree walk drops and makes one proxy per
 // child it reads, and this saves an allocation and a free of the handle each time.
-// Invariants: every entry is a Handle whose refcount is 0, whose `value` has been destroyed (its
-// root released) and which holds no reference to its type; touched only with the GIL held.
+// Invariants: every entry is a Handle whose refcount is 0, whose root has been dropped and which
+// holds no reference to its type; touched only with the GIL held.
 constexpr int kMaxFreeHandles = 256;
 Handle* g_free_handles[kMaxFreeHandles];
 int g_free_handle_count = 0;
 
-// A new handle (refcount 1, `value` not constructed yet).
+// A new handle (refcount 1, root and proxy null).
 Handle* new_handle() {
+  Handle* h;
   if (g_free_handle_count > 0) {
-    Handle* h = g_free_handles[--g_free_handle_count];
+    h = g_free_handles[--g_free_handle_count];
     PyObject_Init(reinterpret_cast<PyObject*>(h), g_handle_type);  // refcount 1, takes a type reference
-    return h;
+  } else {
+    PyObject* o = g_handle_type->tp_alloc(g_handle_type, 0);  // takes a type reference (heap type)
+    if (o == nullptr) throw py::error_already_set();
+    h = reinterpret_cast<Handle*>(o);
   }
-  PyObject* h = g_handle_type->tp_alloc(g_handle_type, 0);  // takes a type reference (heap type)
-  if (h == nullptr) throw py::error_already_set();
-  return reinterpret_cast<Handle*>(h);
+  h->word = cd::kNull;
+  h->root = nullptr;
+  h->gen = g_generation;
+  h->proxy = nullptr;
+  return h;
 }
 
 void handle_dealloc(PyObject* self) {
   auto* h = reinterpret_cast<Handle*>(self);
-  if (h->proxy != nullptr && h->gen == g_generation && g_proxies_gen == g_generation)
-    g_proxies.erase(h->value.raw(), h->proxy);
-  h->value.~Value();  // drops the root (not for a Value of an attachment that is gone)
+  bool current = h->gen == g_generation && cd::current_meta_or_null() != nullptr;
+  if (current && h->proxy != nullptr && g_proxies_gen == g_generation) g_proxies.erase(h->word, h->proxy);
+  if (current && h->root != nullptr) {
+    cd::store_ref(h->root, cd::kNull);  // drops the root (deletion barrier), as root_release
+    give_root(h->root);
+  }
+  h->root = nullptr;
   PyTypeObject* tp = Py_TYPE(self);
   if (g_free_handle_count < kMaxFreeHandles) {
     g_free_handles[g_free_handle_count++] = h;
@@ -201,14 +287,15 @@ Handle* user_handle(PyObject* o) {
   return h;
 }
 
-// The proxy of the user object held by `v` (a new reference): the live one, or a new instance
-// of the proxy class its class version maps to, which takes over v's root. Returns nullptr with
-// *generic set (and `v` untouched) when the class maps to no Python class. Throws on errors.
-// REQUIRES: v holds a user object (kind kObject) of the current attachment.
+// The proxy of the user object `w` (a new reference): the live one, or a new instance of the
+// proxy class its class version maps to. `*root` is a root slot of the pool holding `w` (or null:
+// then one is taken if a proxy is made); a new proxy's handle takes it over (*root becomes null),
+// otherwise it stays the caller's. Returns nullptr with *generic set when the class maps to no
+// Python class. Throws on errors.
 // `absent`: the caller looked w up in the identity table, found nothing, and held the GIL since.
-PyObject* user_proxy(colors::Value&& v, bool* generic, bool absent = false) {
+// REQUIRES: w is a user object (kind kObject) of the current attachment, kept alive by the caller.
+PyObject* user_proxy(cd::Word w, std::atomic<cd::Word>** root, bool* generic, bool absent = false) {
   *generic = false;
-  cd::Word w = v.raw();
   if (!absent) {
     if (PyObject* p = live_proxy(w)) return Py_NewRef(p);
   }
@@ -260,10 +347,24 @@ PyObject* user_proxy(colors::Value&& v, bool* generic, bool absent = false) {
     g_proxies_gen = g_generation;
   }
   g_proxies.reserve_one();  // the insert below cannot fail then
-  Handle* h = new_handle();
-  new (&h->value) colors::Value(std::move(v));
-  h->gen = g_generation;
-  h->proxy = nullptr;
+  std::atomic<cd::Word>* r = *root;
+  if (r == nullptr) {
+    r = take_root();
+    r->store(w, std::memory_order_seq_cst);  // as root_acquire (w is kept alive by the caller)
+  }
+  Handle* h;
+  try {
+    h = new_handle();
+  } catch (...) {
+    if (*root == nullptr) {  // ours: drop it again
+      cd::store_ref(r, cd::kNull);
+      give_root(r);
+    }
+    throw;
+  }
+  *root = nullptr;
+  h->word = w;
+  h->root = r;
   auto* tp = reinterpret_cast<PyTypeObject*>(mp.type);
   PyObject* p = tp->tp_alloc(tp, 0);
   if (p == nullptr) {
@@ -366,15 +467,23 @@ PyObject* read_ref(std::atomic<cd::Word>* s, cd::Word v, TypeKind ft) {
       return PyFloat_FromDouble(x);
   }
   // Otherwise root the value before reading through it (the field may be overwritten meanwhile).
-  cd::Rooted r = cd::root_load(s);
-  cd::Word w = r.word();
-  colors::Value val = colors::Value::adopt_root(w, r.take());
+  std::atomic<cd::Word>* root = nullptr;
+  cd::Word w = root_load_pooled(s, &root);
   if (cd::is_ref(w) && cd::class_of(w)->kind == TypeKind::kObject) {
     bool generic = false;
-    PyObject* p = user_proxy(std::move(val), &generic, /*absent=*/w == v);
+    PyObject* p;
+    try {
+      p = user_proxy(w, &root, &generic, /*absent=*/w == v);
+    } catch (...) {
+      if (root != nullptr) {
+        colors::Value drop = colors::Value::adopt_root(w, root);  // its destructor drops the root
+      }
+      throw;
+    }
     if (!generic) return p;
   }
-  return from_value(std::move(val)).release().ptr();
+  // Anything else becomes a Value that owns the root (its destructor hands the slot to libshared).
+  return from_value(colors::Value::adopt_root(w, root)).release().ptr();
 }
 
 PyObject* read_slot(std::atomic<cd::Word>* s, TypeKind ft) {  // new reference
@@ -524,7 +633,7 @@ PyObject* descr_get(PyObject* self, PyObject* obj, PyObject*) {
   if (Py_TYPE(obj) == d->owner && d->gen == g_generation) {
     Handle* h = slot_handle(obj, d->handle_off);
     if (h != nullptr && h->gen == d->gen) {
-      cd::Word o = h->value.raw();
+      cd::Word o = h->word;
       if (cd::class_of(o) == d->cls && d->info != nullptr) {
         if (std::atomic<cd::Word>* s = cd::field_slot(o, *d->info)) {
           cd::Word v = s->load(std::memory_order_acquire);
@@ -543,7 +652,7 @@ PyObject* descr_get(PyObject* self, PyObject* obj, PyObject*) {
     }
   }
   try {
-    cd::Word o = descr_handle(d, obj)->value.raw();
+    cd::Word o = descr_handle(d, obj)->word;
     const cd::FieldInfo* f = descr_field(d, o);
     if (f == nullptr) {
       if (d->dflt != nullptr) return Py_NewRef(d->dflt);  // an older version: the class default
@@ -568,7 +677,7 @@ int descr_set(PyObject* self, PyObject* obj, PyObject* value) {
   if (value != nullptr && Py_TYPE(obj) == d->owner && d->gen == g_generation && number_word(value, &w, &kind)) {
     Handle* h = slot_handle(obj, d->handle_off);
     if (h != nullptr && h->gen == d->gen) {
-      cd::Word o = h->value.raw();
+      cd::Word o = h->word;
       const cd::FieldInfo* f = d->info;
       if (cd::class_of(o) == d->cls && f != nullptr && (f->type == kind || f->type == TypeKind::kAny)) {
         if (std::atomic<cd::Word>* s = cd::field_slot(o, *f)) {
@@ -579,7 +688,7 @@ int descr_set(PyObject* self, PyObject* obj, PyObject* value) {
     }
   }
   try {
-    cd::Word o = descr_handle(d, obj)->value.raw();
+    cd::Word o = descr_handle(d, obj)->word;
     std::string_view name = utf8(d->name);
     if (value == nullptr) {
       remove_field(o, name);
@@ -632,7 +741,7 @@ PyObject* user_getattro(PyObject* obj, PyObject* name) {
   try {
     std::string_view n = utf8(name);
     Handle* h = is_dunder(n) ? nullptr : user_handle(obj);
-    const cd::FieldInfo* f = h ? cd::find_field(cd::class_of(h->value.raw()), n) : nullptr;
+    const cd::FieldInfo* f = h ? cd::find_field(cd::class_of(h->word), n) : nullptr;
     if (f == nullptr) {
       PyErr_Restore(et, ev, tb);
       return nullptr;
@@ -640,7 +749,7 @@ PyObject* user_getattro(PyObject* obj, PyObject* name) {
     Py_XDECREF(et);
     Py_XDECREF(ev);
     Py_XDECREF(tb);
-    return read_slot(slot_of(h->value.raw(), *f), f->type);
+    return read_slot(slot_of(h->word, *f), f->type);
   } catch (...) {
     Py_XDECREF(et);
     Py_XDECREF(ev);
@@ -658,7 +767,7 @@ int user_setattro(PyObject* obj, PyObject* name, PyObject* value) {
   try {
     std::string_view n = utf8(name);
     if (is_dunder(n)) return PyObject_GenericSetAttr(obj, name, value);
-    cd::Word o = user_handle(obj)->value.raw();
+    cd::Word o = user_handle(obj)->word;
     if (value == nullptr) {
       remove_field(o, n);
       return 0;
@@ -721,12 +830,13 @@ void set_python_error() {
 bool user_value_of(py::handle obj, colors::Value* out) {
   Handle* h = user_handle(obj.ptr());
   if (h == nullptr) return false;
-  if (out != nullptr) *out = h->value;
+  if (out != nullptr) *out = colors::Value::from_raw(h->word);  // a root of its own; the handle keeps it alive meanwhile
   return true;
 }
 
 py::object wrap_user_object(colors::Value&& v, bool* generic) {
-  PyObject* p = user_proxy(std::move(v), generic);
+  std::atomic<cd::Word>* root = nullptr;  // v keeps the object alive; a new proxy takes a root of its own
+  PyObject* p = user_proxy(v.raw(), &root, generic);
   if (*generic) return py::object();
   return py::reinterpret_steal<py::object>(p);
 }

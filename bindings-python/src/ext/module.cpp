@@ -51,11 +51,15 @@ PYBIND11_MODULE(_colors_shm, m) {
   m.def("attach", [](py::object socket) {
         if (colors::is_attached()) return;
         std::string path = socket.is_none() ? std::string() : py::str(socket).cast<std::string>();
+        // The new generation starts before the GIL is released: a thread that uses the heap as
+        // soon as the attachment exists then makes its proxies (and takes its pooled root slots,
+        // classes.cpp) in the generation they belong to. Nothing of the previous generation is
+        // usable anyway: detach() ended it.
+        ++g_generation;
         {
           py::gil_scoped_release r;
           colors::attach(path);
         }
-        ++g_generation;
       }, py::arg("socket") = py::none());
   m.def("detach", [] {
         if (!colors::is_attached()) return;
