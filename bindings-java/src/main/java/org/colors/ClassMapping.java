@@ -75,8 +75,20 @@ final class ClassMapping {
     return CACHE.get(type);
   }
 
-  /** True for classes whose instances copyToSharedMemory copies field by field. */
+  /** True for classes whose instances copyToSharedMemory copies field by field (cached per class). */
   static boolean isUserClass(Class<?> c) {
+    return USER_CLASS.get(c);
+  }
+
+  // Class.isAnonymousClass asks the JVM for the enclosing method each time: once per class here.
+  private static final ClassValue<Boolean> USER_CLASS = new ClassValue<>() {
+    @Override
+    protected Boolean computeValue(Class<?> c) {
+      return computeUserClass(c);
+    }
+  };
+
+  private static boolean computeUserClass(Class<?> c) {
     if (c.isArray() || c.isInterface() || c.isPrimitive() || c.isEnum() || c.isAnonymousClass()
         || Modifier.isAbstract(c.getModifiers())) {
       return false;

@@ -88,6 +88,44 @@ public final class RpcSupport {
   }
 
   /**
+   * A private deep copy of a shared list as an array ({@code @ByValue} parameters): elements read
+   * as {@link SharedObject#toPrivate(Class)} reads array fields (user objects as private instances
+   * of the component type, sharing and cycles preserved across the whole array), in one native
+   * call when the graph allows it, else element by element.
+   *
+   * @param list a {@link SharedList}
+   * @param arrayType the array type, e.g. {@code Node[].class}
+   * @param where what the value is, for messages
+   * @return the new array
+   */
+  public static Object toPrivateArray(Object list, Class<?> arrayType, String where) {
+    if (Bulk.ENABLED) {
+      Object r = BulkReader.toPrivateArray((SharedList) list, arrayType);
+      if (r != BulkReader.FALLBACK) return r;
+    }
+    return new Materializer(arrayClassLoader(arrayType)).javaValue(list, arrayType, where);
+  }
+
+  private static ClassLoader arrayClassLoader(Class<?> arrayType) {
+    Class<?> c = arrayType;
+    while (c.isArray()) c = c.getComponentType();
+    return c.getClassLoader();
+  }
+
+  /**
+   * The private copy of a shared user object ({@code @ByValue} parameters): a view or an instance
+   * bound by the agent, read as {@link SharedObject#toPrivate(Class)}; null for anything else.
+   *
+   * @param shared a value read from shared memory
+   * @param type a user class
+   * @return the private instance, or null if {@code shared} is not a shared user object
+   */
+  public static Object toPrivate(Object shared, Class<?> type) {
+    SharedObject so = Proxies.viewOf(shared);
+    return so == null ? null : so.toPrivate(type);
+  }
+
+  /**
    * Whether instances of {@code c} are copied as shared objects of a user class.
    *
    * @param c a class

@@ -131,8 +131,13 @@ public final class SharedObject {
    * fields of interface types and are copied into fields of concrete types and arrays.
    *
    * <p>The result is a private snapshot: changing it does not change the shared object (use
-   * {@link #writeFrom(Object)}); transparent access needs the bytecode-rewriting agent (not
-   * available yet).
+   * {@link #writeFrom(Object)}); transparent access needs the bytecode-rewriting agent.
+   *
+   * <p>Cost: when every reached value can be copied (scalars, strings, byte[], nested objects,
+   * lists into array fields, maps and sets kept as proxies), the reachable graph is read in one
+   * native call and the instances are built in Java; otherwise (a nested object or list that
+   * stays a live proxy, records) each field is read through its own native call. The results and
+   * exceptions are the same.
    *
    * @param <T> the class
    * @param cls a user class (typically the one named like this object's shared class)
@@ -141,6 +146,10 @@ public final class SharedObject {
    * @throws SharedOverflowException if a number does not fit its Java field
    */
   public <T> T toPrivate(Class<T> cls) {
+    if (Bulk.ENABLED) {
+      Object r = BulkReader.toPrivate(this, cls);  // one native call for what it covers
+      if (r != BulkReader.FALLBACK) return cls.cast(r);
+    }
     return cls.cast(new Materializer(cls.getClassLoader()).run(this, cls));
   }
 

@@ -15,7 +15,9 @@ import java.util.Locale;
  * through plain field accesses of the {@code @Shared} class {@link Node} (the agent rewrites them),
  * and put the new roots into a new shared list. Reported as ns per node (median over calls), next
  * to the same derivation on private instances of the same class and of an unmapped class with the
- * same fields, measured in the same run.
+ * same fields, measured in the same run, and to the private style of the same work: the input
+ * read into private nodes by one bulk copy, a private derivation, the reply built by one bulk copy
+ * (rpc-bench's {@code trees(@ByValue Node[] xs)}).
  *
  * <p>With {@code --parts}: the single operations of a derivation on 1024 nodes (allocate, read and
  * write a string, read and write a reference, ...), ns per operation.
@@ -91,6 +93,20 @@ public final class TreeBench {
     if (p.left != null) q.left = derivePrivate(p.left);
     if (p.right != null) q.right = derivePrivate(p.right);
     return q;
+  }
+
+  // ---- bulk copies: the private derivation of rpc-bench's `trees(@ByValue Node[] xs)` ----
+
+  /**
+   * The input list read into private {@code Node}s by one bulk copy (one native call, as an
+   * {@code @ByValue Node[]} parameter), derived privately, and the reply copied into shared memory
+   * by one bulk copy (one native call, as the rpc reply of a {@code Node[]}).
+   */
+  static Object treesBulk(List<Object> xs) {
+    Node[] in = (Node[]) RpcSupport.toPrivateArray(xs, Node[].class, "xs");
+    Node[] out = new Node[in.length];
+    for (int k = 0; k < in.length; k++) out[k] = derivePrivate(in[k]);
+    return SharedMemory.copyToSharedMemory(out);
   }
 
   // ---- an unmapped class ----
@@ -217,6 +233,10 @@ public final class TreeBench {
       parts();
       return;
     }
+    if (args.length > 0 && args[0].equals("--bulk-parts")) {
+      bulkParts();
+      return;
+    }
     if (args.length > 0 && args[0].equals("--shared-only")) {  // for profiling
       List<Object> xs = inputs();
       long until = System.nanoTime() + Long.getLong("bench.seconds", 20) * 1_000_000_000L;
@@ -255,6 +275,10 @@ public final class TreeBench {
     for (Node p : privs) plains.add(plain(p));
     List<Object> ys = trees(xs);
     for (int k = 0; k < TREES; k++) check((Node) xs.get(k), (Node) ys.get(k));
+    @SuppressWarnings("unchecked")
+    List<Object> bs = (List<Object>) treesBulk(xs);
+    for (int k = 0; k < TREES; k++) check((Node) xs.get(k), (Node) bs.get(k));
+    bs = null;
     List<Object> zs = treesPrivate(privs);
     for (int k = 0; k < TREES; k++) check(privs.get(k), (Node) zs.get(k));
     ys = zs = null;
@@ -262,13 +286,42 @@ public final class TreeBench {
     System.out.println("Tree derivation as rpc-bench's colors server (" + TREES + " trees of depth " + DEPTH + " = "
         + NODES + " nodes per call; median of calls over " + RUNS + " interleaved rounds):");
     double[] m = measure(
-        new String[] {"shared: @Shared Node bound instances (agent)", "private instances of the same mapped class",
+        new String[] {"shared: @Shared Node bound instances (agent)",
+            "bulk: one toPrivate in, private derivation, one copy out", "private instances of the same mapped class",
             "private instances of an unmapped class"},
-        new Call[] {() -> trees(xs), () -> treesPrivate(privs), () -> treesPlain(plains)},
-        new boolean[] {true, false, false});
-    System.out.printf(Locale.ROOT, "  %-58s %9.1fx%n", "shared / private (mapped class)", m[0] / m[1]);
-    System.out.printf(Locale.ROOT, "  %-58s %9.1fx%n", "shared / unmapped class", m[0] / m[2]);
+        new Call[] {() -> trees(xs), () -> treesBulk(xs), () -> treesPrivate(privs), () -> treesPlain(plains)},
+        new boolean[] {true, true, false, false});
+    System.out.printf(Locale.ROOT, "  %-58s %9.1fx%n", "shared / private (mapped class)", m[0] / m[2]);
+    System.out.printf(Locale.ROOT, "  %-58s %9.1fx%n", "bulk / private (mapped class)", m[1] / m[2]);
+    System.out.printf(Locale.ROOT, "  %-58s %9.1fx%n", "shared / bulk", m[0] / m[1]);
+    System.out.printf(Locale.ROOT, "  %-58s %9.1fx%n", "shared / unmapped class", m[0] / m[3]);
     System.out.printf(Locale.ROOT, "tree-ns-per-node %.1f%n", m[0]);
+    System.out.printf(Locale.ROOT, "tree-bulk-ns-per-node %.1f%n", m[1]);
+  }
+
+  /** --bulk-parts: the bulk case's three steps timed apart (ns per node, median of calls). */
+  static void bulkParts() {
+    List<Object> xs = inputs();
+    Node[] in = (Node[]) RpcSupport.toPrivateArray(xs, Node[].class, "xs");
+    Node[] out = new Node[in.length];
+    for (int k = 0; k < in.length; k++) out[k] = derivePrivate(in[k]);
+    System.out.println("Bulk steps over " + NODES + " nodes (median of calls over " + RUNS + " interleaved rounds):");
+    String[] labels = {"toPrivateArray (shared list -> private Node[])", "  of which the native flatten",
+        "private derivation", "copyToSharedMemory(Node[])"};
+    Call[] cases = {() -> RpcSupport.toPrivateArray(xs, Node[].class, "xs"),
+          () -> Bulk.flatten(((SharedList) xs).handle), () -> {
+          Node[] o = new Node[in.length];
+          for (int k = 0; k < in.length; k++) o[k] = derivePrivate(in[k]);
+          return o;
+        }, () -> SharedMemory.copyToSharedMemory(out)};
+    boolean[] collect = {false, false, false, true};
+    String only = System.getProperty("bench.only");  // one step (its index), e.g. for a profiler
+    if (only != null) {
+      int i = Integer.parseInt(only);
+      measure(new String[] {labels[i]}, new Call[] {cases[i]}, new boolean[] {collect[i]});
+    } else {
+      measure(labels, cases, collect);
+    }
   }
 
   static List<Object> inputs() {

@@ -1,8 +1,15 @@
 package org.colors.rpc;
 
 import java.lang.reflect.Array;
+import java.lang.reflect.GenericArrayType;
+import java.lang.reflect.ParameterizedType;
+import java.lang.reflect.Type;
+import java.lang.reflect.TypeVariable;
+import java.lang.reflect.WildcardType;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import org.colors.RpcSupport;
@@ -63,6 +70,40 @@ final class Convert {
     return (v, w) -> RpcSupport.convert(v, type, w);
   }
 
+  /**
+   * The conversion of a {@link ByValue} parameter of type {@code type} (generic type
+   * {@code generic}): private deep copies of the shared argument.
+   *
+   * @throws IllegalArgumentException for a type {@code @ByValue} does not apply to
+   */
+  static Conv byValue(Class<?> type, Type generic, String where) {
+    if (type.isArray() && !type.getComponentType().isPrimitive()) {
+      return (v, w) -> v instanceof SharedList ? RpcSupport.toPrivateArray(v, type, w) : check(v, type, w);
+    }
+    if (type == List.class || type == Collection.class || type == ArrayList.class) {
+      Class<?> elem = Object.class;
+      if (generic instanceof ParameterizedType) {
+        Type a = ((ParameterizedType) generic).getActualTypeArguments()[0];
+        if (a instanceof Class) elem = (Class<?>) a;
+        else if (a instanceof ParameterizedType) elem = (Class<?>) ((ParameterizedType) a).getRawType();
+        else if (a instanceof GenericArrayType || a instanceof WildcardType || a instanceof TypeVariable) elem = Object.class;
+      }
+      Class<?> arrayType = Array.newInstance(elem, 0).getClass();
+      return (v, w) -> {
+        if (!(v instanceof SharedList)) return check(v, type, w);
+        return new ArrayList<>(Arrays.asList((Object[]) RpcSupport.toPrivateArray(v, arrayType, w)));
+      };
+    }
+    if (RpcSupport.isUserClass(type)) {
+      return (v, w) -> {
+        Object p = RpcSupport.toPrivate(v, type);
+        return p != null ? p : check(v, type, w);
+      };
+    }
+    throw new IllegalArgumentException("@ByValue applies to parameters of type T[], List<T>, Collection<T>, ArrayList<T>"
+        + " or a user class T; " + where + " is a " + generic.getTypeName());
+  }
+
   private static Object check(Object v, Class<?> type, String where) {
     if (v == null) return null;
     if (type.isInstance(v)) return v;
@@ -85,7 +126,7 @@ final class Convert {
         }
         return;
       }
-      result = SharedMemory.copyToSharedMemory(result);
+      result = SharedMemory.copyToSharedMemory(result);  // user objects and nested lists: one native call too
       tag = RpcSupport.tagOrNone(result);
     }
     RpcNative.workerReply(w, tag, RpcSupport.bits(result, tag), RpcSupport.obj(result, tag));

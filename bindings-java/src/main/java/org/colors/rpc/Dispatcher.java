@@ -1,8 +1,10 @@
 package org.colors.rpc;
 
+import java.lang.annotation.Annotation;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.lang.reflect.Modifier;
+import java.lang.reflect.Type;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -13,7 +15,8 @@ import java.util.TreeSet;
  * The methods a server exposes: the public methods of the handler's class (not those declared
  * by {@code Object}), resolved once, at {@link RpcServer#serve}, into a table by (name, arity).
  * Overloads with the same name and arity are tried in declaration order of
- * {@link Class#getMethods()}: the first whose parameters accept the arguments runs. Immutable
+ * {@link Class#getMethods()}: the first whose parameters accept the arguments runs. Parameters
+ * annotated {@link ByValue} receive private deep copies ({@link Convert#byValue}). Immutable
  * after construction, so serving threads read it without locks.
  */
 final class Dispatcher {
@@ -26,11 +29,18 @@ final class Dispatcher {
     Target(Method m) {
       method = m;
       Class<?>[] types = m.getParameterTypes();
+      Type[] generic = m.getGenericParameterTypes();
+      Annotation[][] annotations = m.getParameterAnnotations();
       params = new Convert.Conv[types.length];
       where = new String[types.length];
       for (int i = 0; i < types.length; i++) {
-        params[i] = Convert.to(types[i]);
         where[i] = "argument " + i + " of " + m.getName();
+        boolean byValue = false;
+        for (Annotation a : annotations[i]) byValue |= a instanceof ByValue;
+        // getGenericParameterTypes may omit synthetic parameters (inner-class constructors): only
+        // methods are served, whose generic and plain parameter lists agree.
+        params[i] = byValue ? Convert.byValue(types[i], generic.length == types.length ? generic[i] : types[i], where[i])
+            : Convert.to(types[i]);
       }
     }
   }

@@ -1,0 +1,610 @@
+// Bulk copies between private Java object graphs and the shared heap, one native call each way
+// (org.colors.Bulk; Java halves: BulkWriter encodes a private graph, BulkReader builds private
+// instances from a flattened shared graph). The natives are resolved by their exported JNI names.
+//
+// ---- private -> shared: Java_org_colors_Bulk_toShared ----
+// Input (made by org.colors.BulkWriter): the private graph's containers and user objects numbered
+// 0..n-1 in the order Java met them (object 0 is the root), each a pair in `objs`:
+// (class index >= 0, field count) for a user object, (-1, length) for a list. Their values follow
+// one another in (tags, vals): object 0's fields/elements, then object 1's, ... Value tags are
+// those of jni_common.hpp plus kInObj (vals = an object number); strings and binaries carry their
+// byte length in vals, their bytes follow one another in `blob` (strings as UTF-8 encoded by
+// Java); kTagRef values index `refs` (Handles of proxies, stored as they are). Class k is
+// `classes[k]` (a ClassRecord address), its i-th mapped field the record's field
+// `field_idx[field_start[k] + i]`.
+//
+// Invariants (GC safety, gc/README.md "transient references"):
+//  * `scratch` is an array of n slots, rooted (a Rooted) for the whole call. Pass 1 allocates the
+//    n objects in order; each comes back rooted from libshared's allocator and is stored into its
+//    scratch slot before its Rooted is dropped, so from then on it is reachable from a root.
+//  * Pass 2 fills the objects (init_slot: their slots are null and no other thread writes them, so
+//    no deletion barrier is needed): every reference stored is either an object of scratch, the
+//    object of a proxy Java holds (its root lives: the Handle is reachable from `refs` for the
+//    whole call), or a string/binary/boxed scalar that is still rooted by its own Rooted until the
+//    store (store_ref: the write barrier) has made it reachable from its scratch-pinned parent.
+//  * So no object made here is ever unreachable-and-unrooted between two allocations (any of which
+//    may wait for a collector cycle). On a failure the scratch root is dropped: everything built
+//    becomes garbage that the next cycles free; nothing half-built stays reachable.
+//  * The result is rooted (a Value taken while scratch still holds it) before scratch goes.
+//
+// Cases this copy does not reproduce exactly (a field the shared version lacks, a value the
+// field's type refuses, which the explicit path widens or reports) return null: Java then runs
+// org.colors.Copier, which gives the result or the exception of the non-bulk path.
+//
+// ---- shared -> private: Java_org_colors_Bulk_flatten ----
+// Walks the graph reachable from a root (a user object or a list) through user objects' fields
+// and lists' elements, and returns it flattened: {byte[] tags, long[] vals, int[] starts,
+// byte[] blob, Object[] proxies}. Object k (0 = the root) starts at starts[k] with a header value:
+// kOutUser (vals = its ClassRecord address, then one value per field of that record, in the
+// record's order) or kOutList (vals = length, then the elements). Values: kTagNull/Int/Float
+// (raw double bits)/Bool; kTagString/kTagBinary with vals = blob offset << 32 | byte length
+// (UTF-8 for strings); kOutObj (an object number); kOutProxy (index into proxies: maps and sets,
+// made into proxies here, each with its own root).
+//
+// Invariants (GC safety): see `struct Flat` (an optimistic walk without roots, valid only if no
+// collector cycle started during it, else a walk that roots everything it follows).
+#include <cstring>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "barrier.hpp"
+#include "classes.hpp"
+#include "jni_common.hpp"
+#include "layout.hpp"
+#include "objects.hpp"
+#include "roots.hpp"
+#include "segment.hpp"
+
+namespace cd = colors::detail;
+
+namespace {
+
+using colors_jni::check_pending;
+using colors_jni::guarded;
+
+// Must match org.colors.Bulk.
+constexpr jbyte kInObj = 7;
+constexpr jbyte kOutObj = 7;
+constexpr jbyte kOutProxy = 8;
+constexpr jbyte kOutUser = 16;
+constexpr jbyte kOutList = 17;
+
+// Thrown inside toShared for a case the Copier must do (see above).
+struct Fallback {};
+
+template <class T, class A>
+std::vector<T> read_array(JNIEnv* env, A arr, void (JNIEnv::*get)(A, jsize, jsize, T*)) {
+  std::vector<T> v;
+  if (arr == nullptr) return v;
+  const jsize n = env->GetArrayLength(arr);
+  v.resize(static_cast<std::size_t>(n));
+  if (n > 0) (env->*get)(arr, 0, n, v.data());
+  check_pending(env);
+  return v;
+}
+
+cd::ClassRecord* class_record(jlong cls) {
+  auto* c = reinterpret_cast<cd::ClassRecord*>(static_cast<std::uintptr_t>(cls));
+  if (c == nullptr || c->magic != cd::kClassMagic || c->kind != colors::TypeKind::kObject)
+    throw colors::InvalidArgumentError("not a user class record (binding bug)");
+  return c;
+}
+
+// A cursor over the concatenated bytes of strings and binaries.
+struct Blob {
+  const std::vector<jbyte>& bytes;
+  std::size_t pos = 0;
+  std::string_view take(jlong n) {
+    const auto len = static_cast<std::size_t>(n);
+    if (n < 0 || len > bytes.size() - pos) throw colors::InvalidArgumentError("bulk encoding overruns its bytes (binding bug)");
+    std::string_view s(reinterpret_cast<const char*>(bytes.data()) + pos, len);
+    pos += len;
+    return s;
+  }
+};
+
+// The word for value i of the input; `hold` keeps a new string/binary/boxed scalar rooted until
+// the caller has stored it.
+cd::Word in_word(JNIEnv* env, cd::Metadata* m, jbyte tag, jlong bits, Blob& blob, jobjectArray refs,
+                 const std::vector<cd::Word>& made, cd::Rooted& hold) {
+  switch (tag) {
+    case colors_jni::kTagNull: return cd::kNull;
+    case colors_jni::kTagInt:
+      hold = cd::new_integer(m, bits);
+      return hold.word();
+    case colors_jni::kTagFloat: {
+      double d;
+      std::memcpy(&d, &bits, sizeof d);
+      hold = cd::new_float(m, d);
+      return hold.word();
+    }
+    case colors_jni::kTagBool: return cd::make_bool(bits != 0);
+    case colors_jni::kTagString: {
+      std::string_view s = blob.take(bits);
+      hold = cd::new_string(m, s);  // validates the UTF-8 Java made
+      return hold.word();
+    }
+    case colors_jni::kTagBinary: {
+      std::string_view s = blob.take(bits);
+      hold = cd::new_binary(m, s.data(), s.size());
+      return hold.word();
+    }
+    case colors_jni::kTagRef: {
+      jobject h = env->GetObjectArrayElement(refs, static_cast<jsize>(bits));
+      check_pending(env);
+      // The Handle is reachable from `refs` for the whole call: its root keeps the object.
+      cd::Word w = colors_jni::jvalue_of(env, h)->value().raw();
+      env->DeleteLocalRef(h);
+      return w;
+    }
+    case kInObj:
+      if (bits < 0 || static_cast<std::size_t>(bits) >= made.size())
+        throw colors::InvalidArgumentError("bulk encoding names a missing object (binding bug)");
+      return made[static_cast<std::size_t>(bits)];
+    default: throw colors::InvalidArgumentError("bad bulk value tag " + std::to_string(tag) + " (binding bug)");
+  }
+}
+
+// check_field_type as a predicate, with the common cases inline.
+bool field_takes(const cd::FieldInfo& f, cd::Word w) {
+  if (w == cd::kNull || f.type == colors::TypeKind::kAny) return true;
+  if (cd::is_small_int(w)) return f.type == colors::TypeKind::kInteger;
+  if (cd::is_bool(w)) return f.type == colors::TypeKind::kBoolean;
+  if (cd::is_small_float(w)) return f.type == colors::TypeKind::kFloat;
+  const cd::ClassRecord* c = cd::class_of(w);
+  if (c->kind == f.type && (f.type != colors::TypeKind::kObject || f.class_name.len == 0)) return true;
+  try {
+    cd::check_field_type(f, w);
+    return true;
+  } catch (const colors::TypeMismatchError&) {
+    return false;
+  }
+}
+
+// The first store into a slot of an object this call allocated (null until now, written by no
+// other thread: the object is reachable only through scratch). No deletion barrier is needed
+// (it overwrites null); release, so that a collector that reads the word sees the initialised
+// object behind it. REQUIRES: w is pinned (scratch, a proxy's root, or a live Rooted).
+void init_slot(std::atomic<cd::Word>* slot, cd::Word w) { slot->store(w, std::memory_order_release); }
+
+// ---- shared -> private ----
+
+// Identity memo of the walk: word -> object number (open addressing; words are 16-aligned).
+class Memo {
+ public:
+  Memo() : keys_(1024, 0), vals_(1024, 0) {}
+  // The number of w, or -1 after recording it as `id`.
+  std::int32_t find_or_add(cd::Word w, std::int32_t id) {
+    if ((count_ + 1) * 2 > keys_.size()) grow();
+    std::size_t mask = keys_.size() - 1;
+    for (std::size_t i = hash(w) & mask;; i = (i + 1) & mask) {
+      if (keys_[i] == w) return vals_[i];
+      if (keys_[i] == 0) {
+        keys_[i] = w;
+        vals_[i] = id;
+        ++count_;
+        return -1;
+      }
+    }
+  }
+
+ private:
+  static std::size_t hash(cd::Word w) { return static_cast<std::size_t>((w >> 4) * 0x9E3779B97F4A7C15ULL >> 20); }
+  void grow() {
+    std::vector<cd::Word> k(keys_.size() * 2, 0);
+    std::vector<std::int32_t> v(k.size(), 0);
+    std::size_t mask = k.size() - 1;
+    for (std::size_t j = 0; j < keys_.size(); ++j) {
+      if (keys_[j] == 0) continue;
+      std::size_t i = hash(keys_[j]) & mask;
+      while (k[i] != 0) i = (i + 1) & mask;
+      k[i] = keys_[j];
+      v[i] = vals_[j];
+    }
+    keys_.swap(k);
+    vals_.swap(v);
+  }
+  std::vector<cd::Word> keys_;
+  std::vector<std::int32_t> vals_;
+  std::size_t count_ = 0;
+};
+
+// Thrown by the optimistic walk when it cannot vouch for what it read (a collector cycle started,
+// a word that does not look like a live object, a map or set that needs a rooted proxy).
+struct Retry {};
+
+// The walk. Two modes:
+//  * optimistic (no roots): valid only if no collector cycle starts during the whole walk
+//    (read_without_cycle's seqlock: gc_started_seq unchanged, no cycle running at the start).
+//    Memory is freed only by a cycle's sweep, and no object that survives a cycle refers to one
+//    it frees (gc/README.md: a store needs the stored object held, i.e. reachable, rooted or
+//    recent), so without a cycle every object reached from the (rooted) root is allocated memory
+//    for the whole walk. If a cycle does start, what was read may be freed and reused memory:
+//    so every word is checked before it is followed (inside the objects space, a class pointer
+//    inside the classes space with the class magic, lengths and slot indices within the block
+//    the header gives), which keeps every read inside the mapping; gc_started_seq is checked
+//    every kCheckEvery values and at the end, and any doubt throws Retry, which discards the
+//    result. Maps and sets (which become proxies, each with a root) also throw Retry.
+//  * rooted: every reference followed is read with root_load (rooted, then the slot re-read: it
+//    was in the slot at an instant when this thread already held the root) and its Rooted kept in
+//    `pins` until the walk ends (user objects, lists and their storage arrays) or until its
+//    payload was copied (strings, binaries, boxed scalars). Always valid; used when a cycle is
+//    running at the start or the optimistic walk gave up.
+// The root is rooted by the caller's Handle (a parameter, so reachable for the whole call).
+// Racing writers of other threads may change the graph during either walk; the copy then mixes
+// old and new values per slot (as a walk through proxies would), but never reads a freed object.
+struct Flat {
+  std::vector<jbyte> tags;
+  std::vector<jlong> vals;
+  std::vector<jint> starts;
+  std::vector<jbyte> blob;
+  std::vector<jobject> proxies;  // local refs
+  std::vector<cd::Rooted> pins;  // object k (its root in the rooted mode; an unrooted word otherwise)
+  std::vector<cd::Rooted> arrays;  // rooted mode: lists' storage arrays
+  Memo memo;
+  const cd::Metadata* m;
+  bool optimistic;
+  std::uint32_t started = 0;
+  std::uint32_t countdown = 0;
+  std::uintptr_t obj_lo = 0, obj_hi = 0, cls_lo = 0, cls_hi = 0;
+
+  static constexpr std::uint32_t kCheckEvery = 1024;
+
+  Flat(const cd::Metadata* meta, bool opt) : m(meta), optimistic(opt) {
+    obj_lo = meta->objects_begin;
+    obj_hi = meta->objects_end;
+    cls_lo = meta->classes_begin;
+    cls_hi = meta->classes_end;
+    if (optimistic) {
+      started = m->gc_started_seq.load(std::memory_order_acquire);
+      if (m->gc_done_seq.load(std::memory_order_acquire) != started) throw Retry{};  // a cycle is running
+      countdown = kCheckEvery;
+    }
+  }
+
+  void put(jbyte t, jlong v) {
+    tags.push_back(t);
+    vals.push_back(v);
+    if (optimistic && --countdown == 0) {
+      countdown = kCheckEvery;
+      if (m->gc_started_seq.load(std::memory_order_acquire) != started) throw Retry{};
+    }
+  }
+  jlong bytes(const void* p, std::size_t n) {
+    if (blob.size() + n > 0x7fffffffu) {
+      if (optimistic) throw Retry{};
+      throw colors::InvalidArgumentError("graph too large to copy in one call (over 2 GiB of strings)");
+    }
+    const jlong at = static_cast<jlong>(blob.size());
+    blob.insert(blob.end(), static_cast<const jbyte*>(p), static_cast<const jbyte*>(p) + n);
+    return at << 32 | static_cast<jlong>(n);
+  }
+  // Optimistic mode: the end of the walk; Retry unless no cycle started during it.
+  void finish() const {
+    if (!optimistic) return;
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (m->gc_started_seq.load(std::memory_order_relaxed) != started) throw Retry{};
+  }
+
+  // ---- checks of the optimistic mode (no-ops in the rooted mode, whose words are live) ----
+  // The block of object w, at least `need` bytes: its size, else Retry.
+  std::size_t block(cd::Word w, std::size_t need) const {
+    if (!optimistic) return cd::block_size_of(w);
+    if (w < obj_lo || w >= obj_hi || obj_hi - w < sizeof(cd::ObjectHead)) throw Retry{};
+    std::size_t size = cd::block_size_of(w);
+    if (size < need || size > obj_hi - w) throw Retry{};
+    return size;
+  }
+  const cd::ClassRecord* cls(cd::Word w) const {
+    const cd::ClassRecord* c = cd::class_of(w);
+    if (!optimistic) return c;
+    auto a = reinterpret_cast<std::uintptr_t>(c);
+    if (a < cls_lo || a % alignof(cd::ClassRecord) != 0 || cls_hi - a < sizeof(cd::ClassRecord) ||
+        c->magic != cd::kClassMagic)
+      throw Retry{};
+    if (c->kind == colors::TypeKind::kObject &&
+        (cls_hi - a - sizeof(cd::ClassRecord)) / sizeof(cd::FieldInfo) < c->field_count)
+      throw Retry{};
+    return c;
+  }
+};
+
+// The word in `slot`: rooted into `r` in the rooted mode, a plain acquire load otherwise.
+cd::Word load(Flat& f, const std::atomic<cd::Word>* slot, cd::Rooted& r) {
+  if (f.optimistic) return slot->load(std::memory_order_acquire);
+  r = cd::root_load(slot);
+  return r.word();
+}
+
+void put_double(Flat& f, double d) {
+  jlong b;
+  std::memcpy(&b, &d, sizeof b);
+  f.put(colors_jni::kTagFloat, b);
+}
+
+// Encodes the value in `slot`.
+void out_value(JNIEnv* env, Flat& f, const std::atomic<cd::Word>* slot) {
+  cd::Rooted r;
+  cd::Word w = load(f, slot, r);
+  if (w == cd::kNull) return f.put(colors_jni::kTagNull, 0);
+  if (cd::is_small_int(w)) return f.put(colors_jni::kTagInt, cd::small_value(w));
+  if (cd::is_bool(w)) return f.put(colors_jni::kTagBool, cd::bool_value(w) ? 1 : 0);
+  if (cd::is_small_float(w)) return put_double(f, cd::small_float_value(w));
+  if (!cd::is_ref(w)) {
+    if (f.optimistic) throw Retry{};
+    throw colors::CorruptHeapError("a slot holds a word that is no value");
+  }
+  f.block(w, sizeof(cd::ObjectHead));
+  switch (f.cls(w)->kind) {
+    case colors::TypeKind::kInteger:
+      f.block(w, sizeof(cd::IntegerObject));
+      return f.put(colors_jni::kTagInt, reinterpret_cast<const cd::IntegerObject*>(w)->value);
+    case colors::TypeKind::kFloat:
+      f.block(w, sizeof(cd::FloatObject));
+      return put_double(f, reinterpret_cast<const cd::FloatObject*>(w)->value);
+    case colors::TypeKind::kString: {
+      std::size_t size = f.block(w, sizeof(cd::StringObject));
+      auto* so = reinterpret_cast<const cd::StringObject*>(w);
+      if (f.optimistic && so->length > size - sizeof(cd::StringObject)) throw Retry{};
+      return f.put(colors_jni::kTagString, f.bytes(so->bytes, so->length));
+    }
+    case colors::TypeKind::kBinary: {
+      std::size_t size = f.block(w, sizeof(cd::BinaryObject));
+      auto* b = reinterpret_cast<const cd::BinaryObject*>(w);
+      if (f.optimistic && b->length > size - sizeof(cd::BinaryObject)) throw Retry{};
+      return f.put(colors_jni::kTagBinary, f.bytes(b->bytes, b->length));
+    }
+    case colors::TypeKind::kObject:
+    case colors::TypeKind::kList: {
+      const auto id = static_cast<std::int32_t>(f.pins.size());
+      std::int32_t known = f.memo.find_or_add(w, id);
+      if (known >= 0) return f.put(kOutObj, known);
+      f.pins.push_back(f.optimistic ? cd::Rooted(w, nullptr) : std::move(r));
+      return f.put(kOutObj, id);
+    }
+    default: {  // maps, sets: a proxy with its own root
+      if (f.optimistic) throw Retry{};
+      jobject p = colors_jni::to_java(env, colors::Value::adopt_root(w, r.take()));
+      check_pending(env);
+      f.proxies.push_back(p);
+      return f.put(kOutProxy, static_cast<jlong>(f.proxies.size() - 1));
+    }
+  }
+}
+
+// field_slot with the optimistic mode's checks (the extension array's bounds from its block).
+const std::atomic<cd::Word>* field_slot(Flat& f, cd::Word o, std::size_t size, const cd::FieldInfo& fi) {
+  if (!f.optimistic) return cd::field_slot(o, fi);
+  auto* u = reinterpret_cast<const cd::UserObject*>(o);
+  std::size_t n = (size - sizeof(cd::UserObject)) / sizeof(cd::Word);
+  if (fi.slot < n) return &u->slots[fi.slot];
+  cd::Word ext = u->extension.load(std::memory_order_acquire);
+  if (ext == cd::kNull) return nullptr;
+  if (!cd::is_ref(ext)) throw Retry{};
+  std::size_t esize = f.block(ext, sizeof(cd::ArrayObject));
+  auto* a = reinterpret_cast<const cd::ArrayObject*>(ext);
+  std::size_t i = fi.slot - n;
+  if (a->capacity > (esize - sizeof(cd::ArrayObject)) / sizeof(cd::Word)) throw Retry{};
+  return i < a->capacity ? &a->slots[i] : nullptr;
+}
+
+void out_object(JNIEnv* env, Flat& f, std::size_t k) {
+  cd::Word w = f.pins[k].word();
+  f.starts.push_back(static_cast<jint>(f.tags.size()));
+  const cd::ClassRecord* cls = f.cls(w);
+  if (cls->kind == colors::TypeKind::kObject) {
+    std::size_t size = f.block(w, sizeof(cd::UserObject));
+    f.put(kOutUser, static_cast<jlong>(reinterpret_cast<std::uintptr_t>(cls)));
+    for (std::uint32_t i = 0; i < cls->field_count; ++i) {
+      const std::atomic<cd::Word>* s = field_slot(f, w, size, cls->fields[i]);
+      if (s == nullptr) {
+        f.put(colors_jni::kTagNull, 0);
+      } else {
+        out_value(env, f, s);
+      }
+    }
+    return;
+  }
+  if (cls->kind != colors::TypeKind::kList) throw Retry{};  // only the optimistic mode can see this
+  // A list: its storage array rooted too (a racing append may replace it; the old one stays ours).
+  f.block(w, sizeof(cd::ListObject));
+  auto* l = reinterpret_cast<const cd::ListObject*>(w);
+  cd::Rooted ar;
+  cd::Word arr = load(f, &l->array, ar);
+  std::size_t n = l->size.load(std::memory_order_acquire);
+  std::size_t cap = 0;
+  if (arr != cd::kNull) {
+    if (!cd::is_ref(arr)) throw Retry{};
+    std::size_t asize = f.block(arr, sizeof(cd::ArrayObject));
+    cap = reinterpret_cast<const cd::ArrayObject*>(arr)->capacity;
+    if (f.optimistic && cap > (asize - sizeof(cd::ArrayObject)) / sizeof(cd::Word)) throw Retry{};
+  }
+  if (!f.optimistic) f.arrays.push_back(std::move(ar));
+  if (n > cap) n = cap;
+  f.put(kOutList, static_cast<jlong>(n));
+  for (std::size_t i = 0; i < n; ++i) out_value(env, f, &reinterpret_cast<const cd::ArrayObject*>(arr)->slots[i]);
+}
+
+// Walks the graph from `root` (a live user object or list) in one mode.
+void walk(JNIEnv* env, Flat& f, cd::Word root) {
+  f.memo.find_or_add(root, 0);
+  f.pins.emplace_back(root, nullptr);  // rooted by the caller's Handle
+  for (std::size_t k = 0; k < f.pins.size(); ++k) out_object(env, f, k);
+  f.finish();
+}
+
+template <class T, class A>
+A new_array(JNIEnv* env, const std::vector<T>& v, A (JNIEnv::*make)(jsize),
+            void (JNIEnv::*set)(A, jsize, jsize, const T*)) {
+  if (v.size() > 0x7fffffffu) throw colors::InvalidArgumentError("graph too large to copy in one call");
+  A a = (env->*make)(static_cast<jsize>(v.size()));
+  check_pending(env);
+  if (!v.empty()) (env->*set)(a, 0, static_cast<jsize>(v.size()), v.data());
+  check_pending(env);
+  return a;
+}
+
+}  // namespace
+
+extern "C" {
+
+// Private -> shared (see the top of this file). Returns the root's proxy, or null when the Copier
+// must run instead.
+JNIEXPORT jobject JNICALL Java_org_colors_Bulk_toShared(JNIEnv* env, jclass, jintArray objs_a, jbyteArray tags_a,
+                                                        jlongArray vals_a, jint nvals, jbyteArray blob_a,
+                                                        jobjectArray refs, jlongArray classes_a,
+                                                        jintArray field_start_a, jintArray field_idx_a) {
+  using namespace colors_jni;
+  return guarded<jobject>(env, nullptr, [&]() -> jobject {
+    cd::Metadata* m = cd::current_meta();
+    const std::vector<jint> objs = read_array<jint>(env, objs_a, &JNIEnv::GetIntArrayRegion);
+    const std::vector<jlong> classes = read_array<jlong>(env, classes_a, &JNIEnv::GetLongArrayRegion);
+    const std::vector<jint> field_start = read_array<jint>(env, field_start_a, &JNIEnv::GetIntArrayRegion);
+    const std::vector<jint> field_idx = read_array<jint>(env, field_idx_a, &JNIEnv::GetIntArrayRegion);
+    const std::vector<jbyte> blob_bytes = read_array<jbyte>(env, blob_a, &JNIEnv::GetByteArrayRegion);
+    std::vector<jbyte> tags(static_cast<std::size_t>(nvals));
+    std::vector<jlong> vals(static_cast<std::size_t>(nvals));
+    if (nvals > 0) {
+      env->GetByteArrayRegion(tags_a, 0, nvals, tags.data());
+      env->GetLongArrayRegion(vals_a, 0, nvals, vals.data());
+      check_pending(env);
+    }
+    const std::size_t n = objs.size() / 2;
+    if (n == 0) throw colors::InvalidArgumentError("bulk copy without a root object (binding bug)");
+    std::vector<cd::ClassRecord*> recs;
+    for (jlong c : classes) recs.push_back(class_record(c));
+
+    // Pass 1: allocate every object, each pinned by its scratch slot before the next allocation.
+    cd::Rooted scratch = cd::new_array(m, colors::TypeKind::kArray, n);
+    auto* pin = reinterpret_cast<cd::ArrayObject*>(scratch.word());
+    std::vector<cd::Word> made(n);
+    for (std::size_t k = 0; k < n; ++k) {
+      const jint cls = objs[2 * k];
+      const jint count = objs[2 * k + 1];
+      if (count < 0) throw colors::InvalidArgumentError("negative count in bulk encoding (binding bug)");
+      cd::Rooted r;
+      if (cls >= 0) {
+        if (static_cast<std::size_t>(cls) >= recs.size()) throw colors::InvalidArgumentError("bad class index (binding bug)");
+        r = cd::new_user_object(m, recs[static_cast<std::size_t>(cls)]);
+      } else {
+        r = cd::new_list(m, static_cast<std::size_t>(count));
+      }
+      made[k] = r.word();
+      cd::store_ref(&pin->slots[k], r.word());  // now reachable from the rooted scratch array
+    }
+
+    // Pass 2: fill them. Every stored word is pinned (scratch, a proxy's root, or `hold`).
+    Blob blob{blob_bytes};
+    std::size_t v = 0;
+    try {
+      for (std::size_t k = 0; k < n; ++k) {
+        const jint cls = objs[2 * k];
+        const auto count = static_cast<std::size_t>(objs[2 * k + 1]);
+        if (count > static_cast<std::size_t>(nvals) - v) throw colors::InvalidArgumentError("bulk encoding overruns its values (binding bug)");
+        const cd::Word o = made[k];
+        if (cls >= 0) {
+          const cd::ClassRecord* rec = recs[static_cast<std::size_t>(cls)];
+          const auto first = static_cast<std::size_t>(field_start.at(static_cast<std::size_t>(cls)));
+          for (std::size_t i = 0; i < count; ++i, ++v) {
+            const jint fi = field_idx.at(first + i);
+            if (fi < 0 || static_cast<std::uint32_t>(fi) >= rec->field_count) throw Fallback{};  // the version lacks it
+            const cd::FieldInfo& fd = rec->fields[fi];
+            cd::Rooted hold;
+            const cd::Word w = in_word(env, m, tags[v], vals[v], blob, refs, made, hold);
+            if (!field_takes(fd, w)) throw Fallback{};  // the explicit path widens or reports it
+            std::atomic<cd::Word>* slot = cd::field_slot(o, fd);
+            if (slot == nullptr) throw Fallback{};
+            init_slot(slot, w);
+          }
+        } else {
+          auto* l = reinterpret_cast<cd::ListObject*>(o);
+          auto* a = reinterpret_cast<cd::ArrayObject*>(l->array.load(std::memory_order_acquire));
+          for (std::size_t i = 0; i < count; ++i, ++v) {
+            cd::Rooted hold;
+            const cd::Word w = in_word(env, m, tags[v], vals[v], blob, refs, made, hold);
+            init_slot(&a->slots[i], w);
+          }
+          l->size.store(count, std::memory_order_release);
+        }
+      }
+    } catch (const Fallback&) {
+      return nullptr;  // scratch's root goes with this scope: what was built is garbage
+    }
+    // The root, rooted by a Value of its own while scratch still pins it.
+    return to_java(env, colors::Value::from_raw(made[0]));
+  });
+}
+
+// Shared -> private (see the top of this file). `root` is the Handle of a user object or list.
+JNIEXPORT jobjectArray JNICALL Java_org_colors_Bulk_flatten(JNIEnv* env, jclass, jobject root) {
+  using namespace colors_jni;
+  return guarded<jobjectArray>(env, nullptr, [&]() -> jobjectArray {
+    const colors::Value& rv = jvalue_of(env, root)->value();
+    const cd::Word w = rv.raw();
+    if (!cd::is_ref(w) || (cd::class_of(w)->kind != colors::TypeKind::kObject &&
+                           cd::class_of(w)->kind != colors::TypeKind::kList))
+      throw colors::InvalidArgumentError("bulk copies start at a user object or a list (binding bug)");
+    cd::Metadata* m = cd::current_meta();
+    std::optional<Flat> opt;
+    try {
+      opt.emplace(m, true);
+      walk(env, *opt, w);
+    } catch (const Retry&) {
+      opt.reset();  // a cycle ran (or something needs roots): again, rooting what it follows
+      opt.emplace(m, false);
+      try {
+        walk(env, *opt, w);
+      } catch (const Retry&) {  // the rooted walk reads only live objects: a corrupt heap
+        throw colors::CorruptHeapError("the shared graph holds a word that is no object (bulk copy)");
+      }
+    }
+    Flat& f = *opt;
+    f.pins.clear();
+    f.arrays.clear();
+    jobjectArray out = env->NewObjectArray(5, g.object_cls, nullptr);
+    check_pending(env);
+    jobject parts[4] = {
+        new_array<jbyte, jbyteArray>(env, f.tags, &JNIEnv::NewByteArray, &JNIEnv::SetByteArrayRegion),
+        new_array<jlong, jlongArray>(env, f.vals, &JNIEnv::NewLongArray, &JNIEnv::SetLongArrayRegion),
+        new_array<jint, jintArray>(env, f.starts, &JNIEnv::NewIntArray, &JNIEnv::SetIntArrayRegion),
+        new_array<jbyte, jbyteArray>(env, f.blob, &JNIEnv::NewByteArray, &JNIEnv::SetByteArrayRegion)};
+    for (int i = 0; i < 4; ++i) {
+      env->SetObjectArrayElement(out, i, parts[i]);
+      env->DeleteLocalRef(parts[i]);
+    }
+    if (!f.proxies.empty()) {
+      jobjectArray px = env->NewObjectArray(static_cast<jsize>(f.proxies.size()), g.object_cls, nullptr);
+      check_pending(env);
+      for (std::size_t i = 0; i < f.proxies.size(); ++i) {
+        env->SetObjectArrayElement(px, static_cast<jsize>(i), f.proxies[i]);
+        env->DeleteLocalRef(f.proxies[i]);
+      }
+      env->SetObjectArrayElement(out, 4, px);
+      env->DeleteLocalRef(px);
+    }
+    return out;
+  });
+}
+
+// The index in class record `cls` of each named field, -1 where the version lacks it.
+JNIEXPORT jintArray JNICALL Java_org_colors_Bulk_fieldIndices(JNIEnv* env, jclass, jlong cls, jobjectArray names) {
+  using namespace colors_jni;
+  return guarded<jintArray>(env, nullptr, [&]() -> jintArray {
+    cd::current_meta();
+    const cd::ClassRecord* rec = class_record(cls);
+    const jsize n = env->GetArrayLength(names);
+    std::vector<jint> idx(static_cast<std::size_t>(n), -1);
+    for (jsize i = 0; i < n; ++i) {
+      auto s = static_cast<jstring>(env->GetObjectArrayElement(names, i));
+      check_pending(env);
+      const cd::FieldInfo* fi = cd::find_field(rec, java_to_utf8(env, s));
+      env->DeleteLocalRef(s);
+      if (fi != nullptr) idx[static_cast<std::size_t>(i)] = static_cast<jint>(fi - rec->fields);
+    }
+    return new_array<jint, jintArray>(env, idx, &JNIEnv::NewIntArray, &JNIEnv::SetIntArrayRegion);
+  });
+}
+
+}  // extern "C"

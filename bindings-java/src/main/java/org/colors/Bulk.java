@@ -1,0 +1,75 @@
+package org.colors;
+
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * The natives of the bulk copies (jni_bulk.cpp, resolved by their exported JNI names) and the
+ * per-attachment caches they need: {@link BulkWriter} (private graph to shared memory in one native
+ * call, {@link SharedMemory#copyToSharedMemory(Object)}) and {@link BulkReader} (shared graph to
+ * private instances from one native call, {@link SharedObject#toPrivate(Class)}).
+ *
+ * <p>{@code -Dcolors.bulk=false} turns both off (every copy goes through {@link Copier} and
+ * {@link Materializer}, one native call per object or field), for comparisons.
+ */
+final class Bulk {
+  private Bulk() {}
+
+  static final boolean ENABLED = !"false".equals(System.getProperty("colors.bulk"));
+
+  /** Copies done in one native call, each way (for tests and diagnostics). */
+  static final java.util.concurrent.atomic.AtomicLong WRITES = new java.util.concurrent.atomic.AtomicLong(),
+      READS = new java.util.concurrent.atomic.AtomicLong();
+
+  // Value tags beyond Codec's, must match jni_bulk.cpp.
+  static final byte OBJ = 7, PROXY = 8, USER = 16, LIST = 17;
+
+  /**
+   * Builds the encoded private graph in shared memory (jni_bulk.cpp has the encoding and the GC
+   * invariants); returns the root's proxy, or null when the {@link Copier} must do the copy.
+   */
+  static native Object toShared(int[] objs, byte[] tags, long[] vals, int nvals, byte[] blob, Object[] refs,
+      long[] classes, int[] fieldStart, int[] fieldIdx);
+
+  /** The graph reachable from a user object or list, flattened: {tags, vals, starts, blob, proxies}. */
+  static native Object[] flatten(Handle root);
+
+  /** Index in the class record of each named field, -1 where the version lacks it. */
+  static native int[] fieldIndices(long cls, String[] names);
+
+  /** A class version as the reader needs it: its name and its fields' names in record order. */
+  static final class SharedClassInfo {
+    final String name;
+    final String[] fieldNames;
+
+    SharedClassInfo(String name, String[] fieldNames) {
+      this.name = name;
+      this.fieldNames = fieldNames;
+    }
+
+    /** Index of {@code field} in {@link #fieldNames}, -1 if absent. */
+    int indexOf(String field) {
+      for (int i = 0; i < fieldNames.length; i++) if (fieldNames[i].equals(field)) return i;
+      return -1;
+    }
+  }
+
+  private static final ConcurrentHashMap<Long, SharedClassInfo> INFOS = new ConcurrentHashMap<>();
+  private static volatile long infosGeneration = -1;
+
+  /** The name and field names of a class version (cached per attachment; versions are immutable). */
+  static SharedClassInfo info(long cls) {
+    long gen = Direct.epoch;  // bumped at every attach and detach (no native call)
+    if (infosGeneration != gen) {
+      INFOS.clear();
+      infosGeneration = gen;
+    }
+    SharedClassInfo i = INFOS.get(cls);
+    if (i != null) return i;
+    Object[] f = Native.classFields(cls);
+    String[] names = new String[f.length / 4];
+    for (int k = 0; k < names.length; k++) names[k] = (String) f[4 * k];
+    i = new SharedClassInfo(Native.className(cls), names);
+    INFOS.put(cls, i);
+    return i;
+  }
+}

@@ -1,0 +1,315 @@
+package org.colors;
+
+import java.util.Arrays;
+import java.util.Collection;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * {@link SharedMemory#copyToSharedMemory(Object)} in one native call: encodes a private graph in
+ * Java (fields read with {@link FieldAccess}, strings encoded to UTF-8 here) and lets
+ * {@code Bulk.toShared} (jni_bulk.cpp) build it. The result is the graph {@link Copier} builds: the
+ * same shared class versions ({@link ClassMapping#sharedClass()}), the same values, sharing and
+ * cycles preserved (identity memo), no recursion (objects are encoded in the order met).
+ *
+ * <p>Covered: user class instances (plain and private instances of mapped classes), arrays and
+ * non-set {@code Collection}s (copied as lists), boxed scalars, strings, byte[], null and proxies
+ * (stored as they are). Anything else — sets, maps, objects of unsupported classes, strings with
+ * lone surrogates — and every case the native side declines (a value a field's type refuses, a
+ * field the version lacks) goes to the {@link Copier} instead ({@link #copy} returns
+ * {@link #FALLBACK}), which gives the same results and the same exceptions as before. Nothing is
+ * written to the heap before the encoding is complete, and a declined native build leaves only
+ * unreachable garbage behind.
+ *
+ * <p>One instance per thread, its arrays reused between calls.
+ */
+final class BulkWriter {
+  /** Returned by {@link #copy} when the Copier must run. */
+  static final Object FALLBACK = new Object();
+
+  private static final ThreadLocal<BulkWriter> LOCAL = ThreadLocal.withInitial(BulkWriter::new);
+
+  /** Per mapped class: its shared class version and the record index of each mapped field. */
+  private static final class ClassPlan {
+    final FieldAccess access;
+    final String[] names;
+    volatile long generation = -1;
+    volatile long cls;
+    volatile int[] fieldIdx;
+
+    ClassPlan(FieldAccess a) {
+      access = a;
+      names = new String[a.mapping.fields.size()];
+      for (int i = 0; i < names.length; i++) names[i] = a.mapping.fields.get(i).name;
+    }
+
+    /** Refreshes cls/fieldIdx for the current attachment. */
+    void resolve() {
+      long gen = Native.generation();
+      if (generation == gen) return;
+      long c = access.mapping.sharedClass();
+      int[] idx = Bulk.fieldIndices(c, names);
+      cls = c;
+      fieldIdx = idx;
+      generation = gen;
+    }
+  }
+
+  private static final ClassValue<ClassPlan> PLANS = new ClassValue<>() {
+    @Override
+    protected ClassPlan computeValue(Class<?> type) {
+      return new ClassPlan(FieldAccess.of(type));
+    }
+  };
+
+  // Objects (containers and user instances) in the order met; `items` holds what to encode.
+  private int[] objs = new int[64];
+  private Object[] items = new Object[32];
+  private int nobj;
+  private final IdentityIds ids = new IdentityIds();
+  // The value stream.
+  private byte[] tags = new byte[256];
+  private long[] vals = new long[256];
+  private int nvals;
+  private byte[] blob = new byte[1024];
+  private int nblob;
+  private Object[] refs = new Object[8];
+  private int nrefs;
+  // Classes of this call.
+  private ClassPlan[] plans = new ClassPlan[4];
+  private int nplans;
+
+  /** The shared copy of {@code root}, or {@link #FALLBACK}. REQUIRES: attached. */
+  static Object copy(Object root) {
+    if (Codec.tagOrNone(root) != Codec.NONE) return FALLBACK;  // scalars, strings, proxies: the Copier's roundTrip
+    BulkWriter w = LOCAL.get();
+    try {
+      return w.run(root);
+    } finally {
+      w.clear();
+    }
+  }
+
+  private Object run(Object root) {
+    nobj = nvals = nblob = nrefs = nplans = 0;
+    ids.findOrAdd(root, 0);
+    if (!meet(root)) return FALLBACK;
+    for (int k = 0; k < nobj; k++) {
+      if (!encode(k)) return FALLBACK;
+    }
+    long[] classes = new long[nplans];
+    int[] fieldStart = new int[nplans];
+    int total = 0;
+    for (int i = 0; i < nplans; i++) {
+      try {
+        plans[i].resolve();
+      } catch (RuntimeException e) {
+        return FALLBACK;  // e.g. a class version that cannot be defined: the Copier reports it
+      }
+      classes[i] = plans[i].cls;
+      fieldStart[i] = total;
+      total += plans[i].fieldIdx.length;
+    }
+    int[] fieldIdx = new int[total];
+    for (int i = 0; i < nplans; i++) {
+      int[] f = plans[i].fieldIdx;
+      System.arraycopy(f, 0, fieldIdx, fieldStart[i], f.length);
+    }
+    Object r = Bulk.toShared(Arrays.copyOf(objs, 2 * nobj), tags, vals, nvals, Arrays.copyOf(blob, nblob), refs,
+        classes, fieldStart, fieldIdx);
+    if (r == null) return FALLBACK;
+    Bulk.WRITES.incrementAndGet();
+    return r;
+  }
+
+  private void clear() {
+    Arrays.fill(items, 0, nobj, null);
+    Arrays.fill(refs, 0, nrefs, null);
+    ids.clear();
+    nobj = nrefs = 0;
+  }
+
+  /**
+   * Numbers a container or user instance met for the first time (its header: class index or -1,
+   * and its value count). False for what the bulk copy does not cover.
+   */
+  private boolean meet(Object x) {
+    Object item;
+    int cls;
+    int count;
+    if (x instanceof Set || x instanceof Map) {
+      return false;
+    } else if (x instanceof Collection) {
+      item = ((Collection<?>) x).toArray();  // a snapshot, as the Copier's
+      cls = -1;
+      count = ((Object[]) item).length;
+    } else if (x.getClass().isArray()) {
+      item = x;
+      cls = -1;
+      count = java.lang.reflect.Array.getLength(x);
+    } else if (ClassMapping.isUserClass(x.getClass())) {
+      ClassPlan p;
+      try {
+        p = PLANS.get(x.getClass());
+      } catch (RuntimeException e) {
+        return false;  // a class ClassMapping refuses: the Copier raises it
+      }
+      item = x;
+      cls = classIndex(p);
+      count = p.names.length;
+    } else {
+      return false;  // the Copier raises its TypeMismatchException
+    }
+    if (2 * nobj + 2 > objs.length) objs = Arrays.copyOf(objs, objs.length * 2);
+    if (nobj == items.length) items = Arrays.copyOf(items, items.length * 2);
+    objs[2 * nobj] = cls;
+    objs[2 * nobj + 1] = count;
+    items[nobj] = item;
+    nobj++;
+    return true;
+  }
+
+  private int classIndex(ClassPlan p) {
+    for (int i = 0; i < nplans; i++) if (plans[i] == p) return i;
+    if (nplans == plans.length) plans = Arrays.copyOf(plans, nplans * 2);
+    plans[nplans] = p;
+    return nplans++;
+  }
+
+  /** Encodes the values of object k. */
+  private boolean encode(int k) {
+    Object x = items[k];
+    int cls = objs[2 * k];
+    if (cls >= 0) {
+      FieldAccess a = plans[cls].access;
+      int n = a.prim.length;
+      for (int i = 0; i < n; i++) {
+        switch (a.prim[i]) {
+          case FieldAccess.REF: {
+            Object o = a.getRef(x, i);
+            if (o == null) {
+              put(Codec.NULL, 0);
+            } else if (a.types[i] == String.class) {
+              if (!string((String) o)) return false;
+            } else if (!value(o)) {
+              return false;
+            }
+            break;
+          }
+          case FieldAccess.DOUBLE:
+          case FieldAccess.FLOAT:
+            put(Codec.FLOAT, Double.doubleToRawLongBits(a.getReal(x, i)));
+            break;
+          case FieldAccess.BOOLEAN:
+            put(Codec.BOOL, a.getBoolean(x, i) ? 1 : 0);
+            break;
+          default:
+            put(Codec.INT, a.getIntegral(x, i));
+        }
+      }
+      return true;
+    }
+    if (x instanceof Object[]) {
+      for (Object o : (Object[]) x) if (!value(o)) return false;
+    } else if (x instanceof int[]) {
+      for (int v : (int[]) x) put(Codec.INT, v);
+    } else if (x instanceof long[]) {
+      for (long v : (long[]) x) put(Codec.INT, v);
+    } else if (x instanceof double[]) {
+      for (double v : (double[]) x) put(Codec.FLOAT, Double.doubleToRawLongBits(v));
+    } else if (x instanceof short[]) {
+      for (short v : (short[]) x) put(Codec.INT, v);
+    } else if (x instanceof char[]) {
+      for (char v : (char[]) x) put(Codec.INT, v);
+    } else if (x instanceof float[]) {
+      for (float v : (float[]) x) put(Codec.FLOAT, Double.doubleToRawLongBits(v));
+    } else if (x instanceof boolean[]) {
+      for (boolean v : (boolean[]) x) put(Codec.BOOL, v ? 1 : 0);
+    } else {
+      return false;  // byte[] is a binary, never a list; nothing else is numbered as a list
+    }
+    return true;
+  }
+
+  /** Encodes one value as the Copier's convert would store it. */
+  private boolean value(Object o) {
+    if (o == null) {
+      put(Codec.NULL, 0);
+    } else if (o instanceof String) {
+      return string((String) o);
+    } else if (o instanceof Long || o instanceof Integer || o instanceof Short || o instanceof Byte) {
+      put(Codec.INT, ((Number) o).longValue());
+    } else if (o instanceof Double || o instanceof Float) {
+      put(Codec.FLOAT, Double.doubleToRawLongBits(((Number) o).doubleValue()));
+    } else if (o instanceof Boolean) {
+      put(Codec.BOOL, (Boolean) o ? 1 : 0);
+    } else if (o instanceof Character) {
+      put(Codec.INT, (Character) o);
+    } else if (o instanceof byte[]) {
+      byte[] b = (byte[]) o;
+      ensureBlob(b.length);
+      System.arraycopy(b, 0, blob, nblob, b.length);
+      nblob += b.length;
+      put(Codec.BINARY, b.length);
+    } else {
+      Handle h = Proxies.handleOf(o);
+      if (h != null) {
+        if (nrefs == refs.length) refs = Arrays.copyOf(refs, nrefs * 2);
+        refs[nrefs] = h;
+        put(Codec.REF, nrefs++);
+        return true;
+      }
+      int id = ids.findOrAdd(o, nobj);
+      if (id < 0) {
+        id = nobj;
+        if (!meet(o)) return false;
+      }
+      put(Bulk.OBJ, id);
+    }
+    return true;
+  }
+
+  /** UTF-8 of s into the blob; false for a lone surrogate (the Copier reports it). */
+  private boolean string(String s) {
+    int n = s.length();
+    ensureBlob(3 * n);
+    byte[] b = blob;
+    int p = nblob;
+    for (int i = 0; i < n; i++) {
+      char c = s.charAt(i);
+      if (c < 0x80) {
+        b[p++] = (byte) c;
+      } else if (c < 0x800) {
+        b[p++] = (byte) (0xC0 | (c >> 6));
+        b[p++] = (byte) (0x80 | (c & 0x3F));
+      } else if (Character.isSurrogate(c)) {
+        if (!Character.isHighSurrogate(c) || i + 1 >= n || !Character.isLowSurrogate(s.charAt(i + 1))) return false;
+        int cp = Character.toCodePoint(c, s.charAt(++i));
+        b[p++] = (byte) (0xF0 | (cp >> 18));
+        b[p++] = (byte) (0x80 | ((cp >> 12) & 0x3F));
+        b[p++] = (byte) (0x80 | ((cp >> 6) & 0x3F));
+        b[p++] = (byte) (0x80 | (cp & 0x3F));
+      } else {
+        b[p++] = (byte) (0xE0 | (c >> 12));
+        b[p++] = (byte) (0x80 | ((c >> 6) & 0x3F));
+        b[p++] = (byte) (0x80 | (c & 0x3F));
+      }
+    }
+    put(Codec.STRING, p - nblob);
+    nblob = p;
+    return true;
+  }
+
+  private void ensureBlob(int more) {
+    if (nblob + more > blob.length) blob = Arrays.copyOf(blob, Math.max(blob.length * 2, nblob + more));
+  }
+
+  private void put(int tag, long v) {
+    if (nvals == tags.length) {
+      tags = Arrays.copyOf(tags, nvals * 2);
+      vals = Arrays.copyOf(vals, nvals * 2);
+    }
+    tags[nvals] = (byte) tag;
+    vals[nvals++] = v;
+  }
+}

@@ -1,0 +1,60 @@
+package org.colors;
+
+import java.util.Arrays;
+
+/**
+ * Object numbers by identity for the bulk copy's memo ({@link BulkWriter}): an open-addressing
+ * table over {@link System#identityHashCode}, one probe sequence for lookup and insertion, ints
+ * without boxing. Not thread-safe; reused between calls ({@link #clear}).
+ */
+final class IdentityIds {
+  private Object[] keys = new Object[64];
+  private int[] ids = new int[64];
+  private int count;
+
+  /** The number of {@code o}, or -1 after recording {@code id} as its number. */
+  int findOrAdd(Object o, int id) {
+    if (2 * (count + 1) > keys.length) grow();
+    int mask = keys.length - 1;
+    for (int i = mix(System.identityHashCode(o)) & mask;; i = (i + 1) & mask) {
+      Object k = keys[i];
+      if (k == o) return ids[i];
+      if (k == null) {
+        keys[i] = o;
+        ids[i] = id;
+        count++;
+        return -1;
+      }
+    }
+  }
+
+  private static int mix(int h) {
+    return h * 0x9E3779B9 >>> 7 ^ h;
+  }
+
+  private void grow() {
+    Object[] ok = keys;
+    int[] oi = ids;
+    keys = new Object[ok.length * 2];
+    ids = new int[ok.length * 2];
+    int mask = keys.length - 1;
+    for (int j = 0; j < ok.length; j++) {
+      if (ok[j] == null) continue;
+      int i = mix(System.identityHashCode(ok[j])) & mask;
+      while (keys[i] != null) i = (i + 1) & mask;
+      keys[i] = ok[j];
+      ids[i] = oi[j];
+    }
+  }
+
+  /** Forgets every entry (keeps the table unless it grew very large). */
+  void clear() {
+    if (keys.length > (1 << 20)) {
+      keys = new Object[64];
+      ids = new int[64];
+    } else if (count > 0) {
+      Arrays.fill(keys, null);
+    }
+    count = 0;
+  }
+}
