@@ -1,0 +1,319 @@
+"""Proxies of shared user objects on the field-read fast path (classes.cpp): the identity table,
+GC roots taken from the binding's pool, handles reused from a free list, strings and boxed floats
+read without a root. Each test states the guarantee it checks: one live proxy per object, a proxy
+keeps its object alive (and only while it lives), stale proxies after detach / in a fork child,
+several Python threads."""
+
+from __future__ import annotations
+
+import gc
+import math
+import os
+import threading
+import time
+import weakref
+
+import pytest
+
+import colors_shm as cs
+from conftest import spawn, unique
+from employees import Employee, Node
+
+TESTS = os.path.dirname(os.path.abspath(__file__))
+
+size = cs._ext._identity_cache_size
+
+
+def chain(n: int, prefix: str = "e"):
+    """A shared chain head -> e0 -> e1 -> ... -> e(n-1) linked through `manager`, and the head."""
+    head = None
+    for i in reversed(range(n)):
+        head = Employee(f"{prefix}{i}", float(i), head)
+    return cs.copy_to(Employee("head", -1.0, head))
+
+
+def walk(head):
+    out = []
+    p = head.manager
+    while p is not None:
+        out.append(p)
+        p = p.manager
+    return out
+
+
+# ---- identity ----------------------------------------------------------------------------------
+
+
+def test_identity_holds_over_many_create_destroy_cycles():
+    head = chain(50)
+    base = size()
+    for _ in range(200):  # every read makes a proxy and drops it: the table, handles and roots cycle
+        assert [p.name for p in walk(head)] == [f"e{i}" for i in range(50)]
+    gc.collect()
+    assert size() == base
+    held = walk(head)
+    ids = [id(p) for p in held]
+    for _ in range(50):
+        again = walk(head)
+        assert all(a is b for a, b in zip(again, held))
+        del again
+    assert [id(p) for p in held] == ids
+    assert len({id(p) for p in held}) == 50  # distinct objects, distinct proxies
+
+
+def test_identity_table_grows_and_shrinks_without_losing_entries():
+    n = 5000  # far beyond the table's initial 64 entries: many rehashes up, then down
+    head = chain(n, "g")
+    base = size()
+    held = walk(head)
+    assert size() == base + n
+    for p, q in zip(held, walk(head)):
+        assert p is q
+    # Drop every other proxy (backward-shift deletion moves the survivors' entries).
+    kept = held[1::2]
+    del held, p, q
+    gc.collect()
+    assert size() == base + len(kept)
+    by_name = {p.name: p for p in kept}
+    for p in walk(head):
+        if p.name in by_name:
+            assert p is by_name[p.name]
+    del p, by_name
+    kept.reverse()
+    while kept:
+        kept.pop()
+        if len(kept) % 997 == 0:
+            gc.collect()
+            assert size() == base + len(kept)
+            for q in kept[:20]:
+                assert q.manager is None or q.manager.name == f"g{int(q.name[1:]) + 1}"
+            q = None
+    gc.collect()
+    assert size() == base
+
+
+def test_a_proxy_being_destroyed_is_not_handed_out_again():
+    holder = cs.allocate(Employee, "holder", 1.0, cs.allocate(Employee, "boss", 2.0))
+    got = []
+
+    def reread(_ref):  # runs while the proxy is being destroyed (refcount 0)
+        got.append(holder.manager)
+
+    p = holder.manager
+    r = weakref.ref(p, reread)
+    del p
+    assert r() is None and len(got) == 1
+    fresh = got[0]
+    assert fresh.name == "boss" and fresh.salary == 2.0
+    assert holder.manager is fresh  # the new proxy is the one the table gives
+    cs.collect(timeout=30)
+    assert fresh.name == "boss"
+
+
+# ---- GC roots ------------------------------------------------------------------------------------
+
+
+def test_proxies_from_field_reads_keep_objects_alive_and_release_them():
+    n = 1000
+    head = chain(n, "k")
+    held = walk(head)
+    head.manager = None  # from now on only the proxies' roots keep e0.. alive
+    for _ in range(2):
+        cs.collect(timeout=30)
+    assert [p.name for p in held] == [f"k{i}" for i in range(n)]
+    assert [p.salary for p in held[:3]] == [0.0, 1.0, 2.0]
+    cs.collect(timeout=30)
+    del held
+    gc.collect()
+    freed = sum(cs.collect(timeout=30).objects_freed for _ in range(3))
+    assert freed >= 2 * n  # n employees and their names
+
+
+def test_reads_racing_with_writes_of_another_process_and_the_collector():
+    # Another process swaps a field between fresh objects as fast as it can while this one reads
+    # the field (rooted loads that may see the slot change under them) and a thread runs collector
+    # cycles: every object read must be whole and stay alive while its proxy lives.
+    holder = cs.allocate(Employee, "holder", 0.0)
+    repo = unique("race")
+    cs.repository(repo).set(holder)
+    writer = spawn(f"""
+        import sys
+        sys.path.insert(0, {TESTS!r})
+        import colors_shm as cs
+        from employees import Employee
+        holder = cs.repository({repo!r}).get()
+        i = 0
+        while holder.salary == 0.0:
+            holder.manager = cs.allocate(Employee, f"w{{i}}", float(i))
+            i += 1
+        print(i)
+    """)
+    stop = threading.Event()
+    errors = []
+
+    def collector():
+        try:
+            while not stop.is_set():
+                cs.collect(timeout=30)
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    t = threading.Thread(target=collector)
+    t.start()
+    seen = []
+    distinct = set()
+    try:
+        reads = 0
+        deadline = None  # read for 1 s once the writer is running
+        while deadline is None or time.monotonic() < deadline:
+            m = holder.manager
+            reads += 1
+            if m is not None:
+                if deadline is None:
+                    deadline = time.monotonic() + 1.0
+                assert m.name == f"w{int(m.salary)}"
+                distinct.add(m.name)
+                if reads % 500 == 0:
+                    seen.append(m)
+    finally:
+        holder.salary = 1.0
+        stop.set()
+        t.join()
+        out, err = writer.communicate(timeout=30)
+    assert writer.returncode == 0, err
+    assert int(out) > 0 and not errors
+    assert len(distinct) > 100  # the reads did race with many writes
+    holder.manager = None
+    cs.collect(timeout=30)
+    cs.collect(timeout=30)
+    assert all(m.name == f"w{int(m.salary)}" for m in seen)
+
+
+# ---- direct reads of strings and boxed floats ---------------------------------------------------
+
+
+STRINGS = ["", "a", "1234567", "12345678", "123456789", "x" * 1023, "y" * 1024, "z" * 1025, "héllo",
+           "日本語のテキスト", "emoji 🎉 mixed ascii", "a" * 7 + "é", "\x7f" * 9, "ÿ" * 600]
+
+
+@pytest.mark.parametrize("s", STRINGS, ids=range(len(STRINGS)))
+def test_string_fields_read_back_exactly(s):
+    e = cs.allocate(Employee, s, 1.0)  # a string-typed field
+    n = cs.allocate(Node, s)  # an untyped field
+    for _ in range(3):
+        assert e.name == s and type(e.name) is str
+        assert n.value == s
+    e.name = s + "!"
+    assert e.name == s + "!"
+
+
+def test_strings_and_boxed_floats_read_while_the_collector_runs():
+    specials = [math.inf, -math.inf, 5e-324, 1e300, -1e-310]
+    nodes = [cs.allocate(Node, f"text-{i}-é" if i % 2 else specials[i % len(specials)]) for i in range(200)]
+    stop = threading.Event()
+
+    def collector():
+        while not stop.is_set():
+            cs.collect(timeout=30)
+
+    t = threading.Thread(target=collector)
+    t.start()
+    try:
+        for _ in range(50):
+            for i, n in enumerate(nodes):
+                want = f"text-{i}-é" if i % 2 else specials[i % len(specials)]
+                assert n.value == want
+    finally:
+        stop.set()
+        t.join()
+    nan = cs.allocate(Node, math.nan)
+    assert math.isnan(nan.value)
+
+
+# ---- threads, detach/attach, fork ----------------------------------------------------------------
+
+
+def test_threads_read_shared_trees_with_stable_identity():
+    def tree(d, k):
+        return None if d == 0 else Node(k, tree(d - 1, 2 * k), tree(d - 1, 2 * k + 1))
+
+    def total(n):
+        return 0 if n is None else n.value + total(n.left) + total(n.right)
+
+    roots = cs.copy_to([tree(6, i) for i in range(8)])
+    expected = [total(tree(6, i)) for i in range(8)]
+    pinned = [r.left for r in roots]  # held by the main thread throughout
+    errors = []
+
+    def work():
+        try:
+            for _ in range(30):  # each walk makes and drops a proxy per node, in every thread
+                for i, r in enumerate(roots):
+                    assert r.left is pinned[i]
+                    assert total(r) == expected[i]
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert [r.left for r in roots] == pinned and all(a is b for a, b in zip((r.left for r in roots), pinned))
+
+
+def test_free_lists_survive_detach_and_attach():
+    head = chain(300, "d")
+    for _ in range(5):
+        walk(head)  # fills the handle free list and the root pool
+    stale = walk(head)[:10]
+    cs.detach()
+    cs.attach()
+    with pytest.raises(cs.NotAttachedError):
+        stale[0].name
+    head = chain(300, "n")  # new proxies reuse free handles; roots come from the new attachment
+    held = walk(head)
+    del stale  # handles of the closed attachment die now: they must not touch the new one
+    gc.collect()
+    head.manager = None
+    cs.collect(timeout=30)
+    cs.collect(timeout=30)
+    assert [p.name for p in held] == [f"n{i}" for i in range(300)]
+    assert held[5] is held[4].manager
+    del held
+    gc.collect()
+    assert sum(cs.collect(timeout=30).objects_freed for _ in range(3)) >= 600
+
+
+def _fork_reader(name, inherited):
+    try:
+        inherited.name
+        result = "stale proxy worked"
+    except cs.NotAttachedError:
+        result = "stale"
+    del inherited  # a handle of the parent's attachment dies in the child: nothing is touched
+    gc.collect()
+    head = chain(100, "c")
+    held = walk(head)
+    head.manager = None
+    cs.collect(timeout=30)
+    ok = [p.name for p in held] == [f"c{i}" for i in range(100)] and held[1] is held[0].manager
+    cs.channel(name).send(cs.copy_to([result, ok]))
+
+
+def test_fork_child_makes_its_own_proxies():
+    import multiprocessing
+
+    name = unique("fork-proxies")
+    head = chain(100, "p")
+    held = walk(head)  # the parent's pool and handles are populated when it forks
+    ctx = multiprocessing.get_context("fork")
+    proc = ctx.Process(target=_fork_reader, args=(name, held[0]))
+    proc.start()
+    got = cs.channel(name).receive(timeout=60)
+    proc.join(30)
+    assert proc.exitcode == 0
+    assert list(got) == ["stale", True]
+    assert [p.name for p in walk(head)] == [f"p{i}" for i in range(100)]
+    assert all(a is b for a, b in zip(walk(head), held))
