@@ -3,12 +3,14 @@ package bench;
 import java.util.List;
 import org.colors.Shared;
 import org.colors.SharedMemory;
+import org.colors.rpc.ByValue;
 import org.colors.rpc.RpcServer;
 
 /**
  * The colors server of the benchmark: the rpc endpoint "bench" on the heap of the colors-server
  * at $COLORS_SOCKET. Each method takes the client's shared list and returns a new shared list
- * it builds by the rules of {@link Derive}; nothing is serialized.
+ * built by the rules of {@link Derive}; nothing is serialized. Scalar lists and trees arrive as
+ * private copies made in one native call and go back by one native call each.
  */
 final class ColorsServer {
     private ColorsServer() {}
@@ -52,7 +54,34 @@ final class ColorsServer {
             return out;
         }
 
-        public List<Object> trees(List<Object> xs) {
+        // Trees in the natural private style: the argument arrives as private Nodes made from the
+        // shared list in one native call (@ByValue: the reachable shared graph is flattened natively
+        // and the instances built in Java), the derivation works on plain Java objects (`new Node()`
+        // is a private instance, its fields Java fields), and the returned array is copied into a new
+        // shared list of bench.Node objects in one native call (the reply path's bulk copy). No byte
+        // format is involved: both copies go object by object between the JVM and the shared heap.
+        public Node[] trees(@ByValue Node[] xs) {
+            Node[] out = new Node[xs.length];
+            for (int k = 0; k < xs.length; k++) out[k] = derivePrivate(xs[k]);
+            return out;
+        }
+
+        private static Node derivePrivate(Node p) {
+            Node q = new Node();
+            q.i = Derive.integer(p.i);
+            q.f = Derive.real(p.f);
+            q.b = Derive.bool(p.b);
+            q.s = Derive.string(p.s);
+            if (p.left != null) q.left = derivePrivate(p.left);
+            if (p.right != null) q.right = derivePrivate(p.right);
+            return q;
+        }
+
+        // The same work in place, on the shared objects themselves: the input's Nodes are bound to
+        // the caller's shared objects, every field access reads or writes shared memory (the agent),
+        // and each new node is a shared object from the start (SharedMemory.allocate). Not used by
+        // the harness; it is what bindings-java's TreeBench measures as its "shared" case.
+        public List<Object> treesInPlace(List<Object> xs) {
             int n = xs.size();
             List<Object> out = newList(n);
             for (int k = 0; k < n; k++) out.add(derive((Node) xs.get(k)));
