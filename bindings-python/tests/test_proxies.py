@@ -317,3 +317,29 @@ def test_fork_child_makes_its_own_proxies():
     assert list(got) == ["stale", True]
     assert [p.name for p in walk(head)] == [f"p{i}" for i in range(100)]
     assert all(a is b for a, b in zip(walk(head), held))
+
+
+# ---- container proxies (values.cpp) ----------------------------------------------------------------
+
+
+def test_container_proxies_identity_and_cache_cleanup():
+    d = cs.copy_to({"l": [1, 2], "d": {"k": {3}}, "s": {4}})
+    base = size()
+    for _ in range(300):  # each read makes a proxy and drops it (its weakref callback runs)
+        assert d["l"] == [1, 2] and d["d"]["k"] == {3} and d["s"] == {4}
+    gc.collect()
+    assert size() == base
+    held = d["l"]
+    assert d["l"] is held and isinstance(held, cs.SharedList)
+    got = []
+    inner = d["d"]
+    r = weakref.ref(inner, lambda _r: got.append(d["d"]))  # re-read while `inner` is destroyed
+    del inner
+    assert r() is None and len(got) == 1 and got[0]["k"] == {3}
+    assert d["d"] is got[0]
+    with pytest.raises(TypeError):
+        cs.SharedList()  # proxies are made only by the extension
+    lst = cs.copy_to([[i] for i in range(1000)])
+    assert [x[0] for x in lst] == list(range(1000))
+    kept = [x for x in lst]
+    assert all(a is b for a, b in zip(lst, kept))

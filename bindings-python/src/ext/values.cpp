@@ -5,6 +5,7 @@
 
 #include "common.hpp"
 #include "number_word.hpp"
+#include <structmember.h>
 #include "barrier.hpp"
 #include "containers.hpp"
 #include "objects.hpp"
@@ -71,13 +72,33 @@ PyObject* g_set_cls = nullptr;      // _proxies.SharedSet
 PyObject* g_object_cls = nullptr;   // _proxies.SharedObject
 PyObject* g_cache = nullptr;        // dict: raw word (int) -> weakref to the proxy
 PyObject* g_ref_attr = nullptr;     // interned "_ref"
+Py_ssize_t g_ref_offset = 0;        // offset of SharedProxy's `_ref` slot in its instances
 
+// A new proxy of class `cls` (a subclass of SharedProxy) owning a Ref of `v`. Allocated and filled
+// directly (tp_alloc, a store into the `_ref` slot) rather than through `cls.__new__` and
+// setattr: what object.__new__ and the slot's member descriptor would do, without two Python-level
+// calls per proxy. The proxy classes define no __new__ and are not abstract.
 py::object make_proxy(PyObject* cls, colors::Value&& v) {
   py::object ref = py::cast(Ref(std::move(v)));
-  py::object obj = py::reinterpret_borrow<py::object>(cls).attr("__new__")(py::handle(cls));
-  if (PyObject_SetAttr(obj.ptr(), g_ref_attr, ref.ptr()) != 0) throw py::error_already_set();
-  return obj;
+  auto* tp = reinterpret_cast<PyTypeObject*>(cls);
+  PyObject* obj = tp->tp_alloc(tp, 0);
+  if (obj == nullptr) throw py::error_already_set();
+  *reinterpret_cast<PyObject**>(reinterpret_cast<char*>(obj) + g_ref_offset) = ref.release().ptr();
+  return py::reinterpret_steal<py::object>(obj);
 }
+
+// Weakref callback of a cached proxy, bound to the proxy's key (`self`): drops the cache entry,
+// unless a newer proxy of the same object replaced it already. One PyCFunction per proxy (a
+// pybind11 cpp_function per proxy cost ~1 us: it builds a signature string and a function record).
+PyObject* forget_proxy(PyObject* key, PyObject* wr) {
+  if (g_cache != nullptr) {
+    PyObject* cur = PyDict_GetItemWithError(g_cache, key);
+    if (cur == wr) PyDict_DelItem(g_cache, key);
+    PyErr_Clear();
+  }
+  Py_RETURN_NONE;
+}
+PyMethodDef g_forget_def = {"_forget_proxy", &forget_proxy, METH_O, nullptr};
 
 py::object wrap(colors::Value&& v, TypeKind k) {
   if (k == TypeKind::kObject) {
@@ -102,13 +123,8 @@ py::object wrap(colors::Value&& v, TypeKind k) {
     throw py::error_already_set();
   }
   py::object proxy = make_proxy(cls, std::move(v));
-  // The callback drops the entry, unless a newer proxy of the same object replaced it already.
-  py::cpp_function cb([key](py::handle wr) {
-    if (g_cache == nullptr) return;
-    PyObject* cur = PyDict_GetItemWithError(g_cache, key.ptr());
-    if (cur == wr.ptr()) PyDict_DelItem(g_cache, key.ptr());
-    PyErr_Clear();
-  });
+  py::object cb = py::reinterpret_steal<py::object>(PyCFunction_New(&g_forget_def, key.ptr()));
+  if (!cb) throw py::error_already_set();
   PyObject* wr = PyWeakref_NewRef(proxy.ptr(), cb.ptr());
   if (wr == nullptr) throw py::error_already_set();
   int rc = PyDict_SetItem(g_cache, key.ptr(), wr);
@@ -466,6 +482,10 @@ void init_values(py::module_& m) {
   m.def(
       "_register_proxies",
       [](py::object base, py::object list_cls, py::object dict_cls, py::object set_cls, py::object object_cls) {
+        PyObject* member = PyDict_GetItemString(reinterpret_cast<PyTypeObject*>(base.ptr())->tp_dict, "_ref");
+        if (member == nullptr || Py_TYPE(member) != &PyMemberDescr_Type)
+          throw colors::InvalidArgumentError("_register_proxies: SharedProxy lacks its _ref slot");
+        g_ref_offset = reinterpret_cast<PyMemberDescrObject*>(member)->d_member->offset;
         g_proxy_base = base.release().ptr();
         g_list_cls = list_cls.release().ptr();
         g_dict_cls = dict_cls.release().ptr();
