@@ -841,6 +841,34 @@ py::object wrap_user_object(colors::Value&& v, bool* generic) {
   return py::reinterpret_steal<py::object>(p);
 }
 
+PyObject* live_user_proxy(std::uint64_t w) {
+  PyObject* p = live_proxy(w);
+  return p != nullptr ? Py_NewRef(p) : nullptr;
+}
+
+py::object from_rooted(std::uint64_t w, std::atomic<std::uint64_t>* root) {
+  if (cd::is_ref(w) && cd::class_of(w)->kind == TypeKind::kObject) {
+    bool generic = false;
+    PyObject* p;
+    try {
+      p = user_proxy(w, &root, &generic);  // takes `root` over when it makes a proxy
+    } catch (...) {
+      if (root != nullptr) {
+        colors::Value drop = colors::Value::adopt_root(w, root);  // its destructor drops the root
+      }
+      throw;
+    }
+    if (!generic) {
+      if (root != nullptr) {  // the live proxy was returned: the caller's root is not needed
+        cd::store_ref(root, cd::kNull);
+        give_root(root);
+      }
+      return py::reinterpret_steal<py::object>(p);
+    }
+  }
+  return from_value(colors::Value::adopt_root(w, root));
+}
+
 void forget_user_proxies() {
   g_proxies.clear();
   retire_layouts();

@@ -9,6 +9,7 @@
 #include <pybind11/pybind11.h>
 
 #include <colors/colors.hpp>
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <variant>
@@ -57,6 +58,14 @@ bool user_value_of(py::handle obj, colors::Value* out);
 // The proxy of a user object: the cached one, or a new instance of the proxy class its class maps
 // to. Sets *generic (and returns nothing) when the class maps to no Python class.
 py::object wrap_user_object(colors::Value&& v, bool* generic);
+// The live proxy of the user object at word `w` (a new reference), or nullptr. Needs no root of
+// `w`: a live proxy holds one. REQUIRES: the GIL, held since `w` was loaded from a slot of an
+// object the caller keeps alive (then `w` was that proxy's object when loaded).
+PyObject* live_user_proxy(std::uint64_t w);
+// Shared -> Python for a word the caller holds rooted in `root` (a slot of this process's root
+// table, or nullptr for a non-reference): a new user proxy takes the slot over, anything else
+// hands it to the Value it becomes. Saves a second root per user object read from a container.
+py::object from_rooted(std::uint64_t w, std::atomic<std::uint64_t>* root);
 void forget_user_proxies();  // detach
 // How copy_to stores an instance of a private class: the shared class version for its declared
 // fields plus `extras` (attributes the class does not declare), and the fields resolved in it.

@@ -99,6 +99,8 @@ void init_containers(py::module_& m) {
         item = PyBool_FromLong(cd::bool_value(w));
       } else if (cd::is_small_float(w)) {
         item = PyFloat_FromDouble(cd::small_float_value(w));
+      } else if ((item = live_user_proxy(w)) != nullptr) {
+        // The live proxy of a user object: no root needed (`r` keeps the list alive; common.hpp).
       } else {
         cd::Rooted rooted;
         try {
@@ -107,7 +109,7 @@ void init_containers(py::module_& m) {
           break;
         }
         cd::Word rw = rooted.word();
-        item = from_value(colors::Value::adopt_root(rw, rooted.take())).release().ptr();
+        item = from_rooted(rw, rooted.take()).release().ptr();
       }
       if (item == nullptr) throw py::error_already_set();
       int rc = PyList_Append(out.ptr(), item);
