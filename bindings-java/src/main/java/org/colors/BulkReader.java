@@ -53,11 +53,11 @@ final class BulkReader {
   private final Class<?>[] assigned;
   private final Object[] inst;
   private final boolean[] inArray;  // lists being checked as arrays (a list inside itself)
-  private int[] assignOrder = new int[16];
+  private final int[] assignOrder;
   private int nassign;
-  private int[] fillOrder = new int[16];
+  private final int[] fillOrder;
   private int nfill;
-  private int[] work = new int[16];
+  private final int[] work;  // each object is assigned, pushed and filled at most once: n suffice
   private int nwork;
   private final HashMap<String, Class<?>> byName = new HashMap<>();
   private final HashMap<Long, Object[]> plans = new HashMap<>();
@@ -74,6 +74,9 @@ final class BulkReader {
     assigned = new Class<?>[n];
     inst = new Object[n];
     inArray = new boolean[n];
+    assignOrder = new int[n];
+    fillOrder = new int[n];
+    work = new int[n];
   }
 
   /** The private copy of a shared user object as {@code type}, or {@link #FALLBACK}. */
@@ -122,8 +125,8 @@ final class BulkReader {
       lastChecked = c;
     }
     assigned[id] = c;
-    assignOrder = push(assignOrder, nassign++, id);
-    work = push(work, nwork++, id);
+    assignOrder[nassign++] = id;
+    work[nwork++] = id;
     return true;
   }
 
@@ -138,12 +141,6 @@ final class BulkReader {
       lastAccessClass = c;
     }
     return lastAccess;
-  }
-
-  private static int[] push(int[] a, int at, int v) {
-    if (at == a.length) a = Arrays.copyOf(a, at * 2);
-    a[at] = v;
-    return a;
   }
 
   // The last answer of javaClassFor: most objects of a graph share their class and declared type.
@@ -206,25 +203,37 @@ final class BulkReader {
   private boolean drainPlan() {
     while (nwork > 0) {
       int id = work[--nwork];
-      fillOrder = push(fillOrder, nfill++, id);
+      fillOrder[nfill++] = id;
       Class<?> c = assigned[id];
       FieldAccess a = access(c);
       int[] idx = plan(id, c);
       int base = starts[id] + 1;
       for (int i = 0; i < idx.length; i++) {
         if (idx[i] < 0) continue;
-        if (!accepts(base + idx[i], a.types[i], 0)) return false;
+        if (!accepts(base + idx[i], a.types[i], a.conv[i], 0)) return false;
       }
     }
     return true;
   }
 
-  /** Whether value v converts to t (Materializer.toJava without its exceptions). */
-  private boolean accepts(int v, Class<?> t, int depth) {
+  /** Whether value v converts to t, whose conversion is conv (Materializer.toJava without its exceptions). */
+  private boolean accepts(int v, Class<?> t, byte conv, int depth) {
     byte tag = tags[v];
     long x = vals[v];
     switch (tag) {
       case Codec.NULL: return true;
+      case Codec.STRING:
+        if (conv == FieldAccess.C_STRING) return true;
+        return acceptsScalar(tag, x, t);
+      case Codec.INT:
+        if (conv == FieldAccess.C_LONG) return true;
+        return acceptsScalar(tag, x, t);
+      case Codec.FLOAT:
+        if (conv == FieldAccess.C_DOUBLE) return true;
+        return acceptsScalar(tag, x, t);
+      case Codec.BOOL:
+        if (conv == FieldAccess.C_BOOLEAN) return true;
+        return acceptsScalar(tag, x, t);
       case Bulk.OBJ: {
         int id = (int) x;
         if (tags[starts[id]] == Bulk.USER) return planObject(id, t);
@@ -278,8 +287,9 @@ final class BulkReader {
     inArray[id] = true;
     int n = (int) vals[starts[id]];
     int base = starts[id] + 1;
+    byte conv = FieldAccess.convOf(ct);
     for (int i = 0; i < n; i++) {
-      if (tags[base + i] == Codec.NULL ? ct.isPrimitive() : !accepts(base + i, ct, depth)) {
+      if (tags[base + i] == Codec.NULL ? ct.isPrimitive() : !accepts(base + i, ct, conv, depth)) {
         inArray[id] = false;
         return false;
       }
@@ -324,7 +334,15 @@ final class BulkReader {
       long x = vals[v];
       switch (a.prim[i]) {
         case FieldAccess.REF:
-          a.setRef(o, i, value(v, a.types[i]));
+          if (tag == Codec.NULL) {
+            a.setRef(o, i, null);
+          } else if (tag == Bulk.OBJ && tags[starts[(int) x]] == Bulk.USER) {
+            a.setRef(o, i, inst[(int) x]);
+          } else if (tag == Codec.STRING && a.conv[i] == FieldAccess.C_STRING) {
+            a.setRef(o, i, string(x));
+          } else {
+            a.setRef(o, i, value(v, a.types[i]));
+          }
           break;
         case FieldAccess.DOUBLE:
         case FieldAccess.FLOAT:
@@ -365,13 +383,18 @@ final class BulkReader {
       case Codec.INT: return Codec.convert(x, t, "a value");
       case Codec.FLOAT: return Codec.convert(Double.longBitsToDouble(x), t, "a value");
       case Codec.BOOL: return Codec.convert(x != 0, t, "a value");
-      case Codec.STRING: return new String(blob, (int) (x >>> 32), (int) x, StandardCharsets.UTF_8);
+      case Codec.STRING: return string(x);
       case Codec.BINARY: {
         int off = (int) (x >>> 32);
         return Arrays.copyOfRange(blob, off, off + (int) x);
       }
       default: throw new IllegalStateException("bad bulk tag " + tag);
     }
+  }
+
+  /** The string at blob offset x >>> 32, (int) x bytes of UTF-8. */
+  private String string(long x) {
+    return new String(blob, (int) (x >>> 32), (int) x, StandardCharsets.UTF_8);
   }
 
   /** List id as a new array of component ct (one per occurrence, as Materializer makes them). */

@@ -75,6 +75,9 @@ final class BulkWriter {
   private int nblob;
   private Object[] refs = new Object[8];
   private int nrefs;
+  // The last user class met in this call and its index (skips two ClassValue lookups per object).
+  private Class<?> lastUserClass;
+  private int lastUserIndex;
   // Classes of this call.
   private ClassPlan[] plans = new ClassPlan[4];
   private int nplans;
@@ -92,6 +95,7 @@ final class BulkWriter {
 
   private Object run(Object root) {
     nobj = nvals = nblob = nrefs = nplans = 0;
+    lastUserClass = null;
     ids.findOrAdd(root, 0);
     if (!meet(root)) return FALLBACK;
     for (int k = 0; k < nobj; k++) {
@@ -137,7 +141,12 @@ final class BulkWriter {
     Object item;
     int cls;
     int count;
-    if (x instanceof Set || x instanceof Map) {
+    Class<?> xc = x.getClass();
+    if (xc == lastUserClass) {  // the common case: another instance of the last user class met
+      item = x;
+      cls = lastUserIndex;
+      count = plans[cls].names.length;
+    } else if (x instanceof Set || x instanceof Map) {
       return false;
     } else if (x instanceof Collection) {
       item = ((Collection<?>) x).toArray();  // a snapshot, as the Copier's
@@ -157,6 +166,8 @@ final class BulkWriter {
       item = x;
       cls = classIndex(p);
       count = p.names.length;
+      lastUserClass = xc;
+      lastUserIndex = cls;
     } else {
       return false;  // the Copier raises its TypeMismatchException
     }
@@ -235,6 +246,13 @@ final class BulkWriter {
   private boolean value(Object o) {
     if (o == null) {
       put(Codec.NULL, 0);
+    } else if (o.getClass() == lastUserClass && Proxies.handleOf(o) == null) {  // a private instance
+      int id = ids.findOrAdd(o, nobj);
+      if (id < 0) {
+        id = nobj;
+        if (!meet(o)) return false;
+      }
+      put(Bulk.OBJ, id);
     } else if (o instanceof String) {
       return string((String) o);
     } else if (o instanceof Long || o instanceof Integer || o instanceof Short || o instanceof Byte) {

@@ -19,8 +19,14 @@ final class FieldAccess {
   @SuppressWarnings("removal")
   private static final sun.misc.Unsafe U = Direct.UNSAFE;
 
+  /** Value conversions a field's Java type asks for ({@link #conv}); primitives and their boxes alike. */
+  static final byte C_OTHER = 0, C_LONG = 1, C_INT = 2, C_SHORT = 3, C_BYTE = 4, C_CHAR = 5, C_DOUBLE = 6,
+      C_FLOAT = 7, C_BOOLEAN = 8, C_STRING = 9;
+
   final ClassMapping mapping;
   final int[] prim;
+  /** The conversion of each field's type (C_*). */
+  final byte[] conv;
   /** Unsafe offsets, -1 where the reflective Field is used. */
   final long[] offset;
   final Field[] fields;
@@ -46,11 +52,13 @@ final class FieldAccess {
     offset = new long[n];
     fields = new Field[n];
     types = new Class<?>[n];
+    conv = new byte[n];
     for (int i = 0; i < n; i++) {
       Field f = m.fields.get(i).field;
       fields[i] = f;
       types[i] = f.getType();
       prim[i] = primOf(f.getType());
+      conv[i] = convOf(f.getType());
       long off = -1;
       if (U != null && !m.type.isRecord() && !m.type.isHidden()) {
         try {
@@ -61,6 +69,20 @@ final class FieldAccess {
       }
       offset[i] = off;
     }
+  }
+
+  /** The C_* conversion of values read into type t. */
+  static byte convOf(Class<?> t) {
+    if (t == long.class || t == Long.class) return C_LONG;
+    if (t == int.class || t == Integer.class) return C_INT;
+    if (t == short.class || t == Short.class) return C_SHORT;
+    if (t == byte.class || t == Byte.class) return C_BYTE;
+    if (t == char.class || t == Character.class) return C_CHAR;
+    if (t == double.class || t == Double.class) return C_DOUBLE;
+    if (t == float.class || t == Float.class) return C_FLOAT;
+    if (t == boolean.class || t == Boolean.class) return C_BOOLEAN;
+    if (t == String.class) return C_STRING;
+    return C_OTHER;
   }
 
   private static int primOf(Class<?> t) {
