@@ -444,7 +444,12 @@ PyObject* read_ref(std::atomic<cd::Word>* s, cd::Word v, TypeKind ft) {
   // The live proxy of a user object needs no new root: the proxy holds one. Its entry was in the
   // table when `v` was loaded (entries change only under the GIL, held since before the load), so
   // `v` was then that proxy's object, which cannot have been freed and replaced while rooted.
-  if (PyObject* p = live_proxy(v)) return Py_NewRef(p);
+  // (Fields typed otherwise never hold user objects: check_field_type. Should one anyway, the
+  // rooted path below still finds its live proxy: `looked` is false.)
+  bool looked = ft == TypeKind::kObject || ft == TypeKind::kAny;
+  if (looked) {
+    if (PyObject* p = live_proxy(v)) return Py_NewRef(p);
+  }
   if (ft == TypeKind::kString || ft == TypeKind::kAny) {
     if (PyObject* u = read_string_direct(s)) return u;
     if (PyErr_Occurred()) throw py::error_already_set();
@@ -473,7 +478,7 @@ PyObject* read_ref(std::atomic<cd::Word>* s, cd::Word v, TypeKind ft) {
     bool generic = false;
     PyObject* p;
     try {
-      p = user_proxy(w, &root, &generic, /*absent=*/w == v);
+      p = user_proxy(w, &root, &generic, /*absent=*/looked && w == v);
     } catch (...) {
       if (root != nullptr) {
         colors::Value drop = colors::Value::adopt_root(w, root);  // its destructor drops the root
