@@ -416,14 +416,18 @@ PyObject* read_string_direct(const std::atomic<cd::Word>* s) {
   // the string's block (if the check below passes) and inside the objects space (checked here).
   std::uint64_t words = (n + 7) / 8;
   if (n > kDirectStringMax || m->objects_end - (w + kBytesOff) < words * 8) return nullptr;
-  for (std::uint64_t i = 0; i < words; ++i)
-    buf[i] = cd::load_payload_word(reinterpret_cast<const char*>(so->bytes) + i * 8);
+  // Copied a word at a time, OR-ing the words for the ASCII test (in registers: masking the copy
+  // in memory and reading it back stalled on store forwarding). The bytes past the end in the last
+  // word are not the string's: masked out of the test (little-endian: the first bytes are low).
+  std::uint64_t high = 0;
+  for (std::uint64_t i = 0; i < words; ++i) {
+    std::uint64_t x = cd::load_payload_word(reinterpret_cast<const char*>(so->bytes) + i * 8);
+    buf[i] = x;
+    if (i + 1 == words && n % 8 != 0) x &= (std::uint64_t{1} << (8 * (n % 8))) - 1;
+    high |= x;
+  }
   std::atomic_thread_fence(std::memory_order_acquire);  // the loads above happen before the check
   if (m->gc_started_seq.load(std::memory_order_relaxed) != started) return nullptr;
-  // ASCII test a word at a time; the bytes past the end in the last word are not the string's.
-  if (n % 8 != 0) buf[words - 1] &= (std::uint64_t{1} << (8 * (n % 8))) - 1;  // little-endian: first bytes low
-  std::uint64_t high = 0;
-  for (std::uint64_t i = 0; i < words; ++i) high |= buf[i];
   bool ascii = (high & 0x8080808080808080ull) == 0;
   const char* bytes = reinterpret_cast<const char*>(buf);
   if (ascii) {
