@@ -1,10 +1,12 @@
 // Shared declarations of the _colors_shm extension (one file per binding area: errors.cpp,
 // values.cpp, containers.cpp, sync.cpp, module.cpp).
 //
-// Lifetime rule: every shared reference held by Python is a colors::Value inside a `Ref` (a GC
-// root of this process). Proxies (pure Python, _proxies.py) own exactly one Ref in their `_ref`
-// slot; the identity cache (values.cpp) maps the raw word to a weak reference to the proxy, so one
-// shared object has at most one live proxy.
+// Lifetime rule: every shared reference held by Python is a GC root of this process: a
+// colors::Value inside a `Ref`, or the pooled root slot of a user proxy's hidden handle
+// (classes.cpp). Container proxies (pure Python, _proxies.py) own exactly one Ref in their `_ref`
+// slot; their identity cache (values.cpp) maps the raw word to a weak reference to the proxy, and
+// user proxies have a table of their own (classes.cpp), so one shared object has at most one live
+// proxy.
 #pragma once
 #include <pybind11/pybind11.h>
 
