@@ -441,8 +441,15 @@ final class Proxies {
       if ((w & Direct.TAG_MASK) != 0) return MISS;
       String str = v.readString(s);  // checks the class first: cheap for anything else
       if (str != null) return str;
-      Object live = lookup(w);  // a live proxy: the object is alive (its root is held)
-      if (live != null) return live;
+      // A live proxy of the object at address w: its root has kept that object at w since the
+      // proxy was made. The proxy may be younger than the load above (another thread made it), and
+      // in between the object the slot held could have died and w been reused; so the slot is read
+      // again: if it still holds w, it refers to the proxy's object now.
+      Object live = lookup(w);
+      if (live != null) {
+        if (v.load(s) == w) return live;
+        continue;
+      }
       long slot = Roots.load(v, s, w);
       if (slot == 0) continue;  // the slot changed: read it again
       int kind = v.kindOf(w);   // rooted now: safe to read
