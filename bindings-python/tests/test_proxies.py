@@ -343,3 +343,38 @@ def test_container_proxies_identity_and_cache_cleanup():
     assert [x[0] for x in lst] == list(range(1000))
     kept = [x for x in lst]
     assert all(a is b for a, b in zip(lst, kept))
+
+
+def test_a_proxy_made_by_python_code_run_during_the_allocation_stays_the_one():
+    # Python 3.11 may run a collection inside the GC allocation of a new proxy, and with it any
+    # Python code (here a gc callback) that reads the same field: the proxy that code made must
+    # stay the object's only live proxy.
+    holder = cs.allocate(Employee, "holder", 1.0, cs.allocate(Employee, "boss", 2.0))
+    box = cs.copy_to({"l": [1]})
+    made = []
+
+    def reread(phase, info):
+        if phase == "start" and not made:
+            made.append((holder.manager, box["l"]))
+
+    old = gc.get_threshold()
+    gc.callbacks.append(reread)
+    collected = 0
+    try:
+        for i in range(50):
+            made.clear()
+            gc.set_threshold(1)  # the next GC allocation (the new proxy's) collects
+            if i % 2:
+                m, l = holder.manager, box["l"]
+            else:
+                l, m = box["l"], holder.manager
+            gc.set_threshold(*old)
+            if made:
+                collected += 1
+                assert made[0][0] is m and made[0][1] is l  # one live proxy per object
+            assert holder.manager is m and box["l"] is l
+            del m, l
+    finally:
+        gc.callbacks.remove(reread)
+        gc.set_threshold(*old)
+    assert collected > 0

@@ -180,6 +180,15 @@ void give_root(std::atomic<cd::Word>* slot) {
   }
 }
 
+// Drops a root slot the caller took (from the pool or from libshared) in generation `gen`, unless
+// that attachment is gone meanwhile (Python code may run between, e.g. the class resolver): then
+// the server released the whole table and the slot must not be touched.
+void drop_root(std::atomic<cd::Word>* slot, std::uint64_t gen) {
+  if (slot == nullptr || gen != g_generation || cd::current_meta_or_null() == nullptr) return;
+  cd::store_ref(slot, cd::kNull);  // as root_release: through the deletion barrier
+  give_root(slot);
+}
+
 // libshared's root_load (roots.cpp) with a slot of g_free_roots. Returns the word read; *root is
 // its root slot, or nullptr when the word is no reference.
 cd::Word root_load_pooled(const std::atomic<cd::Word>* src, std::atomic<cd::Word>** root) {
@@ -354,26 +363,32 @@ PyObject* user_proxy(cd::Word w, std::atomic<cd::Word>** root, bool* generic, bo
   }
   Handle* h;
   try {
-    h = new_handle();
+    h = new_handle();  // not a GC type: no Python code runs here
   } catch (...) {
-    if (*root == nullptr) {  // ours: drop it again
-      cd::store_ref(r, cd::kNull);
-      give_root(r);
-    }
+    if (*root == nullptr) drop_root(r, g_generation);  // ours: drop it again
     throw;
   }
   *root = nullptr;
   h->word = w;
   h->root = r;
   auto* tp = reinterpret_cast<PyTypeObject*>(mp.type);
+  // A GC allocation: Python 3.11 may run a collection in it, hence finalizers and weakref
+  // callbacks, i.e. any Python code (even one that reads `w` and so makes its proxy, or detaches).
   PyObject* p = tp->tp_alloc(tp, 0);
   if (p == nullptr) {
-    Py_DECREF(reinterpret_cast<PyObject*>(h));
+    Py_DECREF(reinterpret_cast<PyObject*>(h));  // drops the root (h->proxy is null: no table entry)
     throw py::error_already_set();
   }
   *reinterpret_cast<PyObject**>(reinterpret_cast<char*>(p) + mp.off) = reinterpret_cast<PyObject*>(h);  // steals h
+  if (PyObject* other = live_proxy(w)) {  // made by code run in the allocation: it stays the one
+    Py_DECREF(p);  // its handle drops our root and, its proxy being unset, leaves the table alone
+    return Py_NewRef(other);
+  }
   h->proxy = p;
-  g_proxies.insert(w, p);
+  if (g_proxies_gen == g_generation) {
+    g_proxies.reserve_one();  // again: code run in the allocation may have inserted entries
+    g_proxies.insert(w, p);
+  }  // else a detach ran in the allocation: `p` is stale, and so are the table's entries
   return p;
 }
 
@@ -477,6 +492,7 @@ PyObject* read_ref(std::atomic<cd::Word>* s, cd::Word v, TypeKind ft) {
   }
   // Otherwise root the value before reading through it (the field may be overwritten meanwhile).
   std::atomic<cd::Word>* root = nullptr;
+  std::uint64_t gen = g_generation;
   cd::Word w = root_load_pooled(s, &root);
   if (cd::is_ref(w) && cd::class_of(w)->kind == TypeKind::kObject) {
     bool generic = false;
@@ -484,9 +500,7 @@ PyObject* read_ref(std::atomic<cd::Word>* s, cd::Word v, TypeKind ft) {
     try {
       p = user_proxy(w, &root, &generic, /*absent=*/looked && w == v);
     } catch (...) {
-      if (root != nullptr) {
-        colors::Value drop = colors::Value::adopt_root(w, root);  // its destructor drops the root
-      }
+      drop_root(root, gen);
       throw;
     }
     if (!generic) return p;
@@ -858,20 +872,16 @@ PyObject* live_user_proxy(std::uint64_t w) {
 py::object from_rooted(std::uint64_t w, std::atomic<std::uint64_t>* root) {
   if (cd::is_ref(w) && cd::class_of(w)->kind == TypeKind::kObject) {
     bool generic = false;
+    std::uint64_t gen = g_generation;
     PyObject* p;
     try {
       p = user_proxy(w, &root, &generic);  // takes `root` over when it makes a proxy
     } catch (...) {
-      if (root != nullptr) {
-        colors::Value drop = colors::Value::adopt_root(w, root);  // its destructor drops the root
-      }
+      drop_root(root, gen);
       throw;
     }
     if (!generic) {
-      if (root != nullptr) {  // the live proxy was returned: the caller's root is not needed
-        cd::store_ref(root, cd::kNull);
-        give_root(root);
-      }
+      drop_root(root, gen);  // a live proxy was returned: the caller's root is not needed
       return py::reinterpret_steal<py::object>(p);
     }
   }

@@ -127,6 +127,20 @@ py::object wrap(colors::Value&& v, TypeKind k) {
   if (!cb) throw py::error_already_set();
   PyObject* wr = PyWeakref_NewRef(proxy.ptr(), cb.ptr());
   if (wr == nullptr) throw py::error_already_set();
+  // The three GC allocations above (proxy, callback, weakref) may each run a collection (Python
+  // 3.11), hence any Python code, which may have made a proxy of this object meanwhile: that one
+  // stays the object's proxy (ours dies here, and its callback finds the entry is not its own).
+  // Nothing below allocates a GC object, so no Python code runs until the entry is set.
+  if (PyObject* cur = PyDict_GetItemWithError(g_cache, key.ptr())) {
+    PyObject* obj = PyWeakref_GetObject(cur);  // borrowed
+    if (obj != nullptr && obj != Py_None) {
+      Py_DECREF(wr);
+      return py::reinterpret_borrow<py::object>(obj);
+    }
+  } else if (PyErr_Occurred()) {
+    Py_DECREF(wr);
+    throw py::error_already_set();
+  }
   int rc = PyDict_SetItem(g_cache, key.ptr(), wr);
   Py_DECREF(wr);
   if (rc != 0) throw py::error_already_set();
