@@ -464,10 +464,16 @@ PyObject* read_ref(std::atomic<cd::Word>* s, cd::Word v, TypeKind ft) {
   // table when `v` was loaded (entries change only under the GIL, held since before the load), so
   // `v` was then that proxy's object, which cannot have been freed and replaced while rooted.
   // (Fields typed otherwise never hold user objects: check_field_type. Should one anyway, the
-  // rooted path below still finds its live proxy: `looked` is false.)
-  bool looked = ft == TypeKind::kObject || ft == TypeKind::kAny;
-  if (looked) {
-    if (PyObject* p = live_proxy(v)) return Py_NewRef(p);
+  // rooted path below still finds its live proxy: `looked` stays false.)
+  // The slot is read once more before the proxy is returned (one load of a cached line): then the
+  // argument does not even need the GIL (the slot held v after the proxy existed, as the Java
+  // binding's Proxies does without a GIL), should proxies ever be made without it.
+  // `looked`: v was looked up and has no live proxy (user_proxy need not look again).
+  bool looked = false;
+  if (ft == TypeKind::kObject || ft == TypeKind::kAny) {
+    PyObject* p = live_proxy(v);
+    if (p != nullptr && s->load(std::memory_order_acquire) == v) return Py_NewRef(p);
+    looked = p == nullptr;
   }
   if (ft == TypeKind::kString || ft == TypeKind::kAny) {
     if (PyObject* u = read_string_direct(s)) return u;
