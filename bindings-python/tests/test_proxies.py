@@ -16,7 +16,7 @@ import weakref
 import pytest
 
 import colors_shm as cs
-from conftest import spawn, unique
+from conftest import run, spawn, unique
 from employees import Employee, Node
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
@@ -378,3 +378,45 @@ def test_a_proxy_made_by_python_code_run_during_the_allocation_stays_the_one():
         gc.callbacks.remove(reread)
         gc.set_threshold(*old)
     assert collected > 0
+
+
+def test_fork_child_code_before_the_bindings_at_fork_hook_cannot_use_the_parents_roots():
+    # An at-fork hook registered before colors_shm runs in the child before the binding's own hook
+    # has moved the generation on; a field read there must not take a root slot from the pool (the
+    # parent's slots: writing them would corrupt the parent's roots) but raise NotAttachedError.
+    out = run(f"""
+        import os, sys
+        sys.path.insert(0, {TESTS!r})
+        state = {{}}
+
+        def hook():
+            h = state.get("holder")
+            if h is not None:
+                try:
+                    h.manager
+                    state["child"] = "read"
+                except Exception as e:
+                    state["child"] = type(e).__name__
+
+        os.register_at_fork(after_in_child=hook)
+        import colors_shm as cs
+        from employees import Employee
+
+        holder = cs.allocate(Employee, "h", 1.0, cs.allocate(Employee, "m", 2.0))
+        for _ in range(10):
+            holder.manager  # fills the root pool
+        state["holder"] = holder
+        kept = [cs.allocate(Employee, f"k{{i}}", float(i)) for i in range(300)]
+        pid = os.fork()
+        if pid == 0:
+            os.write(1, (state.get("child", "none") + "\\n").encode())
+            os._exit(0)
+        os.waitpid(pid, 0)
+        for _ in range(3):
+            cs.collect(timeout=30)
+        assert [k.name for k in kept] == [f"k{{i}}" for i in range(300)]
+        assert holder.manager.name == "m"
+        print("parent ok")
+    """, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["NotAttachedError", "parent ok"]

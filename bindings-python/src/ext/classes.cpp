@@ -160,12 +160,15 @@ std::uint64_t g_free_roots_gen = 0;
 
 // An empty root slot of the current attachment. Throws (NotAttachedError, OutOfMemoryError).
 std::atomic<cd::Word>* take_root() {
+  // NotAttachedError rather than a fault; also in a fork child before _after_fork_in_child has
+  // moved the generation on (another at-fork hook may run Python code first): libshared's fork
+  // handler has already dropped the attachment there, and the pooled slots are the parent's.
+  cd::current_meta();
   if (g_free_roots_gen != g_generation) {  // an older attachment's slots: forget them
     g_free_root_count = 0;
     g_free_roots_gen = g_generation;
   }
   if (g_free_root_count == 0) {
-    cd::current_meta();  // NotAttachedError rather than a fault
     while (g_free_root_count < kRootBatch) g_free_roots[g_free_root_count++] = cd::root_acquire(cd::kNull);
   }
   return g_free_roots[--g_free_root_count];
