@@ -392,6 +392,7 @@ def test_fork_child_code_before_the_bindings_at_fork_hook_cannot_use_the_parents
         def hook():
             h = state.get("holder")
             if h is not None:
+                state.pop("held")  # a proxy dies here: its table entry goes, its root is left alone
                 try:
                     h.manager
                     state["child"] = "read"
@@ -406,6 +407,7 @@ def test_fork_child_code_before_the_bindings_at_fork_hook_cannot_use_the_parents
         for _ in range(10):
             holder.manager  # fills the root pool
         state["holder"] = holder
+        state["held"] = holder.manager
         kept = [cs.allocate(Employee, f"k{{i}}", float(i)) for i in range(300)]
         pid = os.fork()
         if pid == 0:

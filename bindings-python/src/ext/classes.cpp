@@ -249,9 +249,11 @@ Handle* new_handle() {
 
 void handle_dealloc(PyObject* self) {
   auto* h = reinterpret_cast<Handle*>(self);
-  bool current = h->gen == g_generation && cd::current_meta_or_null() != nullptr;
-  if (current && h->proxy != nullptr && g_proxies_gen == g_generation) g_proxies.erase(h->word, h->proxy);
-  if (current && h->root != nullptr) {
+  // The table is this process's memory: its entry goes whenever it is of this generation (also in
+  // a fork child before _after_fork_in_child, where the attachment is already gone). The root is
+  // the segment's: dropped only while attached in the handle's generation.
+  if (h->proxy != nullptr && h->gen == g_generation && g_proxies_gen == g_generation) g_proxies.erase(h->word, h->proxy);
+  if (h->root != nullptr && h->gen == g_generation && cd::current_meta_or_null() != nullptr) {
     cd::store_ref(h->root, cd::kNull);  // drops the root (deletion barrier), as root_release
     give_root(h->root);
   }
