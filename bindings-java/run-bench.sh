@@ -8,6 +8,7 @@
 #   bindings-java/run-bench.sh            (BUILD_DIR defaults to <repo>/build)
 #   JAVA_BENCH=tree bindings-java/run-bench.sh (only TreeBench; JAVA_BENCH=field: only FieldBench; extra
 #                                          arguments go to the selected benchmark's main)
+#   JAVA_OPTS_BENCH="-Dbench.trees=1" ...      (extra JVM options, e.g. TreeBench's tree count)
 #
 # Builds what is missing (CMake build, agent jar, test classes), starts a private colors-server
 # (unique name, socket in a temporary directory), runs the benchmark with -javaagent, stops it.
@@ -32,7 +33,7 @@ trap 'kill $SPID 2>/dev/null; wait $SPID 2>/dev/null; rm -rf "$TMP"' EXIT
 for _ in $(seq 100); do [ -S "$TMP/sock" ] && break; sleep 0.05; done
 
 echo "load: $(uptime)"
-JAVA=(java -Dcolors.jni.library="$LIB" -Dcolors.socket="$TMP/sock" --enable-native-access=ALL-UNNAMED
+JAVA=(java ${JAVA_OPTS_BENCH:-} -Dcolors.jni.library="$LIB" -Dcolors.socket="$TMP/sock" --enable-native-access=ALL-UNNAMED
       -cp "$HERE/target/classes:$HERE/target/test-classes")
 AGENT=-javaagent:"$HERE/agent/target/colors-agent.jar"
 JAVA_BENCH="${JAVA_BENCH:-all}"

@@ -251,6 +251,7 @@ struct Flat {
   std::uintptr_t obj_lo = 0, obj_hi = 0, cls_lo = 0, cls_hi = 0;
 
   static constexpr std::uint32_t kCheckEvery = 1024;
+  static constexpr std::size_t kLongPayload = 4096;
 
   Flat(const cd::Metadata* meta, bool opt) : m(meta), optimistic(opt) {
     obj_lo = meta->objects_begin;
@@ -273,6 +274,10 @@ struct Flat {
     }
   }
   jlong bytes(const void* p, std::size_t n) {
+    // A long payload is copied only if no cycle started yet: words read after a cycle started may
+    // be reused memory, and a garbage length could otherwise copy up to the rest of the heap
+    // before the next periodic check.
+    if (optimistic && n > kLongPayload && m->gc_started_seq.load(std::memory_order_acquire) != started) throw Retry{};
     if (blob.size() + n > 0x7fffffffu) {
       if (optimistic) throw Retry{};
       throw colors::InvalidArgumentError("graph too large to copy in one call (over 2 GiB of strings)");

@@ -1,6 +1,5 @@
 package org.colors;
 
-import java.util.Arrays;
 
 /**
  * Object numbers by identity for the bulk copy's memo ({@link BulkWriter}): an open-addressing
@@ -11,6 +10,9 @@ final class IdentityIds {
   private Object[] keys = new Object[64];
   private int[] ids = new int[64];
   private int count;
+  // The indices of keys' entries in insertion order: clear() empties just those, so a call that
+  // copies one small graph after one that copied a big one costs what it copies, not the table.
+  private int[] used = new int[32];
 
   /** The number of {@code o}, or -1 after recording {@code id} as its number. */
   int findOrAdd(Object o, int id) {
@@ -22,7 +24,7 @@ final class IdentityIds {
       if (k == null) {
         keys[i] = o;
         ids[i] = id;
-        count++;
+        used[count++] = i;
         return -1;
       }
     }
@@ -37,13 +39,16 @@ final class IdentityIds {
     int[] oi = ids;
     keys = new Object[ok.length * 2];
     ids = new int[ok.length * 2];
+    used = new int[ok.length];  // count + 1 <= keys.length / 2 after growing
     int mask = keys.length - 1;
+    int n = 0;
     for (int j = 0; j < ok.length; j++) {
       if (ok[j] == null) continue;
       int i = mix(System.identityHashCode(ok[j])) & mask;
       while (keys[i] != null) i = (i + 1) & mask;
       keys[i] = ok[j];
       ids[i] = oi[j];
+      used[n++] = i;
     }
   }
 
@@ -52,8 +57,9 @@ final class IdentityIds {
     if (keys.length > (1 << 20)) {
       keys = new Object[64];
       ids = new int[64];
-    } else if (count > 0) {
-      Arrays.fill(keys, null);
+      used = new int[32];
+    } else {
+      for (int c = 0; c < count; c++) keys[used[c]] = null;
     }
     count = 0;
   }
