@@ -203,6 +203,69 @@ public final class SharedList extends AbstractList<Object> implements RandomAcce
     return Native.listDoubles(handle);  // one native call, no boxing
   }
 
+  /**
+   * The elements as a {@code boolean[]}, read in one native call (the list flattened, no object per
+   * element).
+   *
+   * @return a new private array
+   * @throws TypeMismatchException if an element is not a boolean
+   */
+  public boolean[] toBooleanArray() {
+    Object[] f = flatScalars();
+    if (f != null) {
+      byte[] tags = (byte[]) f[0];
+      long[] vals = (long[]) f[1];
+      boolean[] r = new boolean[(int) vals[0]];
+      int i = 0;
+      for (; i < r.length && tags[i + 1] == Codec.BOOL; i++) r[i] = vals[i + 1] != 0;
+      if (i == r.length) return r;
+    }
+    Object[] items = toArray();  // the generic path raises the typed read's exception
+    boolean[] r = new boolean[items.length];
+    for (int i = 0; i < r.length; i++) r[i] = (Boolean) Codec.convert(items[i], boolean.class, where(i));
+    return r;
+  }
+
+  /**
+   * The elements as a {@code String[]} (null elements stay null), read in one native call: the
+   * characters of every string come across JNI as one UTF-8 byte array.
+   *
+   * @return a new private array
+   * @throws TypeMismatchException if an element is neither a string nor null
+   */
+  public String[] toStringArray() {
+    Object[] f = flatScalars();
+    if (f != null) {
+      byte[] tags = (byte[]) f[0];
+      long[] vals = (long[]) f[1];
+      byte[] blob = (byte[]) f[3];
+      String[] r = new String[(int) vals[0]];
+      int i = 0;
+      for (; i < r.length; i++) {
+        byte t = tags[i + 1];
+        long v = vals[i + 1];
+        if (t == Codec.STRING) {
+          r[i] = new String(blob, (int) (v >>> 32), (int) v, java.nio.charset.StandardCharsets.UTF_8);
+        } else if (t != Codec.NULL) {
+          break;
+        }
+      }
+      if (i == r.length) return r;
+    }
+    return toArray(String.class);  // the generic path raises the typed read's exception
+  }
+
+  /**
+   * This list flattened by one native call ({@link Bulk#flatten}): {tags, vals, starts, blob}, the
+   * list's header first (its length in vals[0]) and its elements after it; null when the bulk copies
+   * are off or the list holds maps or sets (then made proxies, which the caller would not use).
+   */
+  private Object[] flatScalars() {
+    if (!Bulk.ENABLED) return null;
+    Object[] f = Bulk.flatten(handle);
+    return f[4] == null ? f : null;
+  }
+
   private static String where(int i) {
     return "element " + i;
   }

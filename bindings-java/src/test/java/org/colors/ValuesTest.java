@@ -140,6 +140,31 @@ class ValuesTest {
   }
 
   @Test
+  void booleanAndStringListsReadInOneCall() {
+    SharedList bools = (SharedList) SharedMemory.copyToSharedMemory(new boolean[] {true, false, true});
+    assertArrayEquals(new boolean[] {true, false, true}, bools.toBooleanArray());
+    SharedList empty = SharedMemory.allocate(SharedList.class, 0);
+    assertArrayEquals(new boolean[0], empty.toBooleanArray());
+    assertArrayEquals(new String[0], empty.toStringArray());
+    bools.add(1L);  // an integer is not a boolean: the typed read's exception
+    assertThrows(TypeMismatchException.class, bools::toBooleanArray);
+    bools.set(3, null);
+    assertThrows(TypeMismatchException.class, bools::toBooleanArray);
+
+    String[] texts = {"ascii", "", "é ü ß", "\u4e2d\u6587", "\ud83d\ude00 pair", null, "nul\u0000inside"};
+    SharedList strs = (SharedList) SharedMemory.copyToSharedMemory(texts);
+    assertArrayEquals(texts, strs.toStringArray());
+    StringBuilder big = new StringBuilder();
+    for (int i = 0; i < 10_000; i++) big.append((char) ('a' + i % 26));
+    strs.add(big.toString());
+    assertEquals(big.toString(), strs.toStringArray()[texts.length]);
+    strs.add(7L);
+    assertThrows(TypeMismatchException.class, strs::toStringArray);
+    strs.set(texts.length + 1, SharedMemory.allocate(SharedList.class, 0));  // a list is no string
+    assertThrows(TypeMismatchException.class, strs::toStringArray);
+  }
+
+  @Test
   void privateContainersAreNotStoredButNamed() {
     SharedList l = SharedMemory.allocate(SharedList.class, 4);
     TypeMismatchException e = assertThrows(TypeMismatchException.class, () -> l.add(new ArrayList<>(List.of(1))));

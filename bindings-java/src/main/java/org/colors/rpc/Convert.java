@@ -44,6 +44,12 @@ final class Convert {
     if (type == double[].class) {
       return (v, w) -> v instanceof SharedList ? ((SharedList) v).toDoubleArray() : check(v, type, w);
     }
+    if (type == boolean[].class) {
+      return (v, w) -> v instanceof SharedList ? ((SharedList) v).toBooleanArray() : check(v, type, w);
+    }
+    if (type == String[].class) {
+      return (v, w) -> v instanceof SharedList ? ((SharedList) v).toStringArray() : check(v, type, w);
+    }
     if (type.isArray() && type != byte[].class) {
       Class<?> ct = type.getComponentType();
       if (ct.isPrimitive()) {
@@ -112,11 +118,17 @@ final class Convert {
 
   /**
    * Replies with {@code result} on worker {@code w}: stored values as they are, private lists of
-   * scalars built natively in one call, anything else through {@code copyToSharedMemory}.
+   * scalars built natively in one call, string arrays and anything else through
+   * {@code copyToSharedMemory} (one native call too when the bulk copy covers the graph).
    */
   static void reply(long w, Object result) {
     int tag = RpcSupport.tagOrNone(result);
-    if (tag == RpcSupport.NONE) {
+    if (result instanceof String[]) {
+      // Strings: the bulk copy encodes them to UTF-8 in Java into one byte array; the flat
+      // encoding below would convert each through JNI.
+      result = SharedMemory.copyToSharedMemory(result);
+      tag = RpcSupport.tagOrNone(result);
+    } else if (tag == RpcSupport.NONE) {
       Enc e = Enc.get();
       if (e.encode(new Object[] {result})) {
         try {
@@ -247,6 +259,12 @@ final class Convert {
         double[] a = (double[]) o;
         put(LIST, a.length, null);
         for (double x : a) put(2, Double.doubleToRawLongBits(x), null);  // Codec FLOAT
+        return true;
+      }
+      if (o instanceof boolean[]) {
+        boolean[] a = (boolean[]) o;
+        put(LIST, a.length, null);
+        for (boolean x : a) put(3, x ? 1 : 0, null);  // Codec BOOL
         return true;
       }
       if (o != null && o.getClass().isArray()) {  // other primitive arrays: boxed elements
