@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "classes.hpp"
+#include "jni_class_record.hpp"
 #include "jni_common.hpp"
 #include "barrier.hpp"
 #include "layout.hpp"
@@ -41,12 +42,6 @@ enum : int {
   kOffArraySlots, kOffClassKind, kOffGcStarted, kOffGcDone, kWordSize, kGranuleSize, kFloatClass,
   kOffStringLength, kOffStringBytes, kStringClass, kLayoutCount
 };
-
-cd::ClassRecord* class_record(jlong cls) {
-  auto* c = reinterpret_cast<cd::ClassRecord*>(static_cast<std::uintptr_t>(cls));
-  if (c == nullptr || c->magic != cd::kClassMagic) throw colors::InvalidArgumentError("not a class record");
-  return c;
-}
 
 jlong slot_bits(std::atomic<cd::Word>* slot) { return static_cast<jlong>(reinterpret_cast<std::uintptr_t>(slot)); }
 std::atomic<cd::Word>* slot_of(jlong bits) { return reinterpret_cast<std::atomic<cd::Word>*>(static_cast<std::uintptr_t>(bits)); }
@@ -125,7 +120,7 @@ JNIEXPORT jlongArray JNICALL Java_org_colors_Direct_resolve(JNIEnv* env, jclass,
   using namespace colors_jni;
   return guarded<jlongArray>(env, nullptr, [&]() -> jlongArray {
     cd::current_meta();
-    const cd::FieldInfo* f = cd::find_field(class_record(cls), java_to_utf8(env, name));
+    const cd::FieldInfo* f = cd::find_field(colors_jni::user_class_record(cls), java_to_utf8(env, name));
     if (f == nullptr) return nullptr;
     jlong v[3] = {static_cast<jlong>(f->slot), static_cast<jlong>(f->type), f->class_name.len != 0 ? 1 : 0};
     jlongArray a = env->NewLongArray(3);
@@ -179,7 +174,7 @@ JNIEXPORT jlong JNICALL Java_org_colors_Direct_newObject(JNIEnv* env, jclass, jl
   using namespace colors_jni;
   return guarded<jlong>(env, 0, [&] {
     cd::Metadata* m = cd::current_meta();
-    cd::Rooted r = cd::new_user_object(m, class_record(cls));
+    cd::Rooted r = cd::new_user_object(m, colors_jni::user_class_record(cls));
     return slot_bits(r.take());
   });
 }
@@ -207,7 +202,7 @@ JNIEXPORT jboolean JNICALL Java_org_colors_Direct_accepts(JNIEnv* env, jclass, j
   return guarded<jboolean>(env, JNI_FALSE, [&]() -> jboolean {
     (void)keep;
     cd::current_meta();
-    const cd::FieldInfo* f = cd::find_field(class_record(cls), java_to_utf8(env, name));
+    const cd::FieldInfo* f = cd::find_field(colors_jni::user_class_record(cls), java_to_utf8(env, name));
     if (f == nullptr) return JNI_FALSE;
     try {
       cd::check_field_type(*f, static_cast<cd::Word>(value));
