@@ -25,6 +25,12 @@ class ThreadsTest {
     SharedMap board = SharedMemory.allocate(SharedMap.class, 16);
     int threads = 4;
     int rounds = 5000;
+    // Every key exists before the workers start, so their unlocked puts only replace values (one
+    // reference store each). Inserting new keys from several threads without the map's monitor
+    // may lose one, as with java.util.HashMap (DESIGN: racing unsynchronized operations may lose
+    // updates), and that is not what this test is about.
+    for (long t = 0; t < threads; t++) board.put(t, null);
+    board.put("last", -1L);
     ConcurrentLinkedQueue<Throwable> errors = new ConcurrentLinkedQueue<>();
     AtomicBoolean stop = new AtomicBoolean();
     Thread collector = new Thread(() -> {
@@ -84,7 +90,8 @@ class ThreadsTest {
       handles = SharedMemory.liveHandles();
     }
     assertTrue(handles <= 200, "still " + handles + " live handles");
-    assertTrue(board.containsKey("last"));
+    long last = ((Number) board.get("last")).longValue();
+    assertTrue(last >= 0 && last < threads, "last = " + last);
     assertEquals(board, new java.util.HashMap<>(board));
   }
 }
