@@ -92,6 +92,30 @@ def test_calls_with_private_and_shared_arguments(rpc_server):
     assert c.pid() != os.getpid()
 
 
+def test_call_arguments_are_checked_before_anything_is_sent(rpc_server):
+    c = rpc.connect(rpc_server.name)
+    with pytest.raises(TypeError, match="method name must be a str"):
+        c.call(42, 1, 2)
+    with pytest.raises(TypeError, match="timeout must be a number of seconds or None, not str"):
+        c.call("add", 1, 2, timeout="soon")
+    with pytest.raises(cs.InvalidArgumentError, match="timeout"):
+        c.call("add", 1, 2, timeout=-1.0)
+    with pytest.raises(cs.TypeMismatchError, match="cannot store"):
+        c.echo(object())  # neither a value nor copyable
+    with pytest.raises(TypeError):
+        cs._colors_shm._rpc_call(object(), "add", (1, 2), None)  # not a client capsule
+    with pytest.raises(TypeError):
+        cs._colors_shm._rpc_call(c._cp, "add", [1, 2], None)  # args not a tuple
+    # A proxy, a proxy's subclass and a user object go by reference; the client still works.
+    shared = cs.copy_to([1, 2])
+    assert c.same(shared, shared) is True
+    assert c.add(2, 3) == 5
+    with pytest.raises(TypeError):
+
+        class NotARef(cs._colors_shm._Ref):  # final: ref_of's exact type check relies on it
+            pass
+
+
 def test_remote_exceptions_keep_type_and_message(rpc_server):
     c = rpc.connect(rpc_server.name)
     with pytest.raises(ValueError) as ei:  # a builtin remote type is raised as itself too

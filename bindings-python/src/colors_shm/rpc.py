@@ -263,14 +263,16 @@ class Client:
     the remote method and returns its result."""
 
     def __init__(self, name: str, spin_ns: int | None = None, timeout: float | None = None):
-        object.__setattr__(self, "_c", _ext._RpcClient(name, -1 if spin_ns is None else int(spin_ns)))
+        c = _ext._RpcClient(name, -1 if spin_ns is None else int(spin_ns))
+        object.__setattr__(self, "_c", c)
+        object.__setattr__(self, "_cp", c._capsule())  # for _rpc_call; valid while _c lives
         object.__setattr__(self, "name", name)
         object.__setattr__(self, "timeout", timeout)
 
     def call(self, method: str, *args, timeout: float | None = None) -> Any:
         """Calls ``method`` with ``args`` and waits for the result (``timeout`` seconds, default
         the client's): :class:`CallTimeoutError` when it passes."""
-        return self._c.call(method, args, self.timeout if timeout is None else timeout)
+        return _ext._rpc_call(self._cp, method, args, self.timeout if timeout is None else timeout)
 
     def call_async(self, method: str, *args) -> Future:
         """Sends the call and returns a :class:`Future` at once."""
@@ -286,10 +288,11 @@ class Client:
     def __getattr__(self, method: str):
         if method.startswith("_"):
             raise AttributeError(method)
-        c, timeout = self._c, self.timeout
+        c, cp, timeout, fast = self._c, self._cp, self.timeout, _ext._rpc_call
 
         def remote(*args):
-            return c.call(method, args, timeout)
+            c  # keeps the client (and so the capsule's pointer) alive as long as this function
+            return fast(cp, method, args, timeout)
 
         remote.__name__ = method
         return remote

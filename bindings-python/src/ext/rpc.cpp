@@ -20,7 +20,12 @@ colors::Value share(py::handle obj) {
   if (o == Py_None || PyBool_Check(o) || PyLong_Check(o) || PyFloat_Check(o) || PyUnicode_Check(o) ||
       PyBytes_Check(o) || PyByteArray_Check(o))
     return to_value(obj);
-  if (ref_of(obj) != nullptr || user_value_of(obj, nullptr)) return to_value(obj);
+  if (Ref* r = ref_of(obj)) {
+    r->check();
+    return r->value();
+  }
+  colors::Value uv;
+  if (user_value_of(obj, &uv)) return uv;
   return to_value(copy_to(obj));
 }
 
@@ -38,6 +43,50 @@ std::string exception_type_name(py::handle type) {
   return mod == "builtins" ? qual : mod + "." + qual;
 }
 
+// _rpc_call(client, method, args, timeout): _RpcClient.call without pybind11's dispatcher, whose
+// argument conversion (a registry lookup for the client, a std::string for the name, the result's
+// cast) cost about as much as the rest of the Python side of a small call. `client` is the capsule
+// of _RpcClient._capsule(); the caller (rpc.Client) keeps the _RpcClient alive beside it.
+constexpr const char* kClientCapsule = "colors_shm._RpcClient";
+
+PyObject* rpc_call(PyObject*, PyObject* const* a, Py_ssize_t n) {
+  if (n != 4) {
+    PyErr_SetString(PyExc_TypeError, "_rpc_call(client, method, args, timeout) takes 4 arguments");
+    return nullptr;
+  }
+  if (!PyCapsule_IsValid(a[0], kClientCapsule)) {
+    PyErr_SetString(PyExc_TypeError, "_rpc_call: the first argument must be _RpcClient._capsule()");
+    return nullptr;
+  }
+  auto* c = static_cast<colors::rpc::Client*>(PyCapsule_GetPointer(a[0], kClientCapsule));
+  if (!PyUnicode_Check(a[1])) {
+    PyErr_Format(PyExc_TypeError, "the method name must be a str, not %.100s", Py_TYPE(a[1])->tp_name);
+    return nullptr;
+  }
+  if (!PyTuple_Check(a[2])) {
+    PyErr_SetString(PyExc_TypeError, "_rpc_call: args must be a tuple");
+    return nullptr;
+  }
+  Py_ssize_t len = 0;
+  const char* name = PyUnicode_AsUTF8AndSize(a[1], &len);  // cached in the str object
+  if (name == nullptr) return nullptr;
+  try {
+    std::int64_t ms = timeout_ms(py::reinterpret_borrow<py::object>(a[3]));
+    colors::List args = share_args(a[2]);
+    colors::Value v;
+    {
+      Blocking b;
+      v = c->call(std::string_view(name, static_cast<std::size_t>(len)), args, ms);
+    }
+    return from_value(std::move(v)).release().ptr();
+  } catch (...) {
+    set_python_error();
+    return nullptr;
+  }
+}
+PyMethodDef g_rpc_call_def = {"_rpc_call", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&rpc_call)),
+                              METH_FASTCALL, "_RpcClient.call(method, args, timeout) through a capsule (internal)."};
+
 struct PyPending {
   colors::rpc::Pending p;
   std::uint64_t gen;
@@ -46,6 +95,9 @@ struct PyPending {
 }  // namespace
 
 void init_rpc(py::module_& m) {
+  PyObject* fast_call = PyCFunction_New(&g_rpc_call_def, nullptr);
+  if (fast_call == nullptr) throw py::error_already_set();
+  m.add_object("_rpc_call", py::reinterpret_steal<py::object>(fast_call));
   py::class_<colors::rpc::Call>(m, "_RpcCall", "A request taken by a server thread (internal).")
       .def_property_readonly("method", [](const colors::rpc::Call& c) { return c.method(); })
       .def_property_readonly("args", [](const colors::rpc::Call& c) { return from_value(c.args()); })
@@ -107,6 +159,11 @@ void init_rpc(py::module_& m) {
              return c;
            }), py::arg("name"), py::arg("spin_ns") = -1)
       .def_property_readonly("name", &colors::rpc::Client::name)
+      .def("_capsule", [](colors::rpc::Client& c) {
+        PyObject* cap = PyCapsule_New(&c, kClientCapsule, nullptr);
+        if (cap == nullptr) throw py::error_already_set();
+        return py::reinterpret_steal<py::object>(cap);
+      }, "A capsule of this client for _rpc_call (valid while the client lives).")
       .def("server_alive", &colors::rpc::Client::server_alive)
       .def("call", [](colors::rpc::Client& c, const std::string& method, py::handle args, py::object timeout) {
         colors::List a = share_args(args);

@@ -57,7 +57,11 @@ Blocking::Prepare::Prepare() {
 
 std::int64_t timeout_ms(const py::object& timeout) {
   if (timeout.is_none()) return -1;
-  double s = timeout.cast<double>();
+  PyObject* t = timeout.ptr();
+  if (!PyFloat_Check(t) && !PyLong_Check(t))
+    throw py::type_error(std::string("timeout must be a number of seconds or None, not ") + Py_TYPE(t)->tp_name);
+  double s = PyFloat_AsDouble(t);
+  if (s == -1.0 && PyErr_Occurred()) throw py::error_already_set();  // an int too large for a double
   if (std::isnan(s) || s < 0) throw colors::InvalidArgumentError("timeout must be a number of seconds >= 0, or None");
   if (s > 9.0e15 / 1000.0) return -1;
   double ms = std::ceil(s * 1000.0);

@@ -73,6 +73,14 @@ PyObject* g_object_cls = nullptr;   // _proxies.SharedObject
 PyObject* g_cache = nullptr;        // dict: raw word (int) -> weakref to the proxy
 PyObject* g_ref_attr = nullptr;     // interned "_ref"
 Py_ssize_t g_ref_offset = 0;        // offset of SharedProxy's `_ref` slot in its instances
+PyTypeObject* g_ref_type = nullptr; // _Ref
+
+// The Ref inside an instance of exactly _Ref (pybind11's instance layout, read directly: a
+// py::isinstance + cast pair costs a type-info lookup in pybind11's registry, ~600 instructions,
+// and every proxy passed to a store or an rpc call went through two of them).
+Ref* ref_in(PyObject* r) {
+  return reinterpret_cast<py::detail::instance*>(r)->get_value_and_holder().value_ptr<Ref>();
+}
 
 // A new proxy of class `cls` (a subclass of SharedProxy) owning a Ref of `v`. Allocated and filled
 // directly (tp_alloc, a store into the `_ref` slot) rather than through `cls.__new__` and
@@ -189,16 +197,13 @@ const char* private_kind(PyObject* o) {
 Ref* ref_of(py::handle obj) {
   PyObject* o = obj.ptr();
   if (g_proxy_base != nullptr && PyType_IsSubtype(Py_TYPE(o), reinterpret_cast<PyTypeObject*>(g_proxy_base))) {
-    PyObject* r = PyObject_GetAttr(o, g_ref_attr);
-    if (r == nullptr) {
-      PyErr_Clear();
-      return nullptr;
-    }
-    py::object ro = py::reinterpret_steal<py::object>(r);
-    if (!py::isinstance<Ref>(ro)) return nullptr;
-    return ro.cast<Ref*>();  // kept alive by the proxy's slot
+    // The `_ref` slot itself (make_proxy fills it the same way): a subclass cannot move an
+    // inherited slot, so the offset holds for every proxy class.
+    PyObject* r = *reinterpret_cast<PyObject**>(reinterpret_cast<char*>(o) + g_ref_offset);  // borrowed
+    if (r == nullptr || Py_TYPE(r) != g_ref_type) return nullptr;
+    return ref_in(r);
   }
-  if (py::isinstance<Ref>(obj)) return obj.cast<Ref*>();
+  if (Py_TYPE(o) == g_ref_type) return ref_in(o);
   return nullptr;
 }
 
@@ -488,10 +493,12 @@ void init_values(py::module_& m) {
   g_ref_attr = PyUnicode_InternFromString("_ref");
   g_cache = PyDict_New();
 
-  py::class_<Ref>(m, "_Ref", "A GC root of this process holding one shared object (internal).")
-      .def_property_readonly("raw", [](const Ref& r) { return r.value().raw(); })
+  // Final: ref_of's exact type check is then the same as isinstance.
+  py::class_<Ref> ref_cls(m, "_Ref", py::is_final(), "A GC root of this process holding one shared object (internal).");
+  ref_cls.def_property_readonly("raw", [](const Ref& r) { return r.value().raw(); })
       .def_property_readonly("kind", [](const Ref& r) { return std::string(colors::type_name(r.kind)); })
       .def("same", [](const Ref& a, const Ref& b) { return a.value().raw() == b.value().raw(); });
+  g_ref_type = reinterpret_cast<PyTypeObject*>(ref_cls.ptr());  // the module keeps the class alive
 
   m.def(
       "_register_proxies",
