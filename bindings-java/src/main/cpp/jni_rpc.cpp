@@ -49,6 +49,27 @@ struct JServer {
 
 struct JWorker {
   std::optional<colors::rpc::Call> call;
+  // Method names seen by this serving thread, as global references: names repeat on every call,
+  // and a fresh Java String per call (UTF-8 decode, an allocation in C++ and one in Java) was a
+  // visible part of a small call. Only its own thread uses a worker.
+  std::vector<std::pair<std::string, jstring>> names;
+
+  jstring method_name(JNIEnv* env, const std::string& m) {
+    for (const auto& [n, js] : names)
+      if (n == m) return js;
+    if (names.size() >= kMaxNames) forget_names(env);
+    jstring local = utf8_to_java(env, m);
+    auto global = static_cast<jstring>(env->NewGlobalRef(local));
+    env->DeleteLocalRef(local);
+    if (global == nullptr) throw std::bad_alloc();
+    names.emplace_back(m, global);
+    return global;
+  }
+  void forget_names(JNIEnv* env) {
+    for (auto& e : names) env->DeleteGlobalRef(e.second);
+    names.clear();
+  }
+  static constexpr std::size_t kMaxNames = 64;
 };
 
 template <class T>
@@ -141,6 +162,7 @@ void JNICALL n_worker_free(JNIEnv* env, jclass, jlong w) {
     auto* wk = reinterpret_cast<JWorker*>(static_cast<std::intptr_t>(w));
     if (wk == nullptr) return;
     if (wk->call) wk->call->reject("the serving thread ended before replying");
+    wk->forget_names(env);
     delete wk;
   });
 }
@@ -164,9 +186,7 @@ jobjectArray JNICALL n_server_next(JNIEnv* env, jclass, jlong p, jlong w, jlong 
       const std::size_t n = args.size();
       jobjectArray out = env->NewObjectArray(static_cast<jsize>(n + 1), g.object_cls, nullptr);
       check_pending(env);
-      jstring m = utf8_to_java(env, wk->call->method());
-      env->SetObjectArrayElement(out, 0, m);
-      env->DeleteLocalRef(m);
+      env->SetObjectArrayElement(out, 0, wk->method_name(env, wk->call->method()));
       for (std::size_t i = 0; i < n; ++i) {
         jobject o = to_java(env, args.get(i));
         env->SetObjectArrayElement(out, static_cast<jsize>(i + 1), o);
