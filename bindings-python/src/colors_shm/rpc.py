@@ -92,6 +92,7 @@ class Server:
             raise ValueError("threads must be >= 1")
         self.name = name
         self._handler = handler
+        self._methods: dict[str, Any] = {}
         self._spin = -1 if spin_ns is None else int(spin_ns)
         self._srv = _ext._RpcServer(name, queue_capacity)
         self._stop = threading.Event()
@@ -101,13 +102,22 @@ class Server:
             t.start()
         _servers.add(self)
 
-    def _dispatch(self, method: str, args) -> Any:
+    def _dispatch(self, method: str, args: tuple) -> Any:
+        fn = self._methods.get(method)
+        if fn is None:
+            fn = self._lookup(method)
+        return fn(*args)
+
+    def _lookup(self, method: str):
+        # A handler's method is looked up once per name (the bound method is kept).
         if method.startswith("_"):
             raise AttributeError(f"rpc endpoint {self.name!r} has no method {method!r}")
         fn = getattr(self._handler, method, None)
         if fn is None or not callable(fn):
             raise AttributeError(f"rpc endpoint {self.name!r} has no method {method!r}")
-        return fn(*args)
+        if len(self._methods) < 1024:  # names come from callers: bounded
+            self._methods[method] = fn
+        return fn
 
     def _loop(self) -> None:
         srv, dispatch, stop, spin = self._srv, self._dispatch, self._stop, self._spin

@@ -48,6 +48,8 @@ colors::Value to_value(py::handle obj);
 void check_storable(py::handle obj);
 // Shared -> Python: scalars as plain Python values, binaries as bytes, containers as proxies.
 py::object from_value(colors::Value&& v);
+// copy_to without the proxy: the shared copy of a private value (containers and instances deep).
+colors::Value copy_in(py::handle obj);
 // The Ref of a proxy (or of a bare _Ref), nullptr for anything else.
 Ref* ref_of(py::handle obj);
 // Forgets every cached proxy (detach).

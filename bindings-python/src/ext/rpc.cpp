@@ -14,8 +14,6 @@ namespace {
 
 // Private value -> shared value for an argument or a result (copy_to for containers/instances).
 colors::Value share(py::handle obj) {
-  // Leaked on purpose: a static py::object would be released after the interpreter finalized.
-  static py::handle copy_to = py::object(py::module_::import("colors_shm._colors_shm").attr("copy_to")).release();
   PyObject* o = obj.ptr();
   if (o == Py_None || PyBool_Check(o) || PyLong_Check(o) || PyFloat_Check(o) || PyUnicode_Check(o) ||
       PyBytes_Check(o) || PyByteArray_Check(o))
@@ -26,7 +24,7 @@ colors::Value share(py::handle obj) {
   }
   colors::Value uv;
   if (user_value_of(obj, &uv)) return uv;
-  return to_value(copy_to(obj));
+  return copy_in(obj);
 }
 
 colors::List share_args(py::handle args) {
@@ -108,7 +106,12 @@ void init_rpc(py::module_& m) {
       .def("run", [](colors::rpc::Call& c, py::object handler) {
         c.run([&](const std::string& method, const colors::List& args) -> colors::rpc::Outcome {
           try {
-            py::object r = handler(py::str(method), from_value(colors::Value(args)));
+            // The arguments as a tuple of Python values (proxies for shared objects): the handler
+            // unpacks it with no Python-level iteration over a shared list.
+            const std::size_t n = args.size();
+            py::tuple a(n);
+            for (std::size_t i = 0; i < n; ++i) a[i] = from_value(args.get(i));
+            py::object r = handler(py::str(method), a);
             return colors::rpc::Outcome::success(share(r));
           } catch (py::error_already_set& e) {
             std::string type = exception_type_name(e.type());

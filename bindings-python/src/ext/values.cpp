@@ -489,6 +489,11 @@ class Copier {
 
 }  // namespace
 
+colors::Value copy_in(py::handle obj) {
+  ensure_attached();
+  return Copier().run(obj);
+}
+
 void init_values(py::module_& m) {
   g_ref_attr = PyUnicode_InternFromString("_ref");
   g_cache = PyDict_New();
@@ -517,10 +522,7 @@ void init_values(py::module_& m) {
 
   m.def(
       "copy_to",
-      [](py::handle obj) {
-        ensure_attached();
-        return from_value(Copier().run(obj));
-      },
+      [](py::handle obj) { return from_value(copy_in(obj)); },
       py::arg("obj"));
 
   m.def(
