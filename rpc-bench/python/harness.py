@@ -197,12 +197,20 @@ def main(argv=None) -> int:
     a = parse_args(argv)
     mode = MODES[a.mode]
     kinds = a.kinds.split(",") if a.kinds else list(mode["kinds"])
-    sizes = [int(s) for s in a.sizes.split(",")] if a.sizes else list(mode["sizes"])
+    try:
+        sizes = [int(s) for s in a.sizes.split(",")] if a.sizes else list(mode["sizes"])
+    except ValueError:
+        raise SystemExit(f"--sizes {a.sizes!r}: expected comma-separated list sizes, e.g. 1,64,1024") from None
+    if any(n < 1 for n in sizes):
+        raise SystemExit(f"--sizes {a.sizes!r}: list sizes must be >= 1")
     bad = [k for k in kinds if k not in workload.KINDS]
     if bad:
         raise SystemExit(f"unknown kinds: {bad}")
-    names = ([n for n in a.frameworks.split(",") if n] if a.frameworks is not None
-             else frameworks.discover())
+    known = frameworks.discover()
+    names = [n for n in a.frameworks.split(",") if n] if a.frameworks is not None else known
+    bad = [n for n in names if n not in known]
+    if bad:
+        raise SystemExit(f"unknown frameworks: {bad} (known: {','.join(known)})")
     stamp = datetime.datetime.now(datetime.timezone.utc)
     out = pathlib.Path(a.out) if a.out else HERE.parent / "results" / stamp.strftime("%Y%m%dT%H%M%SZ")
     out.mkdir(parents=True, exist_ok=True)
