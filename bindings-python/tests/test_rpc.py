@@ -116,6 +116,19 @@ def test_call_arguments_are_checked_before_anything_is_sent(rpc_server):
             pass
 
 
+def test_remote_method_functions_are_kept_and_follow_the_client_timeout(rpc_server):
+    c = rpc.connect(rpc_server.name)
+    assert c.add(1, 2) == 3
+    assert c.add is c.add and c.add.__name__ == "add"  # made once, then found in the instance
+    c.timeout = 0.2  # applies to the kept function too
+    t = time.monotonic()
+    with pytest.raises(rpc.CallTimeoutError):
+        c.slow(2)
+    assert time.monotonic() - t < 1.5
+    c.timeout = None
+    assert c.timeout is None and c.slow(0) == "done"  # served by the second thread
+
+
 def test_remote_exceptions_keep_type_and_message(rpc_server):
     c = rpc.connect(rpc_server.name)
     with pytest.raises(ValueError) as ei:  # a builtin remote type is raised as itself too

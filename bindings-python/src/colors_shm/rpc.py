@@ -277,7 +277,16 @@ class Client:
         object.__setattr__(self, "_c", c)
         object.__setattr__(self, "_cp", c._capsule())  # for _rpc_call; valid while _c lives
         object.__setattr__(self, "name", name)
-        object.__setattr__(self, "timeout", timeout)
+        object.__setattr__(self, "_cfg", [timeout])  # shared with the remote-method functions
+
+    @property
+    def timeout(self) -> float | None:
+        """Default timeout of this client's calls in seconds (None: wait for ever); assignable."""
+        return self._cfg[0]
+
+    @timeout.setter
+    def timeout(self, value: float | None) -> None:
+        self._cfg[0] = value
 
     def call(self, method: str, *args, timeout: float | None = None) -> Any:
         """Calls ``method`` with ``args`` and waits for the result (``timeout`` seconds, default
@@ -298,13 +307,18 @@ class Client:
     def __getattr__(self, method: str):
         if method.startswith("_"):
             raise AttributeError(method)
-        c, cp, timeout, fast = self._c, self._cp, self.timeout, _ext._rpc_call
+        c, cp, cfg, fast = self._c, self._cp, self._cfg, _ext._rpc_call
 
         def remote(*args):
             c  # keeps the client (and so the capsule's pointer) alive as long as this function
-            return fast(cp, method, args, timeout)
+            return fast(cp, method, args, cfg[0])
 
         remote.__name__ = method
+        # Kept in the instance: the next `client.method` is found without calling __getattr__
+        # (a new function per call cost about as much as the rest of the Python side of a call).
+        d = self.__dict__
+        if len(d) < 256:
+            d[method] = remote
         return remote
 
     def __repr__(self) -> str:
