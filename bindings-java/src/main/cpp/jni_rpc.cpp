@@ -88,14 +88,17 @@ colors::List list_of(JNIEnv* env, jobject handle) {
   return jvalue_of(env, handle)->list();
 }
 
-// Tag of a private list in the flat encoding of org.colors.rpc.Convert.Enc: bits = its length; its
-// elements follow (prefix order). Other tags are those of jni_common.hpp.
+// Tags of the flat encoding of org.colors.rpc.Convert.Enc besides jni_common.hpp's. kTagList: a
+// private list, bits = its length, its elements follow (prefix order). kTagUtf8: a string, bits =
+// offset << 32 | byte length of its UTF-8 in the encoding's blob (strings cross as one byte array
+// instead of one JNI string read each; strings with a lone surrogate still come as kTagString).
 constexpr jint kTagList = 16;
+constexpr jint kTagUtf8 = 17;
 
-// Builds the shared list encoded by (tags, bits, objs)[0..n): entry 0 is the top list. One native
-// call instead of one per element and no proxies for the intermediate lists. Iterative (a stack of
-// open lists), so nesting depth costs no native stack.
-colors::List decode_flat(JNIEnv* env, jint n, jintArray tags, jlongArray bits, jobjectArray objs) {
+// Builds the shared list encoded by (tags, bits, objs)[0..n) and blob: entry 0 is the top list. One
+// native call instead of one per element and no proxies for the intermediate lists. Iterative (a
+// stack of open lists), so nesting depth costs no native stack.
+colors::List decode_flat(JNIEnv* env, jint n, jintArray tags, jlongArray bits, jobjectArray objs, jbyteArray blob) {
   if (n < 1) throw colors::InvalidArgumentError("empty flat encoding (binding bug)");
   std::vector<jint> t(static_cast<std::size_t>(n));
   std::vector<jlong> b(static_cast<std::size_t>(n));
@@ -103,6 +106,35 @@ colors::List decode_flat(JNIEnv* env, jint n, jintArray tags, jlongArray bits, j
   env->GetLongArrayRegion(bits, 0, n, b.data());
   check_pending(env);
   if (t[0] != kTagList) throw colors::InvalidArgumentError("flat encoding without a top list (binding bug)");
+  // Every string slice checked against the blob before anything is allocated, and only the used
+  // prefix copied out (the blob is a reused, larger array). Not pinned (GetPrimitiveArrayCritical):
+  // allocations below may wait for a collector cycle, which must not hold up the JVM's GC.
+  const std::uint64_t blob_len = blob == nullptr ? 0 : static_cast<std::uint64_t>(env->GetArrayLength(blob));
+  std::uint64_t used = 0;
+  for (jint i = 1; i < n; ++i) {
+    if (t[i] != kTagUtf8) continue;
+    const auto w = static_cast<std::uint64_t>(b[i]);
+    const std::uint64_t end = (w >> 32) + (w & 0xFFFFFFFFu);  // < 2^33: no overflow
+    if (end > blob_len)
+      throw colors::InvalidArgumentError("flat encoding: string " + std::to_string(i) + " at bytes [" +
+                                         std::to_string(w >> 32) + ", " + std::to_string(end) +
+                                         ") lies outside its blob of " + std::to_string(blob_len) +
+                                         " bytes (binding bug)");
+    used = std::max(used, end);
+  }
+  // INVARIANT: every kTagUtf8 slice [off, off + len) lies in utf8[0, used), used <= blob_len.
+  // A buffer per thread, reused: nothing this function calls decodes another flat encoding.
+  thread_local std::vector<char> utf8;
+  struct Shrink {  // one huge call does not keep its buffer for the thread's life
+    ~Shrink() {
+      if (utf8.capacity() > (std::size_t{1} << 20)) std::vector<char>().swap(utf8);
+    }
+  } shrink;
+  utf8.resize(static_cast<std::size_t>(used));
+  if (used > 0) {
+    env->GetByteArrayRegion(blob, 0, static_cast<jsize>(used), reinterpret_cast<jbyte*>(utf8.data()));
+    check_pending(env);
+  }
   struct Open {
     colors::List list;
     jlong remaining;
@@ -119,6 +151,12 @@ colors::List decode_flat(JNIEnv* env, jint n, jintArray tags, jlongArray bits, j
       colors::List l = colors::new_list(static_cast<std::size_t>(b[i]));
       f.list.append(l);
       open.push_back({std::move(l), b[i]});
+      continue;
+    }
+    if (t[i] == kTagUtf8) {
+      const auto w = static_cast<std::uint64_t>(b[i]);
+      const std::string_view s(utf8.data() + (w >> 32), static_cast<std::size_t>(w & 0xFFFFFFFFu));
+      f.list.append(colors::Value(s));
       continue;
     }
     jobject o = nullptr;
@@ -210,13 +248,15 @@ void finish_call(JWorker* wk, const char* what, F&& finish) {
   finish();
 }
 
+// The reply value is built before the call is taken: a value that cannot be stored (a string with
+// a lone surrogate, a full heap) throws with the call still open, and the Java side then fails it
+// with the reason (RpcServer.runOne/runBatch) instead of leaving its caller waiting.
 void JNICALL n_worker_reply(JNIEnv* env, jclass, jlong w, jint tag, jlong bits, jobject obj) {
   guarded_void(env, [&] {
     JWorker* wk = from_ptr<JWorker>(w);
-    finish_call(wk, "reply to", [&] {
-      Arg a = decode(env, tag, bits, obj);
-      wk->call->reply(a.get());
-    });
+    if (!wk->call) throw colors::InvalidArgumentError("no call to reply to");
+    Arg a = decode(env, tag, bits, obj);
+    finish_call(wk, "reply to", [&] { wk->call->reply(a.get()); });
   });
 }
 
@@ -240,13 +280,12 @@ void JNICALL n_worker_fail(JNIEnv* env, jclass, jlong w, jstring type, jstring m
 
 // A reply whose value is element 0 of a flat encoding (a private result built in one call).
 void JNICALL n_worker_reply_flat(JNIEnv* env, jclass, jlong w, jint n, jintArray tags, jlongArray bits,
-                                 jobjectArray objs) {
+                                 jobjectArray objs, jbyteArray blob) {
   guarded_void(env, [&] {
     JWorker* wk = from_ptr<JWorker>(w);
-    finish_call(wk, "reply to", [&] {
-      colors::List top = decode_flat(env, n, tags, bits, objs);
-      wk->call->reply(top.get(0));
-    });
+    if (!wk->call) throw colors::InvalidArgumentError("no call to reply to");
+    colors::List top = decode_flat(env, n, tags, bits, objs, blob);  // before the call is taken (n_worker_reply)
+    finish_call(wk, "reply to", [&] { wk->call->reply(top.get(0)); });
   });
 }
 
@@ -281,23 +320,24 @@ jobject JNICALL n_client_call(JNIEnv* env, jclass, jlong p, jstring method, jobj
 
 // As n_client_call, the arguments given in the flat encoding.
 jobject JNICALL n_client_call_flat(JNIEnv* env, jclass, jlong p, jstring method, jint n, jintArray tags,
-                                   jlongArray bits, jobjectArray objs, jlong timeout_ms) {
+                                   jlongArray bits, jobjectArray objs, jbyteArray blob, jlong timeout_ms) {
   return guarded<jobject>(env, nullptr, [&] {
     auto* jc = from_ptr<JClient>(p);
     prepare_blocking(env);
     std::string m = java_to_utf8(env, method);
-    colors::rpc::Pending pend = jc->c.call_async(m, decode_flat(env, n, tags, bits, objs));
+    colors::rpc::Pending pend = jc->c.call_async(m, decode_flat(env, n, tags, bits, objs, blob));
     return to_java(env, get_result(pend, timeout_ms));
   });
 }
 
 jlong JNICALL n_client_send_flat(JNIEnv* env, jclass, jlong p, jstring method, jint n, jintArray tags,
-                                 jlongArray bits, jobjectArray objs) {
+                                 jlongArray bits, jobjectArray objs, jbyteArray blob) {
   return guarded<jlong>(env, 0, [&] {
     auto* jc = from_ptr<JClient>(p);
     prepare_blocking(env);
     std::string m = java_to_utf8(env, method);
-    auto pend = std::make_unique<colors::rpc::Pending>(jc->c.call_async(m, decode_flat(env, n, tags, bits, objs)));
+    colors::List args = decode_flat(env, n, tags, bits, objs, blob);
+    auto pend = std::make_unique<colors::rpc::Pending>(jc->c.call_async(m, args));
     return to_ptr(pend.release());
   });
 }
@@ -345,14 +385,14 @@ bool register_rpc_natives(JNIEnv* env) {
       N("workerFree", "(J)V", n_worker_free),
       N("serverNext", "(JJJ)[Ljava/lang/Object;", n_server_next),
       N("workerReply", "(JIJLjava/lang/Object;)V", n_worker_reply),
-      N("workerReplyFlat", "(JI[I[J[Ljava/lang/Object;)V", n_worker_reply_flat),
+      N("workerReplyFlat", "(JI[I[J[Ljava/lang/Object;[B)V", n_worker_reply_flat),
       N("workerFail", "(JLjava/lang/String;Ljava/lang/String;)V", n_worker_fail),
       N("clientNew", "(Ljava/lang/String;J)J", n_client_new),
       N("clientFree", "(J)V", n_client_free),
       N("clientAlive", "(J)Z", n_client_alive),
       N("clientCall", "(JLjava/lang/String;Ljava/lang/Object;J)Ljava/lang/Object;", n_client_call),
-      N("clientCallFlat", "(JLjava/lang/String;I[I[J[Ljava/lang/Object;J)Ljava/lang/Object;", n_client_call_flat),
-      N("clientSendFlat", "(JLjava/lang/String;I[I[J[Ljava/lang/Object;)J", n_client_send_flat),
+      N("clientCallFlat", "(JLjava/lang/String;I[I[J[Ljava/lang/Object;[BJ)Ljava/lang/Object;", n_client_call_flat),
+      N("clientSendFlat", "(JLjava/lang/String;I[I[J[Ljava/lang/Object;[B)J", n_client_send_flat),
       N("clientSend", "(JLjava/lang/String;Ljava/lang/Object;)J", n_client_send),
       N("pendingGet", "(JJ)Ljava/lang/Object;", n_pending_get),
       N("pendingReady", "(J)Z", n_pending_ready),

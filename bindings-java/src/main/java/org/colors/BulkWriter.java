@@ -289,10 +289,24 @@ final class BulkWriter {
 
   /** UTF-8 of s into the blob; false for a lone surrogate (the Copier reports it). */
   private boolean string(String s) {
+    ensureBlob(3 * s.length());
+    int p = utf8(s, blob, nblob);
+    if (p < 0) return false;
+    put(Codec.STRING, p - nblob);
+    nblob = p;
+    return true;
+  }
+
+  /**
+   * Writes the UTF-8 of {@code s} into {@code b} from {@code p} and returns the end, or -1 if
+   * {@code s} has a lone surrogate (nothing valid to write: the callers fall back to a path whose
+   * native, jni_values.cpp java_to_utf8, reports it). The rpc flat encoding uses it too
+   * ({@link RpcSupport#utf8}), so both encode and refuse the same strings.
+   * REQUIRES: {@code b} has room for {@code 3 * s.length()} bytes from {@code p} (a surrogate
+   * pair, two chars, takes 4).
+   */
+  static int utf8(String s, byte[] b, int p) {
     int n = s.length();
-    ensureBlob(3 * n);
-    byte[] b = blob;
-    int p = nblob;
     for (int i = 0; i < n; i++) {
       char c = s.charAt(i);
       if (c < 0x80) {
@@ -301,7 +315,7 @@ final class BulkWriter {
         b[p++] = (byte) (0xC0 | (c >> 6));
         b[p++] = (byte) (0x80 | (c & 0x3F));
       } else if (Character.isSurrogate(c)) {
-        if (!Character.isHighSurrogate(c) || i + 1 >= n || !Character.isLowSurrogate(s.charAt(i + 1))) return false;
+        if (!Character.isHighSurrogate(c) || i + 1 >= n || !Character.isLowSurrogate(s.charAt(i + 1))) return -1;
         int cp = Character.toCodePoint(c, s.charAt(++i));
         b[p++] = (byte) (0xF0 | (cp >> 18));
         b[p++] = (byte) (0x80 | ((cp >> 12) & 0x3F));
@@ -313,9 +327,7 @@ final class BulkWriter {
         b[p++] = (byte) (0x80 | (c & 0x3F));
       }
     }
-    put(Codec.STRING, p - nblob);
-    nblob = p;
-    return true;
+    return p;
   }
 
   private void ensureBlob(int more) {

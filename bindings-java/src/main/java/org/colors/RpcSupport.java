@@ -65,6 +65,20 @@ public final class RpcSupport {
   }
 
   /**
+   * Writes the UTF-8 of a string into a byte array: the encoder of the bulk copy, so the rpc flat
+   * encoding encodes and refuses exactly the strings the bulk copy does.
+   *
+   * @param s the string
+   * @param b the destination, with room for {@code 3 * s.length()} bytes from {@code p}
+   * @param p where to start
+   * @return the end of the bytes written, or -1 if {@code s} has a lone surrogate (then what was
+   *     written is garbage)
+   */
+  public static int utf8(String s, byte[] b, int p) {
+    return BulkWriter.utf8(s, b, p);
+  }
+
+  /**
    * The handle of a proxy (to pass to a native), or null for anything else.
    *
    * @param proxy a shared list, map, set or object

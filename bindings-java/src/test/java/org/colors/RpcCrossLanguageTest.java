@@ -106,6 +106,49 @@ class RpcCrossLanguageTest {
     }
   }
 
+  @Test
+  void stringsBothWaysWithPython() throws Exception {
+    String ep = CrossLanguageTest.unique("java-str");
+    try (RpcServer s = RpcServer.serve(ep, new RpcTestService(), 2)) {
+      // Python sends strings to Java and reads the ones Java's replies built from its blob.
+      List<String> out = CrossLanguageTest.run(String.join("\n",
+          "from colors_shm import rpc",
+          "c = rpc.connect('" + ep + "')",
+          "def plain(x):",
+          "    return x if isinstance(x, (str, bytes, int, float, bool, type(None))) else [plain(e) for e in x]",
+          "S = ['', 'a', 'h\\xe9llo', '\\u20ac\\u4e2d\\u6587', '\\U0001F600', 'a\\U0001D11Eb', 'nul\\x00x',"
+              + " '\\x7f\\x80\\u07ff\\u0800\\uffff\\U00010000\\U0010FFFF', 'z\\xe9\\U0001F600' * 300]",
+          "xs = [S[i % len(S)] + str(i) for i in range(1024)]",
+          "print(plain(c.strings(xs)) == xs, plain(c.strings(xs[:1])) == xs[:1], plain(c.stringList(xs)) == xs)",
+          "m = [1, '\\xe9', ['', 2.5, ['\\U0001F600', True, 'x']], None, '', ['a', None, 7, []], 'tail']",
+          "print(plain(c.privateCopy(m)) == m, plain(c.echo(m)) == m, plain(c.privateCopy(S)) == S)",
+          ""));
+      assertEquals(List.of("True True True", "True True True"), out);
+    }
+    // Java sends strings to Python, which computes with them.
+    String pep = CrossLanguageTest.unique("py-str");
+    try (CrossLanguageTest.Py py = new CrossLanguageTest.Py("NAME = '" + pep + "'\n" + PY_SERVER)) {
+      assertEquals("ready", py.line());
+      try (RpcClient c = RpcClient.connect(pep)) {
+        for (String x : RpcTest.STRINGS) {
+          assertEquals(x + "\u00e9\uD83D\uDE00", c.call("add", x, "\u00e9\uD83D\uDE00"));
+          assertEquals(List.of(x, "", x), c.call("echo", List.of(x, "", x)));
+        }
+        String[] xs = RpcTest.manyStrings(1024);
+        assertEquals(java.util.Arrays.asList(xs), c.call("echo", (Object) xs));
+        List<Object> mixed = java.util.Arrays.asList("a", 1, List.of("\u4e2d", List.of("\uD834\uDD1E", 2.5)), null, "");
+        assertEquals(java.util.Arrays.asList("a", 1L, List.of("\u4e2d", List.of("\uD834\uDD1E", 2.5)), null, ""),
+            c.call("echo", mixed));
+        SharedList grown = (SharedList) SharedMemory.copyToSharedMemory(new java.util.ArrayList<>(List.of("j")));
+        assertEquals(2L, c.call("grow", grown, "\uD83D\uDE00"));
+        assertEquals(List.of("j", "\uD83D\uDE00"), grown);
+      }
+      py.proc.getOutputStream().close();
+      assertEquals("stopped", py.line());
+      py.finish();
+    }
+  }
+
   /** The Python server's remote methods as a Java interface. */
   interface PyHandler {
     long add(long a, long b);

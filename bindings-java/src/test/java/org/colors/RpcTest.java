@@ -12,9 +12,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import demo.Employee;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
+import java.lang.reflect.Field;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
@@ -161,6 +165,124 @@ class RpcTest {
     assertEquals(List.of(0L, 1L), client.call("makeList", 2));
     SharedList outer = (SharedList) client.call("echo", List.of(List.of(1), List.of(2)));
     assertEquals(List.of(List.of(1L), List.of(2L)), outer);
+  }
+
+  // Strings of every kind: empty, ASCII, 2-, 3- and 4-byte UTF-8 (surrogate pairs, the boundaries
+  // of each length), NUL, and a long mixed one.
+  static final String[] STRINGS;
+
+  static {
+    StringBuilder b = new StringBuilder();
+    for (int i = 0; i < 700; i++) b.append(i % 3 == 0 ? "z" : i % 3 == 1 ? "\u00e9" : "\uD83D\uDE00");
+    STRINGS = new String[] {"", "a", "ascii text", "h\u00e9llo", "\u20ac\u4e2d\u6587", "\uD83D\uDE00",
+        "a\uD83D\uDE00b\uD834\uDD1E", "nul\u0000inside", "\u007F\u0080\u07FF\u0800\uFFFF\uD800\uDC00\uDBFF\uDFFF",
+        b.toString()};
+  }
+
+  /** n strings drawn from STRINGS, each made unique, with a null every 97th. */
+  static String[] manyStrings(int n) {
+    String[] a = new String[n];
+    for (int i = 0; i < n; i++) a[i] = i % 97 == 96 ? null : STRINGS[i % STRINGS.length] + i;
+    return a;
+  }
+
+  /** String[] results converted by a proxy. */
+  interface Strings {
+    String[] strings(String[] xs);
+
+    List<String> stringList(List<String> xs);
+  }
+
+  @Test
+  void stringsBothWays() throws Exception {
+    // Arguments: the server's echo returns the shared list it received (read back here by the
+    // ordinary path); privateCopy sends it back as a private value (the reply's flat encoding).
+    for (String s : STRINGS) {
+      assertEquals(s, client.call("echo", s));
+      assertEquals(List.of(s), client.call("echo", List.of(s)));
+      assertEquals(List.of(s, s, "k"), client.call("privateCopy", List.of(s, s, "k")));
+      assertEquals(List.of(s), client.call("strings", (Object) new String[] {s}));
+    }
+    for (int n : new int[] {0, 1, 2, 1024}) {
+      String[] xs = manyStrings(n);
+      assertEquals(Arrays.asList(xs), client.call("echo", (Object) xs));
+      assertEquals(Arrays.asList(xs), client.call("strings", (Object) xs));
+      assertEquals(Arrays.asList(xs), client.call("stringList", Arrays.asList(xs)));
+      assertEquals(Arrays.asList(xs), client.callAsync("strings", (Object) xs).get(10, TimeUnit.SECONDS));
+      Strings p = client.proxy(Strings.class);
+      assertArrayEquals(xs, p.strings(xs));
+      assertEquals(Arrays.asList(xs), p.stringList(Arrays.asList(xs)));
+    }
+    // Strings among other kinds of elements and in nested lists.
+    List<Object> mixed = Arrays.asList(1, "\u00e9", List.of("", 2.5, List.of("\uD83D\uDE00", true, "x")), null, "",
+        Arrays.asList("a", null, 7L, List.of()), "\u4e2d", Long.MIN_VALUE, "tail");
+    List<Object> expect = Arrays.asList(1L, "\u00e9", List.of("", 2.5, List.of("\uD83D\uDE00", true, "x")), null, "",
+        Arrays.asList("a", null, 7L, List.of()), "\u4e2d", Long.MIN_VALUE, "tail");
+    assertEquals(expect, client.call("echo", mixed));
+    assertEquals(expect, client.call("privateCopy", mixed));
+    assertEquals(expect, client.callAsync("privateCopy", mixed).get(10, TimeUnit.SECONDS));
+    SharedList withBytes = (SharedList) client.call("privateCopy", Arrays.asList("a", new byte[] {1, 2}, "\u00e9b"));
+    assertEquals("a", withBytes.get(0));
+    assertArrayEquals(new byte[] {1, 2}, (byte[]) withBytes.get(1));
+    assertEquals("\u00e9b", withBytes.get(2));
+    CompletableFuture<Object> f1, f2;
+    try (RpcBatch b = client.batch()) {  // the batch's arguments and its outcomes' replies
+      f1 = b.call("privateCopy", mixed);
+      f2 = b.call("strings", (Object) manyStrings(300));
+    }
+    assertEquals(expect, f1.get(10, TimeUnit.SECONDS));
+    assertEquals(Arrays.asList(manyStrings(300)), f2.get(10, TimeUnit.SECONDS));
+  }
+
+  @Test
+  void loneSurrogatesAreRefusedAsBefore() {
+    // As arguments: the native's message (the string goes as a String, not through the blob).
+    for (Object arg : new Object[] {"x\uD800", new String[] {"ok", "\uDC00"}, List.of("ok", List.of("a\uD83D"))}) {
+      InvalidArgumentException e = assertThrows(InvalidArgumentException.class, () -> client.call("echo", arg));
+      assertTrue(e.getMessage().contains("lone surrogate"), e.getMessage());
+      e = assertThrows(InvalidArgumentException.class, () -> client.callAsync("echo", arg));
+      assertTrue(e.getMessage().contains("lone surrogate"), e.getMessage());
+    }
+    // As results: a remote failure naming it, and the serving threads go on (more calls than threads).
+    for (int i = 0; i < 3; i++) {
+      for (int kind = 0; kind < 3; kind++) {
+        int k = kind;
+        RemoteException e = assertThrows(RemoteException.class,
+            () -> client.call(Duration.ofSeconds(10), "loneSurrogate", k));
+        assertEquals("org.colors.InvalidArgumentException", e.getRemoteType());
+        assertTrue(e.getRemoteMessage().contains("lone surrogate"), e.getRemoteMessage());
+      }
+    }
+    assertEquals(List.of("a"), client.call(Duration.ofSeconds(10), "strings", (Object) new String[] {"a"}));
+  }
+
+  @Test
+  void flatEncodingBlobIsBoundsChecked() throws Exception {
+    // A string slice outside its blob (only a binding bug could make one): a colors error, no crash.
+    Class<?> nat = Class.forName("org.colors.rpc.RpcNative");
+    Method call = nat.getDeclaredMethod("clientCallFlat", long.class, String.class, int.class, int[].class,
+        long[].class, Object[].class, byte[].class, long.class);
+    call.setAccessible(true);
+    Field f = RpcClient.class.getDeclaredField("client");
+    f.setAccessible(true);
+    long c = f.getLong(client);
+    int[] tags = {16, 17};  // Convert.Enc LIST, UTF8
+    byte[] blob = "hello".getBytes(StandardCharsets.UTF_8);
+    long[][] bad = {{1, 4L << 32 | 2}, {1, 6L << 32}, {1, 0xFFFFFFFFL << 32 | 0xFFFFFFFFL}, {1, -1L}};
+    for (long[] bits : bad) {
+      InvocationTargetException e = assertThrows(InvocationTargetException.class,
+          () -> call.invoke(null, c, "echo", 2, tags, bits, new Object[2], blob, 10_000L));
+      assertInstanceOf(InvalidArgumentException.class, e.getCause());
+      assertTrue(e.getCause().getMessage().contains("outside its blob"), e.getCause().getMessage());
+    }
+    InvocationTargetException e = assertThrows(InvocationTargetException.class,
+        () -> call.invoke(null, c, "echo", 2, tags, new long[] {1, 1}, new Object[2], null, 10_000L));
+    assertInstanceOf(InvalidArgumentException.class, e.getCause());
+    // In bounds: slices of the one blob, the empty one at its end included.
+    Object ok = call.invoke(null, c, "echo", 5, new int[] {16, 16, 17, 17, 17},
+        new long[] {1, 3, 1L << 32 | 3, 0, 5L << 32}, new Object[5], blob, 10_000L);
+    assertEquals(List.of("ell", "", ""), ok);
+    assertEquals(3L, client.call("add", 1, 2));
   }
 
   @Test

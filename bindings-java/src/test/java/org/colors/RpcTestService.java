@@ -107,6 +107,29 @@ public class RpcTestService {
     return e.salary;
   }
 
+  public String[] strings(String[] xs) {
+    return xs;
+  }
+
+  public List<String> stringList(List<String> xs) {
+    return new ArrayList<>(xs);
+  }
+
+  /** A private deep copy of a shared value (lists as ArrayLists): the reply is built from it. */
+  public Object privateCopy(Object x) {
+    if (!(x instanceof List)) return x;
+    List<Object> l = new ArrayList<>();
+    for (Object e : (List<?>) x) l.add(privateCopy(e));
+    return l;
+  }
+
+  /** A reply that cannot be stored: a string with a lone surrogate (in a String[], in a list, alone). */
+  public Object loneSurrogate(int kind) {
+    if (kind == 0) return new String[] {"ok", "x\uD800y"};
+    if (kind == 1) return new ArrayList<>(List.of("ok", "x\uDC00"));
+    return "\uD800";
+  }
+
   public long pid() {
     return ProcessHandle.current().pid();
   }

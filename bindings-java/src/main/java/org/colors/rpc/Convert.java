@@ -118,21 +118,17 @@ final class Convert {
 
   /**
    * Replies with {@code result} on worker {@code w}: stored values as they are, private lists of
-   * scalars built natively in one call, string arrays and anything else through
-   * {@code copyToSharedMemory} (one native call too when the bulk copy covers the graph).
+   * scalars and strings (string arrays included) built natively in one call from the flat
+   * encoding, anything else through {@code copyToSharedMemory} (one native call too when the bulk
+   * copy covers the graph).
    */
   static void reply(long w, Object result) {
     int tag = RpcSupport.tagOrNone(result);
-    if (result instanceof String[]) {
-      // Strings: the bulk copy encodes them to UTF-8 in Java into one byte array; the flat
-      // encoding below would convert each through JNI.
-      result = SharedMemory.copyToSharedMemory(result);
-      tag = RpcSupport.tagOrNone(result);
-    } else if (tag == RpcSupport.NONE) {
+    if (tag == RpcSupport.NONE) {
       Enc e = Enc.get();
       if (e.encode(new Object[] {result})) {
         try {
-          RpcNative.workerReplyFlat(w, e.n, e.tags, e.bits, e.objs);
+          RpcNative.workerReplyFlat(w, e.n, e.tags, e.bits, e.objs, e.blob);
         } finally {
           e.clear();
         }
@@ -155,16 +151,23 @@ final class Convert {
 
   /**
    * The flat encoding of a private value tree for one native call (jni_rpc.cpp decode_flat): in
-   * prefix order, each scalar, string, binary or proxy as its (tag, bits, obj) triple and each
-   * private list (a non-set {@code Collection} or an array) as {@link #LIST} with its length,
-   * followed by its elements. It covers what {@code copyToSharedMemory} would copy as lists of
-   * lists and scalars; anything else (maps, sets, user objects), a private container met twice
+   * prefix order, each scalar, binary or proxy as its (tag, bits, obj) triple, each string as
+   * {@link #UTF8} with {@code offset << 32 | length} of its UTF-8 bytes in {@link #blob} (one byte
+   * array for all strings, read by the native at once instead of one JNI string read per string),
+   * and each private list (a non-set {@code Collection} or an array) as {@link #LIST} with its
+   * length, followed by its elements. Strings with a lone surrogate go as {@code String}s (the old
+   * triple), so the native refuses them with the message it always gave (the UTF-8 encoder is the
+   * bulk copy's, which refuses the same strings). It covers what {@code copyToSharedMemory} would
+   * copy as lists of lists and scalars; anything else (maps, sets, user objects), a private container met twice
    * (sharing and cycles must be kept: the copier keeps them), more than {@link #MAX_CONTAINERS}
    * containers or deeper than {@link #MAX_DEPTH} makes {@link #encode} return false, and the
    * caller falls back to {@code copyToSharedMemory}. One instance per thread, reused.
    */
   static final class Enc {
     static final int LIST = 16;  // jni_rpc.cpp kTagList
+    static final int UTF8 = 17;  // jni_rpc.cpp kTagUtf8
+    // A blob grown past this by one large call is dropped after it, not kept by the thread.
+    private static final int KEEP_BLOB = 1 << 20;
     static final int MAX_CONTAINERS = 64;
     static final int MAX_DEPTH = 32;
     private static final ThreadLocal<Enc> LOCAL = ThreadLocal.withInitial(Enc::new);
@@ -173,6 +176,9 @@ final class Convert {
     int[] tags = new int[32];
     long[] bits = new long[32];
     Object[] objs = new Object[32];
+    /** The strings' UTF-8 bytes, [0, nblob) used. */
+    byte[] blob = new byte[256];
+    int nblob;
     private final Object[] seen = new Object[MAX_CONTAINERS];
     private int nseen;
 
@@ -184,6 +190,7 @@ final class Convert {
     boolean encode(Object[] top) {
       n = 0;
       nseen = 0;
+      nblob = 0;
       put(LIST, top.length, null);
       for (Object o : top) {
         if (!add(o, 1)) {
@@ -200,6 +207,8 @@ final class Convert {
       Arrays.fill(seen, 0, nseen, null);
       n = 0;
       nseen = 0;
+      nblob = 0;
+      if (blob.length > KEEP_BLOB) blob = new byte[256];
     }
 
     private void put(int tag, long b, Object o) {
@@ -222,7 +231,30 @@ final class Convert {
       return true;
     }
 
+    // INVARIANT (blob bounds): each UTF8 element's [offset, offset + length) lies in [0, nblob) and
+    // nblob <= Integer.MAX_VALUE - 8 (a Java array's limit), so both halves fit their 32 bits;
+    // decode_flat checks every slice against the array it gets all the same.
+    private void string(String s) {
+      long room = 3L * s.length();
+      if (nblob + room <= Integer.MAX_VALUE - 8) {
+        if (nblob + room > blob.length) {
+          blob = Arrays.copyOf(blob, (int) Math.min(Integer.MAX_VALUE - 8, Math.max(blob.length * 2L, nblob + room)));
+        }
+        int p = RpcSupport.utf8(s, blob, nblob);
+        if (p >= 0) {
+          put(UTF8, (long) nblob << 32 | (p - nblob), null);
+          nblob = p;
+          return;
+        }
+      }
+      put(4, 0, s);  // Codec STRING: a lone surrogate (the native reports it) or a giant blob
+    }
+
     private boolean add(Object o, int depth) {
+      if (o instanceof String) {
+        string((String) o);
+        return true;
+      }
       int t = RpcSupport.tagOrNone(o);
       if (t != RpcSupport.NONE) {
         put(t, RpcSupport.bits(o, t), RpcSupport.obj(o, t));
@@ -238,6 +270,15 @@ final class Convert {
       }
       if (o instanceof Object[]) {
         if (!firstVisit(o)) return false;
+        if (o instanceof String[]) {  // no type test per element
+          String[] a = (String[]) o;
+          put(LIST, a.length, null);
+          for (String x : a) {
+            if (x == null) put(0, 0, null);  // Codec NULL
+            else string(x);
+          }
+          return true;
+        }
         Object[] items = (Object[]) o;
         put(LIST, items.length, null);
         for (Object x : items) if (!add(x, depth + 1)) return false;

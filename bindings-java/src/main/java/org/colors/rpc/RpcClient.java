@@ -203,7 +203,7 @@ public final class RpcClient implements AutoCloseable {
       Convert.Enc e = Convert.Enc.get();
       if (e.encode(args)) {
         try {
-          return RpcNative.clientCallFlat(client, method, e.n, e.tags, e.bits, e.objs, timeout);
+          return RpcNative.clientCallFlat(client, method, e.n, e.tags, e.bits, e.objs, e.blob, timeout);
         } finally {
           e.clear();
         }
@@ -249,7 +249,7 @@ public final class RpcClient implements AutoCloseable {
     Convert.Enc e = Convert.Enc.get();
     if (e.encode(args)) {
       try {
-        return RpcNative.clientSendFlat(client, method, e.n, e.tags, e.bits, e.objs);
+        return RpcNative.clientSendFlat(client, method, e.n, e.tags, e.bits, e.objs, e.blob);
       } finally {
         e.clear();
       }
