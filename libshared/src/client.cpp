@@ -211,6 +211,11 @@ Value& Value::operator=(Value&& o) noexcept {
   }
   return *this;
 }
+bool Value::is_current() const {
+  if (!is_ref(word_)) return true;
+  return root_ != nullptr && epoch_ == g_epoch.load(std::memory_order_acquire) && current_meta_or_null() != nullptr;
+}
+
 Value::~Value() {
   if (root_ != nullptr && epoch_ == g_epoch.load(std::memory_order_acquire) && current_meta_or_null() != nullptr) {
     root_release(static_cast<std::atomic<Word>*>(root_));

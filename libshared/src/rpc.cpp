@@ -188,28 +188,41 @@ List Call::args() const {
   return a.is_null() ? new_list() : List(a);
 }
 
+// Each completion writes its fields first and marks the call finished only once they are
+// stored: a store that throws (heap full, detached) leaves the call open for fail() or drop().
 void Call::reply(const Value& result) {
   if (finished_) return;
-  finished_ = true;
   const Schema& s = schema();
   req_.set(s.result, result);
+  finished_ = true;
   finish(req_, kDone);
 }
 
 void Call::fail(std::string_view error_type, std::string_view message) {
   if (finished_) return;
-  finished_ = true;
   const Schema& s = schema();
   req_.set(s.error_type, Value(error_type));
   req_.set(s.error_message, Value(message));
+  finished_ = true;
   finish(req_, kFailed);
 }
 
 void Call::reject(std::string_view message) {
   if (finished_) return;
-  finished_ = true;
   req_.set(schema().error_message, Value(message));
+  finished_ = true;
   finish(req_, kRejected);
+}
+
+void Call::drop() noexcept {
+  if (finished_ || req_.is_null()) return;
+  try {
+    if (!is_attached() || !req_.is_current()) return;  // the attachment that took it is gone
+    fail("colors.rpc.Dropped", "the server dropped the call without replying");
+  } catch (...) {
+    // Heap full or detached meanwhile: the caller's timeout or the server-death check remains.
+  }
+  finished_ = true;
 }
 
 void Server::reject_queued(const std::string& message) {

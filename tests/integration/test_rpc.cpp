@@ -276,3 +276,36 @@ TEST_CASE("rpc: a client killed mid-call leaves the server serving, and its requ
   CHECK(gc_stats().objects_freed > 0);
   flags->stop.store(1);
 }
+
+TEST_CASE("rpc: a call destroyed unanswered fails its caller at once and a moved call answers once") {
+  Fixture fx;
+  attach(fx.cfg.socket);
+  rpc::Server srv("dropper");
+  rpc::Client client("dropper");
+
+  rpc::Pending dropped = client.call_async("x", new_list());
+  {
+    auto call = srv.next(5000);
+    REQUIRE(call);
+  }  // destroyed without a reply: a server bug, or a reply that could not be stored
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    dropped.get(5000);
+    FAIL("no RemoteError");
+  } catch (const RemoteError& e) {
+    CHECK(e.remote_type() == "colors.rpc.Dropped");
+  }
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(1));  // not the timeout
+
+  rpc::Pending moved_call = client.call_async("y", new_list());
+  {
+    auto call = srv.next(5000);
+    REQUIRE(call);
+    rpc::Call moved = std::move(*call);
+    call.reset();  // the moved-from Call answers nothing
+    CHECK_FALSE(moved_call.ready());
+    moved.reply(Value(42));
+    moved.fail("late", "ignored");  // a second completion is ignored
+  }
+  CHECK(moved_call.get(5000).as_int() == 42);
+}

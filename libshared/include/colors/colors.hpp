@@ -85,6 +85,9 @@ class Value {
   bool operator==(const Value& other) const { return equals(other); }
   std::uint64_t hash() const;
   bool same_object(const Value& other) const { return word_ == other.word_; }
+  // Whether this value can be used in the current attachment: a scalar, or a shared object
+  // taken since the last attach (false for one that outlived a detach).
+  bool is_current() const;
   std::string repr() const;  // debugging text
 
   // Raw tagged word and construction from one (takes a new root). For bindings.

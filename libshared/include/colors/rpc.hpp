@@ -55,11 +55,33 @@ using Handler = std::function<Outcome(const std::string& method, const List& arg
 // A request taken from the endpoint queue by a server thread.
 class Call {
  public:
+  Call() = default;
+  // Move-only: one object answers a request. A moved-from Call answers nothing.
+  Call(Call&& o) noexcept : req_(std::move(o.req_)), method_(std::move(o.method_)), finished_(o.finished_) {
+    o.finished_ = true;
+  }
+  Call& operator=(Call&& o) noexcept {
+    if (this != &o) {
+      drop();
+      req_ = std::move(o.req_);
+      method_ = std::move(o.method_);
+      finished_ = o.finished_;
+      o.finished_ = true;
+    }
+    return *this;
+  }
+  Call(const Call&) = delete;
+  Call& operator=(const Call&) = delete;
+  // A call destroyed unanswered fails ("colors.rpc.Dropped"), so that its caller does not wait
+  // for a reply that will never come.
+  ~Call() { drop(); }
+
   const std::string& method() const { return method_; }
   List args() const;
   bool is_batch() const { return method_ == kBatchMethod; }
   // Completes the call (exactly one of these, once; later ones are ignored). reject: the call is
-  // not run at all (its server is going away); the caller gets UnavailableError.
+  // not run at all (its server is going away); the caller gets UnavailableError. One that throws
+  // (the result could not be stored) leaves the call open: fail it, or let it be dropped.
   void reply(const Value& result);
   void fail(std::string_view error_type, std::string_view message);
   void reject(std::string_view message);
@@ -69,6 +91,7 @@ class Call {
 
  private:
   friend class Server;
+  void drop() noexcept;
   Object req_;
   std::string method_;
   bool finished_ = false;
