@@ -308,15 +308,32 @@ Server::~Server() {
   }
 }
 
+// The queue is a public channel: any attached process can put anything in it. Only objects of
+// this attachment's Request class are calls; anything else is dropped here (nobody can be waiting
+// for it: a caller waits on the state of a Request it sent), so that a stray or forged message
+// never reaches a serving thread as an exception. A Request without a method or arguments is
+// failed at once. The timeout counts from the first receive.
 std::optional<Call> Server::next(std::int64_t timeout_ms, std::int64_t spin_ns) {
   const Schema& s = schema();
-  std::optional<Value> v = queue_.receive(timeout_ms, spin_ns < 0 ? server_spin_ns() : spin_ns);
-  if (!v) return std::nullopt;
-  Call c;
-  c.req_ = Object(*v);
-  Value m = c.req_.get(s.method);
-  c.method_ = m.is_null() ? std::string() : m.as_string();
-  return c;
+  constexpr std::int64_t kForeverMs = INT64_MAX / 4'000'000;  // beyond this, no deadline (no overflow)
+  const std::int64_t deadline =
+      timeout_ms < 0 || timeout_ms > kForeverMs ? -1 : detail::monotonic_ns() + timeout_ms * 1'000'000;
+  for (;;) {
+    std::int64_t left = -1;
+    if (deadline >= 0) left = std::max<std::int64_t>(0, (deadline - detail::monotonic_ns()) / 1'000'000);
+    std::optional<Value> v = queue_.receive(left, spin_ns < 0 ? server_spin_ns() : spin_ns);
+    if (!v) return std::nullopt;
+    if (v->kind() != TypeKind::kObject || !(class_of(*v) == s.request)) continue;  // not a call
+    Call c;
+    c.req_ = Object(*v);
+    Value m = c.req_.get(s.method);
+    if (m.is_null() || c.req_.get(s.args).is_null()) {
+      c.fail("colors.rpc.BadRequest", "an rpc request without a method name or an argument list");
+      continue;
+    }
+    c.method_ = m.as_string();
+    return c;
+  }
 }
 
 // ---- Client ----

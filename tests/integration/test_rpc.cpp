@@ -309,3 +309,42 @@ TEST_CASE("rpc: a call destroyed unanswered fails its caller at once and a moved
   }
   CHECK(moved_call.get(5000).as_int() == 42);
 }
+
+TEST_CASE("rpc: stray and forged messages in an endpoint's queue never reach a serving thread") {
+  Fixture fx;
+  SharedFlags flags;
+  Kids kids;
+  kids.add(start_server(fx.cfg.socket, "guarded", flags.f));
+  REQUIRE(eventually([&] { return flags->ready.load() == 1; }, 10000));
+  attach(fx.cfg.socket);
+
+  // The queue is a public channel: anyone attached can put anything into it.
+  Channel queue = channel("colors.rpc.queue:guarded", 1024);
+  REQUIRE(queue.send(Value(42), 1000));
+  REQUIRE(queue.send(new_list(), 1000));
+  Class other = define_class("test.NotARequest", {{"method", TypeKind::kString, ""}});
+  Object impostor = new_object(other);
+  impostor.set("method", Value("add"));
+  REQUIRE(queue.send(impostor, 1000));
+  // A Request of the right class but without its argument list: failed, not served.
+  Class request = define_class("colors.rpc.Request", {{"method", TypeKind::kString, ""},
+                                                      {"args", TypeKind::kList, ""},
+                                                      {"result", TypeKind::kAny, ""},
+                                                      {"error_type", TypeKind::kString, ""},
+                                                      {"error_message", TypeKind::kString, ""},
+                                                      {"state", TypeKind::kInteger, ""}});
+  Object bare = new_object(request);
+  bare.set("method", Value("add"));
+  bare.set("state", Value(0));
+  REQUIRE(queue.send(bare, 1000));
+
+  // The server thread survived all four and serves the next real call.
+  rpc::Client calc("guarded");
+  CHECK(calc.call("add", args_of({20, 22}), 5000).as_int() == 42);
+  CHECK(eventually([&] {
+    Value t = bare.get("error_type");
+    return !t.is_null() && t.as_string() == "colors.rpc.BadRequest";
+  }, 5000));
+  CHECK(flags->handled.load() == 1);  // only the real call reached the handler
+  flags->stop.store(1);
+}
