@@ -211,6 +211,10 @@ Value& Value::operator=(Value&& o) noexcept {
   }
   return *this;
 }
+namespace detail {
+std::uint64_t attachment_epoch() { return g_epoch.load(std::memory_order_acquire); }
+}  // namespace detail
+
 bool Value::is_current() const {
   if (!is_ref(word_)) return true;
   return root_ != nullptr && epoch_ == g_epoch.load(std::memory_order_acquire) && current_meta_or_null() != nullptr;

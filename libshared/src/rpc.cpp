@@ -183,7 +183,13 @@ Outcome run_one(const Handler& h, const std::string& method, const List& args) {
 
 // ---- Call ----
 
+// A request object of a closed attachment: its word means nothing in the current one.
+static void expect_current(const Object& req, const char* what) {
+  if (!req.is_current()) throw NotAttachedError(std::string(what) + " belongs to a closed attachment");
+}
+
 List Call::args() const {
+  expect_current(req_, "this rpc request");
   Value a = req_.get(schema().args);
   return a.is_null() ? new_list() : List(a);
 }
@@ -192,6 +198,7 @@ List Call::args() const {
 // stored: a store that throws (heap full, detached) leaves the call open for fail() or drop().
 void Call::reply(const Value& result) {
   if (finished_) return;
+  expect_current(req_, "this rpc request");
   const Schema& s = schema();
   req_.set(s.result, result);
   finished_ = true;
@@ -200,6 +207,7 @@ void Call::reply(const Value& result) {
 
 void Call::fail(std::string_view error_type, std::string_view message) {
   if (finished_) return;
+  expect_current(req_, "this rpc request");
   const Schema& s = schema();
   req_.set(s.error_type, Value(error_type));
   req_.set(s.error_message, Value(message));
@@ -209,6 +217,7 @@ void Call::fail(std::string_view error_type, std::string_view message) {
 
 void Call::reject(std::string_view message) {
   if (finished_) return;
+  expect_current(req_, "this rpc request");
   req_.set(schema().error_message, Value(message));
   finished_ = true;
   finish(req_, kRejected);
@@ -268,8 +277,20 @@ void Call::run(const Handler& h) {
 
 // ---- Server ----
 
+// Raw record pointers (repo_, queue_) are only valid in the attachment that made them: after a
+// detach, another server's segment may be mapped at the same address.
+void Server::check_attachment() const {
+  if (epoch_ != detail::attachment_epoch())
+    throw NotAttachedError("rpc server of endpoint '" + name_ + "' belongs to a closed attachment");
+}
+void Client::check_attachment() const {
+  if (epoch_ != detail::attachment_epoch())
+    throw NotAttachedError("rpc client of endpoint '" + name_ + "' belongs to a closed attachment: connect again");
+}
+
 Server::Server(const std::string& name, std::uint32_t queue_capacity) : name_(name) {
   const Schema& s = schema();
+  epoch_ = detail::attachment_epoch();
   repo_ = repository(endpoint_repo(name));
   queue_ = channel(queue_name(name), queue_capacity);
   Monitor mon(repo_);  // registrations of one endpoint are serialised by its repository monitor
@@ -295,7 +316,7 @@ Server::Server(const std::string& name, std::uint32_t queue_capacity) : name_(na
 
 Server::~Server() {
   try {
-    if (!is_attached()) return;
+    if (!is_attached() || epoch_ != detail::attachment_epoch()) return;  // its records are not ours
     {
       Monitor mon(repo_);
       if (!repo_.get().same_object(endpoint_)) return;  // a successor took over
@@ -315,6 +336,7 @@ Server::~Server() {
 // failed at once. The timeout counts from the first receive.
 std::optional<Call> Server::next(std::int64_t timeout_ms, std::int64_t spin_ns) {
   const Schema& s = schema();
+  check_attachment();
   constexpr std::int64_t kForeverMs = INT64_MAX / 4'000'000;  // beyond this, no deadline (no overflow)
   const std::int64_t deadline =
       timeout_ms < 0 || timeout_ms > kForeverMs ? -1 : detail::monotonic_ns() + timeout_ms * 1'000'000;
@@ -340,6 +362,7 @@ std::optional<Call> Server::next(std::int64_t timeout_ms, std::int64_t spin_ns) 
 
 Client::Client(const std::string& name) : name_(name) {
   schema();
+  epoch_ = detail::attachment_epoch();
   repo_ = repository(endpoint_repo(name));
   queue_ = channel(queue_name(name), 1024);
   refresh();
@@ -366,12 +389,14 @@ bool Client::current() const {
 }
 
 bool Client::server_alive() const {
+  check_attachment();
   std::lock_guard<std::mutex> g(*mu_);
   return current();
 }
 
 Pending Client::call_async(std::string_view method, const List& args) {
   const Schema& s = schema();
+  check_attachment();
   Pending p;
   Value mname;
   {
@@ -437,12 +462,14 @@ std::vector<Outcome> Client::outcomes(const Value& batch_result) {
 // ---- Pending ----
 
 bool Pending::ready() const {
+  expect_current(req_, "this rpc call");
   std::int64_t st = state_of(state_slot(req_)->load(std::memory_order_acquire));
   return finished_state(st);
 }
 
 Value Pending::get(std::int64_t timeout_ms) {
   const Schema& s = schema();
+  expect_current(req_, "this rpc call");
   std::atomic<Word>* slot = state_slot(req_);
   auto finished = finished_state;
   std::int64_t st = state_of(slot->load(std::memory_order_acquire));

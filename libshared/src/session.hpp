@@ -11,6 +11,10 @@ namespace colors::detail {
 std::uint32_t current_client_id();
 std::uint32_t current_client_slot();
 void set_current_client(std::uint32_t client_id, std::uint32_t slot);
+// Changes at every attach and detach (and in a fork child): an object that keeps raw pointers into
+// the segment remembers it and refuses to work once it changed (another attachment, maybe another
+// server's segment, can be mapped at the same address).
+std::uint64_t attachment_epoch();
 
 // Blocking waits (monitor enter and wait, channel send and receive) wake at least every
 // kInterruptSliceNs and call the hook; when it returns true they throw InterruptedError. Bindings

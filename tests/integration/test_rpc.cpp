@@ -11,6 +11,7 @@
 #include <chrono>
 #include <csignal>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -347,4 +348,35 @@ TEST_CASE("rpc: stray and forged messages in an endpoint's queue never reach a s
   }, 5000));
   CHECK(flags->handled.load() == 1);  // only the real call reached the handler
   flags->stop.store(1);
+}
+
+TEST_CASE("rpc: servers, clients, calls and pending results of a closed attachment refuse to work") {
+  Fixture fx;
+  attach(fx.cfg.socket);
+  auto srv = std::make_unique<rpc::Server>("stale");
+  rpc::Client client("stale");
+  rpc::Pending pending = client.call_async("x", new_list());
+  std::optional<rpc::Call> call = srv->next(5000);
+  REQUIRE(call);
+  detach();
+  attach(fx.cfg.socket);  // the same server here; another one's segment could be mapped there too
+
+  CHECK_THROWS_AS(client.call("x", new_list(), 100), NotAttachedError);
+  CHECK_THROWS_AS(client.server_alive(), NotAttachedError);
+  CHECK_THROWS_AS(srv->next(10), NotAttachedError);
+  CHECK_THROWS_AS(pending.get(10), NotAttachedError);
+  CHECK_THROWS_AS(pending.ready(), NotAttachedError);
+  CHECK_THROWS_AS(call->reply(Value(1)), NotAttachedError);
+  CHECK_THROWS_AS(call->args(), NotAttachedError);
+  call.reset();  // dropped: its attachment is gone, nothing is touched
+  srv.reset();   // neither does the destructor
+
+  // This attachment serves and calls the endpoint afresh (the old registration's client is gone).
+  rpc::Server fresh("stale");
+  rpc::Client again("stale");
+  rpc::Pending p = again.call_async("y", new_list());
+  auto c = fresh.next(5000);
+  REQUIRE(c);
+  c->reply(Value(7));
+  CHECK(p.get(5000).as_int() == 7);
 }

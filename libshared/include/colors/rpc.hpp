@@ -112,10 +112,12 @@ class Server {
 
  private:
   void reject_queued(const std::string& message);  // every call still queued
+  void check_attachment() const;  // NotAttachedError once the attachment that made it is closed
   std::string name_;
   Repository repo_;
   Channel queue_;
   Value endpoint_;
+  std::uint64_t epoch_ = 0;  // the attachment whose records repo_ and queue_ point at
 };
 
 // An outstanding call.
@@ -158,6 +160,7 @@ class Client {
  private:
   void refresh();  // re-reads the endpoint when its cached server is gone or unregistered
   bool current() const;  // the cached server still lives and still serves the endpoint
+  void check_attachment() const;  // NotAttachedError once the attachment that made it is closed
   std::string name_;
   Repository repo_;
   Channel queue_;
@@ -165,6 +168,7 @@ class Client {
   std::uint32_t server_client_ = 0, server_slot_ = 0;
   std::int64_t spin_ns_ = -1;
   std::vector<std::pair<std::string, Value>> method_names_;  // shared strings reused per method
+  std::uint64_t epoch_ = 0;  // the attachment whose records repo_ and queue_ point at
   // Guards the cached endpoint and method names: one Client may be used by several threads.
   std::shared_ptr<std::mutex> mu_ = std::make_shared<std::mutex>();
 };
