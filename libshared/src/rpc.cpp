@@ -31,6 +31,7 @@
 #include <cstring>
 #include <mutex>
 #include <typeinfo>
+#include <vector>
 
 #include "colors/config.hpp"
 #include "classes.hpp"
@@ -83,6 +84,9 @@ std::mutex g_schema_mu;
 // The schema of the current attachment: immutable once published. A new attachment publishes a
 // new one; old ones are never freed (a thread may still read one; a few hundred bytes each).
 std::atomic<const Schema*> g_schema{nullptr};
+// Every schema ever made, so that the retired ones stay reachable (not reported as leaks).
+// Never destroyed: a thread may still read a schema while the process exits. GUARDED_BY g_schema_mu.
+std::vector<const Schema*>* g_all_schemas = new std::vector<const Schema*>;
 
 const Schema& schema() {
   detail::Metadata* m = detail::current_meta();
@@ -114,6 +118,7 @@ const Schema& schema() {
   s->server_client = Field(s->endpoint, "server_client");
   s->server_slot = Field(s->endpoint, "server_slot");
   s->server_pid = Field(s->endpoint, "server_pid");
+  g_all_schemas->push_back(s);
   g_schema.store(s, std::memory_order_release);
   return *s;
 }
