@@ -59,9 +59,7 @@ final class BulkReader {
   private int nfill;
   private final int[] work;  // each object is assigned, pushed and filled at most once: n suffice
   private int nwork;
-  private final HashMap<String, Class<?>> byName = new HashMap<>();
   private final HashMap<Long, Object[]> plans = new HashMap<>();
-  private static final Class<?> NOT_FOUND = Void.class;
 
   private BulkReader(ClassLoader loader, Object[] flat) {
     this.loader = loader;
@@ -160,17 +158,8 @@ final class BulkReader {
 
   private Class<?> javaClassByName(long cls, Class<?> declared) {
     if (declared == SharedObject.class) return null;
-    String name = Bulk.info(cls).name;
-    Class<?> c = byName.get(name);
-    if (c == null) {
-      try {
-        c = Class.forName(name, false, loader);
-      } catch (ClassNotFoundException | LinkageError e) {
-        c = NOT_FOUND;
-      }
-      byName.put(name, c);
-    }
-    if (c != NOT_FOUND && ClassMapping.isUserClass(c) && declared.isAssignableFrom(c)) return c;
+    Class<?> c = ClassesByName.find(Bulk.info(cls).name, loader);
+    if (c != null && ClassMapping.isUserClass(c) && declared.isAssignableFrom(c)) return c;
     return ClassMapping.isUserClass(declared) ? declared : null;
   }
 

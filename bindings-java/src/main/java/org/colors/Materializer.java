@@ -61,12 +61,8 @@ final class Materializer {
    */
   private Class<?> javaClassFor(SharedObject so, Class<?> declared) {
     if (declared == SharedObject.class) return null;
-    try {
-      Class<?> c = Class.forName(so.className(), false, loader);
-      if (ClassMapping.isUserClass(c) && declared.isAssignableFrom(c)) return c;
-    } catch (ClassNotFoundException | LinkageError e) {
-      // no Java class of that name
-    }
+    Class<?> c = ClassesByName.find(so.className(), loader);
+    if (c != null && ClassMapping.isUserClass(c) && declared.isAssignableFrom(c)) return c;
     return ClassMapping.isUserClass(declared) ? declared : null;
   }
 
