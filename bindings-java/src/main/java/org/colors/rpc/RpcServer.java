@@ -216,8 +216,19 @@ public final class RpcServer implements AutoCloseable {
         Object[] call;
         try {
           call = RpcNative.serverNext(srv, w, spinNanos);
+          java.util.function.Supplier<RuntimeException> fault = takeFault;
+          if (call != null && fault != null) {
+            RuntimeException e = fault.get();
+            if (e != null) throw e;
+          }
         } catch (SharedInterruptedException | NotAttachedException | ServerGoneException e) {
           return;  // interrupted, detached, or the colors server is gone
+        } catch (RuntimeException | OutOfMemoryError e) {
+          // The call was taken but its arguments could not be made into Java values (the JVM's
+          // heap is full, a class mapping fails): that caller learns why, the thread serves on.
+          // Without a call taken the error is the queue's own, and the thread ends as before.
+          if (!failTaken(w, e)) throw e;
+          continue;
         }
         if (call == null) return;  // closing
         String method = (String) call[0];
@@ -285,6 +296,22 @@ public final class RpcServer implements AutoCloseable {
   private static void fail(long w, Throwable t) {
     RpcNative.workerFail(w, remoteType(t), remoteMessage(t));
   }
+
+  /** Fails the call worker {@code w} holds with {@code t}; false if it holds none. */
+  private static boolean failTaken(long w, Throwable t) {
+    try {
+      fail(w, t);
+      return true;
+    } catch (RuntimeException none) {
+      return false;
+    }
+  }
+
+  /**
+   * Fault injection for tests: consulted after each call is taken; an exception it returns is
+   * thrown as if making the call's arguments into Java values had failed. Null in production.
+   */
+  static volatile java.util.function.Supplier<RuntimeException> takeFault;
 
   /**
    * Stops serving: the threads finish the calls they are running and end (an idle thread notices
