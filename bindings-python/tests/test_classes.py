@@ -239,6 +239,20 @@ def test_class_that_cannot_be_imported_gets_a_generic_proxy():
     assert g.colour == "red" and cs.shared_type(g).version == 2
     del g.colour
     assert not hasattr(g, "colour")
+    assert cs.repository(name).get() is g  # one live proxy per object, generic ones too
+
+    # Mapped later: the next read makes a proxy of the mapped class, although the generic proxy
+    # of the same object is still alive (the identity tables keep the two kinds apart).
+    class Gadget:
+        size: int
+
+    cs.register(Gadget, name)
+    m = cs.repository(name).get()
+    assert type(m).__name__ == "Gadget" and not isinstance(m, cs.SharedObject) and m.size == 3
+    assert cs.repository(name).get() is m
+    assert isinstance(g, cs.SharedObject) and g.size == 3
+    with pytest.raises(AttributeError):
+        g._colors_handle  # the identity table's handle is hidden from Python
 
 
 def test_register_under_another_name_maps_both_ways():

@@ -2,7 +2,7 @@
 
 A proxy owns exactly one ``_Ref`` (a GC root of this process) in its ``_ref`` slot: while the proxy
 lives, its shared object lives. Proxies are created only by the extension (``_colors_shm``), which
-keeps a raw-word -> weakref cache so that one shared object has at most one live proxy.
+keeps a raw-word -> live proxy table so that one shared object has at most one live proxy.
 
 The extension offers a few primitive operations per kind (``lget``/``lset``/``lappend``/...); the
 classes below build the full ``collections.abc`` behaviour of ``list``, ``dict`` and ``set`` on them.
@@ -35,7 +35,8 @@ _MISSING = object()
 class SharedProxy:
     """Base class of every proxy of a shared object."""
 
-    __slots__ = ("_ref", "__weakref__")
+    # _colors_handle: the identity table's handle, hidden by _register_proxies (the extension).
+    __slots__ = ("_ref", "_colors_handle", "__weakref__")
 
     def __init__(self, *args, **kwargs):
         raise TypeError(

@@ -3,7 +3,9 @@
 //    process) in a hidden slot; declared fields are `_FieldDescriptor`s that read and write the
 //    object's slots directly; other attribute writes add shared fields (schema evolution, section
 //    3.1.2 of the paper) and `del` removes them, without moving the object;
-//  * the identity cache of user proxies (shared word -> live proxy, erased when the handle dies);
+//  * the identity caches of proxies (shared word -> live proxy, erased when the handle dies): one
+//    of user proxies, one of the other proxies (containers and generic SharedObjects, made by
+//    values.cpp's wrap; their handles hold no root: the proxy's _Ref does);
 //  * shared_type() reflection (SharedClass / SharedField), allocation of user objects.
 //
 // Invariants:
@@ -14,9 +16,10 @@
 //    being destroyed (refcount 0: its weakref callbacks and slot clearing run before the handle
 //    dies); lookups skip such a proxy and a new proxy replaces the entry (one *live* proxy per
 //    object).
-//  * The identity table holds entries of one attachment generation (g_proxies_gen); it is emptied
-//    before anything is looked up or inserted in another one, and a handle of an older generation
-//    never touches it.
+//  * The identity tables hold entries of one attachment generation (g_proxies_gen); they are
+//    emptied before anything is looked up or inserted in another one, and a handle of an older
+//    generation never touches them. Container and generic proxies keep their handle in the
+//    hidden `_colors_handle` slot of SharedProxy, set once, like a user proxy's.
 //  * Field descriptors cache (class version -> FieldInfo) per attachment generation; class
 //    records are immortal within one attachment.
 //  * Everything here runs with the GIL held.
@@ -97,7 +100,20 @@ void retire_layouts() {
 // Shared word -> live user proxy (borrowed; see the invariants above), of generation
 // g_proxies_gen.
 IdentityTable g_proxies;
+// Shared word -> live container or generic SharedObject proxy (borrowed), same generation. Apart
+// from g_proxies: a generic proxy of an object whose class gets mapped later must not be taken
+// for its user proxy.
+IdentityTable g_other_proxies;
 std::uint64_t g_proxies_gen = 0;
+
+// Empties both tables when the attachment generation changed since they were filled.
+void sync_proxies_gen() {
+  if (g_proxies_gen != g_generation) {  // entries of an older attachment: their proxies are stale
+    g_proxies.clear();
+    g_other_proxies.clear();
+    g_proxies_gen = g_generation;
+  }
+}
 
 // The live proxy of the user object `w` (borrowed), or nullptr. A dying proxy (refcount 0, see
 // the invariants) is not returned: handing it out would resurrect an object half destroyed.
@@ -219,6 +235,7 @@ struct Handle {
   std::atomic<cd::Word>* root; // its root slot (see above), nullptr only while being made
   std::uint64_t gen;
   PyObject* proxy;  // borrowed: the proxy whose slot holds this handle (nullptr until it is made)
+  bool other;       // the proxy is in g_other_proxies (root stays null: its _Ref holds the object)
 };
 
 // Handles of dead proxies, reused by the next proxies: a tree walk drops and makes one proxy per
@@ -244,6 +261,7 @@ Handle* new_handle() {
   h->root = nullptr;
   h->gen = g_generation;
   h->proxy = nullptr;
+  h->other = false;
   return h;
 }
 
@@ -252,7 +270,8 @@ void handle_dealloc(PyObject* self) {
   // The table is this process's memory: its entry goes whenever it is of this generation (also in
   // a fork child before _after_fork_in_child, where the attachment is already gone). The root is
   // the segment's: dropped only while attached in the handle's generation.
-  if (h->proxy != nullptr && h->gen == g_generation && g_proxies_gen == g_generation) g_proxies.erase(h->word, h->proxy);
+  if (h->proxy != nullptr && h->gen == g_generation && g_proxies_gen == g_generation)
+    (h->other ? g_other_proxies : g_proxies).erase(h->word, h->proxy);
   if (h->root != nullptr && h->gen == g_generation && cd::current_meta_or_null() != nullptr) {
     cd::store_ref(h->root, cd::kNull);  // drops the root (deletion barrier), as root_release
     give_root(h->root);
@@ -317,10 +336,7 @@ PyObject* user_proxy(cd::Word w, std::atomic<cd::Word>** root, bool* generic, bo
     clear_mappings();
     g_mapping_gen = g_generation;
   }
-  if (g_proxies_gen != g_generation) {  // entries of an older attachment: their proxies are stale
-    g_proxies.clear();
-    g_proxies_gen = g_generation;
-  }
+  sync_proxies_gen();
   const cd::ClassRecord* rec = cd::class_of(w);
   Mapped mp;
   if (rec == g_last_rec) {
@@ -356,10 +372,7 @@ PyObject* user_proxy(cd::Word w, std::atomic<cd::Word>** root, bool* generic, bo
     return nullptr;
   }
   if (PyObject* p = live_proxy(w)) return Py_NewRef(p);  // the resolver's Python code made one
-  if (g_proxies_gen != g_generation) {
-    g_proxies.clear();
-    g_proxies_gen = g_generation;
-  }
+  sync_proxies_gen();
   g_proxies.reserve_one();  // the insert below cannot fail then
   std::atomic<cd::Word>* r = *root;
   if (r == nullptr) {
@@ -901,11 +914,32 @@ py::object from_rooted(std::uint64_t w, std::atomic<std::uint64_t>* root) {
 
 void forget_user_proxies() {
   g_proxies.clear();
+  g_other_proxies.clear();
   retire_layouts();
   clear_mappings();
 }
 
-std::size_t user_cache_size() { return g_proxies_gen == g_generation ? g_proxies.size() : 0; }
+std::size_t user_cache_size() {
+  return g_proxies_gen == g_generation ? g_proxies.size() + g_other_proxies.size() : 0;
+}
+
+PyObject* live_other_proxy(std::uint64_t w) {
+  if (g_proxies_gen != g_generation) return nullptr;
+  PyObject* p = g_other_proxies.find(w);
+  return p != nullptr && Py_REFCNT(p) > 0 ? Py_NewRef(p) : nullptr;  // not a dying one (see live_proxy)
+}
+
+void track_other_proxy(std::uint64_t w, PyObject* proxy, Py_ssize_t handle_off) {
+  sync_proxies_gen();
+  g_other_proxies.reserve_one();  // the insert below cannot fail then
+  Handle* h = new_handle();       // not a GC type: no Python code runs here
+  h->word = w;
+  h->other = true;
+  h->proxy = proxy;
+  PyObject** slot = reinterpret_cast<PyObject**>(reinterpret_cast<char*>(proxy) + handle_off);
+  Py_XSETREF(*slot, reinterpret_cast<PyObject*>(h));  // steals h; the slot was empty (a new proxy)
+  g_other_proxies.insert(w, proxy);
+}
 
 TypeKind kind_for_value(PyObject* v) { return value_kind_of(v); }
 

@@ -81,7 +81,12 @@ struct UserLayout {
 };
 const UserLayout& user_layout(PyTypeObject* type, const std::vector<std::pair<std::string, colors::TypeKind>>& extras);
 colors::TypeKind kind_for_value(PyObject* v);
-std::size_t user_cache_size();
+std::size_t user_cache_size();  // both identity tables
+// The identity table of container and generic SharedObject proxies (values.cpp's wrap): the live
+// proxy of `w` (a new reference) or nullptr; and tracking a new proxy, whose hidden handle slot
+// at `handle_off` must be empty (it gets a handle that erases the entry when the proxy dies).
+PyObject* live_other_proxy(std::uint64_t w);
+void track_other_proxy(std::uint64_t w, PyObject* proxy, Py_ssize_t handle_off);
 
 // ---- errors (errors.cpp) ----
 // Inside a catch block of raw C-API code: sets the Python error for the exception in flight, as

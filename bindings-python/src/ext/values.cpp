@@ -70,9 +70,9 @@ PyObject* g_list_cls = nullptr;     // _proxies.SharedList
 PyObject* g_dict_cls = nullptr;     // _proxies.SharedDict
 PyObject* g_set_cls = nullptr;      // _proxies.SharedSet
 PyObject* g_object_cls = nullptr;   // _proxies.SharedObject
-PyObject* g_cache = nullptr;        // dict: raw word (int) -> weakref to the proxy
 PyObject* g_ref_attr = nullptr;     // interned "_ref"
 Py_ssize_t g_ref_offset = 0;        // offset of SharedProxy's `_ref` slot in its instances
+Py_ssize_t g_handle_offset = 0;     // offset of SharedProxy's hidden handle slot (identity table)
 PyTypeObject* g_ref_type = nullptr; // _Ref
 
 // The Ref inside an instance of exactly _Ref (pybind11's instance layout, read directly: a
@@ -95,19 +95,6 @@ py::object make_proxy(PyObject* cls, colors::Value&& v) {
   return py::reinterpret_steal<py::object>(obj);
 }
 
-// Weakref callback of a cached proxy, bound to the proxy's key (`self`): drops the cache entry,
-// unless a newer proxy of the same object replaced it already. One PyCFunction per proxy (a
-// pybind11 cpp_function per proxy cost ~1 us: it builds a signature string and a function record).
-PyObject* forget_proxy(PyObject* key, PyObject* wr) {
-  if (g_cache != nullptr) {
-    PyObject* cur = PyDict_GetItemWithError(g_cache, key);
-    if (cur == wr) PyDict_DelItem(g_cache, key);
-    PyErr_Clear();
-  }
-  Py_RETURN_NONE;
-}
-PyMethodDef g_forget_def = {"_forget_proxy", &forget_proxy, METH_O, nullptr};
-
 py::object wrap(colors::Value&& v, TypeKind k) {
   if (k == TypeKind::kObject) {
     bool generic = false;
@@ -123,35 +110,17 @@ py::object wrap(colors::Value&& v, TypeKind k) {
     default: break;
   }
   if (cls == nullptr) return py::cast(Ref(std::move(v)));  // before _proxies registered itself
-  py::int_ key(static_cast<unsigned long long>(v.raw()));
-  if (PyObject* wr = PyDict_GetItemWithError(g_cache, key.ptr())) {
-    PyObject* obj = PyWeakref_GetObject(wr);  // borrowed
-    if (obj != nullptr && obj != Py_None) return py::reinterpret_borrow<py::object>(obj);
-  } else if (PyErr_Occurred()) {
-    throw py::error_already_set();
-  }
+  // One live proxy per shared object: the identity table of classes.cpp (its handle in the proxy's
+  // hidden slot erases the entry when the proxy dies). It replaced a dict of weakrefs, whose int
+  // key, per-proxy callback and weakref cost about 2,000 instructions per proxy.
+  const cd::Word w = v.raw();
+  if (PyObject* p = live_other_proxy(w)) return py::reinterpret_steal<py::object>(p);
   py::object proxy = make_proxy(cls, std::move(v));
-  py::object cb = py::reinterpret_steal<py::object>(PyCFunction_New(&g_forget_def, key.ptr()));
-  if (!cb) throw py::error_already_set();
-  PyObject* wr = PyWeakref_NewRef(proxy.ptr(), cb.ptr());
-  if (wr == nullptr) throw py::error_already_set();
-  // The three GC allocations above (proxy, callback, weakref) may each run a collection (Python
-  // 3.11), hence any Python code, which may have made a proxy of this object meanwhile: that one
-  // stays the object's proxy (ours dies here, and its callback finds the entry is not its own).
-  // Nothing below allocates a GC object, so no Python code runs until the entry is set.
-  if (PyObject* cur = PyDict_GetItemWithError(g_cache, key.ptr())) {
-    PyObject* obj = PyWeakref_GetObject(cur);  // borrowed
-    if (obj != nullptr && obj != Py_None) {
-      Py_DECREF(wr);
-      return py::reinterpret_borrow<py::object>(obj);
-    }
-  } else if (PyErr_Occurred()) {
-    Py_DECREF(wr);
-    throw py::error_already_set();
-  }
-  int rc = PyDict_SetItem(g_cache, key.ptr(), wr);
-  Py_DECREF(wr);
-  if (rc != 0) throw py::error_already_set();
+  // make_proxy's allocations (the _Ref, the proxy) may run a collection (Python 3.11), hence any
+  // Python code, which may have made a proxy of this object meanwhile: that one stays the
+  // object's proxy (ours dies here, untracked). Nothing below runs Python code.
+  if (PyObject* other = live_other_proxy(w)) return py::reinterpret_steal<py::object>(other);
+  track_other_proxy(w, proxy.ptr(), g_handle_offset);
   return proxy;
 }
 
@@ -208,7 +177,6 @@ Ref* ref_of(py::handle obj) {
 }
 
 void clear_identity_cache() {
-  if (g_cache != nullptr) PyDict_Clear(g_cache);
   forget_user_proxies();
 }
 
@@ -496,7 +464,6 @@ colors::Value copy_in(py::handle obj) {
 
 void init_values(py::module_& m) {
   g_ref_attr = PyUnicode_InternFromString("_ref");
-  g_cache = PyDict_New();
 
   // Final: ref_of's exact type check is then the same as isinstance.
   py::class_<Ref> ref_cls(m, "_Ref", py::is_final(), "A GC root of this process holding one shared object (internal).");
@@ -512,6 +479,13 @@ void init_values(py::module_& m) {
         if (member == nullptr || Py_TYPE(member) != &PyMemberDescr_Type)
           throw colors::InvalidArgumentError("_register_proxies: SharedProxy lacks its _ref slot");
         g_ref_offset = reinterpret_cast<PyMemberDescrObject*>(member)->d_member->offset;
+        // The handle slot is hidden (its descriptor deleted): Python code can neither read nor
+        // replace a proxy's handle, so the handle dies exactly when its proxy does.
+        PyObject* hm = PyDict_GetItemString(reinterpret_cast<PyTypeObject*>(base.ptr())->tp_dict, "_colors_handle");
+        if (hm == nullptr || Py_TYPE(hm) != &PyMemberDescr_Type)
+          throw colors::InvalidArgumentError("_register_proxies: SharedProxy lacks its _colors_handle slot");
+        g_handle_offset = reinterpret_cast<PyMemberDescrObject*>(hm)->d_member->offset;
+        if (PyObject_DelAttrString(base.ptr(), "_colors_handle") != 0) throw py::error_already_set();
         g_proxy_base = base.release().ptr();
         g_list_cls = list_cls.release().ptr();
         g_dict_cls = dict_cls.release().ptr();
@@ -557,7 +531,7 @@ void init_values(py::module_& m) {
   m.def("check_storable", [](py::handle obj) { check_storable(obj); }, py::arg("obj"));
   m.def("_roundtrip", [](py::handle obj) { return from_value(to_value(obj)); }, py::arg("obj"),
         "Stores a scalar into shared memory and reads it back (tests).");
-  m.def("_identity_cache_size", [] { return static_cast<std::size_t>(PyDict_Size(g_cache)) + user_cache_size(); });
+  m.def("_identity_cache_size", [] { return user_cache_size(); });
 }
 
 }  // namespace colors_py
