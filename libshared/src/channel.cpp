@@ -156,8 +156,9 @@ bool wait_until(Metadata* m, std::atomic<std::uint32_t>& seq, std::atomic<std::u
   for (;;) {
     // Spin phase: loads of head/tail only (no lock, no syscall).
     std::int64_t now = monotonic_ns();
+    Poller poller;
     while (now < spin_end && !ready()) {
-      poll_pause();
+      poller.poll(now);
       now = monotonic_ns();
     }
     if (ready()) {

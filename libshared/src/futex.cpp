@@ -41,13 +41,38 @@ std::int64_t spin_budget_ns() {
   return budget;
 }
 
-void poll_pause() {
+namespace {
+thread_local bool t_yielding = false;  // the mode the thread's last wait ended in (see Poller)
+
+bool yield_enabled() {
   static const bool yield = [] {
     const char* s = std::getenv("COLORS_SPIN_YIELD");
     return !(s != nullptr && s[0] == '0' && s[1] == '\0');
   }();
-  if (yield) sched_yield();
-  else cpu_relax();
+  return yield;
+}
+}  // namespace
+
+Poller::Poller() : yielding_(t_yielding) {}
+
+Poller::~Poller() { t_yielding = yielding_; }
+
+void Poller::poll(std::int64_t now_ns) {
+  if (!yield_enabled()) {
+    cpu_relax();
+    return;
+  }
+  if (!yielding_) {
+    if (next_probe_ == 0) next_probe_ = now_ns + kProbeNs;
+    if (now_ns < next_probe_) {
+      cpu_relax();
+      return;
+    }
+  }
+  sched_yield();
+  const std::int64_t after = monotonic_ns();
+  yielding_ = after - now_ns > kRanOtherNs;
+  next_probe_ = after + kProbeNs;
 }
 
 std::int64_t monotonic_ns() {

@@ -484,10 +484,11 @@ Value Pending::get(std::int64_t timeout_ms) {
     const std::int64_t spin = spin_ns_ < 0 ? detail::spin_budget_ns() : spin_ns_;
     const std::int64_t spin_end = std::min(deadline, start + spin);
     // Spin: one cache line polled, no syscalls.
+    detail::Poller poller;
     for (std::int64_t now = start; now < spin_end; now = detail::monotonic_ns()) {
       st = state_of(slot->load(std::memory_order_acquire));
       if (finished(st)) break;
-      detail::poll_pause();
+      poller.poll(now);
     }
     // Block: announce the waiter, then sleep on the state word in slices.
     while (!finished(st)) {
