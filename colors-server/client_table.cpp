@@ -22,6 +22,7 @@ std::optional<Claim> claim_client_slot(detail::Metadata* m, pid_t pid) {
     if (id == 0) id = m->next_client_id.fetch_add(1, std::memory_order_relaxed);  // wrapped: skip 0
     s.client_id.store(id, std::memory_order_relaxed);
     s.pid.store(static_cast<std::int32_t>(pid), std::memory_order_relaxed);
+    s.pressure_watchers.store(0, std::memory_order_relaxed);
     s.roots.store(detail::kNull, std::memory_order_relaxed);
     s.state.store(static_cast<std::uint32_t>(ClientState::kActive), std::memory_order_release);
     return Claim{id, i};
@@ -42,6 +43,7 @@ Cleanup release_client_slot(detail::Metadata* m, const Claim& c,
     return r;  // slot stays kReclaiming: see the invariant in the header
   }
   s.pid.store(0, std::memory_order_relaxed);
+  s.pressure_watchers.store(0, std::memory_order_relaxed);
   s.client_id.store(0, std::memory_order_relaxed);
   s.state.store(static_cast<std::uint32_t>(ClientState::kFree), std::memory_order_release);
   return r;

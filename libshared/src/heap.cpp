@@ -1,5 +1,6 @@
 #include "heap.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <mutex>
@@ -93,25 +94,56 @@ struct PressureHookScope {
   PressureHookScope& operator=(const PressureHookScope&) = delete;
 };
 
+// Whether an active client runs a heap-pressure watcher.
+bool pressure_watched(const Metadata* m) {
+  for (const ClientSlot& s : m->clients) {
+    if (s.state.load(std::memory_order_acquire) == static_cast<std::uint32_t>(ClientState::kActive) &&
+        s.pressure_watchers.load(std::memory_order_acquire) != 0)
+      return true;
+  }
+  return false;
+}
+
+// Waits (at most kReliefWaitNs) until heap_relief_seq moves past `seen`: some watcher released
+// what its process held. Its process's GC takes tens to hundreds of milliseconds, which the
+// cycles alone would not wait for on a small heap. Interruptible like the cycle waits.
+void await_relief(Metadata* m, std::uint32_t seen) {
+  constexpr std::int64_t kReliefWaitNs = 2'000'000'000;
+  const std::int64_t deadline = monotonic_ns() + kReliefWaitNs;
+  for (;;) {
+    if (m->heap_relief_seq.load(std::memory_order_seq_cst) != seen) return;
+    const std::int64_t left = deadline - monotonic_ns();
+    if (left <= 0) return;
+    futex_wait(&m->heap_relief_seq, seen, std::min<std::int64_t>(left, kInterruptSliceNs));
+    check_wait_interrupts(m);
+  }
+}
+
 // Carves, asking the collector for up to two cycles when the heap is full; if that does not make
-// room, calls the heap-pressure hook once (the binding drops roots its language no longer needs,
-// heap.hpp) and asks for two more cycles: a dropped root's object is freed by the second cycle after
-// the drop (the deletion barrier flags it pending for the first, gc/README.md).
+// room, signals heap pressure to every process and calls this process's heap-pressure hook once
+// (bindings drop roots their language no longer needs, heap.hpp), then asks for three more cycles:
+// a dropped root's object is freed by the second cycle after the drop (the deletion barrier flags
+// it pending for the first, gc/README.md), and another process's watcher needs a moment to drop
+// its roots.
 // Invariants: carve() holds heap_lock only inside itself, so neither the hook nor the waits run
-// under it; the hook runs at most once per call, only after a cycle finished (a collector runs).
+// under it; the relief (signal and hook) runs at most once per call, only after a cycle finished
+// (a collector runs); the hook is not called from inside itself.
 std::uintptr_t carve_or_collect(Metadata* m, std::size_t bytes, std::uint32_t owner, std::size_t want) {
-  bool hook_called = false;
+  bool relieved = false;
   for (int cycles = 0;;) {
     if (std::uintptr_t p = carve(m, bytes, owner)) return p;
     if (cycles == 2) {
+      if (relieved) break;
+      relieved = true;
+      const std::uint32_t relief = m->heap_relief_seq.load(std::memory_order_seq_cst);
+      signal_heap_pressure(m);
       HeapPressureHook hook = g_pressure_hook.load(std::memory_order_acquire);
-      if (hook == nullptr || hook_called || t_in_pressure_hook) break;
-      hook_called = true;
-      {
+      if (hook != nullptr && !t_in_pressure_hook) {
         PressureHookScope scope;
         hook();
       }
-      cycles = 0;
+      if (pressure_watched(m)) await_relief(m, relief);
+      cycles = -1;
     }
     if (!request_gc_and_wait(m, 10'000'000'000LL)) break;
     ++cycles;
@@ -122,6 +154,33 @@ std::uintptr_t carve_or_collect(Metadata* m, std::size_t bytes, std::uint32_t ow
 }  // namespace
 
 void set_heap_pressure_hook(HeapPressureHook hook) { g_pressure_hook.store(hook, std::memory_order_release); }
+
+void register_pressure_watcher(Metadata* m) {
+  m->clients[current_client_slot()].pressure_watchers.fetch_add(1, std::memory_order_seq_cst);
+}
+
+void note_heap_relief(Metadata* m) {
+  m->heap_relief_seq.fetch_add(1, std::memory_order_seq_cst);
+  futex_wake_all(&m->heap_relief_seq);
+}
+
+void signal_heap_pressure(Metadata* m) {
+  m->heap_pressure_seq.fetch_add(1, std::memory_order_seq_cst);
+  futex_wake_all(&m->heap_pressure_seq);
+}
+
+std::uint32_t await_heap_pressure(Metadata* m, std::uint32_t seen, std::int64_t timeout_ns, bool (*stop)()) {
+  constexpr std::int64_t kStopCheckNs = 50'000'000;
+  const std::int64_t deadline = monotonic_ns() + timeout_ns;
+  for (;;) {
+    // A bump between this load and futex_wait makes the wait return at once (the kernel compares).
+    const std::uint32_t cur = m->heap_pressure_seq.load(std::memory_order_seq_cst);
+    if (cur != seen || (stop != nullptr && stop())) return cur;
+    const std::int64_t left = deadline - monotonic_ns();
+    if (left <= 0) return cur;
+    futex_wait(&m->heap_pressure_seq, seen, std::min(left, kStopCheckNs));
+  }
+}
 
 HeapPressureHook heap_pressure_hook() { return g_pressure_hook.load(std::memory_order_acquire); }
 

@@ -19,8 +19,9 @@
 //    the sweeper frees: inside a TLAB it is covered by the kTlab rest block, and a large block is
 //    carved as a kTlab block owned by the client until it is published.
 //  * When no space is left, the allocator asks the collector for a cycle and retries before it
-//    raises OutOfMemoryError; after two such cycles it calls the heap-pressure hook once (if set)
-//    and asks for two more (see set_heap_pressure_hook).
+//    raises OutOfMemoryError; after two such cycles it signals heap pressure to every process
+//    (signal_heap_pressure), calls its own heap-pressure hook once (if set) and asks for three
+//    more (see set_heap_pressure_hook).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -132,6 +133,27 @@ using HeapPressureHook = void (*)() noexcept;
 // Installs the hook (nullptr: none, the default). Process-wide; the last call wins.
 void set_heap_pressure_hook(HeapPressureHook hook);
 HeapPressureHook heap_pressure_hook();
+
+// Heap pressure across processes. A process whose language frees proxies lazily (the JVM: a
+// proxy's root goes when its GC finds the proxy dead) can pin garbage that another process needs
+// room for, and that process's own hook cannot help (measured: a Java client dropping 1024-node
+// replies of a Python server pinned the whole 1 GiB heap before its JVM collected once, and the
+// Python server failed with OutOfMemoryError). So an allocation that two cycles could not satisfy
+// also bumps Metadata::heap_pressure_seq and wakes its waiters before it runs its own hook and
+// asks for three more cycles (enough for a watcher's System.gc() and for its dropped roots' objects
+// to be freed, by the second cycle after the drop). A binding whose proxies need it runs a
+// watcher thread in await_heap_pressure that drops what its language no longer needs when woken.
+void signal_heap_pressure(Metadata* m);
+// A watcher of this client (process) counts in the client's slot from now on (until the slot is
+// released: detach or death). An allocation that signalled pressure waits (up to 2 s) for some
+// watcher's relief only while an active client has one: other processes' GCs take longer than
+// the few milliseconds a cycle of a small heap takes.
+void register_pressure_watcher(Metadata* m);
+// A watcher has done what it could after a signal: wakes allocations waiting for relief.
+void note_heap_relief(Metadata* m);
+// Blocks until heap_pressure_seq differs from `seen`, `timeout_ns` passed or stop() returns true
+// (checked every 50 ms and after every wake-up); returns the current value. stop may be null.
+std::uint32_t await_heap_pressure(Metadata* m, std::uint32_t seen, std::int64_t timeout_ns, bool (*stop)());
 
 // Turns the calling thread's TLAB rest into filler (e.g. before detach or thread exit).
 void retire_thread_tlab();

@@ -150,7 +150,7 @@ struct ClientSlot {
   std::atomic<std::uint32_t> state;      // ClientState
   std::atomic<std::uint32_t> client_id;  // unique per attachment, never 0
   std::atomic<std::int32_t> pid;
-  std::uint32_t reserved;
+  std::atomic<std::uint32_t> pressure_watchers;  // heap-pressure watchers this client runs (heap.hpp)
   std::atomic<Word> roots;               // first ArrayObject chunk of this client's root table
 };
 
@@ -180,6 +180,11 @@ struct Metadata {
   std::atomic<std::uint32_t> server_state;  // ServerState
   std::atomic<std::int32_t> server_pid;
   std::atomic<std::uint32_t> next_client_id;
+  // Futex word: bumped by an allocation that collector cycles could not satisfy, so that other
+  // processes drop roots their language no longer needs (heap.hpp, signal_heap_pressure).
+  std::atomic<std::uint32_t> heap_pressure_seq;
+  // Futex word: bumped by a watcher when it has dropped what it could after a heap_pressure_seq bump.
+  std::atomic<std::uint32_t> heap_relief_seq;
   std::uint32_t reserved0;
 
   // Classes space: bump pointer, guarded by classes_lock for writers (records are published

@@ -129,7 +129,15 @@ class Server:
             except _ext.ServerGoneError:
                 return
             if call is not None:
-                call.run(dispatch)
+                try:
+                    call.run(dispatch)
+                except (_ext.NotAttachedError, _ext.ServerGoneError):
+                    return
+                except Exception:  # noqa: BLE001
+                    # run() answers the call with whatever the handler or the copy of its result
+                    # raised; this is the answer itself failing (e.g. the heap too full for the
+                    # error text). The call is failed when its object goes; the thread serves on.
+                    continue
 
     def stop(self) -> None:
         """Stops the serving threads (after the calls they are running) and unregisters the

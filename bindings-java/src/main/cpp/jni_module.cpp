@@ -6,9 +6,11 @@
 #include <vector>
 
 #include "barrier.hpp"
+#include "futex.hpp"
 #include "heap.hpp"
 #include "jni_common.hpp"
 #include "roots.hpp"
+#include "segment.hpp"
 
 namespace cd = colors::detail;
 
@@ -303,13 +305,54 @@ void JNICALL n_attach(JNIEnv* env, jclass, jstring socket) {
   });
 }
 
+// Set while a detach waits for the heap-pressure watcher (n_await_heap_pressure holds g_attach_rw
+// shared while it waits): the watcher returns -1 at once, and its Java loop ends.
+std::atomic<bool> g_watch_stop{false};
+
+bool watch_stopped() { return g_watch_stop.load(std::memory_order_acquire); }
+
 void JNICALL n_detach(JNIEnv* env, jclass) {
   guarded_void(env, [&] {
+    g_watch_stop.store(true, std::memory_order_release);
+    struct Reset {
+      ~Reset() { g_watch_stop.store(false, std::memory_order_release); }
+    } reset;
+    if (cd::Metadata* m = cd::current_meta_or_null()) cd::futex_wake_all(&m->heap_pressure_seq);
     std::unique_lock<std::shared_mutex> lk(g_attach_rw);
     if (!colors::is_attached()) return;
     g_generation.fetch_add(1, std::memory_order_acq_rel);
     forget_spare_roots();
     colors::detach();
+  });
+}
+
+// The heap-pressure watcher's wait (Proxies.watchHeapPressure; libshared heap.hpp): the current
+// value of the segment's heap_pressure_seq once it differs from `seen`, or after timeout_ms; -1
+// when a detach is waiting. Holds g_attach_rw shared while it waits, so the segment stays mapped.
+jint JNICALL n_await_heap_pressure(JNIEnv* env, jclass, jint seen, jlong timeout_ms) {
+  return guarded<jint>(env, -1, [&]() -> jint {
+    if (watch_stopped()) return -1;
+    std::shared_lock<std::shared_mutex> lk(g_attach_rw);
+    if (watch_stopped()) return -1;
+    cd::Metadata* m = cd::current_meta();  // NotAttachedException when detached
+    std::uint32_t cur = cd::await_heap_pressure(m, static_cast<std::uint32_t>(seen), timeout_ms * 1'000'000, &watch_stopped);
+    return watch_stopped() ? -1 : static_cast<jint>(cur);
+  });
+}
+
+// The watcher's start (counted in this client's slot, so allocations under pressure wait for its
+// relief) and the end of each of its reliefs.
+void JNICALL n_register_pressure_watcher(JNIEnv* env, jclass) {
+  guarded_void(env, [&] {
+    std::shared_lock<std::shared_mutex> lk(g_attach_rw);
+    cd::register_pressure_watcher(cd::current_meta());
+  });
+}
+
+void JNICALL n_heap_relieved(JNIEnv* env, jclass) {
+  guarded_void(env, [&] {
+    std::shared_lock<std::shared_mutex> lk(g_attach_rw);
+    cd::note_heap_relief(cd::current_meta());
   });
 }
 
@@ -500,6 +543,9 @@ void add_module_natives(std::vector<JNINativeMethod>& out) {
       {const_cast<char*>("collect"), const_cast<char*>("(J)[J"), reinterpret_cast<void*>(&n_collect)},
       {const_cast<char*>("gcStats"), const_cast<char*>("()[J"), reinterpret_cast<void*>(&n_gc_stats)},
       {const_cast<char*>("heapStats"), const_cast<char*>("()[J"), reinterpret_cast<void*>(&n_heap_stats)},
+      {const_cast<char*>("awaitHeapPressure"), const_cast<char*>("(IJ)I"), reinterpret_cast<void*>(&n_await_heap_pressure)},
+      {const_cast<char*>("registerPressureWatcher"), const_cast<char*>("()V"), reinterpret_cast<void*>(&n_register_pressure_watcher)},
+      {const_cast<char*>("heapRelieved"), const_cast<char*>("()V"), reinterpret_cast<void*>(&n_heap_relieved)},
   });
 }
 

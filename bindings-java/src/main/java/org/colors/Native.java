@@ -66,6 +66,16 @@ final class Native {
   static native void spareRoots(long[] slots, int n, long gen);
   /** How many times libshared called this library's heap-pressure hook on a Java thread. */
   static native long pressureHookCalls();
+  /**
+   * Blocks until the segment's heap-pressure counter differs from {@code seen} (another process,
+   * or this one, could not allocate after collector cycles) or {@code timeoutMs} passed; returns
+   * the counter, or -1 when a detach is waiting.
+   */
+  static native int awaitHeapPressure(int seen, long timeoutMs);
+  /** Counts this process's heap-pressure watcher in its client slot (until detach). */
+  static native void registerPressureWatcher();
+  /** The watcher finished a relief: wakes allocations waiting for one. */
+  static native void heapRelieved();
   static native long[] collect(long timeoutMs);
   static native long[] gcStats();
   static native long[] heapStats();

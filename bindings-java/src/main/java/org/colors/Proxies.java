@@ -93,6 +93,54 @@ final class Proxies {
   private static final boolean PRESSURE_VERBOSE = Boolean.getBoolean("colors.heapPressureVerbose");
   private static final java.util.concurrent.atomic.LongAdder PRESSURE_CALLS = new java.util.concurrent.atomic.LongAdder();
   private static final java.util.concurrent.atomic.LongAdder PRESSURE_RELEASED = new java.util.concurrent.atomic.LongAdder();
+  private static final java.util.concurrent.atomic.LongAdder PRESSURE_WATCH_CALLS = new java.util.concurrent.atomic.LongAdder();
+
+  /**
+   * Starts the heap-pressure watcher of the current attachment (SharedMemory.attach): a daemon
+   * thread that waits on the segment's heap-pressure counter and, whenever a process (another one,
+   * e.g. a Python server building replies this JVM receives, or this one) could not allocate after
+   * collector cycles, runs {@link #relieve()} here: the objects of proxies this JVM dropped but has
+   * not collected yet are otherwise pinned until its own GC runs, which a JVM that allocates little
+   * Java memory may not do for a long time, while the other process fails with
+   * {@code OutOfMemoryError} (libshared heap.hpp, signal_heap_pressure). The thread holds no lock
+   * while it relieves, and ends at detach (the native returns -1, or the attachment generation
+   * changed). Not started with {@code -Dcolors.heapPressureGc=false}.
+   */
+  static void startPressureWatcher() {
+    if (!PRESSURE_GC) return;
+    final long generation = Native.generation();
+    Thread t = new Thread(() -> watchHeapPressure(generation), "colors-heap-pressure");
+    t.setDaemon(true);
+    t.start();
+  }
+
+  private static void watchHeapPressure(long generation) {
+    try {
+      Native.registerPressureWatcher();
+      int seen = Native.awaitHeapPressure(0, 0);
+      while (seen != -1 && Native.generation() == generation) {
+        int now = Native.awaitHeapPressure(seen, 1000);
+        if (now == -1 || Native.generation() != generation) return;
+        if (now != seen) {
+          seen = now;
+          PRESSURE_WATCH_CALLS.increment();
+          try {
+            relieve();
+          } catch (Throwable e) {
+            pressureError = e;
+          }
+          Native.heapRelieved();
+        }
+      }
+    } catch (RuntimeException e) {
+      // detached (NotAttachedException) or the server is gone: nothing left to watch
+    }
+  }
+
+  /** Reliefs run by the watcher thread (tests). */
+  static long pressureWatchCalls() {
+    return PRESSURE_WATCH_CALLS.sum();
+  }
   /** The last exception a pressure call caught (it never propagates into the allocation). */
   static volatile Throwable pressureError;
 

@@ -78,6 +78,7 @@ public final class SharedMemory {
       Direct.invalidate();
     }
     attached = true;
+    Proxies.startPressureWatcher();
   }
 
   /**

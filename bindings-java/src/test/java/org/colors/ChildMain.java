@@ -28,6 +28,7 @@ public final class ChildMain {
       case "rpc-slow-call": rpcSlowCall(args[1], Long.parseLong(args[2])); break;
       case "pressure-churn": pressureChurn(Double.parseDouble(args[1])); break;
       case "pressure-full": pressureFull(); break;
+      case "pressure-replies": pressureReplies(args[1], Double.parseDouble(args[2])); break;
       default: throw new IllegalArgumentException("unknown command " + cmd);
     }
     System.out.flush();
@@ -178,6 +179,33 @@ public final class ChildMain {
   }
 
   // ---- heap pressure (HeapPressureTest; run with the agent) ----
+
+  /**
+   * Calls {@code make(64)} of the Python rpc server {@code endpoint} (a new 64-string list built by
+   * that process each time) until {@code heaps} shared heaps' worth was allocated, dropping every
+   * reply at once. This JVM allocates little Java memory meanwhile, so its own GC does not run:
+   * only the heap-pressure watcher, woken by the server's failing allocations, releases the roots
+   * of the dropped replies. Prints "ok ..." or "oom ..." (exit 3).
+   */
+  private static void pressureReplies(String endpoint, double heaps) {
+    HeapStats h0 = SharedMemory.heapStats();
+    long target = (long) (heaps * h0.capacity());
+    long allocated = 0, calls = 0, sum = 0;
+    try (org.colors.rpc.RpcClient c = org.colors.rpc.RpcClient.connect(endpoint)) {
+      while ((allocated = SharedMemory.heapStats().allocatedBytesTotal() - h0.allocatedBytesTotal()) < target) {
+        Object r = c.call(java.time.Duration.ofSeconds(60), "make", 64L);
+        sum += ((List<?>) r).size();
+        calls++;
+      }
+    } catch (org.colors.rpc.RemoteException | SharedOutOfMemoryException e) {
+      System.out.println("oom after " + allocated + " of " + target + " bytes, " + calls + " calls; " + pressureState()
+          + "; " + e);
+      System.out.flush();
+      System.exit(3);
+    }
+    System.out.println("ok allocated=" + allocated + " capacity=" + h0.capacity() + " calls=" + calls + " sum=" + sum
+        + " watchCalls=" + Proxies.pressureWatchCalls() + " " + pressureState());
+  }
 
   private static String pressureState() {
     return "pressureCalls=" + Proxies.pressureCalls() + " released=" + Proxies.pressureReleased() + " hookCalls="

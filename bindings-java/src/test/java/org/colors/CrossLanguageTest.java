@@ -59,9 +59,14 @@ class CrossLanguageTest {
     final BufferedReader out;
 
     Py(String code) throws IOException {
+      this(code, ColorsServer.server().socket);
+    }
+
+    /** The same, attached to the server at {@code socket}. */
+    Py(String code, Path socket) throws IOException {
       ProcessBuilder pb = new ProcessBuilder("python3", "-c", PRELUDE + code);
       pb.environment().put("PYTHONPATH", pythonPath.toString());
-      pb.environment().put("COLORS_SOCKET", ColorsServer.server().socket.toString());
+      pb.environment().put("COLORS_SOCKET", socket.toString());
       pb.environment().put("PYTHONUNBUFFERED", "1");
       pb.redirectError(ProcessBuilder.Redirect.INHERIT);
       proc = pb.start();

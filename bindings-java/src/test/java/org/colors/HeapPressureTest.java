@@ -85,6 +85,50 @@ class HeapPressureTest {
     assertTrue(r.out().contains("shared heap exhausted"), r.out());
   }
 
+  /** A Python rpc server on the small server whose make(n) builds a new list of n 1 KB strings. */
+  private static CrossLanguageTest.Py pythonMaker(String endpoint) throws Exception {
+    CrossLanguageTest.findPythonBinding();
+    CrossLanguageTest.Py py = new CrossLanguageTest.Py(String.join("\n",
+        "from colors_shm import rpc",
+        "class Maker:",
+        "    def make(self, n):",
+        "        return ['x' * 1000 + str(i) for i in range(n)]",
+        "srv = rpc.serve(" + "'" + endpoint + "'" + ", Maker())",
+        "print('ready', flush=True)",
+        "sys.stdin.read()",
+        "srv.stop()",
+        ""), small.socket);
+    assertEquals("ready", py.line());
+    return py;
+  }
+
+  @Test
+  void aJvmDroppingRepliesOfAPythonServerLetsThatServerAllocate() throws Exception {
+    // The Python server allocates every reply; the JVM only drops them. Without the watcher the
+    // JVM's dead proxies pin the 16 MiB heap and the server's next reply fails (the control below).
+    String ep = CrossLanguageTest.unique("pressure-py");
+    try (CrossLanguageTest.Py py = pythonMaker(ep)) {
+      Run r = run(JVM, "pressure-replies", ep, "4");
+      assertEquals(0, r.exit(), r.out());
+      assertTrue(r.out().startsWith("ok "), r.out());
+      assertTrue(field(r.out(), "allocated") >= 4 * field(r.out(), "capacity"), r.out());
+      assertTrue(field(r.out(), "watchCalls") >= 1, "the watcher ran: " + r.out());
+    }
+  }
+
+  @Test
+  void withoutTheWatcherThePythonServerRunsOut() throws Exception {
+    List<String> jvm = new ArrayList<>(JVM);
+    jvm.add("-Dcolors.heapPressureGc=false");
+    String ep = CrossLanguageTest.unique("pressure-py-off");
+    try (CrossLanguageTest.Py py = pythonMaker(ep)) {
+      Run r = run(jvm, "pressure-replies", ep, "4");
+      assertEquals(3, r.exit(), r.out());
+      assertTrue(r.out().startsWith("oom "), r.out());
+      assertTrue(r.out().contains("shared heap exhausted"), r.out());
+    }
+  }
+
   @Test
   void reachableObjectsStillRunOutWithAClearMessageInBoundedTime() throws Exception {
     long t0 = System.nanoTime();
