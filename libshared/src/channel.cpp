@@ -153,10 +153,10 @@ bool wait_until(Metadata* m, std::atomic<std::uint32_t>& seq, std::atomic<std::u
   const std::int64_t deadline = (timeout_ns < 0 || timeout_ns > kForever - start) ? kForever : start + timeout_ns;
   const std::int64_t spin = spin_ns < 0 ? spin_budget_ns() : spin_ns;
   const std::int64_t spin_end = std::min(deadline, start + spin);
+  Poller poller;  // one per wait (futex.hpp)
   for (;;) {
     // Spin phase: loads of head/tail only (no lock, no syscall).
     std::int64_t now = monotonic_ns();
-    Poller poller;
     while (now < spin_end && !ready()) {
       poller.poll(now);
       now = monotonic_ns();

@@ -115,13 +115,16 @@ void sync_proxies_gen() {
   }
 }
 
-// The live proxy of the user object `w` (borrowed), or nullptr. A dying proxy (refcount 0, see
-// the invariants) is not returned: handing it out would resurrect an object half destroyed.
-PyObject* live_proxy(cd::Word w) {
+// The live proxy of `w` in table `t` (borrowed), or nullptr. A dying proxy (refcount 0, see the
+// invariants) is not returned: handing it out would resurrect an object half destroyed.
+PyObject* live_in(const IdentityTable& t, cd::Word w) {
   if (g_proxies_gen != g_generation) return nullptr;  // stale entries of an older attachment
-  PyObject* p = g_proxies.find(w);
+  PyObject* p = t.find(w);
   return p != nullptr && Py_REFCNT(p) > 0 ? p : nullptr;
 }
+
+// The live proxy of the user object `w` (borrowed), or nullptr.
+PyObject* live_proxy(cd::Word w) { return live_in(g_proxies, w); }
 
 cd::Metadata* meta() {
   cd::Metadata* m = cd::current_meta();
@@ -924,9 +927,8 @@ std::size_t user_cache_size() {
 }
 
 PyObject* live_other_proxy(std::uint64_t w) {
-  if (g_proxies_gen != g_generation) return nullptr;
-  PyObject* p = g_other_proxies.find(w);
-  return p != nullptr && Py_REFCNT(p) > 0 ? Py_NewRef(p) : nullptr;  // not a dying one (see live_proxy)
+  PyObject* p = live_in(g_other_proxies, w);
+  return p != nullptr ? Py_NewRef(p) : nullptr;
 }
 
 void track_other_proxy(std::uint64_t w, PyObject* proxy, Py_ssize_t handle_off) {
