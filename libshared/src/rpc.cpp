@@ -9,9 +9,10 @@
 //
 // The state word of a Request (a small integer in its `state` slot) is the completion protocol:
 //   kQueued -> kWaiting      caller, CAS, just before it blocks (so the server knows to wake it)
-//   kQueued|kWaiting -> kDone|kFailed|kRejected   server, exchange, after writing result/error
-//                            fields (kRejected: the call never ran, its caller gets UnavailableError);
-//                            if it replaced kWaiting it wakes the futex on the word
+//   kQueued|kWaiting -> kDone|kFailed|kRejected|kFailedNoMemory   server, exchange, after
+//                            writing result/error fields (kRejected: the call never ran, its caller
+//                            gets UnavailableError; kFailedNoMemory: no field was stored, the heap
+//                            is full); if it replaced kWaiting it wakes the futex on the word
 //   kQueued|kWaiting -> kCancelled      caller, CAS, on timeout (the server's later exchange
 //                            overwrites it harmlessly; nobody waits any more)
 // Invariants:
@@ -50,8 +51,15 @@ namespace {
 
 using detail::Word;
 
-enum State : std::int64_t { kQueued = 0, kWaiting = 1, kDone = 2, kFailed = 3, kCancelled = 4, kRejected = 5 };
-bool finished_state(std::int64_t st) { return st == kDone || st == kFailed || st == kRejected; }
+// kFailedNoMemory: the call failed and not even its error fit in the heap (fail() could not
+// store the strings); the state word alone carries that, so a full heap never leaves a caller
+// waiting for its timeout.
+enum State : std::int64_t {
+  kQueued = 0, kWaiting = 1, kDone = 2, kFailed = 3, kCancelled = 4, kRejected = 5, kFailedNoMemory = 6
+};
+bool finished_state(std::int64_t st) {
+  return st == kDone || st == kFailed || st == kRejected || st == kFailedNoMemory;
+}
 
 constexpr std::int64_t kSliceNs = 10'000'000;  // liveness re-check while blocked
 
@@ -210,20 +218,32 @@ void Call::reply(const Value& result) {
   finish(req_, kDone);
 }
 
+// A failure must reach its caller even on a full heap (the usual reason a call fails late): when
+// the error strings cannot be allocated, the state word alone says so (kFailedNoMemory). Other
+// errors (detached meanwhile) still leave the call open.
 void Call::fail(std::string_view error_type, std::string_view message) {
   if (finished_) return;
   expect_current(req_, "this rpc request");
   const Schema& s = schema();
-  req_.set(s.error_type, Value(error_type));
-  req_.set(s.error_message, Value(message));
+  std::int64_t st = kFailed;
+  try {
+    req_.set(s.error_type, Value(error_type));
+    req_.set(s.error_message, Value(message));
+  } catch (const OutOfMemoryError&) {
+    st = kFailedNoMemory;
+  }
   finished_ = true;
-  finish(req_, kFailed);
+  finish(req_, st);
 }
 
+// The message is best effort for the same reason: the caller's UnavailableError has a default.
 void Call::reject(std::string_view message) {
   if (finished_) return;
   expect_current(req_, "this rpc request");
-  req_.set(schema().error_message, Value(message));
+  try {
+    req_.set(schema().error_message, Value(message));
+  } catch (const OutOfMemoryError&) {
+  }
   finished_ = true;
   finish(req_, kRejected);
 }
@@ -522,10 +542,17 @@ Value Pending::get(std::int64_t timeout_ms) {
       detail::check_wait_interrupts(s.meta);  // InterruptedError / ServerGoneError
     }
   }
+  if (st == kFailedNoMemory) {
+    throw RemoteError("colors::OutOfMemoryError", "the server of rpc endpoint '" + endpoint_ +
+                                                      "' failed the call and could not store its error: shared heap "
+                                                      "exhausted");
+  }
   if (st == kFailed || st == kRejected) {
     Value t = req_.get(s.error_type), msg = req_.get(s.error_message);
     std::string text = msg.is_null() ? "" : msg.as_string();
-    if (st == kRejected) throw UnavailableError(text);  // never ran: the transport's error
+    if (st == kRejected) {  // never ran: the transport's error
+      throw UnavailableError(text.empty() ? "the server of rpc endpoint '" + endpoint_ + "' rejected the call" : text);
+    }
     throw RemoteError(t.is_null() ? "unknown" : t.as_string(), text);
   }
   return req_.get(s.result);

@@ -311,6 +311,67 @@ TEST_CASE("rpc: a call destroyed unanswered fails its caller at once and a moved
   CHECK(moved_call.get(5000).as_int() == 42);
 }
 
+TEST_CASE("rpc: a call failed or rejected on a full heap reaches its caller at once") {
+  Fixture fx;
+  attach(fx.cfg.socket);
+  rpc::Server srv("full");
+  rpc::Client client("full");
+  rpc::Pending failed = client.call_async("x", new_list());
+  rpc::Pending rejected = client.call_async("y", new_list());
+  auto call_x = srv.next(5000), call_y = srv.next(5000);
+  REQUIRE(call_x);
+  REQUIRE(call_y);
+
+  // Live data until not even a 1-character string fits: the error strings cannot be stored.
+  std::optional<List> filler(new_list());
+  std::vector<Value> rest;
+  try {
+    for (;;) filler->append(new_binary(std::vector<std::uint8_t>(1000, 7)));
+  } catch (const OutOfMemoryError&) {
+  }
+  for (std::size_t size : {1000, 100, 1}) {
+    try {
+      for (;;) rest.emplace_back(std::string(size, 'x'));
+    } catch (const OutOfMemoryError&) {
+    }
+  }
+  REQUIRE_THROWS_AS(Value(std::string("demo.Failure")), OutOfMemoryError);
+
+  const auto t0 = std::chrono::steady_clock::now();
+  call_x->fail("demo.Failure", "declined because the heap is full");
+  call_y->reject("the server is going away");
+  try {
+    failed.get(5000);
+    FAIL("no RemoteError");
+  } catch (const RemoteError& e) {
+    CHECK(e.remote_type() == "colors::OutOfMemoryError");
+    CHECK(e.remote_message().find("shared heap exhausted") != std::string::npos);
+    CHECK(e.remote_message().find("'full'") != std::string::npos);
+  }
+  try {
+    rejected.get(5000);
+    FAIL("no UnavailableError");
+  } catch (const UnavailableError& e) {
+    CHECK(std::string(e.what()).find("rejected") != std::string::npos);
+  }
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(1));  // not the timeout
+
+  // Once the live data is dropped, calls and their errors carry their strings again.
+  filler.reset();
+  rest.clear();
+  rpc::Pending again = client.call_async("z", new_list());
+  auto call_z = srv.next(5000);
+  REQUIRE(call_z);
+  call_z->fail("demo.Failure", "declined");
+  try {
+    again.get(5000);
+    FAIL("no RemoteError");
+  } catch (const RemoteError& e) {
+    CHECK(e.remote_type() == "demo.Failure");
+    CHECK(e.remote_message() == "declined");
+  }
+}
+
 TEST_CASE("rpc: stray and forged messages in an endpoint's queue never reach a serving thread") {
   Fixture fx;
   SharedFlags flags;

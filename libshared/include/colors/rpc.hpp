@@ -80,8 +80,10 @@ class Call {
   List args() const;
   bool is_batch() const { return method_ == kBatchMethod; }
   // Completes the call (exactly one of these, once; later ones are ignored). reject: the call is
-  // not run at all (its server is going away); the caller gets UnavailableError. One that throws
-  // (the result could not be stored) leaves the call open: fail it, or let it be dropped.
+  // not run at all (its server is going away); the caller gets UnavailableError. A reply that
+  // throws (the result could not be stored) leaves the call open: fail it, or let it be dropped.
+  // fail and reject complete the call even on a full heap: the caller then gets
+  // RemoteError("colors::OutOfMemoryError", ...) or an UnavailableError with a default message.
   void reply(const Value& result);
   void fail(std::string_view error_type, std::string_view message);
   void reject(std::string_view message);
