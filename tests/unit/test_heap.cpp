@@ -137,7 +137,15 @@ TEST_CASE("threads allocating concurrently keep the heap parsable") {
   VerifyReport r = verify_heap(m);
   INFO(r.summary());
   REQUIRE(r.ok());
-  REQUIRE(r.objects == 60000 + 1);  // + this process's root-table chunk
+  // + this process's root-table chunks: threads that find no free root slot at once each add one
+  // (roots.cpp, refill), so there may be up to one per allocating thread.
+  std::size_t chunks = 0;
+  for (Word c = m->clients[0].roots.load(); c != kNull;
+       c = reinterpret_cast<ArrayObject*>(c)->slots[0].load())
+    ++chunks;
+  CHECK(chunks >= 1);
+  CHECK(chunks <= 3);
+  REQUIRE(r.objects == 60000 + chunks);
 }
 
 TEST_CASE("a client killed while holding the heap lock leaves a freelist the next holder repairs") {
