@@ -52,8 +52,12 @@ struct Collector::Impl {
     m->gc_stats_seq.fetch_add(1, std::memory_order_release);  // even: stable
   }
 
-  void loop() {
-    std::uint32_t seen = m->gc_request_seq.load(std::memory_order_acquire);
+  // Invariant: every request made after a client saw gc_running == 1 differs from `seen`. So
+  // `seen` is read in start(), before gc_running is set, never by the thread itself: a thread
+  // scheduled late would read a request already made and never answer it (collect() timed out
+  // that way on a loaded machine).
+  void loop(std::uint32_t seen) {
+    if (opt.before_loop) opt.before_loop();
     while (!stopping.load(std::memory_order_acquire)) {
       std::uint32_t req = m->gc_request_seq.load(std::memory_order_acquire);
       if (req != seen || over_threshold()) {
@@ -145,8 +149,9 @@ Collector::Collector(Metadata* m, Options opt) : impl_(std::make_unique<Impl>(m,
 Collector::~Collector() { stop(); }
 
 void Collector::start() {
+  std::uint32_t seen = impl_->m->gc_request_seq.load(std::memory_order_acquire);
   impl_->m->gc_running.store(1, std::memory_order_release);
-  impl_->thread = std::thread([this] { impl_->loop(); });
+  impl_->thread = std::thread([this, seen] { impl_->loop(seen); });
 }
 
 void Collector::stop() {

@@ -19,6 +19,9 @@ struct Options {
   unsigned threshold_percent = 70;   // start a cycle when this much of the heap is not free
   bool poison = false;               // debug: fill freed memory with kPoison
   std::function<void(const detail::GcCycleStats&)> on_cycle;  // e.g. the server's log
+  // Fault injection: run by start()'s thread before its first look at the requests (a test delays
+  // it, as a loaded machine may).
+  std::function<void()> before_loop;
 };
 
 inline constexpr std::uint64_t kPoison = 0xdeadbeefdeadbeefULL;

@@ -1,6 +1,7 @@
 // Module tests of the collector, in-process: this test thread is the mutator (client 1), the
 // collector runs its cycles on its own threads against the same segment.
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <random>
 #include <thread>
 
@@ -178,6 +179,21 @@ TEST_CASE("concurrent mutation during back-to-back cycles loses nothing") {
     for (const Value& v : window[k].items()) sum += Object(v).get("v").as_int();
     REQUIRE(sum == sums[k]);
   }
+}
+
+TEST_CASE("a cycle requested before the collector thread first runs is still answered") {
+  test::TestSegment seg(2 << 20);
+  Metadata* m = seg.meta();
+  gc::Options o = opts();
+  o.threshold_percent = 99;  // nothing but the request starts a cycle
+  o.before_loop = [] { std::this_thread::sleep_for(std::chrono::milliseconds(200)); };
+  gc::Collector c(m, o);
+  c.start();
+  // The thread is still asleep: this request is made after start(), as a client's would be.
+  const std::uint32_t done = m->gc_done_seq.load();
+  REQUIRE(request_gc_and_wait(m, 5'000'000'000));
+  CHECK(m->gc_done_seq.load() != done);
+  c.stop();
 }
 
 TEST_CASE("an allocation that finds the heap full waits for a cycle instead of failing") {
