@@ -20,32 +20,31 @@ constexpr std::size_t kChunkSlots = 1024;
 std::mutex g_mu;
 std::vector<std::atomic<Word>*> g_free;  // GUARDED_BY(g_mu)
 
-// Each thread keeps a few free (null) slots of its own, so taking and dropping a root costs no
-// process-wide lock: slots move between a thread and g_free in batches.
-// Invariants: every cached slot is null and belongs to this process's table of the attachment
-// `gen`; a cache from an older attachment (g_roots_gen moved on at detach) is dropped, never used.
-constexpr std::size_t kBatch = 32;
-constexpr std::size_t kMaxCached = 4 * kBatch;
-std::atomic<std::uint64_t> g_roots_gen{1};
+constexpr std::uint32_t kBatch = 32;  // slots moved between a thread and g_free at once
 
-struct ThreadCache {
-  std::uint64_t gen = 0;
-  std::vector<std::atomic<Word>*> slots;
-  ~ThreadCache() {  // thread exit: hand the slots back to the process
-    if (slots.empty() || gen != g_roots_gen.load(std::memory_order_acquire)) return;
+// Hands this thread's cached slots back to the process at thread exit. Armed (constructed) by the
+// slow paths, which every thread takes before its first cached slot.
+struct RootCacheExitGuard {
+  bool armed = false;
+  ~RootCacheExitGuard() {
+    RootCache& c = t_root_cache;
+    if (c.n == 0 || c.gen != g_roots_gen.load(std::memory_order_acquire)) return;
     std::lock_guard<std::mutex> g(g_mu);
-    g_free.insert(g_free.end(), slots.begin(), slots.end());
+    g_free.insert(g_free.end(), c.slots, c.slots + c.n);
+    c.n = 0;
   }
 };
-thread_local ThreadCache t_cache;
+thread_local RootCacheExitGuard t_root_exit_guard;
 
-ThreadCache& thread_cache() {
-  ThreadCache& c = t_cache;
+// The calling thread's cache, emptied if it belongs to an older attachment.
+RootCache& current_cache() {
+  RootCache& c = t_root_cache;
   std::uint64_t gen = g_roots_gen.load(std::memory_order_acquire);
   if (c.gen != gen) {
-    c.slots.clear();
+    c.n = 0;
     c.gen = gen;
   }
+  t_root_exit_guard.armed = true;
   return c;
 }
 
@@ -77,15 +76,15 @@ void link_chunk(BlockHeader* h) {
 // The chunk's block is reserved with g_mu NOT held: a reservation may run collector cycles and the
 // heap-pressure hook (heap.hpp), and every other thread of the process that needs a root would
 // wait on g_mu meanwhile. Two threads may both add a chunk; the extra slots simply stay in g_free.
-void refill(ThreadCache& c) {
+void refill(RootCache& c) {
   for (;;) {
     {
       std::lock_guard<std::mutex> g(g_mu);
-      while (c.slots.size() < kBatch && !g_free.empty()) {
-        c.slots.push_back(g_free.back());
+      while (c.n < kBatch && !g_free.empty()) {
+        c.slots[c.n++] = g_free.back();
         g_free.pop_back();
       }
-      if (!c.slots.empty()) return;
+      if (c.n != 0) return;
     }
     BlockHeader* h = reserve_block(current_meta(), current_client_id(), chunk_bytes());
     std::lock_guard<std::mutex> g(g_mu);
@@ -94,17 +93,26 @@ void refill(ThreadCache& c) {
 }
 }  // namespace
 
-std::atomic<Word>* root_acquire(Word value) {
-  ThreadCache& c = thread_cache();
-  if (c.slots.empty()) refill(c);
-  std::atomic<Word>* slot = c.slots.back();
-  c.slots.pop_back();
-  // The slot is null: no deletion barrier needed. seq_cst (a full barrier on x86): the root must
-  // be visible before this thread's next load of the GC epoch (publish_object), pairing with the
-  // collector's flip-then-scan. Otherwise a thread could stamp a new object with the old epoch
-  // while the root pass still reads this slot as empty (gc/README.md, found by gc/model).
-  slot->store(value, std::memory_order_seq_cst);
+constinit thread_local RootCache t_root_cache{};
+std::atomic<std::uint64_t> g_roots_gen{1};
+
+std::atomic<Word>* root_acquire_slow(Word value) {
+  RootCache& c = current_cache();
+  if (c.n == 0) refill(c);
+  std::atomic<Word>* slot = c.slots[--c.n];
+  slot->store(value, std::memory_order_seq_cst);  // as root_acquire
   return slot;
+}
+
+// The slot is already null (root_release); the cache is stale or full.
+void root_release_slow(std::atomic<Word>* slot) {
+  RootCache& c = current_cache();
+  if (c.n == RootCache::kCapacity) {
+    std::lock_guard<std::mutex> g(g_mu);
+    g_free.insert(g_free.end(), c.slots + c.n - kBatch, c.slots + c.n);
+    c.n -= kBatch;
+  }
+  c.slots[c.n++] = slot;
 }
 
 Rooted root_load(const std::atomic<Word>* slot) {
@@ -116,17 +124,6 @@ Rooted root_load(const std::atomic<Word>* slot) {
     std::atomic_thread_fence(std::memory_order_seq_cst);
     if (slot->load(std::memory_order_acquire) == w) return Rooted(w, r);
     root_release(r);
-  }
-}
-
-void root_release(std::atomic<Word>* slot) {
-  store_ref(slot, kNull);
-  ThreadCache& c = thread_cache();
-  c.slots.push_back(slot);
-  if (c.slots.size() > kMaxCached) {
-    std::lock_guard<std::mutex> g(g_mu);
-    g_free.insert(g_free.end(), c.slots.end() - kBatch, c.slots.end());
-    c.slots.resize(c.slots.size() - kBatch);
   }
 }
 

@@ -12,14 +12,59 @@
 #include <atomic>
 #include <cstdint>
 
+#include "barrier.hpp"
 #include "layout.hpp"
 
 namespace colors::detail {
 
+// This thread's free root slots. Slots move between a thread and the process's free list in
+// batches, so taking and dropping a root costs no lock. constinit and trivially destructible, so
+// the inline fast paths below read it without a TLS wrapper call; the thread's exit guard
+// (roots.cpp, armed by the slow paths) hands the slots back to the process.
+// Invariants: every cached slot is null and belongs to this process's table of the attachment
+// `gen`; a cache of an older attachment (g_roots_gen moved on at detach or fork) is dropped,
+// never used.
+struct RootCache {
+  static constexpr std::uint32_t kCapacity = 128;
+  std::uint64_t gen;
+  std::uint32_t n;
+  std::atomic<Word>* slots[kCapacity];
+};
+extern constinit thread_local RootCache t_root_cache;
+extern std::atomic<std::uint64_t> g_roots_gen;
+std::atomic<Word>* root_acquire_slow(Word value);
+void root_release_slow(std::atomic<Word>* slot);
+
 // Takes a slot in this process's table holding `value`; returns the slot.
-std::atomic<Word>* root_acquire(Word value);
-// Empties the slot (deletion barrier) and returns it to this process's free slots.
-void root_release(std::atomic<Word>* slot);
+inline std::atomic<Word>* root_acquire(Word value) {
+  RootCache& c = t_root_cache;
+  if (__builtin_expect(c.n != 0 && c.gen == g_roots_gen.load(std::memory_order_acquire), 1)) {
+    std::atomic<Word>* slot = c.slots[--c.n];
+    // The slot is null: no deletion barrier needed. seq_cst (a full barrier on x86): the root must
+    // be visible before this thread's next load of the GC epoch (publish_object), pairing with the
+    // collector's flip-then-scan. Otherwise a thread could stamp a new object with the old epoch
+    // while the root pass still reads this slot as empty (gc/README.md, found by gc/model).
+    slot->store(value, std::memory_order_seq_cst);
+    return slot;
+  }
+  return root_acquire_slow(value);
+}
+
+// Empties the slot (deletion barrier) and returns it to this thread's free slots.
+// REQUIRES: the slot is this process's and held by the caller. Only its holder writes a root slot
+// while the process lives (the server clears a dead client's table), so no store can race this
+// one: the barrier's flag followed by a release store keeps the barrier's invariant (the old value
+// flagged before the new one is visible) without store_ref's compare-exchange.
+inline void root_release(std::atomic<Word>* slot) {
+  mark_pending(slot->load(std::memory_order_relaxed));
+  slot->store(kNull, std::memory_order_release);
+  RootCache& c = t_root_cache;
+  if (__builtin_expect(c.n < RootCache::kCapacity && c.gen == g_roots_gen.load(std::memory_order_acquire), 1)) {
+    c.slots[c.n++] = slot;
+    return;
+  }
+  root_release_slow(slot);
+}
 // Process side, at detach: forget the private free-slot list.
 void roots_forget_process_state();
 // In the child of a fork (single-threaded, the parent's threads may have held the lock): the same
