@@ -35,7 +35,10 @@ using namespace detail;
 namespace {
 
 std::mutex g_attach_mu;
-std::unique_ptr<Segment> g_segment;        // GUARDED_BY(g_attach_mu)
+// Never destroyed: at process exit other threads (a JVM's daemon threads, Python threads) may still
+// be inside the library while static destructors run, and would fault on an unmapped segment. The
+// kernel unmaps it and closes the connection when the process ends.
+std::unique_ptr<Segment>& g_segment = *new std::unique_ptr<Segment>();  // GUARDED_BY(g_attach_mu)
 int g_link_fd = -1;                        // GUARDED_BY(g_attach_mu)
 std::atomic<std::uint64_t> g_epoch{0};     // bumped at every attach and detach
 

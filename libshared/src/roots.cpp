@@ -18,7 +18,8 @@ namespace {
 constexpr std::size_t kChunkSlots = 1024;
 
 std::mutex g_mu;
-std::vector<std::atomic<Word>*> g_free;  // GUARDED_BY(g_mu)
+// Never destroyed, as client.cpp's segment: threads may drop roots while the process exits.
+std::vector<std::atomic<Word>*>& g_free = *new std::vector<std::atomic<Word>*>();  // GUARDED_BY(g_mu)
 
 constexpr std::uint32_t kBatch = 32;  // slots moved between a thread and g_free at once
 

@@ -5,12 +5,16 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <atomic>
 #include <csignal>
 #include <functional>
+#include <thread>
 
 #include "colors/colors.hpp"
 #include "client_process.hpp"
 #include "server_process.hpp"
+#include "segment.hpp"  // detail::current_meta(): a raw pointer into the segment
+#include "layout.hpp"
 
 using namespace colors;
 using colors::test::ServerConfig;
@@ -309,4 +313,28 @@ TEST_CASE("fork of an attached process: the child starts detached, attaches as a
   bool ok = colors::test::eventually([&] { return (v = verify_heap()).ok; }, 10000);
   INFO(v.report);
   REQUIRE(ok);
+}
+
+TEST_CASE("a process that exits while another of its threads works in the heap exits cleanly") {
+  // exit() runs static destructors while other threads still run (a JVM's daemon threads, Python
+  // threads; the JVM's heap-pressure watcher polls the segment through a raw pointer): the segment
+  // must stay mapped until the kernel ends the process.
+  Fixture f;
+  for (int round = 0; round < 20; ++round) {
+    pid_t kid = fork_client(f.cfg.socket, [] {
+      const detail::Metadata* m = detail::current_meta();
+      std::atomic<long> reads{0};
+      std::thread([m, &reads] {
+        for (;;) {
+          (void)m->gc_done_seq.load(std::memory_order_acquire);
+          reads.fetch_add(1, std::memory_order_relaxed);
+        }
+      }).detach();
+      while (reads.load() < 100000) std::this_thread::yield();
+      std::exit(0);
+      return 1;
+    });
+    INFO("round " << round);
+    CHECK(wait_child(kid, 30000) == 0);
+  }
 }
