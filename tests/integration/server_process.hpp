@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -134,10 +135,15 @@ class ServerProcess {
     if (::pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error("pipe2 failed");
     int err = ::open(stderr_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (err < 0) throw std::runtime_error("cannot open " + stderr_path_);
+    const pid_t parent = ::getpid();
     pid_ = ::fork();
     if (pid_ < 0) throw std::runtime_error("fork failed");
     if (pid_ == 0) {
-      // Child: async-signal-safe calls only.
+      // Child: async-signal-safe calls only. The server dies with the test process (a test killed
+      // by ctest's timeout or a debugger must not leave its server running); the death signal is
+      // tied to the forking thread, and test servers are made by the test's main thread.
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) ::_exit(126);  // the test process died before prctl
       ::dup2(out[1], STDOUT_FILENO);
       ::dup2(err, STDERR_FILENO);
       ::execv(argv[0], argv.data());
