@@ -12,6 +12,7 @@
 #include <csignal>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -117,6 +118,18 @@ pid_t start_server(const std::string& socket, const std::string& endpoint, Flags
   });
 }
 
+// The E that f() throws; the test fails if f returns (another exception fails it too).
+template <class E, class F>
+E thrown_by(F&& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e;
+  }
+  FAIL("f() did not throw the expected error");
+  throw std::logic_error("unreachable: FAIL throws");
+}
+
 List args_of(std::initializer_list<Value> vs) {
   List l = new_list(vs.size());
   for (const Value& v : vs) l.append(v);
@@ -136,17 +149,13 @@ TEST_CASE("rpc: calls, results, remote failures and unknown endpoints") {
   rpc::Client calc("calc");
   CHECK(calc.call("add", args_of({2, 3})).as_int() == 5);
   CHECK(calc.call("concat", args_of({"co", "lors"})).as_string() == "colors");
-  try {
-    calc.call("boom", args_of({"x"}));
-    FAIL("no RemoteError");
-  } catch (const RemoteError& e) {
+  {
+    RemoteError e = thrown_by<RemoteError>([&] { calc.call("boom", args_of({"x"})); });
     CHECK(e.remote_type() == "colors::InvalidArgumentError");
     CHECK(e.remote_message() == "boom: x");
   }
-  try {
-    calc.call("fail", new_list());
-    FAIL("no RemoteError");
-  } catch (const RemoteError& e) {
+  {
+    RemoteError e = thrown_by<RemoteError>([&] { calc.call("fail", new_list()); });
     CHECK(e.remote_type() == "demo.Failure");
     CHECK(std::string(e.what()) == "demo.Failure: declined");
   }
@@ -290,10 +299,8 @@ TEST_CASE("rpc: a call destroyed unanswered fails its caller at once and a moved
     REQUIRE(call);
   }  // destroyed without a reply: a server bug, or a reply that could not be stored
   const auto t0 = std::chrono::steady_clock::now();
-  try {
-    dropped.get(5000);
-    FAIL("no RemoteError");
-  } catch (const RemoteError& e) {
+  {
+    RemoteError e = thrown_by<RemoteError>([&] { dropped.get(5000); });
     CHECK(e.remote_type() == "colors.rpc.Dropped");
   }
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(1));  // not the timeout
@@ -340,18 +347,14 @@ TEST_CASE("rpc: a call failed or rejected on a full heap reaches its caller at o
   const auto t0 = std::chrono::steady_clock::now();
   call_x->fail("demo.Failure", "declined because the heap is full");
   call_y->reject("the server is going away");
-  try {
-    failed.get(5000);
-    FAIL("no RemoteError");
-  } catch (const RemoteError& e) {
+  {
+    RemoteError e = thrown_by<RemoteError>([&] { failed.get(5000); });
     CHECK(e.remote_type() == "colors::OutOfMemoryError");
     CHECK(e.remote_message().find("shared heap exhausted") != std::string::npos);
     CHECK(e.remote_message().find("'full'") != std::string::npos);
   }
-  try {
-    rejected.get(5000);
-    FAIL("no UnavailableError");
-  } catch (const UnavailableError& e) {
+  {
+    UnavailableError e = thrown_by<UnavailableError>([&] { rejected.get(5000); });
     CHECK(std::string(e.what()).find("rejected") != std::string::npos);
   }
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(1));  // not the timeout
@@ -363,10 +366,8 @@ TEST_CASE("rpc: a call failed or rejected on a full heap reaches its caller at o
   auto call_z = srv.next(5000);
   REQUIRE(call_z);
   call_z->fail("demo.Failure", "declined");
-  try {
-    again.get(5000);
-    FAIL("no RemoteError");
-  } catch (const RemoteError& e) {
+  {
+    RemoteError e = thrown_by<RemoteError>([&] { again.get(5000); });
     CHECK(e.remote_type() == "demo.Failure");
     CHECK(e.remote_message() == "declined");
   }
