@@ -85,6 +85,9 @@ std::string usage_text() {
       hex(d.address) +
       ")\n"
       "  --gc-threshold PCT   start a collection when this percent of the heap is in use (default: 70)\n"
+      "  --gc-pacing PCT      also start one when the bytes allocated since the last reach PCT percent of\n"
+      "                       the heap in use after it (as Go's GOGC); 0 turns pacing off (default: 100)\n"
+      "  --gc-min-trigger SIZE  ... but not before SIZE bytes were allocated (default: 16M)\n"
       "  --gc-threads N       collector threads (default: number of cores, here " +
       std::to_string(d.gc_threads) +
       ")\n"
@@ -133,7 +136,7 @@ ParseResult parse_options(int argc, char** argv) {
     };
     static const char* const kKnown[] = {"--name",       "--socket",      "--heap-size", "--classes-size",
                                          "--address",    "--gc-threshold", "--gc-threads", "--log-level",
-                                         "--allow-group"};
+                                         "--allow-group", "--gc-pacing",   "--gc-min-trigger"};
     bool known = false;
     for (const char* k : kKnown) known = known || flag == k;
     if (!known) return fail("unknown flag '" + flag + "' (see --help)");
@@ -161,6 +164,14 @@ ParseResult parse_options(int argc, char** argv) {
       auto v = parse_uint(value, 10);
       if (!v || *v < 1 || *v > 100) return fail("--gc-threshold '" + value + "': expected a percentage 1-100");
       o.gc_threshold = static_cast<std::uint32_t>(*v);
+    } else if (flag == "--gc-pacing") {
+      auto v = parse_uint(value, 10);
+      if (!v || *v > 10000) return fail("--gc-pacing '" + value + "': expected a percentage 0-10000 (0: off)");
+      o.gc_pacing = static_cast<std::uint32_t>(*v);
+    } else if (flag == "--gc-min-trigger") {
+      auto v = parse_size(value);
+      if (!v || *v == 0) return fail("--gc-min-trigger '" + value + "': expected a size like 4M, 16M or 1G");
+      o.gc_min_trigger = *v;
     } else if (flag == "--gc-threads") {
       auto v = parse_uint(value, 10);
       if (!v || *v < 1 || *v > 1024) return fail("--gc-threads '" + value + "': expected a number 1-1024");

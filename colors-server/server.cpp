@@ -234,6 +234,8 @@ bool Server::start() {
   gc::Options gopt;
   gopt.threads = opt_.gc_threads;
   gopt.threshold_percent = opt_.gc_threshold;
+  gopt.pacing_percent = opt_.gc_pacing;
+  gopt.min_trigger_bytes = opt_.gc_min_trigger;
   gopt.poison = opt_.gc_debug;
   const bool debug = opt_.gc_debug;
   detail::Metadata* m = meta_;
@@ -263,7 +265,8 @@ bool Server::start() {
 
   log_info("listening on ", opt_.socket, ", segment /dev/shm/", shm, " at ", hex(opt_.address), " (",
            segment_->size(), " bytes: heap ", opt_.heap_size, ", classes ", opt_.classes_size, "), gc threshold ",
-           opt_.gc_threshold, "%, gc threads ", opt_.gc_threads,
+           opt_.gc_threshold, "%, gc pacing ", opt_.gc_pacing, "% (from ", opt_.gc_min_trigger, " B), gc threads ",
+           opt_.gc_threads,
            policy_.group ? ", group " + policy_.group_name + " allowed" : std::string());
   std::printf("colors-server ready: socket=%s segment=%s address=%s heap=%zu\n", opt_.socket.c_str(), shm.c_str(),
               hex(opt_.address).c_str(), opt_.heap_size);

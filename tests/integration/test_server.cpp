@@ -213,7 +213,8 @@ TEST_CASE("size and flag parsing", "[options]") {
   CHECK(!parse_size("99999999999999999999G"));
 
   std::vector<std::string> a = {"colors-server", "--name=abc", "--heap-size", "16M", "--address", "0x610000000000",
-                                "--gc-threshold", "55", "--gc-threads", "3", "--log-level", "debug"};
+                                "--gc-threshold", "55", "--gc-threads", "3", "--log-level", "debug",
+                                "--gc-pacing=250", "--gc-min-trigger", "4M"};
   std::vector<char*> argv;
   for (auto& s : a) argv.push_back(s.data());
   auto r = server::parse_options(static_cast<int>(argv.size()), argv.data());
@@ -224,6 +225,8 @@ TEST_CASE("size and flag parsing", "[options]") {
   CHECK(r.options->address == 0x610000000000ULL);
   CHECK(r.options->gc_threshold == 55);
   CHECK(r.options->gc_threads == 3);
+  CHECK(r.options->gc_pacing == 250);
+  CHECK(r.options->gc_min_trigger == std::size_t{4} << 20);
   CHECK(r.options->log_level == server::LogLevel::kDebug);
   CHECK(r.options->socket == default_socket_path("abc"));
 
@@ -233,6 +236,22 @@ TEST_CASE("size and flag parsing", "[options]") {
   auto rb = server::parse_options(static_cast<int>(bargv.size()), bargv.data());
   CHECK(!rb.options);
   CHECK(rb.error.find("--gc-threshold") != std::string::npos);
+
+  for (auto [flag, value] : {std::pair{"--gc-pacing", "-5"}, {"--gc-pacing", "many"}, {"--gc-min-trigger", "0"},
+                             {"--gc-min-trigger", "12X"}}) {
+    std::vector<std::string> b = {"colors-server", flag, value};
+    std::vector<char*> bv;
+    for (auto& s : b) bv.push_back(s.data());
+    auto rp = server::parse_options(static_cast<int>(bv.size()), bv.data());
+    CHECK(!rp.options);
+    CHECK(rp.error.find(flag) != std::string::npos);
+  }
+  std::vector<std::string> off = {"colors-server", "--gc-pacing", "0"};
+  std::vector<char*> ov;
+  for (auto& s : off) ov.push_back(s.data());
+  auto ro = server::parse_options(static_cast<int>(ov.size()), ov.data());
+  REQUIRE(ro.options);
+  CHECK(ro.options->gc_pacing == 0);
 }
 
 TEST_CASE("colors-server --help lists every flag with its default", "[server]") {
@@ -242,7 +261,7 @@ TEST_CASE("colors-server --help lists every flag with its default", "[server]") 
   std::string out = p.read_stdout_to_eof();
   CHECK(p.wait_exit() == 0);
   for (const char* flag : {"--name", "--socket", "--heap-size", "--classes-size", "--address", "--gc-threshold",
-                           "--gc-threads", "--log-level", "--allow-group", "--help"})
+                           "--gc-threads", "--log-level", "--allow-group", "--gc-pacing", "--gc-min-trigger", "--help"})
     CHECK(out.find(flag) != std::string::npos);
   CHECK(out.find("default: 256M") != std::string::npos);
   CHECK(out.find("default: 64M") != std::string::npos);
