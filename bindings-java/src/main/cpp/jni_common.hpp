@@ -139,6 +139,11 @@ jobjectArray to_java_array(JNIEnv* env, std::vector<colors::Value>&& items);
 std::string java_to_utf8(JNIEnv* env, jstring s);
 jstring utf8_to_java(JNIEnv* env, std::string_view s);
 
+// ---- rpc (jni_rpc.cpp) ----
+// Replies to the call the serving thread's worker `w` (an RpcNative.workerNew handle) holds, with
+// `v`, as RpcNative.workerReply does; the call is forgotten even if that throws.
+void worker_reply(jlong w, const colors::Value& v);
+
 // ---- blocking calls (jni_sync.cpp) ----
 // Installs this thread's interrupt hook (once per thread): libshared's blocking waits then call
 // Thread.interrupted() every 50 ms and throw InterruptedError when it returns true.

@@ -369,6 +369,15 @@ void JNICALL n_pending_free(JNIEnv* env, jclass, jlong p) {
   guarded_void(env, [&] { delete reinterpret_cast<colors::rpc::Pending*>(static_cast<std::intptr_t>(p)); });
 }
 
+}  // namespace
+
+void worker_reply(jlong w, const colors::Value& v) {
+  JWorker* wk = from_ptr<JWorker>(w);
+  finish_call(wk, "reply to", [&] { wk->call->reply(v); });
+}
+
+namespace {
+
 #define N(name, sig, fn) \
   { const_cast<char*>(name), const_cast<char*>(sig), reinterpret_cast<void*>(&fn) }
 

@@ -30,6 +30,13 @@ final class Bulk {
   static native Object toShared(int[] objs, byte[] tags, long[] vals, int nvals, byte[] blob, Object[] refs,
       long[] classes, int[] fieldStart, int[] fieldIdx);
 
+  /**
+   * As {@link #toShared}, but the copy becomes the reply of the call that the serving thread's
+   * native worker holds, and no proxy is made (jni_bulk.cpp: why). False when the Copier must run.
+   */
+  static native boolean toSharedReply(long worker, int[] objs, byte[] tags, long[] vals, int nvals, byte[] blob,
+      Object[] refs, long[] classes, int[] fieldStart, int[] fieldIdx);
+
   /** The graph reachable from a user object or list, flattened: {tags, vals, starts, blob, proxies}. */
   static native Object[] flatten(Handle root);
 

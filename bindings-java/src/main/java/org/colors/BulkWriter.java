@@ -82,18 +82,35 @@ final class BulkWriter {
   private ClassPlan[] plans = new ClassPlan[4];
   private int nplans;
 
+  /** Returned by {@link #run} when it replied to a call instead of making a proxy. */
+  private static final Object REPLIED = new Object();
+
   /** The shared copy of {@code root}, or {@link #FALLBACK}. REQUIRES: attached. */
   static Object copy(Object root) {
+    return copy(root, 0);
+  }
+
+  /**
+   * Replies to the call of the serving thread's native {@code worker} with the shared copy of
+   * {@code root} (Bulk.toSharedReply); false, with nothing replied, when the Copier must run.
+   * REQUIRES: attached; the worker holds a call.
+   */
+  static boolean reply(Object root, long worker) {
+    return copy(root, worker) == REPLIED;
+  }
+
+  private static Object copy(Object root, long worker) {
     if (Codec.tagOrNone(root) != Codec.NONE) return FALLBACK;  // scalars, strings, proxies: the Copier's roundTrip
     BulkWriter w = LOCAL.get();
     try {
-      return w.run(root);
+      return w.run(root, worker);
     } finally {
       w.clear();
     }
   }
 
-  private Object run(Object root) {
+  /** worker == 0: the copy's proxy; else the reply to that worker's call ({@link #REPLIED}). */
+  private Object run(Object root, long worker) {
     nobj = nvals = nblob = nrefs = nplans = 0;
     lastUserClass = null;
     ids.findOrAdd(root, 0);
@@ -119,8 +136,14 @@ final class BulkWriter {
       int[] f = plans[i].fieldIdx;
       System.arraycopy(f, 0, fieldIdx, fieldStart[i], f.length);
     }
-    Object r = Bulk.toShared(Arrays.copyOf(objs, 2 * nobj), tags, vals, nvals, Arrays.copyOf(blob, nblob), refs,
-        classes, fieldStart, fieldIdx);
+    Object r;
+    if (worker != 0) {
+      r = Bulk.toSharedReply(worker, Arrays.copyOf(objs, 2 * nobj), tags, vals, nvals, Arrays.copyOf(blob, nblob),
+          refs, classes, fieldStart, fieldIdx) ? REPLIED : null;
+    } else {
+      r = Bulk.toShared(Arrays.copyOf(objs, 2 * nobj), tags, vals, nvals, Arrays.copyOf(blob, nblob), refs, classes,
+          fieldStart, fieldIdx);
+    }
     if (r == null) return FALLBACK;
     Bulk.WRITES.incrementAndGet();
     return r;

@@ -79,6 +79,22 @@ public final class RpcSupport {
   }
 
   /**
+   * Replies to the call serving worker {@code worker} holds with the shared copy of
+   * {@code result} (a private graph: user objects, arrays, collections), built in one native call
+   * that stores it as the reply without making a proxy, so that no JVM object keeps the reply's
+   * root until the next JVM collection.
+   *
+   * @param worker the serving thread's native worker
+   * @param result the handler's result, not a scalar, string or proxy
+   * @return false (nothing replied) when the graph needs the per-object copy: the caller then copies
+   *     it with {@link SharedMemory#copyToSharedMemory(Object)} and replies with that
+   */
+  public static boolean replyWithCopy(long worker, Object result) {
+    SharedMemory.ensureAttached();
+    return Bulk.ENABLED && BulkWriter.reply(result, worker);
+  }
+
+  /**
    * The handle of a proxy (to pass to a native), or null for anything else.
    *
    * @param proxy a shared list, map, set or object

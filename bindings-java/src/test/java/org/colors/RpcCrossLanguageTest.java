@@ -61,6 +61,30 @@ class RpcCrossLanguageTest {
       "");
 
   @Test
+  void repliesCopiedFromPrivateObjectsLeaveNoRootInTheServer() throws Exception {
+    String ep = CrossLanguageTest.unique("java-roots");
+    try (RpcServer s = RpcServer.serve(ep, new RpcTestService(), 1);
+        RpcClient warm = RpcClient.connect(ep)) {
+      // Warm-up in this JVM (class mapping, the serving thread's state); its reply's proxy stays
+      // referenced here, so its root is counted before and after.
+      Object first = warm.call("employee", "warm", 1.0);
+      long before = SharedMemory.liveHandles();
+      List<String> out = CrossLanguageTest.run(String.join("\n",
+          "from colors_shm import rpc",
+          "c = rpc.connect('" + ep + "')",
+          "for i in range(50):",
+          "    e = c.employee('e%d' % i, float(i))",
+          "print(type(e).__name__, e.name, e.salary)",
+          ""));
+      assertEquals(List.of("Employee e49 49.0"), out);
+      // Each private Employee was copied into the heap by the native call that stored it as the
+      // reply; no proxy of it was made here, which would hold its root until a JVM collection.
+      assertEquals(before, SharedMemory.liveHandles());
+      assertInstanceOf(SharedObject.class, first);  // still referenced: its root counted in both
+    }
+  }
+
+  @Test
   void pythonClientCallsJavaServer() throws Exception {
     String ep = CrossLanguageTest.unique("java-svc");
     try (RpcServer s = RpcServer.serve(ep, new RpcTestService(), 2)) {

@@ -134,7 +134,10 @@ final class Convert {
         }
         return;
       }
-      result = SharedMemory.copyToSharedMemory(result);  // user objects and nested lists: one native call too
+      // User objects and nested lists: one native call that replies too. No proxy of the reply
+      // is made, which would keep its root until the JVM's next collection.
+      if (RpcSupport.replyWithCopy(w, result)) return;
+      result = SharedMemory.copyToSharedMemory(result);  // what the bulk copy does not cover
       tag = RpcSupport.tagOrNone(result);
     }
     RpcNative.workerReply(w, tag, RpcSupport.bits(result, tag), RpcSupport.obj(result, tag));
