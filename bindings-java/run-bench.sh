@@ -9,6 +9,7 @@
 #   JAVA_BENCH=tree bindings-java/run-bench.sh (only TreeBench; JAVA_BENCH=field: only FieldBench; extra
 #                                          arguments go to the selected benchmark's main)
 #   JAVA_OPTS_BENCH="-Dbench.trees=1" ...      (extra JVM options, e.g. TreeBench's tree count)
+#   SRVARGS="--gc-pacing=0" ...                (extra colors-server flags)
 #
 # Builds what is missing (CMake build, agent jar, test classes), starts a private colors-server
 # (unique name, socket in a temporary directory), runs the benchmark with -javaagent, stops it.
@@ -27,7 +28,7 @@ SERVER="$BUILD_DIR/colors-server/colors-server"
 
 TMP="$(mktemp -d)"
 NAME="colors-bench-java-$$"
-"$SERVER" --name "$NAME" --socket "$TMP/sock" --heap-size 1G --log-level warn &
+"$SERVER" --name "$NAME" --socket "$TMP/sock" --heap-size 1G --log-level warn ${SRVARGS:-} &
 SPID=$!
 trap 'kill $SPID 2>/dev/null; wait $SPID 2>/dev/null; rm -rf "$TMP"' EXIT
 for _ in $(seq 100); do [ -S "$TMP/sock" ] && break; sleep 0.05; done
