@@ -17,13 +17,14 @@ namespace colors::gc {
 struct Options {
   unsigned threads = 2;              // marking and sweeping threads (the cycle's own thread included)
   unsigned threshold_percent = 70;   // start a cycle when this much of the heap is not free
-  // Pacing, as Go's GOGC: also start a cycle once the bytes allocated since the last one reach
-  // pacing_percent of the heap in use after it, and at least min_trigger_bytes; 0 turns it off.
+  // Pacing, as Go's GOGC: also start a cycle once the bytes allocated since the last one started
+  // reach pacing_percent of the live data it estimated (gc/README.md: how), and at least
+  // min_trigger_bytes; 0 turns it off.
   // Why: the freelist hands out the memory a cycle freed first, so a paced heap keeps reusing
   // pages that every process has already mapped and cached. Paced only by the threshold, a large
   // heap sends every allocation to new pages until the threshold is reached, and each process
-  // then takes a page fault for each new page it touches (rpc-bench: 15-25% of a 1024-tree call,
-  // gc/README.md). A cycle's sweep costs about the same per byte allocated either way.
+  // then takes a page fault for each new page it touches (rpc-bench's 1024-tree call and read:
+  // 1.17-1.31x faster paced, gc/README.md). A sweep costs about the same per byte allocated either way.
   unsigned pacing_percent = 100;
   std::uint64_t min_trigger_bytes = std::uint64_t{16} << 20;
   bool poison = false;               // debug: fill freed memory with kPoison

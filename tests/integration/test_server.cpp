@@ -225,6 +225,10 @@ TEST_CASE("size and flag parsing", "[options]") {
   CHECK(r.options->address == 0x610000000000ULL);
   CHECK(r.options->gc_threshold == 55);
   CHECK(r.options->gc_threads == 3);
+  CHECK(server::default_gc_threads(0) == 1);  // hardware_concurrency() may not know
+  CHECK(server::default_gc_threads(2) == 1);
+  CHECK(server::default_gc_threads(8) == 2);
+  CHECK(server::default_gc_threads(64) == 16);
   CHECK(r.options->gc_pacing == 250);
   CHECK(r.options->gc_min_trigger == std::size_t{4} << 20);
   CHECK(r.options->log_level == server::LogLevel::kDebug);
