@@ -75,41 +75,49 @@ def prewarm(adapter, kinds, seconds: float) -> None:
             adapter.read_all(kind, adapter.call(kind, payload))
 
 
-def run_framework(adapter, kinds, sizes, budget: Budget, prewarm_s: float, passes: int) -> list[dict]:
-    best: dict = {}
+def run_pass(adapter, kinds, sizes, budget: Budget, prewarm_s: float, p: int, passes: int, best: dict) -> None:
+    """One pass of one framework over the matrix, with a server of its own (started, warmed up,
+    stopped); each cell's time goes into `best` if it is the lowest so far."""
     adapter.start_server()
     try:
         adapter.connect()
         try:
             prewarm(adapter, kinds, prewarm_s)
-            payloads = {}
-            for p in range(passes):
-                for kind in kinds:
-                    for n in sizes:
-                        if (kind, n) not in payloads:
-                            payloads[kind, n] = adapter.build_input(kind, n)
-                        payload = payloads[kind, n]
-                        check_reply(adapter, kind, n, adapter.call(kind, payload))
-                        call, read_all = adapter.call, adapter.read_all
+            for kind in kinds:
+                for n in sizes:
+                    payload = adapter.build_input(kind, n)
+                    check_reply(adapter, kind, n, adapter.call(kind, payload))
+                    call, read_all = adapter.call, adapter.read_all
 
-                        def paper(kind=kind, payload=payload):
-                            call(kind, payload)
+                    def paper(kind=kind, payload=payload):
+                        call(kind, payload)
 
-                        def read(kind=kind, payload=payload):
-                            read_all(kind, call(kind, payload))
+                    def read(kind=kind, payload=payload):
+                        read_all(kind, call(kind, payload))
 
-                        row = []
-                        for variant, fn in (("paper", paper), ("read", read)):
-                            t = time_calls(fn, budget)
-                            keep_best(best, (kind, n, variant), t)
-                            row.append(f"{variant} {t['per_call_s'] * 1e6:10.1f} µs")
-                        check_reply(adapter, kind, n, adapter.call(kind, payload))
-                        log(f"  {adapter.name:12s} {kind:6s} n={n:5d} pass {p + 1}/{passes}  " + "  ".join(row))
+                    row = []
+                    for variant, fn in (("paper", paper), ("read", read)):
+                        t = time_calls(fn, budget)
+                        keep_best(best, (kind, n, variant), t)
+                        row.append(f"{variant} {t['per_call_s'] * 1e6:10.1f} µs")
+                    check_reply(adapter, kind, n, adapter.call(kind, payload))
+                    log(f"  {adapter.name:12s} {kind:6s} n={n:5d} pass {p + 1}/{passes}  " + "  ".join(row))
         finally:
             adapter.close()
     finally:
         adapter.stop_server()
-    return [dict(framework=adapter.name, kind=k, n=n, variant=v, **t) for (k, n, v), t in best.items()]
+
+
+def run_frameworks(adapters, kinds, sizes, budget: Budget, prewarm_s: float, passes: int) -> list[dict]:
+    """The matrix, pass by pass: each pass runs every framework in turn, so a slow spell of this
+    shared machine (load from elsewhere, which moved whole frameworks' results by up to 1.6x
+    between runs when each framework ran its passes back to back) is spread over all of them."""
+    best = {a.name: {} for a in adapters}
+    for p in range(passes):
+        for adapter in adapters:
+            run_pass(adapter, kinds, sizes, budget, prewarm_s, p, passes, best[adapter.name])
+    return [dict(framework=a.name, kind=k, n=n, variant=v, **t)
+            for a in adapters for (k, n, v), t in best[a.name].items()]
 
 
 def run_floor(kinds, sizes, budget: Budget, passes: int) -> list[dict]:
@@ -218,7 +226,7 @@ def main(argv=None) -> int:
     load_before = os.getloadavg()
     log(f"rpc-bench {a.mode}: frameworks {names}, kinds {kinds}, sizes {sizes} -> {out}")
 
-    cells, unavailable, measured = [], {}, []
+    unavailable, adapters = {}, []
     for name in names:
         adapter = frameworks.load(name)
         ok, why = adapter.available()
@@ -226,8 +234,9 @@ def main(argv=None) -> int:
             unavailable[name] = why
             log(f"  {name}: not available: {why}")
             continue
-        cells += run_framework(adapter, kinds, sizes, mode["budget"], mode["prewarm_s"], mode["passes"])
-        measured.append(name)
+        adapters.append(adapter)
+    measured = [a.name for a in adapters]
+    cells = run_frameworks(adapters, kinds, sizes, mode["budget"], mode["prewarm_s"], mode["passes"])
     cells += run_floor(kinds, sizes, mode["budget"], mode["passes"])
 
     colors_floors = None
