@@ -94,7 +94,7 @@ std::string usage_text() {
       ")\n"
       "  --gc-threshold PCT   start a collection when this percent of the heap is in use (default: 70)\n"
       "  --gc-pacing PCT      also start one when the bytes allocated since the last reach PCT percent of\n"
-      "                       the live data it estimated (as Go's GOGC); 0 turns pacing off (default: 100)\n"
+      "                       the live data it estimated (as Go's GOGC); 0 turns pacing off (default: 400)\n"
       "  --gc-min-trigger SIZE\n"
       "                       no paced collection before SIZE bytes were allocated (default: 16M)\n"
       "  --gc-threads N       collector threads (default: a quarter of the cores, at least 1; here " +

@@ -17,7 +17,7 @@ struct Options {
   std::size_t classes_size = 0;        // classes space (bytes)
   std::uintptr_t address = 0;          // fixed segment address
   std::uint32_t gc_threshold = 70;     // percent of the objects space in use that starts a cycle
-  std::uint32_t gc_pacing = 100;       // cycle after allocating this percent of the live estimate; 0 = off
+  std::uint32_t gc_pacing = 400;       // cycle after allocating this percent of the live estimate; 0 = off
   std::size_t gc_min_trigger = std::size_t{16} << 20;  // ... and at least this many bytes
   std::uint32_t gc_threads = 0;        // collector threads
   bool gc_debug = false;               // poison freed memory (and verify the heap after each cycle)

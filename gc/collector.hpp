@@ -25,7 +25,7 @@ struct Options {
   // heap sends every allocation to new pages until the threshold is reached, and each process
   // then takes a page fault for each new page it touches (rpc-bench's 1024-tree call and read:
   // 1.17-1.31x faster paced, gc/README.md). A sweep costs about the same per byte allocated either way.
-  unsigned pacing_percent = 100;
+  unsigned pacing_percent = 400;
   std::uint64_t min_trigger_bytes = std::uint64_t{16} << 20;
   bool poison = false;               // debug: fill freed memory with kPoison
   std::function<void(const detail::GcCycleStats&)> on_cycle;  // e.g. the server's log
