@@ -219,15 +219,29 @@ std::uint64_t allocate_until_cycle(Metadata* m, std::uint64_t from) {
   return 0;
 }
 
+// A collector paced at 100% of the live estimate and from `min_trigger` bytes on, its occupancy
+// threshold out of reach (in the 128 MiB heaps below, until about 128 MiB were allocated).
+gc::Options paced(std::uint64_t min_trigger) {
+  gc::Options o = opts();
+  o.threshold_percent = 99;
+  o.pacing_percent = 100;
+  o.min_trigger_bytes = min_trigger;
+  return o;
+}
+
+// A new list of `n` binaries of 64 KiB each.
+List binaries(int n) {
+  List l = new_list();
+  for (int i = 0; i < n; ++i) l.append(new_binary(std::vector<std::uint8_t>(64 << 10, 1)));
+  return l;
+}
+
 }  // namespace
 
 TEST_CASE("pacing starts a cycle once min_trigger_bytes were allocated, far below the threshold") {
   test::TestSegment seg(128 << 20);
   Metadata* m = seg.meta();
-  gc::Options o = opts();
-  o.threshold_percent = 99;  // out of reach until about 128 MiB were allocated
-  o.pacing_percent = 100;
-  o.min_trigger_bytes = 4 << 20;
+  gc::Options o = paced(4 << 20);
   SECTION("paced") {
     gc::Collector c(m, o);
     c.start();
@@ -249,17 +263,12 @@ TEST_CASE("pacing starts a cycle once min_trigger_bytes were allocated, far belo
   }
 }
 
-TEST_CASE("the pacing trigger grows with the heap in use after the last cycle") {
+TEST_CASE("the pacing trigger grows with the live data the last cycle found") {
   test::TestSegment seg(128 << 20);
   Metadata* m = seg.meta();
-  gc::Options o = opts();
-  o.threshold_percent = 99;
-  o.pacing_percent = 100;
-  o.min_trigger_bytes = 1 << 20;
-  gc::Collector c(m, o);
+  gc::Collector c(m, paced(1 << 20));
   c.start();
-  List live = new_list();
-  for (int i = 0; i < 128; ++i) live.append(new_binary(std::vector<std::uint8_t>(64 << 10, 1)));  // 8 MiB
+  List live = binaries(128);  // 8 MiB
   // Data allocated since the previous cycle started counts as live from the cycle after the next
   // (the estimate leaves out the interval, which may be floating garbage): so two cycles.
   REQUIRE(request_gc_and_wait(m, 10'000'000'000));
@@ -268,7 +277,7 @@ TEST_CASE("the pacing trigger grows with the heap in use after the last cycle") 
   const std::uint64_t from = allocated(m);  // nothing was allocated since that cycle started
   REQUIRE(after >= std::uint64_t{8} << 20);
   // Allocating less than `after` (but well above min_trigger_bytes) starts nothing; the trigger
-  // is `after`: 100% of the heap in use after the cycle.
+  // is `after`: 100% of the heap in use after a cycle that followed no allocation.
   const std::uint64_t cycles = gc::last_cycle_stats(m).cycle;
   allocate_garbage(4 << 20);
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -284,16 +293,9 @@ TEST_CASE("the pacing trigger grows with the heap in use after the last cycle") 
 TEST_CASE("garbage a cycle still keeps (dropped since the cycle before) does not raise the pacing trigger") {
   test::TestSegment seg(128 << 20);
   Metadata* m = seg.meta();
-  gc::Options o = opts();
-  o.threshold_percent = 99;
-  o.pacing_percent = 100;
-  o.min_trigger_bytes = 1 << 20;
-  gc::Collector c(m, o);
+  gc::Collector c(m, paced(1 << 20));
   c.start();
-  {
-    List dropped = new_list();
-    for (int i = 0; i < 128; ++i) dropped.append(new_binary(std::vector<std::uint8_t>(64 << 10, 1)));  // 8 MiB
-  }
+  binaries(128);  // 8 MiB, dropped at once
   // Dropping the root flagged the list pending before this cycle: it keeps the 8 MiB (floating
   // garbage), which the next cycle frees.
   REQUIRE(request_gc_and_wait(m, 10'000'000'000));
