@@ -291,23 +291,26 @@ TEST_CASE("the pacing trigger grows with the live data the last cycle found") {
 }
 
 TEST_CASE("garbage a cycle still keeps (dropped since the cycle before) does not raise the pacing trigger") {
-  test::TestSegment seg(128 << 20);
+  test::TestSegment seg(256 << 20);
   Metadata* m = seg.meta();
-  gc::Collector c(m, paced(1 << 20));
-  // Before the collector thread runs: a paced cycle in the middle of this allocation would see
-  // part of the list live, and its garbage would then count as live for one more cycle.
-  binaries(512);  // 32 MiB, dropped at once
+  // A 40 MiB minimum, so that no paced cycle starts while the 32 MiB list is built (one would see
+  // it live, and its garbage would count as live one cycle longer); 400%, so that a trigger paced
+  // on the use after the next cycle (32 MiB of floating garbage) would be 128 MiB.
+  gc::Options o = paced(40 << 20);
+  o.pacing_percent = 400;
+  gc::Collector c(m, o);
   c.start();
+  binaries(512);  // 32 MiB, dropped at once
   // Dropping the root flagged the list pending before this cycle: it keeps the 32 MiB (floating
   // garbage), which the next cycle frees.
   REQUIRE(request_gc_and_wait(m, 10'000'000'000));
   REQUIRE(gc::last_cycle_stats(m).heap_used_after >= std::uint64_t{32} << 20);
-  // Paced on the use after that cycle, the next would wait for 32 MiB more; it waits for the
-  // minimum trigger (1 MiB), as the heap holds nothing live. The bound leaves the collector
-  // thread ~180 ms to notice (ten 256 KiB steps 2 ms apart per 2.5 MiB) on a loaded machine.
+  // The next cycle comes at the minimum trigger (40 MiB), as the heap holds nothing live; the
+  // bound leaves the collector thread ~300 ms to notice (256 KiB steps 2 ms apart).
   std::uint64_t bytes = allocate_until_cycle(m, allocated(m));
   REQUIRE(bytes != 0);
-  CHECK(bytes < std::uint64_t{24} << 20);
+  CHECK(bytes >= std::uint64_t{40} << 20);
+  CHECK(bytes < std::uint64_t{80} << 20);
   c.stop();
 }
 
