@@ -136,14 +136,12 @@ final class BulkWriter {
       int[] f = plans[i].fieldIdx;
       System.arraycopy(f, 0, fieldIdx, fieldStart[i], f.length);
     }
-    Object r;
-    if (worker != 0) {
-      r = Bulk.toSharedReply(worker, Arrays.copyOf(objs, 2 * nobj), tags, vals, nvals, Arrays.copyOf(blob, nblob),
-          refs, classes, fieldStart, fieldIdx) ? REPLIED : null;
-    } else {
-      r = Bulk.toShared(Arrays.copyOf(objs, 2 * nobj), tags, vals, nvals, Arrays.copyOf(blob, nblob), refs, classes,
-          fieldStart, fieldIdx);
-    }
+    int[] objsUsed = Arrays.copyOf(objs, 2 * nobj);
+    byte[] blobUsed = Arrays.copyOf(blob, nblob);
+    Object r = worker == 0
+        ? Bulk.toShared(objsUsed, tags, vals, nvals, blobUsed, refs, classes, fieldStart, fieldIdx)
+        : Bulk.toSharedReply(worker, objsUsed, tags, vals, nvals, blobUsed, refs, classes, fieldStart, fieldIdx)
+            ? REPLIED : null;
     if (r == null) return FALLBACK;
     Bulk.WRITES.incrementAndGet();
     return r;
