@@ -104,7 +104,7 @@ void guarded_void(JNIEnv* env, F&& f) {
 // ---- cached classes and members (jni_module.cpp, resolved in JNI_OnLoad) ----
 struct Cache {
   jclass long_cls, double_cls, boolean_cls, string_cls, object_cls, ioobe_cls, proxies_cls, thread_cls;
-  jmethodID long_value_of, double_value_of, wrap, lookup, thread_interrupted;
+  jmethodID long_value_of, double_value_of, wrap, wrap_transient, lookup, thread_interrupted;
   jobject boolean_true, boolean_false;
   jfieldID handle_root, handle_raw, root_ptr, root_slot, root_gen;
 };
@@ -134,6 +134,11 @@ class Arg {
 Arg decode(JNIEnv* env, jint tag, jlong bits, jobject obj);
 // Shared -> Java: null, Long, Double, Boolean, String, byte[], or a proxy (identity-cached).
 jobject to_java(JNIEnv* env, colors::Value&& v);
+// The live proxy of the container or user object v if there is one, else a transient proxy
+// (Proxies.wrapTransient): not in the identity cache, its root released by its one user as soon
+// as it is done (a server's argument converted to a private value). REQUIRES: v is a list, map,
+// set or user object.
+jobject to_java_transient(JNIEnv* env, colors::Value&& v);
 jobjectArray to_java_array(JNIEnv* env, std::vector<colors::Value>&& items);
 // UTF-16 (Java) <-> UTF-8 (shared). Lone surrogates are refused (InvalidArgumentError).
 std::string java_to_utf8(JNIEnv* env, jstring s);

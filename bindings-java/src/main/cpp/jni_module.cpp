@@ -474,9 +474,11 @@ bool init_cache(JNIEnv* env) {
   g.long_value_of = env->GetStaticMethodID(g.long_cls, "valueOf", "(J)Ljava/lang/Long;");
   g.double_value_of = env->GetStaticMethodID(g.double_cls, "valueOf", "(D)Ljava/lang/Double;");
   g.wrap = env->GetStaticMethodID(g.proxies_cls, "wrap", "(JJI)Ljava/lang/Object;");
+  g.wrap_transient = env->GetStaticMethodID(g.proxies_cls, "wrapTransient", "(JJI)Ljava/lang/Object;");
   g.lookup = env->GetStaticMethodID(g.proxies_cls, "lookup", "(J)Ljava/lang/Object;");
   g.thread_interrupted = env->GetStaticMethodID(g.thread_cls, "interrupted", "()Z");
-  if (!g.long_value_of || !g.double_value_of || !g.wrap || !g.lookup || !g.thread_interrupted) return false;
+  if (!g.long_value_of || !g.double_value_of || !g.wrap || !g.wrap_transient || !g.lookup || !g.thread_interrupted)
+    return false;
   jfieldID t = env->GetStaticFieldID(g.boolean_cls, "TRUE", "Ljava/lang/Boolean;");
   jfieldID f = env->GetStaticFieldID(g.boolean_cls, "FALSE", "Ljava/lang/Boolean;");
   if (!t || !f) return false;

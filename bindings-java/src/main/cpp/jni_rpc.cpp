@@ -16,6 +16,7 @@
 #include <colors/rpc.hpp>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdlib>
 #include <memory>
@@ -25,6 +26,8 @@
 #include <vector>
 
 #include "jni_common.hpp"
+#include "layout.hpp"
+#include "segment.hpp"
 
 namespace colors_jni {
 
@@ -70,6 +73,28 @@ struct JWorker {
     names.clear();
   }
   static constexpr std::size_t kMaxNames = 64;
+
+  // The reference arguments of the last calls (a ring): whether `raw` is among them, recording
+  // it. The ring is emptied when a collector cycle starts: only a sweep frees memory, and an
+  // argument recorded since the current cycle started is not freed by it (reachable when it was
+  // recorded, so at that cycle's snapshot, or recent), so an address found in the ring is still
+  // the object recorded, never another object at a reused address.
+  bool seen_recently(std::uint64_t raw) {
+    const std::uint32_t seq = colors::detail::current_meta()->gc_started_seq.load(std::memory_order_acquire);
+    if (seq != recent_seq) {
+      recent.fill(0);
+      recent_seq = seq;
+    }
+    bool seen = std::find(recent.begin(), recent.end(), raw) != recent.end();
+    if (!seen) {
+      recent[next_recent] = raw;
+      next_recent = (next_recent + 1) % recent.size();
+    }
+    return seen;
+  }
+  std::array<std::uint64_t, 8> recent{};
+  std::size_t next_recent = 0;
+  std::uint32_t recent_seq = 0;
 };
 
 template <class T>
@@ -206,8 +231,14 @@ void JNICALL n_worker_free(JNIEnv* env, jclass, jlong w) {
 }
 
 // The next call for worker `w`: {method, arg0, arg1, ...} (for a batch, the args are its
-// [method, args] items), or null once the server is closing.
-jobjectArray JNICALL n_server_next(JNIEnv* env, jclass, jlong p, jlong w, jlong spin_ns) {
+// [method, args] items), or null once the server is closing. An argument that is a container or
+// a user object, has no live proxy, and was not an argument of the last few calls is `lazy`
+// (RpcServer.LAZY) here, and made by workerArg when the handler's parameter asks for it: a proxy
+// made here would keep the argument's root until the JVM's next collection, also when the
+// parameter is converted to a private value (a @ByValue graph, a long[]) and the proxy is dropped
+// at once; a client sending a fresh list per call kept every one of them alive until then. The
+// call's request roots every argument until the call is answered.
+jobjectArray JNICALL n_server_next(JNIEnv* env, jclass, jlong p, jlong w, jlong spin_ns, jobject lazy) {
   return guarded<jobjectArray>(env, nullptr, [&]() -> jobjectArray {
     JServer* s = from_ptr<JServer>(p);
     JWorker* wk = from_ptr<JWorker>(w);
@@ -226,13 +257,42 @@ jobjectArray JNICALL n_server_next(JNIEnv* env, jclass, jlong p, jlong w, jlong 
       check_pending(env);
       env->SetObjectArrayElement(out, 0, wk->method_name(env, wk->call->method()));
       for (std::size_t i = 0; i < n; ++i) {
-        jobject o = to_java(env, args.get(i));
+        colors::Value a = args.get(i);
+        const colors::TypeKind k = a.kind();
+        if (k == colors::TypeKind::kList || k == colors::TypeKind::kMap || k == colors::TypeKind::kSet ||
+            k == colors::TypeKind::kObject) {
+          // An object sent again (in one of the last few calls) is one its client keeps: its
+          // proxy is made now and cached, so that the next calls find it alive and pass it on at
+          // no cost; pinning it pins nothing its client does not hold. Others are lazy.
+          if (!wk->seen_recently(a.raw())) {
+            jobject cached = env->CallStaticObjectMethod(g.proxies_cls, g.lookup, static_cast<jlong>(a.raw()));
+            check_pending(env);
+            env->SetObjectArrayElement(out, static_cast<jsize>(i + 1), cached != nullptr ? cached : lazy);
+            if (cached != nullptr) env->DeleteLocalRef(cached);
+            continue;
+          }
+        }
+        jobject o = to_java(env, std::move(a));
         env->SetObjectArrayElement(out, static_cast<jsize>(i + 1), o);
         if (o != nullptr) env->DeleteLocalRef(o);
       }
       return out;
     }
     return nullptr;
+  });
+}
+
+// Argument `i` of the worker's current call: its proxy (identity-cached), or with `transient` a
+// proxy outside the cache whose root its caller releases when done (Proxies.releaseTransient).
+jobject JNICALL n_worker_arg(JNIEnv* env, jclass, jlong w, jint i, jboolean transient_proxy) {
+  return guarded<jobject>(env, nullptr, [&]() -> jobject {
+    JWorker* wk = from_ptr<JWorker>(w);
+    if (!wk->call) throw colors::InvalidArgumentError("no call to read an argument of");
+    colors::List args = wk->call->args();
+    if (i < 0 || static_cast<std::size_t>(i) >= args.size())
+      throw colors::InvalidArgumentError("argument index " + std::to_string(i) + " out of range (binding bug)");
+    colors::Value a = args.get(static_cast<std::size_t>(i));
+    return transient_proxy ? to_java_transient(env, std::move(a)) : to_java(env, std::move(a));
   });
 }
 
@@ -392,7 +452,8 @@ bool register_rpc_natives(JNIEnv* env) {
       N("serverFree", "(J)V", n_server_free),
       N("workerNew", "()J", n_worker_new),
       N("workerFree", "(J)V", n_worker_free),
-      N("serverNext", "(JJJ)[Ljava/lang/Object;", n_server_next),
+      N("serverNext", "(JJJLjava/lang/Object;)[Ljava/lang/Object;", n_server_next),
+      N("workerArg", "(JIZ)Ljava/lang/Object;", n_worker_arg),
       N("workerReply", "(JIJLjava/lang/Object;)V", n_worker_reply),
       N("workerReplyFlat", "(JI[I[J[Ljava/lang/Object;[B)V", n_worker_reply_flat),
       N("workerFail", "(JLjava/lang/String;Ljava/lang/String;)V", n_worker_fail),

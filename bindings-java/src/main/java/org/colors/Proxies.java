@@ -433,6 +433,43 @@ final class Proxies {
     return publishNew(h, proxy, new Root(h, QUEUE, ptr, 0, null));
   }
 
+  /**
+   * Called by the natives for a transient proxy ({@code to_java_transient}): a proxy of its own,
+   * never in the identity cache, adopting the native handle {@code ptr}. Its one user releases its
+   * root with {@link #releaseTransient} as soon as it is done with it (a server's argument
+   * converted to a private value); should it not, the root goes when the JVM collects the proxy,
+   * as any proxy's.
+   */
+  static Object wrapTransient(long ptr, long raw, int kind) {
+    Handle h = new Handle(raw, kind, Direct.epoch);
+    Object proxy;
+    try {
+      proxy = create(h, null);
+    } catch (RuntimeException | Error e) {
+      Native.release(ptr);
+      throw e;
+    }
+    h.root = new Root(h, QUEUE, ptr, 0, null);
+    return proxy;
+  }
+
+  /**
+   * Releases the root of a proxy made by {@link #wrapTransient} now. The proxy is unusable after
+   * this (natives refuse a Handle without a root). REQUIRES: no one else has the proxy or reads
+   * through it any more (it was never in the identity cache, so only its maker can have it).
+   */
+  static void releaseTransient(Object proxy) {
+    Handle h = handleOf(proxy);
+    if (h == null) return;
+    Root r = h.root;
+    if (r == null || r.entry != null) return;  // a cached proxy: never released here
+    h.root = null;
+    if (r.claim()) {
+      r.clear();  // never enqueued: released here
+      r.release(true);
+    }
+  }
+
   // ---- proxies from the Java fast path -------------------------------------------------------
 
   /**

@@ -95,6 +95,17 @@ public final class RpcSupport {
   }
 
   /**
+   * Releases the root of a transient proxy (a server's argument made by {@code workerArg} for a
+   * parameter converted to a private value) at once, instead of at the JVM's next collection.
+   * Proxies from the identity cache are left alone.
+   *
+   * @param proxy the transient proxy, no longer used by anyone
+   */
+  public static void releaseTransient(Object proxy) {
+    Proxies.releaseTransient(proxy);
+  }
+
+  /**
    * The handle of a proxy (to pass to a native), or null for anything else.
    *
    * @param proxy a shared list, map, set or object

@@ -85,6 +85,51 @@ class RpcCrossLanguageTest {
   }
 
   @Test
+  void argumentsConvertedToPrivateValuesLeaveNoRootInTheServer() throws Exception {
+    String ep = CrossLanguageTest.unique("java-args");
+    try (RpcServer s = RpcServer.serve(ep, new RpcTestService(), 1);
+        RpcClient warm = RpcClient.connect(ep)) {
+      warm.call("sum", (Object) new int[] {1});
+      long before = SharedMemory.liveHandles();
+      // Each call sends fresh shared arguments: a list of ints (int[] parameter), a list of
+      // Employees (@ByValue List<Employee>), a list of strings (String[]), and a map where a
+      // list is expected (refused: the conversion fails with the argument already made).
+      List<String> out = CrossLanguageTest.run(String.join("\n",
+          "from colors_shm import rpc",
+          "c = rpc.connect('" + ep + "')",
+          "t = 0",
+          "for i in range(50):",
+          "    t += c.sum([i, 1, 2])",
+          "    t += c.payroll([Employee('a', float(i)), Employee('b', 1.0)])",
+          "    t += len(c.strings(['x', 'y%d' % i]))",
+          "    try:",
+          "        c.sum({'k': i})",
+          "    except rpc.RemoteError as e:",
+          "        r = e.remote_type",
+          "print(t, r)",
+          ""));
+      assertEquals(List.of("2750.0 org.colors.TypeMismatchException"), out);
+      // No argument's proxy outlived its call: each was converted to a private value and its
+      // root released then, not at the JVM's next collection.
+      assertEquals(before, SharedMemory.liveHandles());
+    }
+  }
+
+  @Test
+  void objectArgumentsKeepTheirIdentity() throws Exception {
+    String ep = CrossLanguageTest.unique("java-same");
+    try (RpcServer s = RpcServer.serve(ep, new RpcTestService(), 1)) {
+      List<String> out = CrossLanguageTest.run(String.join("\n",
+          "from colors_shm import rpc",
+          "c = rpc.connect('" + ep + "')",
+          "l = cs.copy_to([1])",
+          "print(c.same(l, l), c.same(l, cs.copy_to([1])), c.append(l, 5), list(l))",
+          ""));
+      assertEquals(List.of("True False 2 [1, 5]"), out);
+    }
+  }
+
+  @Test
   void pythonClientCallsJavaServer() throws Exception {
     String ep = CrossLanguageTest.unique("java-svc");
     try (RpcServer s = RpcServer.serve(ep, new RpcTestService(), 2)) {

@@ -3,6 +3,7 @@ package org.colors;
 import demo.Employee;
 import java.util.ArrayList;
 import java.util.List;
+import org.colors.rpc.ByValue;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
@@ -105,6 +106,16 @@ public class RpcTestService {
 
   public double salaryOf(Employee e) {
     return e.salary;
+  }
+
+  /** The sum of salaries, from private copies of the shared Employees (@ByValue). */
+  public double payroll(@ByValue List<Employee> staff) {
+    double t = 0;
+    for (Employee e : staff) {
+      if (SharedMemory.isObjectShared(e)) throw new IllegalStateException("not a private copy");
+      t += e.salary;
+    }
+    return t;
   }
 
   public String[] strings(String[] xs) {

@@ -77,6 +77,14 @@ final class Convert {
   }
 
   /**
+   * Whether {@link #to}'s conversion to {@code type} reads a shared argument into a private value
+   * without handing the argument's own proxy on: arrays (the elements may be proxies of their own).
+   */
+  static boolean consumes(Class<?> type) {
+    return type.isArray() && type != byte[].class;
+  }
+
+  /**
    * The conversion of a {@link ByValue} parameter of type {@code type} (generic type
    * {@code generic}): private deep copies of the shared argument.
    *

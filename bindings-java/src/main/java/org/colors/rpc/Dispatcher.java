@@ -10,6 +10,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeSet;
+import org.colors.RpcSupport;
 
 /**
  * The methods a server exposes: the public methods of the handler's class (not those declared
@@ -25,6 +26,12 @@ final class Dispatcher {
     final Method method;
     final Convert.Conv[] params;
     final String[] where;
+    /**
+     * Per parameter: its conversion reads the argument into a private value and never hands the
+     * argument's proxy on (arrays, {@code @ByValue}); such an argument gets a transient proxy,
+     * released as soon as it is converted.
+     */
+    final boolean[] consumes;
 
     Target(Method m) {
       method = m;
@@ -33,6 +40,7 @@ final class Dispatcher {
       Annotation[][] annotations = m.getParameterAnnotations();
       params = new Convert.Conv[types.length];
       where = new String[types.length];
+      consumes = new boolean[types.length];
       for (int i = 0; i < types.length; i++) {
         where[i] = "argument " + i + " of " + m.getName();
         boolean byValue = false;
@@ -41,6 +49,7 @@ final class Dispatcher {
         // methods are served, whose generic and plain parameter lists agree.
         params[i] = byValue ? Convert.byValue(types[i], generic.length == types.length ? generic[i] : types[i], where[i])
             : Convert.to(types[i]);
+        consumes[i] = byValue || Convert.consumes(types[i]);
       }
     }
   }
@@ -76,11 +85,13 @@ final class Dispatcher {
   }
 
   /**
-   * Runs {@code method} with {@code args[from..]}.
+   * Runs {@code method} with {@code args[from..]}. An argument that is {@link RpcServer#LAZY} is
+   * argument {@code index - 1} of {@code worker}'s current call (args is then serverNext's array,
+   * {method, args...}), made here as its parameter needs it.
    *
    * @throws Throwable what the handler threw, or the failure to resolve or convert
    */
-  Object invoke(String method, Object[] args, int from) throws Throwable {
+  Object invoke(String method, Object[] args, int from, long worker) throws Throwable {
     int n = args.length - from;
     Target[][] byArity = table.get(method);
     Target[] cands = byArity != null && n < byArity.length ? byArity[n] : null;
@@ -89,7 +100,7 @@ final class Dispatcher {
     for (Target t : cands) {
       Object[] conv = new Object[n];
       try {
-        for (int i = 0; i < n; i++) conv[i] = t.params[i].apply(args[from + i], t.where[i]);
+        for (int i = 0; i < n; i++) conv[i] = convert(t, i, args, from + i, worker);
       } catch (RuntimeException e) {
         if (firstFailure == null) firstFailure = e;
         continue;
@@ -101,6 +112,27 @@ final class Dispatcher {
       }
     }
     throw firstFailure;
+  }
+
+  /** Parameter i of t from args[k] (see {@link #invoke} for a lazy argument). */
+  private static Object convert(Target t, int i, Object[] args, int k, long worker) {
+    Object v = args[k];
+    if (v != RpcServer.LAZY) return t.params[i].apply(v, t.where[i]);
+    if (!t.consumes[i]) {
+      v = RpcNative.workerArg(worker, k - 1, false);
+      args[k] = v;  // other candidates (overloads) get the same proxy
+      return t.params[i].apply(v, t.where[i]);
+    }
+    // Converted to a private value: the proxy's root goes now, not at the JVM's next collection
+    // (which would keep every argument graph of every call alive in the shared heap until then).
+    Object proxy = RpcNative.workerArg(worker, k - 1, true);
+    Object r = null;
+    try {
+      r = t.params[i].apply(proxy, t.where[i]);
+      return r;
+    } finally {
+      if (r != proxy) RpcSupport.releaseTransient(proxy);  // r == proxy: handed on, so kept
+    }
   }
 
   private NoSuchMethodException noSuchMethod(String method, int n, Target[][] byArity) {

@@ -26,8 +26,16 @@ final class RpcNative {
   static native void serverFree(long server);
   static native long workerNew();
   static native void workerFree(long worker);
-  /** {method, args...} of the next call, or null once the server is closing. */
-  static native Object[] serverNext(long server, long worker, long spinNs);
+  /**
+   * {method, args...} of the next call, or null once the server is closing; an argument that is
+   * a container or user object is {@code lazy}, to be made by {@link #workerArg}.
+   */
+  static native Object[] serverNext(long server, long worker, long spinNs, Object lazy);
+  /**
+   * Argument {@code index} of the worker's current call: its proxy, or with {@code transientProxy}
+   * a proxy outside the identity cache, to be released by {@code RpcSupport.releaseTransient}.
+   */
+  static native Object workerArg(long worker, int index, boolean transientProxy);
   static native void workerReply(long worker, int tag, long bits, Object obj);
   /** Replies with element 0 of a flat encoding ({@link Convert.Enc}; {@code blob}: its strings' UTF-8). */
   static native void workerReplyFlat(long worker, int n, int[] tags, long[] bits, Object[] objs, byte[] blob);

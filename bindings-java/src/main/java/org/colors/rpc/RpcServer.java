@@ -6,6 +6,7 @@ import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import org.colors.NotAttachedException;
+import org.colors.RpcSupport;
 import org.colors.ServerGoneException;
 import org.colors.SharedInterruptedException;
 import org.colors.SharedList;
@@ -56,6 +57,12 @@ import org.colors.SharedList;
 public final class RpcServer implements AutoCloseable {
   /** Method name of a batch request (colors::rpc::kBatchMethod). */
   static final String BATCH = "colors.rpc.batch";
+  /**
+   * Stands, in serverNext's array, for an argument that is a container or user object: the
+   * Dispatcher makes it when its parameter asks (a proxy, or a transient one for a parameter
+   * converted to a private value), so that no proxy keeps an argument alive past its call.
+   */
+  static final Object LAZY = new Object();
 
   /** Settings of a server; {@code RpcServer.options().threads(2).spinNanos(20_000)}. */
   public static final class Options {
@@ -215,7 +222,7 @@ public final class RpcServer implements AutoCloseable {
       while (!closed) {
         Object[] call;
         try {
-          call = RpcNative.serverNext(srv, w, spinNanos);
+          call = RpcNative.serverNext(srv, w, spinNanos, LAZY);
           java.util.function.Supplier<RuntimeException> fault = takeFault;
           if (call != null && fault != null) {
             RuntimeException e = fault.get();
@@ -243,7 +250,7 @@ public final class RpcServer implements AutoCloseable {
   private void runOne(long w, String method, Object[] call) {
     Object result;
     try {
-      result = dispatcher.invoke(method, call, 1);
+      result = dispatcher.invoke(method, call, 1, w);
     } catch (Throwable t) {
       fail(w, t);
       return;
@@ -260,13 +267,20 @@ public final class RpcServer implements AutoCloseable {
     List<Object> outcomes = new ArrayList<>(call.length - 1);
     try {
       for (int i = 1; i < call.length; i++) {
-        SharedList item = (SharedList) call[i];
-        String m = (String) item.get(0);
-        Object a = item.get(1);
+        Object itemProxy = call[i] == LAZY ? RpcNative.workerArg(w, i - 1, true) : call[i];
+        String m;
+        Object a;
+        try {
+          SharedList item = (SharedList) itemProxy;
+          m = (String) item.get(0);
+          a = item.get(1);
+        } finally {
+          RpcSupport.releaseTransient(itemProxy);
+        }
         Object[] args = a == null ? new Object[0] : ((SharedList) a).toArray();
         List<Object> outcome = new ArrayList<>(3);
         try {
-          Object r = dispatcher.invoke(m, args, 0);
+          Object r = dispatcher.invoke(m, args, 0, w);
           outcome.add(true);
           outcome.add(r);
         } catch (Throwable t) {
