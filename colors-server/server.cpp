@@ -241,7 +241,8 @@ bool Server::start() {
   detail::Metadata* m = meta_;
   gopt.on_cycle = [debug, m](const detail::GcCycleStats& st) {
     log_info("gc cycle ", st.cycle, ": ", st.total_ns / 1000, " us (walk ", st.clear_ns / 1000, ", roots+mark ",
-             st.mark_ns / 1000, ", remark ", st.remark_ns / 1000, " in ", st.marking_passes - 1, " passes, sweep ",
+             st.mark_ns / 1000, ", remark ", st.remark_ns / 1000, " in ", st.marking_passes - 1, " passes taking ", st.pending_objects,
+             " pending, sweep ",
              st.sweep_ns / 1000, "), marked ", st.objects_marked, " objects / ", st.bytes_marked, " B, freed ",
              st.objects_freed, " objects / ", st.bytes_freed, " B, heap used ", st.heap_used_before, " -> ",
              st.heap_used_after, " B, largest free ", st.largest_free, " B, ", st.threads, " threads");

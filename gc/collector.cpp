@@ -120,7 +120,7 @@ struct Collector::Impl {
     // reachable at the snapshot is left unmarked).
     for (;;) {
       ++s.marking_passes;
-      if (marker.pending_pass(pool, parts) == 0) break;
+      if (marker.pending_pass(pool) == 0) break;
     }
     auto t3 = clock::now();
     if (after_mark) after_mark(epoch);
@@ -140,6 +140,7 @@ struct Collector::Impl {
     s.sweep_ns = ns(t3, t4);
     s.total_ns = ns(t0, t4);
     s.objects_marked = marker.objects_marked();
+    s.pending_objects = marker.objects_taken();
     s.bytes_marked = marker.bytes_marked();
     s.objects_freed = sw.objects_freed;
     s.bytes_freed = sw.bytes_freed;

@@ -1,11 +1,13 @@
 #include "marker.hpp"
 
+#include <algorithm>
 #include <thread>
 
 #include "channel.hpp"
 #include "classes.hpp"
 #include "futex.hpp"
 #include "objects.hpp"
+#include "pending_bits.hpp"
 #include "repository.hpp"
 
 namespace colors::gc {
@@ -161,33 +163,49 @@ std::uint64_t Marker::root_pass(WorkerPool& pool) {
   return total_marked() - before;
 }
 
-std::uint64_t Marker::pending_pass(WorkerPool& pool, const std::vector<Partition>& parts) {
+std::uint64_t Marker::pending_pass(WorkerPool& pool) {
   std::uint64_t before = total_marked();
   stop_at_recent_ = true;
+  const PendingBits pb = pending_bits_of(m_);
+  const std::size_t words = pending_bits_bytes(m_->objects_end - m_->objects_begin) / 8;
+  const std::size_t chunks = (words + kPendingChunkWords - 1) / kPendingChunkWords;
   next_part_.store(0, std::memory_order_release);
   idle_.store(0, std::memory_order_release);
   pool.run([&](unsigned i) {
     Worker& w = workers_[i];
-    for (std::size_t k; (k = next_part_.fetch_add(1, std::memory_order_acq_rel)) < parts.size();) {
-      walk_blocks(parts[k].begin, parts[k].end, [&](std::uintptr_t p, std::uint64_t hw) {
-        if (BlockHeader::kind_of(hw) != BlockKind::kObject) return;
-        BlockHeader* h = header_at(p);
-        if (h->pending.load(std::memory_order_acquire) == 0) return;
-        // Clear before marking: a barrier that flags the object again after this point makes
-        // the next pass look at it again.
-        h->pending.store(0, std::memory_order_seq_cst);
-        visit(w, p);
-        Word obj;
-        while (!w.local.empty()) {
-          obj = w.local.back();
-          w.local.pop_back();
-          trace(w, obj);
+    for (std::size_t c; (c = next_part_.fetch_add(1, std::memory_order_acq_rel)) < chunks;) {
+      const std::size_t end = std::min(words, (c + 1) * kPendingChunkWords);
+      for (std::size_t k = c * kPendingChunkWords; k < end; ++k) {
+        if (pb.words[k].load(std::memory_order_relaxed) == 0) continue;
+        // Take the word's bits before reading the objects they name: a barrier that flags one of
+        // them again after this point sets a bit the next pass takes (pending_bits.hpp).
+        std::uint64_t bits = pb.words[k].exchange(0, std::memory_order_seq_cst);
+        while (bits != 0) {
+          const unsigned b = static_cast<unsigned>(__builtin_ctzll(bits));
+          bits &= bits - 1;
+          const std::uintptr_t p = pb.objects_begin + (k * 64 + b) * kGranule;
+          // A reserved block's bit is dropped: published later in this cycle, it is recent.
+          if (BlockHeader::kind_of(header_at(p)->load()) != BlockKind::kObject) continue;
+          ++w.taken;
+          visit(w, p);
+          Word obj;
+          while (!w.local.empty()) {
+            obj = w.local.back();
+            w.local.pop_back();
+            trace(w, obj);
+          }
         }
-      });
+      }
     }
     drain(i);
   });
   return total_marked() - before;
+}
+
+std::uint64_t Marker::objects_taken() const {
+  std::uint64_t t = 0;
+  for (auto& w : workers_) t += w.taken;
+  return t;
 }
 
 std::uint64_t Marker::objects_marked() const { return total_marked(); }

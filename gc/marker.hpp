@@ -28,11 +28,15 @@ class Marker {
   // First pass: marks everything reachable from the roots (client root tables, repositories,
   // channels), tracing through recent objects too. Returns the objects newly marked.
   std::uint64_t root_pass(WorkerPool& pool);
-  // Later passes: marks from every object flagged `pending` (clearing the flag), stopping at
-  // recent objects. Returns the objects newly marked.
-  std::uint64_t pending_pass(WorkerPool& pool, const std::vector<Partition>& parts);
+  // Later passes: marks from every object in the pending set (pending_bits.hpp), taking its bit,
+  // stopping at recent objects. Threads take the bitmap in chunks of kPendingChunkWords words
+  // (4 MiB of heap). Returns the objects newly marked.
+  std::uint64_t pending_pass(WorkerPool& pool);
+  static constexpr std::size_t kPendingChunkWords = 4096;
 
   std::uint64_t objects_marked() const;
+  // Objects the pending passes took from the pending set (each pass's flagged objects).
+  std::uint64_t objects_taken() const;
   std::uint64_t bytes_marked() const;
 
  private:
@@ -43,6 +47,7 @@ class Marker {
     std::atomic<std::size_t> shared_size{0};
     std::uint64_t rng = 0;
     std::uint64_t marked = 0, bytes = 0;
+    std::uint64_t taken = 0;  // objects taken from the pending set
   };
 
   void visit(Worker& w, detail::Word ref);

@@ -5,6 +5,7 @@
 
 #include "collector.hpp"
 #include "heap.hpp"
+#include "pending_bits.hpp"
 
 namespace colors::gc {
 
@@ -25,6 +26,7 @@ struct PartSweep {
   Metadata* m;
   std::uint8_t epoch;
   bool poison;
+  PendingBits pb;
   SweepResult r;
 
   // Scans [p, end) from a reclaimable block under heap_lock and rewrites the run as one block.
@@ -39,9 +41,11 @@ struct PartSweep {
       if (size == 0) break;
       BlockKind k = BlockHeader::kind_of(w);
       if (k == BlockKind::kFree) {
-        freelist_unlink(m, p);
+        freelist_unlink(m, p);  // its pending bits are clear (pending_bits.hpp)
       } else if (k == BlockKind::kFiller) {
+        clear_pending_bits(pb, p, p + size);  // a retired TLAB tail may hold an abandoned, flagged block
       } else if (is_dead_object(h, w, epoch)) {
+        clear_pending_bits(pb, p, p + size);
         r.objects_freed += 1;
         r.bytes_freed += size;
       } else {
@@ -53,7 +57,6 @@ struct PartSweep {
     if (size == 0) return start;
     if (poison) fill_poison(start + sizeof(BlockHeader) + 16, p);
     BlockHeader* h = header_at(start);
-    h->pending.store(0, std::memory_order_relaxed);
     h->marked.store(0, std::memory_order_relaxed);
     h->recent.store(0, std::memory_order_relaxed);
     h->owner.store(0, std::memory_order_relaxed);
@@ -108,7 +111,7 @@ SweepResult sweep(Metadata* m, WorkerPool& pool, const std::vector<Partition>& p
     // Orders this cycle's gc_started_seq bump (which happens-before this task) before every write
     // to freed memory below: the other half of read_without_cycle() (libshared/src/objects.hpp).
     std::atomic_thread_fence(std::memory_order_release);
-    PartSweep s{m, epoch, poison, {}};
+    PartSweep s{m, epoch, poison, pending_bits_of(m), {}};
     for (std::size_t k; (k = next.fetch_add(1, std::memory_order_acq_rel)) < parts.size();) s.run(parts[k]);
     results[i] = s.r;
   });

@@ -2,8 +2,9 @@
 // goes (object fields, container slots, repository roots, channel slots, root tables).
 //
 // Snapshot-at-the-beginning: before a reference is overwritten, the object it pointed to is
-// flagged `pending`, so the collector marks everything that was reachable when its cycle began
-// even if mutators unlink it meanwhile (gc/README.md has the argument).
+// flagged pending (its bit in the pending set, pending_bits.hpp), so the collector marks
+// everything that was reachable when its cycle began even if mutators unlink it meanwhile
+// (gc/README.md has the argument).
 //
 // Invariant: the overwritten value is flagged before the new value becomes visible, and the store
 // that replaces it is a compare-exchange against exactly the value that was flagged; a racing
@@ -12,12 +13,14 @@
 #include <atomic>
 
 #include "block.hpp"
+#include "pending_bits.hpp"
 #include "word.hpp"
 
 namespace colors::detail {
 
+// REQUIRES: attached (a reference word exists only in an attached segment).
 inline void mark_pending(Word w) {
-  if (is_ref(w)) header_at(w)->pending.store(1, std::memory_order_release);
+  if (is_ref(w)) set_pending_bit(g_pending_bits, w);
 }
 
 inline void store_ref(std::atomic<Word>* slot, Word value) {

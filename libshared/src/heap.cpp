@@ -9,6 +9,7 @@
 
 #include "colors/errors.hpp"
 #include "futex.hpp"
+#include "pending_bits.hpp"
 #include "segment.hpp"
 #include "session.hpp"
 
@@ -54,7 +55,6 @@ std::uintptr_t carve(Metadata* m, std::size_t bytes, std::uint32_t owner) {
     const std::uint64_t next = free_next(p)->load(std::memory_order_relaxed);
     const std::uint64_t prev = free_prev(p)->load(std::memory_order_relaxed);
     BlockHeader* nb = header_at(block);
-    nb->pending.store(0, std::memory_order_relaxed);
     nb->marked.store(0, std::memory_order_relaxed);
     nb->recent.store(0, std::memory_order_relaxed);
     nb->owner.store(owner, std::memory_order_relaxed);
@@ -339,6 +339,8 @@ std::size_t reclaim_client_tlabs(Metadata* m, std::uint32_t client_id) {
     if (size == 0) break;  // corrupt; the verifier reports it
     if (BlockHeader::kind_of(w) == BlockKind::kTlab && h->owner.load(std::memory_order_relaxed) == client_id) {
       HeapLockGuard g(m);
+      // A block the dead client had reserved may be flagged (its root was dropped above).
+      clear_pending_bits(pending_bits_of(m), p, p + size);
       if (size >= kTlabSize) {
         freelist_push(m, p, size);
       } else {

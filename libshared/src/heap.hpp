@@ -55,7 +55,6 @@ inline BlockHeader* reserve_block(Metadata* m, std::uint32_t client_id, std::siz
     std::uintptr_t obj = t.cur;
     // The rest becomes the TLAB block before the front turns into the object (parsability).
     BlockHeader* rest = header_at(obj + bytes);
-    rest->pending.store(0, std::memory_order_relaxed);
     rest->marked.store(0, std::memory_order_relaxed);
     rest->recent.store(0, std::memory_order_relaxed);
     rest->owner.store(client_id, std::memory_order_relaxed);
@@ -70,8 +69,8 @@ inline BlockHeader* reserve_block(Metadata* m, std::uint32_t client_id, std::siz
 }
 
 // Publishes a reserved block as an object, born recent (recent = the current GC epoch).
-// `pending` and `marked` are left as they are: reserve zeroed them, and the collector may have
-// flagged the block since, through the root that protects it while it is being initialised.
+// `marked` is left as it is: reserve zeroed it, and the collector may have marked the block
+// since, through the root that protects it while it is being initialised.
 inline void publish_object(Metadata* m, BlockHeader* h, std::size_t bytes) {
   // seq_cst load: ordered after the seq_cst store of the block's root (roots.cpp).
   h->recent.store(m->gc_epoch.load(std::memory_order_seq_cst), std::memory_order_relaxed);

@@ -1,5 +1,6 @@
-// Binary layout of the segment: [metadata | classes space | objects space], mapped at the same
-// fixed address in every process, so the raw pointers stored in it are valid everywhere.
+// Binary layout of the segment: [metadata | classes space | objects space | pending bitmap],
+// mapped at the same fixed address in every process, so the raw pointers stored in it are valid
+// everywhere.
 //
 // Any change here must bump kLayoutVersion (include/colors/config.hpp).
 #pragma once
@@ -164,6 +165,7 @@ struct GcCycleStats {
   std::uint64_t heap_used_before, heap_used_after;  // bytes not on the freelist
   std::uint64_t largest_free;
   std::uint64_t threads;
+  std::uint64_t pending_objects;     // objects the pending passes took from the pending set
 };
 
 enum class ServerState : std::uint32_t { kStarting = 0, kRunning = 1, kStopped = 2 };
@@ -176,6 +178,8 @@ struct Metadata {
   std::uint64_t total_size;
   std::uint64_t classes_begin, classes_end;
   std::uint64_t objects_begin, objects_end;
+  // The collector's pending set (pending_bits.hpp): one bit per granule of the objects space.
+  std::uint64_t pending_bits_begin, pending_bits_end;
 
   std::atomic<std::uint32_t> server_state;  // ServerState
   std::atomic<std::int32_t> server_pid;

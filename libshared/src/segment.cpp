@@ -13,6 +13,7 @@
 #include "colors/errors.hpp"
 #include "format.hpp"
 #include "heap.hpp"
+#include "pending_bits.hpp"
 
 namespace bip = boost::interprocess;
 
@@ -23,12 +24,26 @@ Metadata* g_meta = nullptr;
 
 }  // namespace
 
+PendingBits g_pending_bits;
+
+PendingBits pending_bits_of(const Metadata* m) {
+  PendingBits pb;
+  if (m != nullptr) {
+    pb.objects_begin = m->objects_begin;
+    pb.words = reinterpret_cast<std::atomic<std::uint64_t>*>(m->pending_bits_begin);
+  }
+  return pb;
+}
+
 Metadata* current_meta_or_null() { return g_meta; }
 Metadata* current_meta() {
   if (g_meta == nullptr) throw NotAttachedError("not attached to a colors server: call colors::attach() first");
   return g_meta;
 }
-void set_current_meta(Metadata* m) { g_meta = m; }
+void set_current_meta(Metadata* m) {
+  g_meta = m;
+  g_pending_bits = pending_bits_of(m);
+}
 
 std::string shm_name(const std::string& name) { return "colors." + name; }
 std::size_t metadata_size() { return round_up(sizeof(Metadata), 1 << 16); }
@@ -39,7 +54,7 @@ struct Segment::Impl {
 };
 
 Segment::~Segment() {
-  if (g_meta == meta_) g_meta = nullptr;
+  if (g_meta == meta_) set_current_meta(nullptr);
 }
 
 // Boost's mapped_region passes a requested address to mmap() only as a hint (no MAP_FIXED) and
@@ -69,6 +84,8 @@ static void format(Metadata* m, const SegmentConfig& cfg, std::size_t total) {
   m->classes_end = m->classes_begin + cfg.classes_size;
   m->objects_begin = m->classes_end;
   m->objects_end = m->objects_begin + cfg.heap_size;
+  m->pending_bits_begin = m->objects_end;
+  m->pending_bits_end = m->pending_bits_begin + pending_bits_bytes(cfg.heap_size);  // zero: new memory
   m->classes_top.store(m->classes_begin, std::memory_order_relaxed);
   m->classes_lock.init();
   m->heap_lock.init();
@@ -95,7 +112,7 @@ std::unique_ptr<Segment> Segment::create(const SegmentConfig& cfg) {
   if (cfg.classes_size < (1 << 20) || cfg.classes_size % kGranule != 0)
     throw InvalidArgumentError("classes size must be a multiple of 16 bytes and at least 1 MiB");
   if (cfg.address % (1 << 16) != 0) throw InvalidArgumentError("segment address must be 64 KiB aligned");
-  std::size_t total = metadata_size() + cfg.classes_size + cfg.heap_size;
+  std::size_t total = metadata_size() + cfg.classes_size + cfg.heap_size + pending_bits_bytes(cfg.heap_size);
   std::string shm = shm_name(cfg.name);
   bip::shared_memory_object::remove(shm.c_str());  // a stale segment of a crashed server
   std::unique_ptr<Segment> s(new Segment());
@@ -112,7 +129,7 @@ std::unique_ptr<Segment> Segment::create(const SegmentConfig& cfg) {
   s->name_ = cfg.name;
   s->size_ = total;
   format(s->meta_, cfg, total);
-  g_meta = s->meta_;
+  set_current_meta(s->meta_);
   return s;
 }
 
@@ -133,7 +150,7 @@ std::unique_ptr<Segment> Segment::open(const std::string& name, std::uintptr_t a
   }
   s->name_ = name;
   s->size_ = size;
-  g_meta = s->meta_;
+  set_current_meta(s->meta_);
   return s;
 }
 

@@ -11,6 +11,8 @@
 #include "classes.hpp"
 #include "colors/errors.hpp"
 #include "futex.hpp"
+#include "objects.hpp"
+#include "pending_bits.hpp"
 #include "session.hpp"
 #include "test_segment.hpp"
 
@@ -182,8 +184,8 @@ TEST_CASE("channel: slots are GC roots - receiving goes through the deletion bar
   test::TestSegment seg(1 << 20);
   Metadata* m = seg.meta();
   ChannelRecord* c = find_or_create_channel(m, "roots", 4);
-  alignas(16) BlockHeader a{}, b{};
-  const Word ra = reinterpret_cast<Word>(&a), rb = reinterpret_cast<Word>(&b);
+  Rooted oa = new_string(m, "a"), ob = new_string(m, "b");
+  const Word ra = oa.word(), rb = ob.word();
   REQUIRE(channel_send(m, c, ra, 0));
   REQUIRE(channel_send(m, c, rb, 0));
   REQUIRE(channel_send(m, c, make_small(3), 0));
@@ -193,8 +195,8 @@ TEST_CASE("channel: slots are GC roots - receiving goes through the deletion bar
   Word w = kNull;
   REQUIRE(channel_receive(m, c, &w, 0));
   CHECK(w == ra);
-  CHECK(a.pending.load() == 1);  // flagged when it left its slot
-  CHECK(b.pending.load() == 0);
+  CHECK(pending_bit(g_pending_bits, ra));  // flagged when it left its slot
+  CHECK_FALSE(pending_bit(g_pending_bits, rb));
   visited.clear();
   for_each_channel_slot(c, [&](std::atomic<Word>*, Word v) { visited.insert(v); });
   CHECK(visited == std::set<Word>{rb, make_small(3)});

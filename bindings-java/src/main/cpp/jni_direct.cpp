@@ -38,9 +38,9 @@ static_assert(sizeof(std::atomic<cd::Word>*) == sizeof(jlong));
 
 // Indices of the array returned by layout(); must match org.colors.Direct.
 enum : int {
-  kBase, kSize, kOffCls, kOffPending, kOffExtension, kOffSlots, kOffFloatValue, kOffArrayCapacity,
+  kBase, kSize, kOffCls, kPendingBits, kOffExtension, kOffSlots, kOffFloatValue, kOffArrayCapacity,
   kOffArraySlots, kOffClassKind, kOffGcStarted, kOffGcDone, kWordSize, kGranuleSize, kFloatClass,
-  kOffStringLength, kOffStringBytes, kStringClass, kLayoutCount
+  kOffStringLength, kOffStringBytes, kStringClass, kObjectsBegin, kLayoutCount
 };
 
 jlong slot_bits(std::atomic<cd::Word>* slot) { return static_cast<jlong>(reinterpret_cast<std::uintptr_t>(slot)); }
@@ -62,7 +62,10 @@ JNIEXPORT jlongArray JNICALL Java_org_colors_Direct_layout(JNIEnv* env, jclass) 
     if (m->base != reinterpret_cast<std::uintptr_t>(m))
       throw colors::CorruptHeapError("segment metadata names base " + std::to_string(m->base) + ", mapped elsewhere");
     v[kOffCls] = offsetof(cd::ObjectHead, cls);
-    v[kOffPending] = offsetof(cd::BlockHeader, pending);
+    // The write barrier sets bits of the pending set (pending_bits.hpp): its address and the
+    // address its bit 0 stands for.
+    v[kPendingBits] = static_cast<jlong>(m->pending_bits_begin);
+    v[kObjectsBegin] = static_cast<jlong>(m->objects_begin);
     v[kOffExtension] = offsetof(cd::UserObject, extension);
     v[kOffSlots] = sizeof(cd::UserObject);  // slots[] starts right after the fixed part
     v[kOffFloatValue] = offsetof(cd::FloatObject, value);

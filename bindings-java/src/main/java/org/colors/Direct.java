@@ -83,10 +83,10 @@ final class Direct {
   }
 
   // Indices of layout(); must match jni_direct.cpp.
-  private static final int L_BASE = 0, L_SIZE = 1, L_OFF_CLS = 2, L_OFF_PENDING = 3, L_OFF_EXTENSION = 4,
+  private static final int L_BASE = 0, L_SIZE = 1, L_OFF_CLS = 2, L_PENDING_BITS = 3, L_OFF_EXTENSION = 4,
       L_OFF_SLOTS = 5, L_OFF_FLOAT_VALUE = 6, L_OFF_ARRAY_CAPACITY = 7, L_OFF_ARRAY_SLOTS = 8, L_OFF_CLASS_KIND = 9,
       L_OFF_GC_STARTED = 10, L_OFF_GC_DONE = 11, L_WORD = 12, L_GRANULE = 13, L_FLOAT_CLASS = 14,
-      L_OFF_STRING_LENGTH = 15, L_OFF_STRING_BYTES = 16, L_STRING_CLASS = 17;
+      L_OFF_STRING_LENGTH = 15, L_OFF_STRING_BYTES = 16, L_STRING_CLASS = 17, L_OBJECTS_BEGIN = 18;
 
   static native long[] layout();
   static native ByteBuffer[] segment();
@@ -173,12 +173,14 @@ final class Direct {
     final long gen;
     final long base, size;
     final ByteBuffer[] chunks;
-    final long offCls, offPending, offExtension, offSlots, offFloatValue, offArrayCapacity, offArraySlots,
+    final long offCls, offExtension, offSlots, offFloatValue, offArrayCapacity, offArraySlots,
         offClassKind, offGcStarted, offGcDone, offStringLength, offStringBytes;
     /** The class record of every boxed float, of every string. */
     final long floatClass, stringClass;
     /** Addresses of Metadata::gc_started_seq / gc_done_seq (the collector's seqlock). */
     final long gcStartedAt, gcDoneAt;
+    /** The pending set (pending_bits.hpp): its first word, and the address its bit 0 stands for. */
+    final long pendingBits, objectsBegin;
 
     View(long epoch, long gen, long[] l, ByteBuffer[] chunks) {
       this.epoch = epoch;
@@ -189,7 +191,8 @@ final class Direct {
       base = l[L_BASE];
       size = l[L_SIZE];
       offCls = l[L_OFF_CLS];
-      offPending = l[L_OFF_PENDING];
+      pendingBits = l[L_PENDING_BITS];
+      objectsBegin = l[L_OBJECTS_BEGIN];
       offExtension = l[L_OFF_EXTENSION];
       offSlots = l[L_OFF_SLOTS];
       offFloatValue = l[L_OFF_FLOAT_VALUE];
@@ -253,16 +256,31 @@ final class Direct {
           value);
     }
 
-    /** mark_pending (barrier.hpp): flags the object a reference word points to (release store). */
+    /**
+     * mark_pending (barrier.hpp): puts the object a reference word points to in the pending set
+     * (set_pending_bit, pending_bits.hpp): its bit, set by an atomic OR (release) unless set.
+     */
     void markPending(long ref) {
-      long addr = ref + offPending;
-      VarHandle.releaseFence();
+      long i = (ref - objectsBegin) >>> 4;
+      long addr = pendingBits + ((i >>> 6) << 3);
+      long bit = 1L << (i & 63);
       if (UNSAFE != null) {
-        UNSAFE.putByte(null, addr, (byte) 1);
+        // sun.misc.Unsafe has no atomic OR: a CAS loop (a volatile CAS, which is also a release).
+        for (long old = UNSAFE.getLongVolatile(null, addr); (old & bit) == 0; old = UNSAFE.getLongVolatile(null, addr)) {
+          if (UNSAFE.compareAndSwapLong(null, addr, old, old | bit)) return;
+        }
         return;
       }
       long off = addr - base;
-      chunks[(int) (off >>> CHUNK_SHIFT)].put((int) (off & CHUNK_MASK), (byte) 1);
+      ByteBuffer b = chunks[(int) (off >>> CHUNK_SHIFT)];
+      int at = (int) (off & CHUNK_MASK);
+      if (((long) LONGS.getAcquire(b, at) & bit) == 0) LONGS.getAndBitwiseOrRelease(b, at, bit);
+    }
+
+    /** Whether the object at {@code ref} is in the pending set (tests). */
+    boolean isPending(long ref) {
+      long i = (ref - objectsBegin) >>> 4;
+      return (load(pendingBits + ((i >>> 6) << 3)) >>> (i & 63) & 1) != 0;
     }
 
     /**
