@@ -529,6 +529,7 @@ GcStats gc_stats() {
   s.heap_used_after = c.heap_used_after;
   s.largest_free = c.largest_free;
   s.threads = c.threads;
+  s.pending_objects = c.pending_objects;
   return s;
 }
 

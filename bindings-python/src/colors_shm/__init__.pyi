@@ -179,6 +179,7 @@ class GcStats:
     heap_used_after: int = 0
     largest_free: int = 0
     threads: int = 0
+    pending_objects: int = 0
 
 def collect(timeout: float | None = None) -> GcStats: ...
 def gc_stats() -> GcStats: ...

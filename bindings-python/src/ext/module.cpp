@@ -31,6 +31,7 @@ py::dict gc_dict(const colors::GcStats& s) {
   d["heap_used_after"] = s.heap_used_after;
   d["largest_free"] = s.largest_free;
   d["threads"] = s.threads;
+  d["pending_objects"] = s.pending_objects;
   return d;
 }
 

@@ -330,6 +330,7 @@ struct GcStats {
   std::uint64_t marking_passes = 0;
   std::uint64_t objects_marked = 0, bytes_marked = 0, objects_freed = 0, bytes_freed = 0;
   std::uint64_t heap_used_before = 0, heap_used_after = 0, largest_free = 0, threads = 0;
+  std::uint64_t pending_objects = 0;  // objects the remark took from the pending set (overwritten references)
 };
 // Asks the server's collector for a cycle that starts after this call, waits until it finished
 // (timeout_ms < 0: no limit) and returns its statistics. Garbage dropped before the call is

@@ -426,7 +426,7 @@ jlongArray gc_array(JNIEnv* env, const colors::GcStats& s) {
                      static_cast<jlong>(s.bytes_marked),   static_cast<jlong>(s.objects_freed),
                      static_cast<jlong>(s.bytes_freed),    static_cast<jlong>(s.heap_used_before),
                      static_cast<jlong>(s.heap_used_after), static_cast<jlong>(s.largest_free),
-                     static_cast<jlong>(s.threads)};
+                     static_cast<jlong>(s.threads),        static_cast<jlong>(s.pending_objects)};
   constexpr jsize n = sizeof(f) / sizeof(f[0]);
   jlongArray a = env->NewLongArray(n);
   check_pending(env);

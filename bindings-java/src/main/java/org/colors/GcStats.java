@@ -19,12 +19,15 @@ package org.colors;
  * @param heapUsedAfter heap in use when it ended
  * @param largestFree largest free chunk after the cycle
  * @param threads collector threads
+ * @param pendingObjects objects the remark took from the pending set (their references were
+ *     overwritten or dropped since they were last considered)
  */
 public record GcStats(long cycle, long walkNs, long markNs, long remarkNs, long sweepNs, long totalNs,
     long markingPasses, long objectsMarked, long bytesMarked, long objectsFreed, long bytesFreed,
-    long heapUsedBefore, long heapUsedAfter, long largestFree, long threads) {
+    long heapUsedBefore, long heapUsedAfter, long largestFree, long threads, long pendingObjects) {
 
   static GcStats of(long[] f) {
-    return new GcStats(f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], f[9], f[10], f[11], f[12], f[13], f[14]);
+    return new GcStats(f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], f[9], f[10], f[11], f[12], f[13], f[14],
+        f[15]);
   }
 }

@@ -423,14 +423,18 @@ final class Proxies {
       return live;
     }
     Handle h = new Handle(raw, kind, Direct.epoch);
-    Object proxy;
+    Object proxy = createAdopting(h, ptr);
+    return publishNew(h, proxy, new Root(h, QUEUE, ptr, 0, null));
+  }
+
+  /** The proxy of {@code h}; if that fails, the native handle {@code ptr} is released (still ours). */
+  private static Object createAdopting(Handle h, long ptr) {
     try {
-      proxy = create(h, null);
+      return create(h, null);
     } catch (RuntimeException | Error e) {
       Native.release(ptr);
       throw e;
     }
-    return publishNew(h, proxy, new Root(h, QUEUE, ptr, 0, null));
   }
 
   /**
@@ -442,13 +446,7 @@ final class Proxies {
    */
   static Object wrapTransient(long ptr, long raw, int kind) {
     Handle h = new Handle(raw, kind, Direct.epoch);
-    Object proxy;
-    try {
-      proxy = create(h, null);
-    } catch (RuntimeException | Error e) {
-      Native.release(ptr);
-      throw e;
-    }
+    Object proxy = createAdopting(h, ptr);
     h.root = new Root(h, QUEUE, ptr, 0, null);
     return proxy;
   }

@@ -60,59 +60,55 @@ class RpcCrossLanguageTest {
       "print('stopped', flush=True)",
       "");
 
-  @Test
-  void repliesCopiedFromPrivateObjectsLeaveNoRootInTheServer() throws Exception {
+  /**
+   * Serves RpcTestService, makes one warm-up call from this JVM (class mapping, the serving
+   * thread's state; its result stays referenced, so its root counts before and after), runs
+   * {@code python} with {@code c} connected, and checks its output and that the serving JVM holds
+   * as many roots afterwards as before.
+   */
+  private static void assertCallsLeaveNoRoot(String warmMethod, Object[] warmArgs, String python, String expected)
+      throws Exception {
     String ep = CrossLanguageTest.unique("java-roots");
     try (RpcServer s = RpcServer.serve(ep, new RpcTestService(), 1);
         RpcClient warm = RpcClient.connect(ep)) {
-      // Warm-up in this JVM (class mapping, the serving thread's state); its reply's proxy stays
-      // referenced here, so its root is counted before and after.
-      Object first = warm.call("employee", "warm", 1.0);
+      Object kept = warm.call(warmMethod, warmArgs);
       long before = SharedMemory.liveHandles();
-      List<String> out = CrossLanguageTest.run(String.join("\n",
-          "from colors_shm import rpc",
-          "c = rpc.connect('" + ep + "')",
-          "for i in range(50):",
-          "    e = c.employee('e%d' % i, float(i))",
-          "print(type(e).__name__, e.name, e.salary)",
-          ""));
-      assertEquals(List.of("Employee e49 49.0"), out);
-      // Each private Employee was copied into the heap by the native call that stored it as the
-      // reply; no proxy of it was made here, which would hold its root until a JVM collection.
+      List<String> out = CrossLanguageTest.run("from colors_shm import rpc\nc = rpc.connect('" + ep + "')\n" + python);
+      assertEquals(List.of(expected), out);
       assertEquals(before, SharedMemory.liveHandles());
-      assertInstanceOf(SharedObject.class, first);  // still referenced: its root counted in both
+      java.lang.ref.Reference.reachabilityFence(kept);
     }
   }
 
   @Test
+  void repliesCopiedFromPrivateObjectsLeaveNoRootInTheServer() throws Exception {
+    // Each private Employee is copied into the heap by the native call that stores it as the
+    // reply; no proxy of it is made, which would hold its root until a JVM collection.
+    assertCallsLeaveNoRoot("employee", new Object[] {"warm", 1.0}, String.join("\n",
+        "for i in range(50):",
+        "    e = c.employee('e%d' % i, float(i))",
+        "print(type(e).__name__, e.name, e.salary)",
+        ""), "Employee e49 49.0");
+  }
+
+  @Test
   void argumentsConvertedToPrivateValuesLeaveNoRootInTheServer() throws Exception {
-    String ep = CrossLanguageTest.unique("java-args");
-    try (RpcServer s = RpcServer.serve(ep, new RpcTestService(), 1);
-        RpcClient warm = RpcClient.connect(ep)) {
-      warm.call("sum", (Object) new int[] {1});
-      long before = SharedMemory.liveHandles();
-      // Each call sends fresh shared arguments: a list of ints (int[] parameter), a list of
-      // Employees (@ByValue List<Employee>), a list of strings (String[]), and a map where a
-      // list is expected (refused: the conversion fails with the argument already made).
-      List<String> out = CrossLanguageTest.run(String.join("\n",
-          "from colors_shm import rpc",
-          "c = rpc.connect('" + ep + "')",
-          "t = 0",
-          "for i in range(50):",
-          "    t += c.sum([i, 1, 2])",
-          "    t += c.payroll([Employee('a', float(i)), Employee('b', 1.0)])",
-          "    t += len(c.strings(['x', 'y%d' % i]))",
-          "    try:",
-          "        c.sum({'k': i})",
-          "    except rpc.RemoteError as e:",
-          "        r = e.remote_type",
-          "print(t, r)",
-          ""));
-      assertEquals(List.of("2750.0 org.colors.TypeMismatchException"), out);
-      // No argument's proxy outlived its call: each was converted to a private value and its
-      // root released then, not at the JVM's next collection.
-      assertEquals(before, SharedMemory.liveHandles());
-    }
+    // Each call sends fresh shared arguments: a list of ints (int[] parameter), a list of
+    // Employees (@ByValue List<Employee>), a list of strings (String[]), and a map where a list is
+    // expected (refused: the conversion fails with the argument already made). Each is converted
+    // to a private value and its root released then, not at the JVM's next collection.
+    assertCallsLeaveNoRoot("sum", new Object[] {new int[] {1}}, String.join("\n",
+        "t = 0",
+        "for i in range(50):",
+        "    t += c.sum([i, 1, 2])",
+        "    t += c.payroll([Employee('a', float(i)), Employee('b', 1.0)])",
+        "    t += len(c.strings(['x', 'y%d' % i]))",
+        "    try:",
+        "        c.sum({'k': i})",
+        "    except rpc.RemoteError as e:",
+        "        r = e.remote_type",
+        "print(t, r)",
+        ""), "2750.0 org.colors.TypeMismatchException");
   }
 
   @Test
