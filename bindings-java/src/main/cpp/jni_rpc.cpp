@@ -230,6 +230,54 @@ void JNICALL n_worker_free(JNIEnv* env, jclass, jlong w) {
   });
 }
 
+// Stores `args` as Java values into out[1..]. A container or user object that has no live proxy
+// and was not an argument of the last few calls is `lazy` (see serverNext); an object sent again
+// is one its client keeps: its proxy is made now and cached, so that the next calls find it alive
+// and pass it on at no cost, and pinning it pins nothing its client does not hold.
+void put_args(JNIEnv* env, JWorker* wk, const colors::List& args, jobjectArray out, jobject lazy) {
+  const std::size_t n = args.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    colors::Value a = args.get(i);
+    const colors::TypeKind k = a.kind();
+    if ((k == colors::TypeKind::kList || k == colors::TypeKind::kMap || k == colors::TypeKind::kSet ||
+         k == colors::TypeKind::kObject) &&
+        !wk->seen_recently(a.raw())) {
+      jobject cached = env->CallStaticObjectMethod(g.proxies_cls, g.lookup, static_cast<jlong>(a.raw()));
+      check_pending(env);
+      env->SetObjectArrayElement(out, static_cast<jsize>(i + 1), cached != nullptr ? cached : lazy);
+      if (cached != nullptr) env->DeleteLocalRef(cached);
+      continue;
+    }
+    jobject o = to_java(env, std::move(a));
+    env->SetObjectArrayElement(out, static_cast<jsize>(i + 1), o);
+    if (o != nullptr) env->DeleteLocalRef(o);
+  }
+}
+
+// The [method, args] list of item `item` of the worker's current batch call.
+colors::List batch_item(JWorker* wk, jint item) {
+  colors::List items = wk->call->args();
+  if (item < 0 || static_cast<std::size_t>(item) >= items.size())
+    throw colors::InvalidArgumentError("batch item " + std::to_string(item) + " out of range (binding bug)");
+  colors::Value v = items.get(static_cast<std::size_t>(item));
+  if (v.kind() != colors::TypeKind::kList) throw colors::InvalidArgumentError("a batch item is not a [method, args] list");
+  colors::List it(v);
+  if (it.size() != 2 || it.get(0).kind() != colors::TypeKind::kString)
+    throw colors::InvalidArgumentError("a batch item is not a [method, args] list");
+  return it;
+}
+
+// The arguments of the worker's current call (item < 0) or of item `item` of its batch (an empty
+// list for an item without arguments).
+colors::List call_args(JWorker* wk, jint item) {
+  if (!wk->call) throw colors::InvalidArgumentError("no call to read an argument of");
+  if (item < 0) return wk->call->args();
+  colors::Value a = batch_item(wk, item).get(1);
+  if (a.kind() == colors::TypeKind::kNull) return colors::List();
+  if (a.kind() != colors::TypeKind::kList) throw colors::InvalidArgumentError("a batch item's arguments are not a list");
+  return colors::List(a);
+}
+
 // The next call for worker `w`: {method, arg0, arg1, ...} (for a batch, the args are its
 // [method, args] items), or null once the server is closing. An argument that is a container or
 // a user object, has no live proxy, and was not an argument of the last few calls is `lazy`
@@ -256,43 +304,44 @@ jobjectArray JNICALL n_server_next(JNIEnv* env, jclass, jlong p, jlong w, jlong 
       jobjectArray out = env->NewObjectArray(static_cast<jsize>(n + 1), g.object_cls, nullptr);
       check_pending(env);
       env->SetObjectArrayElement(out, 0, wk->method_name(env, wk->call->method()));
-      for (std::size_t i = 0; i < n; ++i) {
-        colors::Value a = args.get(i);
-        const colors::TypeKind k = a.kind();
-        if (k == colors::TypeKind::kList || k == colors::TypeKind::kMap || k == colors::TypeKind::kSet ||
-            k == colors::TypeKind::kObject) {
-          // An object sent again (in one of the last few calls) is one its client keeps: its
-          // proxy is made now and cached, so that the next calls find it alive and pass it on at
-          // no cost; pinning it pins nothing its client does not hold. Others are lazy.
-          if (!wk->seen_recently(a.raw())) {
-            jobject cached = env->CallStaticObjectMethod(g.proxies_cls, g.lookup, static_cast<jlong>(a.raw()));
-            check_pending(env);
-            env->SetObjectArrayElement(out, static_cast<jsize>(i + 1), cached != nullptr ? cached : lazy);
-            if (cached != nullptr) env->DeleteLocalRef(cached);
-            continue;
-          }
-        }
-        jobject o = to_java(env, std::move(a));
-        env->SetObjectArrayElement(out, static_cast<jsize>(i + 1), o);
-        if (o != nullptr) env->DeleteLocalRef(o);
-      }
+      put_args(env, wk, args, out, lazy);
       return out;
     }
     return nullptr;
   });
 }
 
-// Argument `i` of the worker's current call: its proxy (identity-cached), or with `transient` a
-// proxy outside the cache whose root its caller releases when done (Proxies.releaseTransient).
-jobject JNICALL n_worker_arg(JNIEnv* env, jclass, jlong w, jint i, jboolean transient_proxy) {
+// Argument `i` of the worker's current call (item < 0) or of item `item` of its batch: its proxy
+// (identity-cached), or with `transient` a proxy outside the cache whose root its caller releases
+// when done (Proxies.releaseTransient).
+jobject JNICALL n_worker_arg(JNIEnv* env, jclass, jlong w, jint item, jint i, jboolean transient_proxy) {
   return guarded<jobject>(env, nullptr, [&]() -> jobject {
     JWorker* wk = from_ptr<JWorker>(w);
-    if (!wk->call) throw colors::InvalidArgumentError("no call to read an argument of");
-    colors::List args = wk->call->args();
-    if (i < 0 || static_cast<std::size_t>(i) >= args.size())
+    colors::List args = call_args(wk, item);
+    const std::size_t n = args.is_null() ? 0 : args.size();
+    if (i < 0 || static_cast<std::size_t>(i) >= n)
       throw colors::InvalidArgumentError("argument index " + std::to_string(i) + " out of range (binding bug)");
     colors::Value a = args.get(static_cast<std::size_t>(i));
     return transient_proxy ? to_java_transient(env, std::move(a)) : to_java(env, std::move(a));
+  });
+}
+
+// Item `item` of the worker's current batch call as {method, arg0, arg1, ...}, its arguments
+// made as serverNext makes a call's (containers and objects lazy).
+jobjectArray JNICALL n_worker_batch_item(JNIEnv* env, jclass, jlong w, jint item, jobject lazy) {
+  return guarded<jobjectArray>(env, nullptr, [&]() -> jobjectArray {
+    JWorker* wk = from_ptr<JWorker>(w);
+    if (!wk->call) throw colors::InvalidArgumentError("no call to read a batch item of");
+    const std::string method = batch_item(wk, item).get(0).as_string();
+    colors::List args = call_args(wk, item);
+    const std::size_t n = args.is_null() ? 0 : args.size();
+    jobjectArray out = env->NewObjectArray(static_cast<jsize>(n + 1), g.object_cls, nullptr);
+    check_pending(env);
+    jstring m = utf8_to_java(env, method);
+    env->SetObjectArrayElement(out, 0, m);
+    env->DeleteLocalRef(m);
+    if (n > 0) put_args(env, wk, args, out, lazy);
+    return out;
   });
 }
 
@@ -453,7 +502,8 @@ bool register_rpc_natives(JNIEnv* env) {
       N("workerNew", "()J", n_worker_new),
       N("workerFree", "(J)V", n_worker_free),
       N("serverNext", "(JJJLjava/lang/Object;)[Ljava/lang/Object;", n_server_next),
-      N("workerArg", "(JIZ)Ljava/lang/Object;", n_worker_arg),
+      N("workerArg", "(JIIZ)Ljava/lang/Object;", n_worker_arg),
+      N("workerBatchItem", "(JILjava/lang/Object;)[Ljava/lang/Object;", n_worker_batch_item),
       N("workerReply", "(JIJLjava/lang/Object;)V", n_worker_reply),
       N("workerReplyFlat", "(JI[I[J[Ljava/lang/Object;[B)V", n_worker_reply_flat),
       N("workerFail", "(JLjava/lang/String;Ljava/lang/String;)V", n_worker_fail),

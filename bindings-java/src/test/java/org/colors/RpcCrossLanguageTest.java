@@ -95,8 +95,9 @@ class RpcCrossLanguageTest {
   void argumentsConvertedToPrivateValuesLeaveNoRootInTheServer() throws Exception {
     // Each call sends fresh shared arguments: a list of ints (int[] parameter), a list of
     // Employees (@ByValue List<Employee>), a list of strings (String[]), and a map where a list is
-    // expected (refused: the conversion fails with the argument already made). Each is converted
-    // to a private value and its root released then, not at the JVM's next collection.
+    // expected (refused: the conversion fails with the argument already made); then a batch of
+    // such calls. Each is converted to a private value and its root released then, not at the
+    // JVM's next collection.
     assertCallsLeaveNoRoot("sum", new Object[] {new int[] {1}}, String.join("\n",
         "t = 0",
         "for i in range(50):",
@@ -107,8 +108,11 @@ class RpcCrossLanguageTest {
         "        c.sum({'k': i})",
         "    except rpc.RemoteError as e:",
         "        r = e.remote_type",
+        "with c.batch() as b:",
+        "    fs = [b.sum([j, 1]) for j in range(20)] + [b.payroll([Employee('c', 2.0)])]",
+        "t += sum(f.result() for f in fs)",
         "print(t, r)",
-        ""), "2750.0 org.colors.TypeMismatchException");
+        ""), "2962.0 org.colors.TypeMismatchException");
   }
 
   @Test

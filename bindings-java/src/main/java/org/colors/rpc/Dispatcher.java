@@ -86,12 +86,13 @@ final class Dispatcher {
 
   /**
    * Runs {@code method} with {@code args[from..]}. An argument that is {@link RpcServer#LAZY} is
-   * argument {@code index - 1} of {@code worker}'s current call (args is then serverNext's array,
-   * {method, args...}), made here as its parameter needs it.
+   * argument {@code index - 1} of {@code worker}'s current call ({@code item} &lt; 0) or of item
+   * {@code item} of its batch (args is then serverNext's or workerBatchItem's array, {method,
+   * args...}), made here as its parameter needs it.
    *
    * @throws Throwable what the handler threw, or the failure to resolve or convert
    */
-  Object invoke(String method, Object[] args, int from, long worker) throws Throwable {
+  Object invoke(String method, Object[] args, int from, long worker, int item) throws Throwable {
     int n = args.length - from;
     Target[][] byArity = table.get(method);
     Target[] cands = byArity != null && n < byArity.length ? byArity[n] : null;
@@ -100,7 +101,7 @@ final class Dispatcher {
     for (Target t : cands) {
       Object[] conv = new Object[n];
       try {
-        for (int i = 0; i < n; i++) conv[i] = convert(t, i, args, from + i, worker);
+        for (int i = 0; i < n; i++) conv[i] = convert(t, i, args, from + i, worker, item);
       } catch (RuntimeException e) {
         if (firstFailure == null) firstFailure = e;
         continue;
@@ -115,17 +116,17 @@ final class Dispatcher {
   }
 
   /** Parameter i of t from args[k] (see {@link #invoke} for a lazy argument). */
-  private static Object convert(Target t, int i, Object[] args, int k, long worker) {
+  private static Object convert(Target t, int i, Object[] args, int k, long worker, int item) {
     Object v = args[k];
     if (v != RpcServer.LAZY) return t.params[i].apply(v, t.where[i]);
     if (!t.consumes[i]) {
-      v = RpcNative.workerArg(worker, k - 1, false);
+      v = RpcNative.workerArg(worker, item, k - 1, false);
       args[k] = v;  // other candidates (overloads) get the same proxy
       return t.params[i].apply(v, t.where[i]);
     }
     // Converted to a private value: the proxy's root goes now, not at the JVM's next collection
     // (which would keep every argument graph of every call alive in the shared heap until then).
-    Object proxy = RpcNative.workerArg(worker, k - 1, true);
+    Object proxy = RpcNative.workerArg(worker, item, k - 1, true);
     Object r = null;
     try {
       r = t.params[i].apply(proxy, t.where[i]);

@@ -32,10 +32,13 @@ final class RpcNative {
    */
   static native Object[] serverNext(long server, long worker, long spinNs, Object lazy);
   /**
-   * Argument {@code index} of the worker's current call: its proxy, or with {@code transientProxy}
-   * a proxy outside the identity cache, to be released by {@code RpcSupport.releaseTransient}.
+   * Argument {@code index} of the worker's current call ({@code item} &lt; 0) or of item
+   * {@code item} of its batch: its proxy, or with {@code transientProxy} a proxy outside the
+   * identity cache, to be released by {@code RpcSupport.releaseTransient}.
    */
-  static native Object workerArg(long worker, int index, boolean transientProxy);
+  static native Object workerArg(long worker, int item, int index, boolean transientProxy);
+  /** Item {@code item} of the worker's current batch as {method, args...}, as serverNext gives a call. */
+  static native Object[] workerBatchItem(long worker, int item, Object lazy);
   static native void workerReply(long worker, int tag, long bits, Object obj);
   /** Replies with element 0 of a flat encoding ({@link Convert.Enc}; {@code blob}: its strings' UTF-8). */
   static native void workerReplyFlat(long worker, int n, int[] tags, long[] bits, Object[] objs, byte[] blob);

@@ -6,10 +6,8 @@ import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import org.colors.NotAttachedException;
-import org.colors.RpcSupport;
 import org.colors.ServerGoneException;
 import org.colors.SharedInterruptedException;
-import org.colors.SharedList;
 
 /**
  * Serves the public methods of a Java object as a named rpc endpoint: processes in any language
@@ -250,7 +248,7 @@ public final class RpcServer implements AutoCloseable {
   private void runOne(long w, String method, Object[] call) {
     Object result;
     try {
-      result = dispatcher.invoke(method, call, 1, w);
+      result = dispatcher.invoke(method, call, 1, w, -1);
     } catch (Throwable t) {
       fail(w, t);
       return;
@@ -267,20 +265,11 @@ public final class RpcServer implements AutoCloseable {
     List<Object> outcomes = new ArrayList<>(call.length - 1);
     try {
       for (int i = 1; i < call.length; i++) {
-        Object itemProxy = call[i] == LAZY ? RpcNative.workerArg(w, i - 1, true) : call[i];
-        String m;
-        Object a;
-        try {
-          SharedList item = (SharedList) itemProxy;
-          m = (String) item.get(0);
-          a = item.get(1);
-        } finally {
-          RpcSupport.releaseTransient(itemProxy);
-        }
-        Object[] args = a == null ? new Object[0] : ((SharedList) a).toArray();
+        // {method, args...}, its arguments made as a single call's are (lazily).
+        Object[] item = RpcNative.workerBatchItem(w, i - 1, LAZY);
         List<Object> outcome = new ArrayList<>(3);
         try {
-          Object r = dispatcher.invoke(m, args, 0, w);
+          Object r = dispatcher.invoke((String) item[0], item, 1, w, i - 1);
           outcome.add(true);
           outcome.add(r);
         } catch (Throwable t) {
