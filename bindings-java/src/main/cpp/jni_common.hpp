@@ -134,10 +134,10 @@ class Arg {
 Arg decode(JNIEnv* env, jint tag, jlong bits, jobject obj);
 // Shared -> Java: null, Long, Double, Boolean, String, byte[], or a proxy (identity-cached).
 jobject to_java(JNIEnv* env, colors::Value&& v);
-// The live proxy of the container or user object v if there is one, else a transient proxy
-// (Proxies.wrapTransient): not in the identity cache, its root released by its one user as soon
-// as it is done (a server's argument converted to a private value). REQUIRES: v is a list, map,
-// set or user object.
+// A transient proxy of the container or user object v (Proxies.wrapTransient): not in the
+// identity cache, its root released by its one user as soon as it is done (a server's argument
+// converted to a private value; serverNext already passed on a live proxy of it if there was
+// one). REQUIRES: v is a list, map, set or user object.
 jobject to_java_transient(JNIEnv* env, colors::Value&& v);
 jobjectArray to_java_array(JNIEnv* env, std::vector<colors::Value>&& items);
 // UTF-16 (Java) <-> UTF-8 (shared). Lone surrogates are refused (InvalidArgumentError).

@@ -267,19 +267,22 @@ colors::List batch_item(JWorker* wk, jint item) {
   return it;
 }
 
-// The arguments of the worker's current call (item < 0) or of item `item` of its batch (an empty
-// list for an item without arguments).
-colors::List call_args(JWorker* wk, jint item) {
-  if (!wk->call) throw colors::InvalidArgumentError("no call to read an argument of");
-  if (item < 0) return wk->call->args();
-  colors::Value a = batch_item(wk, item).get(1);
+// The arguments of a batch item (a null list for an item without arguments).
+colors::List item_args(const colors::List& it) {
+  colors::Value a = it.get(1);
   if (a.kind() == colors::TypeKind::kNull) return colors::List();
   if (a.kind() != colors::TypeKind::kList) throw colors::InvalidArgumentError("a batch item's arguments are not a list");
   return colors::List(a);
 }
 
-// The next call for worker `w`: {method, arg0, arg1, ...} (for a batch, the args are its
-// [method, args] items), or null once the server is closing. An argument that is a container or
+// The arguments of the worker's current call (item < 0) or of item `item` of its batch.
+colors::List call_args(JWorker* wk, jint item) {
+  if (!wk->call) throw colors::InvalidArgumentError("no call to read an argument of");
+  return item < 0 ? wk->call->args() : item_args(batch_item(wk, item));
+}
+
+// The next call for worker `w`: {method, arg0, arg1, ...} (for a batch, one null per item), or
+// null once the server is closing. An argument that is a container or
 // a user object, has no live proxy, and was not an argument of the last few calls is `lazy`
 // (RpcServer.LAZY) here, and made by workerArg when the handler's parameter asks for it: a proxy
 // made here would keep the argument's root until the JVM's next collection, also when the
@@ -304,7 +307,8 @@ jobjectArray JNICALL n_server_next(JNIEnv* env, jclass, jlong p, jlong w, jlong 
       jobjectArray out = env->NewObjectArray(static_cast<jsize>(n + 1), g.object_cls, nullptr);
       check_pending(env);
       env->SetObjectArrayElement(out, 0, wk->method_name(env, wk->call->method()));
-      put_args(env, wk, args, out, lazy);
+      // A batch's items stay null: RpcServer.runBatch reads each through workerBatchItem.
+      if (!wk->call->is_batch()) put_args(env, wk, args, out, lazy);
       return out;
     }
     return nullptr;
@@ -332,8 +336,9 @@ jobjectArray JNICALL n_worker_batch_item(JNIEnv* env, jclass, jlong w, jint item
   return guarded<jobjectArray>(env, nullptr, [&]() -> jobjectArray {
     JWorker* wk = from_ptr<JWorker>(w);
     if (!wk->call) throw colors::InvalidArgumentError("no call to read a batch item of");
-    const std::string method = batch_item(wk, item).get(0).as_string();
-    colors::List args = call_args(wk, item);
+    const colors::List it = batch_item(wk, item);
+    const std::string method = it.get(0).as_string();
+    const colors::List args = item_args(it);
     const std::size_t n = args.is_null() ? 0 : args.size();
     jobjectArray out = env->NewObjectArray(static_cast<jsize>(n + 1), g.object_cls, nullptr);
     check_pending(env);

@@ -180,12 +180,6 @@ jobject to_java_transient(JNIEnv* env, colors::Value&& v) {
   if (k != TypeKind::kList && k != TypeKind::kMap && k != TypeKind::kSet && k != TypeKind::kObject)
     throw colors::InvalidArgumentError("a transient proxy is made only for a container or user object (binding bug)");
   const jlong raw = static_cast<jlong>(v.raw());
-  // A live proxy of the object is used as it is (its user keeps it; releaseTransient leaves
-  // cached proxies alone): a client that sends the same shared object again and again costs
-  // no new proxy per call.
-  jobject cached = env->CallStaticObjectMethod(g.proxies_cls, g.lookup, raw);
-  check_pending(env);
-  if (cached != nullptr) return cached;
   auto* h = new JValue(std::move(v));
   jobject r = env->CallStaticObjectMethod(g.proxies_cls, g.wrap_transient,
                                           static_cast<jlong>(reinterpret_cast<std::intptr_t>(h)), raw, static_cast<jint>(k));
