@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-ORDER = ("colors", "grpc", "thrift", "protobuf_tcp", "rest")
+ORDER = ("colors", "colors_nospin", "grpc", "thrift", "protobuf_tcp", "rest")
 NOT_FRAMEWORKS = {"base"}
 
 

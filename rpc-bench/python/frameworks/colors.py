@@ -32,7 +32,10 @@ _PY = _BUILD / "bindings-python"
 
 
 class _ColorsJavaServer(base.JavaServer):
-    """bench.ColorsMain with the colors agent; READY 0 (there is no port)."""
+    """bench.ColorsMain with the colors agent; READY 0 (there is no port). `env`: extra
+    environment of the Java process (e.g. its spin budget)."""
+
+    env: dict[str, str] = {}
 
     def start(self, timeout: float = 60.0) -> int:
         import select
@@ -40,7 +43,8 @@ class _ColorsJavaServer(base.JavaServer):
         java = os.path.join(os.environ["JAVA_HOME"], "bin", "java") if os.environ.get("JAVA_HOME") else "java"
         cp = os.pathsep.join([str(_CLASSES), self.classpath(), str(_JAR)])
         self.proc = subprocess.Popen([java, *self.jvm_args, f"-javaagent:{_AGENT}", "-cp", cp, "bench.ColorsMain"],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                     env={**os.environ, **self.env})
         ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
         line = self.proc.stdout.readline() if ready else ""
         if not line.startswith("READY "):
@@ -52,6 +56,9 @@ class _ColorsJavaServer(base.JavaServer):
 
 class Adapter(base.Adapter):
     name = "colors"
+    # Spin budget of both ends in ns (None: libshared's defaults, COLORS_SPIN_NS = 50 µs for the
+    # client's wait for its result, 20x that, at most 2 ms, for the server's wait for a request).
+    spin_ns: int | None = None
 
     def __init__(self):
         self.heap_proc: subprocess.Popen | None = None
@@ -80,6 +87,8 @@ class Adapter(base.Adapter):
     def start_server(self) -> None:
         self._start_heap()
         self.server = _ColorsJavaServer("colors", jvm_args=("-Xms256m", "-Xmx1g"))
+        if self.spin_ns is not None:  # the Java server's waits for requests
+            self.server.env = {"COLORS_SPIN_NS": str(self.spin_ns), "COLORS_RPC_SERVER_SPIN_NS": str(self.spin_ns)}
         self.server.start()
 
     def stop_server(self) -> None:
@@ -108,7 +117,7 @@ class Adapter(base.Adapter):
 
         self.cs = cs
         cs.register(Node, SHARED_NAME)
-        self.client = rpc.connect("bench")
+        self.client = rpc.connect("bench", spin_ns=self.spin_ns)
 
     def close(self) -> None:
         if getattr(self, "client", None) is not None:
