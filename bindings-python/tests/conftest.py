@@ -41,15 +41,17 @@ def server_binary() -> pathlib.Path:
 class Server:
     """A colors-server process started for tests."""
 
-    def __init__(self, heap: str = "64M"):
+    def __init__(self, heap: str = "64M", extra: tuple[str, ...] = (), log: str | None = None):
+        """`extra`: more colors-server flags; `log`: a file for its log (stderr), else a pipe."""
         self.dir = tempfile.mkdtemp(prefix="colors-py-")
         self.name = f"pytest-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self.socket = os.path.join(self.dir, "colors.sock")
+        self.log = open(log, "w") if log else None
         self.proc = subprocess.Popen(
             [str(server_binary()), "--name", self.name, "--socket", self.socket, "--heap-size", heap,
-             "--log-level", "warn"],
+             "--log-level", "warn", *extra],
             stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            stderr=self.log or subprocess.PIPE,
             text=True,
         )
         deadline = time.monotonic() + 20
@@ -58,7 +60,7 @@ class Server:
             if line.startswith("colors-server ready:"):
                 break
             if not line and self.proc.poll() is not None:
-                err = self.proc.stderr.read()
+                err = self.proc.stderr.read() if self.proc.stderr else open(log).read()
                 raise RuntimeError(f"colors-server exited with {self.proc.returncode}: {err}")
             if time.monotonic() > deadline:
                 self.stop()
@@ -72,7 +74,7 @@ class Server:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        for f in (self.proc.stdout, self.proc.stderr):
+        for f in (self.proc.stdout, self.proc.stderr, self.log):
             if f:
                 f.close()
         shutil.rmtree(self.dir, ignore_errors=True)
