@@ -169,7 +169,7 @@ TEST_CASE("the heap-pressure hook is not called when no collector runs") {
 namespace {
 // For the next test: another thread's root traffic that needs roots.cpp's process mutex, run while
 // the hook runs. It reports whether it finished within 2 s.
-std::atomic<int> g_other_phase{0};  // 1: asked to drop its roots, 2: done
+std::atomic<int> g_other_phase{0};  // -1: holds its roots, 1: asked to drop them, 2: done
 std::atomic<bool> g_other_done_in_hook{false};
 
 void waiting_hook() noexcept {
@@ -195,10 +195,13 @@ TEST_CASE("the hook called while a thread adds a root-table chunk does not hold 
   std::thread other([&] {
     std::vector<Value> mine;
     for (int i = 0; i < 300; ++i) mine.push_back(hold.get(0));  // more than a thread caches
+    g_other_phase = -1;
     while (g_other_phase.load() != 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     mine.clear();  // hands slots back to the process: takes the mutex
     g_other_phase = 2;
   });
+  // Its roots first: once the heap is full, the root-table chunks they need could not be made.
+  while (g_other_phase.load() != -1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   REQUIRE_THROWS_AS(fill(hold), OutOfMemoryError);
   g_calls = 0;
   set_heap_pressure_hook(&waiting_hook);
