@@ -342,9 +342,7 @@ jobjectArray JNICALL n_worker_batch_item(JNIEnv* env, jclass, jlong w, jint item
     const std::size_t n = args.is_null() ? 0 : args.size();
     jobjectArray out = env->NewObjectArray(static_cast<jsize>(n + 1), g.object_cls, nullptr);
     check_pending(env);
-    jstring m = utf8_to_java(env, method);
-    env->SetObjectArrayElement(out, 0, m);
-    env->DeleteLocalRef(m);
+    env->SetObjectArrayElement(out, 0, wk->method_name(env, method));  // cached, as serverNext's
     if (n > 0) put_args(env, wk, args, out, lazy);
     return out;
   });
