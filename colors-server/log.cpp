@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <vector>
 
 namespace colors::server {
 
@@ -69,6 +70,57 @@ void log_line(LogLevel l, std::string_view message) {
     p += n;
     left -= static_cast<std::size_t>(n);
   }
+}
+
+namespace {
+std::int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+// Every limiter, for flush_suppressed_logs. Limiters are static, registered once, never removed.
+std::mutex g_limiters_mu;
+std::vector<LogLimiter*>& limiters() {
+  static auto* v = new std::vector<LogLimiter*>;
+  return *v;
+}
+}  // namespace
+
+LogLimiter::LogLimiter(const char* kind) : kind_(kind) {
+  std::lock_guard<std::mutex> g(g_limiters_mu);
+  limiters().push_back(this);
+}
+
+bool LogLimiter::admit(std::uint64_t& suppressed) {
+  std::lock_guard<std::mutex> g(mu_);
+  std::int64_t now = steady_ns();
+  if (now - window_start_ns_ >= kWindowNs) {
+    window_start_ns_ = now;
+    in_window_ = 0;
+  }
+  if (in_window_ >= kBurst) {
+    ++suppressed_;
+    return false;
+  }
+  ++in_window_;
+  suppressed = suppressed_;
+  suppressed_ = 0;
+  return true;
+}
+
+void LogLimiter::flush(LogLevel level) {
+  std::uint64_t n = 0;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    if (suppressed_ == 0 || steady_ns() - window_start_ns_ < kWindowNs) return;
+    n = suppressed_;
+    suppressed_ = 0;
+  }
+  log(level, n, " lines like '", kind_, "' suppressed in the last second (more than ", kBurst, " per second)");
+}
+
+void flush_suppressed_logs(LogLevel level) {
+  std::lock_guard<std::mutex> g(g_limiters_mu);
+  for (LogLimiter* l : limiters()) l->flush(level);
 }
 
 }  // namespace colors::server

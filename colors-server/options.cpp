@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "colors/config.hpp"
+#include "segment.hpp"
 #include "server_link.hpp"
 #include "format.hpp"
 
@@ -81,8 +82,11 @@ std::string usage_text() {
       "on SIGTERM/SIGINT. Prints 'colors-server ready: ...' on stdout once clients may connect.\n"
       "\n"
       "Flags (\"--flag value\" or \"--flag=value\"):\n"
-      "  --name NAME          segment name; shared memory object /dev/shm/colors.NAME\n"
-      "                       (default: colors)\n"
+      "  --name NAME          segment name; the segment is the file HEAP_DIR/NAME.heap (default: colors)\n"
+      "  --heap-dir DIR       directory of the segment and its lock, created 0700; it must belong to the\n"
+      "                       server's user (default: /dev/shm/colors-EUID; now: " +
+      detail::default_heap_dir() +
+      ")\n"
       "  --socket PATH        Unix socket clients connect to (default: $XDG_RUNTIME_DIR/colors/NAME.sock,\n"
       "                       or /tmp/colors-UID/NAME.sock without XDG_RUNTIME_DIR; now: " +
       detail::default_socket_path(d.name) +
@@ -104,8 +108,11 @@ std::string usage_text() {
       "                       after every collection, logging what it finds (default: off)\n"
       "  --log-level LEVEL    error, warn, info or debug (default: info)\n"
       "  --allow-group GROUP  also accept clients whose primary group is GROUP (name or number); the\n"
-      "                       socket directory becomes 0750, the socket and segment 0660, owned by\n"
-      "                       GROUP (default: none: only the server's own user, dir 0700, files 0600)\n"
+      "                       socket directory becomes 0750 and the socket 0660, owned by GROUP\n"
+      "                       (default: none: only the server's own user, dir 0700, socket 0600)\n"
+      "  --max-clients-per-uid N\n"
+      "                       client slots one user may hold at once (default: 0, no limit but the\n"
+      "                       table's " + std::to_string(kMaxClients) + ")\n"
       "  --help               print this text and exit\n"
       "\n"
       "Clients find the socket through the same default, or the COLORS_SOCKET environment variable.\n";
@@ -145,7 +152,8 @@ ParseResult parse_options(int argc, char** argv) {
     };
     static const char* const kKnown[] = {"--name",       "--socket",      "--heap-size", "--classes-size",
                                          "--address",    "--gc-threshold", "--gc-threads", "--log-level",
-                                         "--allow-group", "--gc-pacing",   "--gc-min-trigger"};
+                                         "--allow-group", "--gc-pacing",   "--gc-min-trigger",
+                                         "--heap-dir",    "--max-clients-per-uid"};
     bool known = false;
     for (const char* k : kKnown) known = known || flag == k;
     if (!known) return fail("unknown flag '" + flag + "' (see --help)");
@@ -189,6 +197,15 @@ ParseResult parse_options(int argc, char** argv) {
       auto l = parse_log_level(value);
       if (!l) return fail("--log-level '" + value + "': expected error, warn, info or debug");
       o.log_level = *l;
+    } else if (flag == "--heap-dir") {
+      if (value.empty() || value[0] != '/') return fail("--heap-dir '" + value + "': expected an absolute directory path");
+      o.heap_dir = value;
+    } else if (flag == "--max-clients-per-uid") {
+      auto v = parse_uint(value, 10);
+      if (!v || *v > kMaxClients)
+        return fail("--max-clients-per-uid '" + value + "': expected a number 0-" + std::to_string(kMaxClients) +
+                    " (0: no limit)");
+      o.max_clients_per_uid = static_cast<std::uint32_t>(*v);
     } else if (flag == "--allow-group") {
       if (value.empty()) return fail("--allow-group needs a group name or number");
       o.allow_group = value;

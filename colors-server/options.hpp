@@ -11,7 +11,8 @@
 namespace colors::server {
 
 struct Options {
-  std::string name = "colors";         // segment name; the shm object is colors.<name>
+  std::string name = "colors";         // segment name; the file is <heap_dir>/<name>.heap
+  std::string heap_dir;                // empty: detail::default_heap_dir()
   std::string socket;                  // empty until resolved: default_socket_path(name)
   std::size_t heap_size = 0;           // objects space (bytes)
   std::size_t classes_size = 0;        // classes space (bytes)
@@ -23,6 +24,7 @@ struct Options {
   bool gc_debug = false;               // poison freed memory (and verify the heap after each cycle)
   LogLevel log_level = LogLevel::kInfo;
   std::optional<std::string> allow_group;  // group name or number allowed besides the owner
+  std::uint32_t max_clients_per_uid = 0;   // client slots one uid may hold; 0: no limit but the table
   bool help = false;
 
   Options();  // fills the defaults that depend on config.hpp and the machine

@@ -21,14 +21,11 @@
 #include "roots.hpp"
 #include "segment.hpp"
 #include "server_link.hpp"
+#include "server_watch.hpp"
 #include "session.hpp"
 #include "verifier.hpp"
 
 namespace colors {
-
-namespace detail {
-void set_link_probe(bool (*alive)());
-}
 
 using namespace detail;
 
@@ -42,12 +39,18 @@ std::unique_ptr<Segment>& g_segment = *new std::unique_ptr<Segment>();  // GUARD
 int g_link_fd = -1;                        // GUARDED_BY(g_attach_mu)
 std::atomic<std::uint64_t> g_epoch{0};     // bumped at every attach and detach
 
-bool link_alive() { return g_link_fd >= 0 && server_link_alive(g_link_fd); }
-
 // Every API entry that touches shared state goes through here: attached, and server not stopped.
 Metadata* meta() {
   Metadata* m = current_meta();
   check_server_state(m);
+  return m;
+}
+
+// Entries that publish or need the server (repositories, channels, classes) also refuse once the
+// server's connection is gone (server_watch.hpp): what they publish would reach nobody.
+Metadata* meta_with_server() {
+  Metadata* m = meta();
+  check_server_link();
   return m;
 }
 
@@ -84,7 +87,7 @@ void on_fork_child() {
   forget_all_tlabs();
   roots_forget_after_fork();
   g_epoch.fetch_add(1, std::memory_order_acq_rel);  // the parent's Values are inert here
-  set_link_probe(nullptr);
+  forget_server_watch_after_fork();
   set_current_client(0, 0);
   set_current_meta(nullptr);
 }
@@ -100,16 +103,45 @@ void drop_inherited_attachment() {
 
 }  // namespace
 
+namespace {
+// REQUIRES: g_attach_mu held, attached. Ends this process's attachment: retires its TLAB, drops
+// its roots and Values, stops the watcher, closes the connection (the server then releases the
+// client's roots and TLABs) and unmaps the segment.
+void end_attachment() {
+  retire_thread_tlab();
+  forget_all_tlabs();
+  roots_forget_process_state();
+  g_epoch.fetch_add(1, std::memory_order_acq_rel);
+  stop_server_watch();  // before the fd closes: the watcher polls it
+  close_link(g_link_fd);
+  g_link_fd = -1;
+  set_current_client(0, 0);
+  g_segment.reset();
+  set_current_meta(nullptr);
+}
+}  // namespace
+
 void attach(const std::string& socket) {
   static const bool fork_handler = (pthread_atfork(nullptr, nullptr, &on_fork_child) == 0);
   (void)fork_handler;
   std::lock_guard<std::mutex> g(g_attach_mu);
   drop_inherited_attachment();
-  if (g_segment) return;
+  if (g_segment) {
+    if (!server_lost()) return;
+    end_attachment();  // the server died: this attach starts over with whichever server runs now
+  }
   ServerLink link = connect_to_server(resolve_socket_path(socket));
   try {
-    g_segment = Segment::open(link.segment_name, link.address, link.size);
+    g_segment = Segment::open_fd(link.segment_fd, link.address, link.size);
   } catch (...) {
+    close_link(link.fd);
+    throw;
+  }
+  try {
+    start_server_watch(link.fd);
+  } catch (...) {
+    g_segment.reset();
+    set_current_meta(nullptr);
     close_link(link.fd);
     throw;
   }
@@ -117,27 +149,16 @@ void attach(const std::string& socket) {
   set_current_client(link.client_id, link.slot);
   g_epoch.fetch_add(1, std::memory_order_acq_rel);
   forget_all_tlabs();
-  set_link_probe(&link_alive);
 }
 
 void detach() {
   std::lock_guard<std::mutex> g(g_attach_mu);
   drop_inherited_attachment();
   if (!g_segment) return;
-  retire_thread_tlab();
-  forget_all_tlabs();
-  roots_forget_process_state();
-  g_epoch.fetch_add(1, std::memory_order_acq_rel);
-  set_link_probe(nullptr);
-  // Closing the connection tells the server to release this client's roots and TLABs.
-  close_link(g_link_fd);
-  g_link_fd = -1;
-  set_current_client(0, 0);
-  g_segment.reset();
-  set_current_meta(nullptr);
+  end_attachment();
 }
 
-bool is_attached() { return current_meta_or_null() != nullptr; }
+bool is_attached() { return current_meta_or_null() != nullptr && !server_lost(); }
 
 void ping() {
   std::lock_guard<std::mutex> g(g_attach_mu);
@@ -378,7 +399,7 @@ std::vector<Class> Class::versions() const {
 }
 
 Class define_class(const std::string& name, const std::vector<FieldSpec>& fields) {
-  return Class(find_or_define_class(meta(), name, fields));
+  return Class(find_or_define_class(meta_with_server(), name, fields));
 }
 std::vector<Class> class_versions(const std::string& name) {
   ClassFamily* f = find_family(meta(), name);
@@ -447,7 +468,7 @@ Object new_object(const Class& cls) {
 
 Repository repository(const std::string& name) {
   Repository r;
-  r.rec_ = find_or_create_repository(meta(), name);
+  r.rec_ = find_or_create_repository(meta_with_server(), name);
   return r;
 }
 Value Repository::get() const {
@@ -455,21 +476,21 @@ Value Repository::get() const {
   return adopt(root_load(&rec_->root));
 }
 void Repository::set(const Value& v) {
-  meta();
+  meta_with_server();
   repository_set(rec_, v.raw());
 }
 
 Channel channel(const std::string& name, std::uint32_t capacity) {
   Channel c;
-  c.rec_ = find_or_create_channel(meta(), name, capacity);
+  c.rec_ = find_or_create_channel(meta_with_server(), name, capacity);
   return c;
 }
-bool Channel::send(const Value& v, std::int64_t timeout_ms) { return channel_send(meta(), rec_, v.raw(), to_ns(timeout_ms)); }
+bool Channel::send(const Value& v, std::int64_t timeout_ms) { return channel_send(meta_with_server(), rec_, v.raw(), to_ns(timeout_ms)); }
 std::optional<Value> Channel::receive(std::int64_t timeout_ms) { return receive(timeout_ms, -1); }
 std::optional<Value> Channel::receive(std::int64_t timeout_ms, std::int64_t spin_ns) {
   Word w;
   std::atomic<Word>* root = nullptr;
-  if (!channel_receive(meta(), rec_, &w, to_ns(timeout_ms), spin_ns, &root)) return std::nullopt;
+  if (!channel_receive(meta_with_server(), rec_, &w, to_ns(timeout_ms), spin_ns, &root)) return std::nullopt;
   return Value::adopt_root(w, root);
 }
 std::uint32_t Channel::capacity() const { return rec_->capacity; }
@@ -534,7 +555,7 @@ GcStats gc_stats() {
 }
 
 GcStats collect(std::int64_t timeout_ms) {
-  Metadata* m = meta();
+  Metadata* m = meta_with_server();
   if (m->gc_running.load(std::memory_order_acquire) == 0)
     throw Error(ErrorCode::kGeneric, "no collector is running for this heap (is colors-server up?)");
   if (!request_gc_and_wait(m, to_ns(timeout_ms))) {

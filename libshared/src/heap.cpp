@@ -293,6 +293,7 @@ void init_objects_space(Metadata* m) {
 }
 
 BlockHeader* reserve_block_slow(Metadata* m, std::uint32_t client_id, std::size_t bytes) {
+  check_server_link();  // new memory from a dead server's heap would reach nobody
   TlabCursor& t = t_tlab_cursor;
   const std::uint64_t epoch = g_tlab_epoch.load(std::memory_order_relaxed);
   if (t.epoch != epoch) t = TlabCursor{0, 0, epoch};

@@ -2,6 +2,8 @@
 
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -53,12 +55,38 @@ IoResult wait_ready(int fd, short events, bool bounded, Clock::time_point deadli
   }
 }
 
-IoResult read_until(int fd, void* buf, std::size_t n, bool bounded, Clock::time_point deadline) {
+// Takes the descriptors of an SCM_RIGHTS message: the first goes to `passed_fd` (when it is
+// non-null and still -1), every other one is closed so that a peer cannot leak descriptors into us.
+void take_passed_fds(msghdr& msg, int* passed_fd) {
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (std::size_t i = 0; i < count; ++i) {
+      int f;
+      std::memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof f);
+      if (passed_fd != nullptr && *passed_fd < 0)
+        *passed_fd = f;
+      else
+        ::close(f);
+    }
+  }
+}
+
+IoResult read_until(int fd, void* buf, std::size_t n, bool bounded, Clock::time_point deadline,
+                    int* passed_fd = nullptr) {
   auto* p = static_cast<std::uint8_t*>(buf);
   std::size_t done = 0;
   while (done < n) {
-    ssize_t got = ::recv(fd, p + done, n - done, MSG_DONTWAIT);
+    iovec iov{p + done, n - done};
+    alignas(cmsghdr) char control[CMSG_SPACE(4 * sizeof(int))];
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    ssize_t got = ::recvmsg(fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
     if (got > 0) {
+      take_passed_fds(msg, passed_fd);
       done += static_cast<std::size_t>(got);
       continue;
     }
@@ -166,22 +194,44 @@ IoResult write_full(int fd, const void* buf, std::size_t n, int timeout_ms) {
   return write_until(fd, buf, n, timeout_ms >= 0, Clock::now() + std::chrono::milliseconds(std::max(timeout_ms, 0)));
 }
 
-IoResult read_reply(int fd, AttachReply& r, int timeout_ms) {
+IoResult read_reply(int fd, AttachReply& r, int timeout_ms, int* passed_fd) {
   bool bounded = timeout_ms >= 0;
   auto deadline = Clock::now() + std::chrono::milliseconds(std::max(timeout_ms, 0));
   std::uint8_t fixed[kReplyFixedSize];
-  IoResult res = read_until(fd, fixed, sizeof fixed, bounded, deadline);
+  IoResult res = read_until(fd, fixed, sizeof fixed, bounded, deadline, passed_fd);
   if (res != IoResult::kOk) return res;
   std::uint32_t name_len = 0, msg_len = 0;
   if (!decode_reply_fixed(fixed, r, name_len, msg_len)) return IoResult::kError;
   std::string tail(name_len + msg_len, '\0');
   if (!tail.empty()) {
-    res = read_until(fd, tail.data(), tail.size(), bounded, deadline);
+    res = read_until(fd, tail.data(), tail.size(), bounded, deadline, passed_fd);
     if (res != IoResult::kOk) return res;
   }
   r.segment_name = tail.substr(0, name_len);
   r.message = tail.substr(name_len);
   return IoResult::kOk;
+}
+
+ssize_t send_some(int fd, const void* buf, std::size_t n, int pass_fd) {
+  iovec iov{const_cast<void*>(buf), n};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+  if (pass_fd >= 0) {
+    std::memset(control, 0, sizeof control);
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(c), &pass_fd, sizeof pass_fd);
+  }
+  ssize_t put;
+  do put = ::sendmsg(fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+  while (put < 0 && errno == EINTR);
+  return put;
 }
 
 const char* io_result_name(IoResult r) {
@@ -203,6 +253,7 @@ const char* attach_status_name(AttachStatus s) {
     case AttachStatus::kBadHello: return "bad hello";
     case AttachStatus::kShuttingDown: return "server shutting down";
     case AttachStatus::kInternal: return "internal server error";
+    case AttachStatus::kBusy: return "server busy";
   }
   return "unknown status";
 }

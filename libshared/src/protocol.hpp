@@ -10,7 +10,8 @@
 //
 //   Hello (client -> server, 16 bytes, sent once right after connect):
 //     u32 magic (kWireMagic) | u32 protocol version | u32 layout version | i32 client pid
-//   AttachReply (server -> client, kReplyFixedSize bytes, then the two strings):
+//   AttachReply (server -> client, kReplyFixedSize bytes, then the two strings; with status kOk
+//   its first byte carries the segment's descriptor as an SCM_RIGHTS message):
 //     u32 magic | u32 status (AttachStatus) | u32 server protocol version | u32 server layout version
 //     u32 client id | u32 slot | u64 segment address | u64 segment total size
 //     u32 segment-name length | u32 message length | segment name bytes | message bytes
@@ -22,6 +23,8 @@
 // can always tell each other which versions they speak. Everything after them may change with
 // kProtocolVersion.
 #pragma once
+#include <sys/types.h>
+
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -37,7 +40,7 @@ inline constexpr std::size_t kRequestSize = 16;
 inline constexpr std::size_t kMaxWireString = 4096;
 
 // How long the server waits for a connected peer's Hello before dropping it.
-inline constexpr int kHandshakeTimeoutMs = 5000;
+inline constexpr int kHandshakeTimeoutMs = 2000;
 
 struct Hello {
   std::uint32_t magic = kWireMagic;
@@ -54,6 +57,7 @@ enum class AttachStatus : std::uint32_t {
   kBadHello = 4,         // wrong magic: not a colors client
   kShuttingDown = 5,     // the server is stopping
   kInternal = 6,         // the server failed while attaching (message says how)
+  kBusy = 7,             // too many connections of this peer wait for their handshake: retry
 };
 
 struct AttachReply {
@@ -65,7 +69,7 @@ struct AttachReply {
   std::uint32_t slot = 0;              // kOk only: index into Metadata::clients
   std::uint64_t address = 0;           // kOk only: where the segment must be mapped
   std::uint64_t size = 0;              // kOk only: total bytes of the segment
-  std::string segment_name;            // kOk only: logical name (shm object is shm_name(name))
+  std::string segment_name;            // kOk only: the segment's logical name (for messages)
   std::string message;                 // human-readable reason when status != kOk
 };
 
@@ -104,8 +108,15 @@ enum class IoResult { kOk, kEof, kTimeout, kError };
 IoResult read_full(int fd, void* buf, std::size_t n, int timeout_ms);
 IoResult write_full(int fd, const void* buf, std::size_t n, int timeout_ms);
 
-// Reads a whole AttachReply (fixed part, then strings) within `timeout_ms` overall.
-IoResult read_reply(int fd, AttachReply& r, int timeout_ms);
+// Reads a whole AttachReply (fixed part, then strings) within `timeout_ms` overall. A descriptor
+// passed with it (SCM_RIGHTS: the segment, with kOk) goes to `*passed_fd` (close-on-exec) when
+// `passed_fd` is non-null and `*passed_fd` is -1; any other passed descriptor is closed.
+IoResult read_reply(int fd, AttachReply& r, int timeout_ms, int* passed_fd = nullptr);
+
+// One non-blocking sendmsg of up to `n` bytes, with `pass_fd` attached (SCM_RIGHTS) when it is
+// >= 0: the descriptor travels with the first byte that goes out. Returns the bytes sent, or -1
+// with errno (EAGAIN: the socket buffer is full, nothing was sent, the descriptor neither).
+ssize_t send_some(int fd, const void* buf, std::size_t n, int pass_fd);
 
 const char* io_result_name(IoResult r);
 const char* attach_status_name(AttachStatus s);

@@ -2,8 +2,10 @@
 
 #include <sys/mman.h>
 
-#include <boost/interprocess/mapped_region.hpp>
-#include <boost/interprocess/shared_memory_object.hpp>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -14,8 +16,6 @@
 #include "format.hpp"
 #include "heap.hpp"
 #include "pending_bits.hpp"
-
-namespace bip = boost::interprocess;
 
 namespace colors::detail {
 
@@ -45,32 +45,55 @@ void set_current_meta(Metadata* m) {
   g_pending_bits = pending_bits_of(m);
 }
 
-std::string shm_name(const std::string& name) { return "colors." + name; }
 std::size_t metadata_size() { return round_up(sizeof(Metadata), 1 << 16); }
 
-struct Segment::Impl {
-  bip::shared_memory_object shm;
-  bip::mapped_region region;
-};
+std::string default_heap_dir() { return "/dev/shm/colors-" + std::to_string(::geteuid()); }
 
-Segment::~Segment() {
-  if (g_meta == meta_) set_current_meta(nullptr);
+std::string heap_file(const std::string& dir, const std::string& name) {
+  return (dir.empty() ? default_heap_dir() : dir) + "/" + name + ".heap";
 }
 
-// Boost's mapped_region passes a requested address to mmap() only as a hint (no MAP_FIXED) and
-// throws busy_error when the kernel chose another place, which would be safe but cannot say why.
-// We add MAP_FIXED_NOREPLACE so the kernel itself refuses (EEXIST) an occupied range.
-static bip::mapped_region map_region(bip::shared_memory_object& shm, std::uintptr_t address, std::size_t size) {
-  try {
-    return bip::mapped_region(shm, bip::read_write, 0, size, reinterpret_cast<void*>(address), MAP_FIXED_NOREPLACE);
-  } catch (const bip::interprocess_exception& e) {
-    if (e.get_native_error() == EEXIST || e.get_error_code() == bip::busy_error) {
+std::string ensure_private_dir(const std::string& dir) {
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+    return "cannot create the heap directory " + dir + ": " + std::strerror(errno);
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0) return "cannot stat the heap directory " + dir + ": " + std::strerror(errno);
+  if (!S_ISDIR(st.st_mode)) return "the heap directory " + dir + " is not a directory (a symlink or file planted there?)";
+  if (st.st_uid != ::geteuid())
+    return "the heap directory " + dir + " belongs to uid " + std::to_string(st.st_uid) + ", not to this server's uid " +
+           std::to_string(::geteuid()) + ": another user created it first; remove it (as root) or pass --heap-dir";
+  if ((st.st_mode & 077) != 0) {
+    // Our own directory with a loose mode (an old umask): tighten it, never use it open.
+    if (::chmod(dir.c_str(), 0700) != 0)
+      return "the heap directory " + dir + " is accessible to other users and chmod 0700 failed: " + std::strerror(errno);
+  }
+  return {};
+}
+
+void* map_fixed_noreplace(int fd, std::uintptr_t address, std::size_t size) {
+  void* p = ::mmap(reinterpret_cast<void*>(address), size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED_NOREPLACE, fd, 0);
+  if (p == MAP_FAILED) {
+    int e = errno;
+    if (e == EEXIST)
       throw AddressInUseError("cannot map the colors segment at " + hex(address) + " (" + std::to_string(size >> 20) +
                               " MiB): that range is already mapped in this process. Start the server with "
                               "another --address, or free the range before attaching.");
-    }
-    throw Error(ErrorCode::kGeneric, std::string("mapping the colors segment failed: ") + e.what());
+    throw Error(ErrorCode::kGeneric, std::string("mapping the colors segment failed: ") + std::strerror(e));
   }
+  if (p != reinterpret_cast<void*>(address)) {
+    // A kernel older than 4.17 ignores MAP_FIXED_NOREPLACE and treats the address as a hint.
+    ::munmap(p, size);
+    throw AddressInUseError("cannot map the colors segment at " + hex(address) +
+                            ": the kernel placed it elsewhere (that range is in use, or the kernel lacks "
+                            "MAP_FIXED_NOREPLACE)");
+  }
+  return p;
+}
+
+Segment::~Segment() {
+  if (g_meta == meta_) set_current_meta(nullptr);
+  if (meta_ != nullptr) ::munmap(meta_, size_);
+  if (fd_ >= 0) ::close(fd_);
 }
 
 static void format(Metadata* m, const SegmentConfig& cfg, std::size_t total) {
@@ -113,47 +136,53 @@ std::unique_ptr<Segment> Segment::create(const SegmentConfig& cfg) {
     throw InvalidArgumentError("classes size must be a multiple of 16 bytes and at least 1 MiB");
   if (cfg.address % (1 << 16) != 0) throw InvalidArgumentError("segment address must be 64 KiB aligned");
   std::size_t total = metadata_size() + cfg.classes_size + cfg.heap_size + pending_bits_bytes(cfg.heap_size);
-  std::string shm = shm_name(cfg.name);
-  bip::shared_memory_object::remove(shm.c_str());  // a stale segment of a crashed server
+  const std::string dir = cfg.dir.empty() ? default_heap_dir() : cfg.dir;
+  if (std::string why = ensure_private_dir(dir); !why.empty()) throw RefusedError(why);
+  const std::string path = heap_file(dir, cfg.name);
+  ::unlink(path.c_str());  // a stale segment of a crashed server (the caller holds the name's lock)
+  // O_EXCL | O_NOFOLLOW: the file is the one this call made, in a directory only we can write.
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) throw Error(ErrorCode::kGeneric, "cannot create the segment file " + path + ": " + std::strerror(errno));
   std::unique_ptr<Segment> s(new Segment());
-  s->impl_ = std::make_unique<Impl>();
-  try {
-    bip::permissions perm(cfg.mode);
-    s->impl_->shm = bip::shared_memory_object(bip::create_only, shm.c_str(), bip::read_write, perm);
-    s->impl_->shm.truncate(static_cast<bip::offset_t>(total));
-  } catch (const bip::interprocess_exception& e) {
-    throw Error(ErrorCode::kGeneric, "cannot create shared memory object " + shm + ": " + e.what());
+  s->fd_ = fd;
+  s->path_ = path;
+  if (::ftruncate(fd, static_cast<off_t>(total)) != 0) {
+    int e = errno;
+    ::unlink(path.c_str());
+    throw Error(ErrorCode::kGeneric, "cannot size the segment file " + path + ": " + std::strerror(e));
   }
-  s->impl_->region = map_region(s->impl_->shm, cfg.address, total);
-  s->meta_ = static_cast<Metadata*>(s->impl_->region.get_address());
-  s->name_ = cfg.name;
+  try {
+    s->meta_ = static_cast<Metadata*>(map_fixed_noreplace(fd, cfg.address, total));
+  } catch (...) {
+    ::unlink(path.c_str());
+    throw;
+  }
   s->size_ = total;
   format(s->meta_, cfg, total);
   set_current_meta(s->meta_);
   return s;
 }
 
-std::unique_ptr<Segment> Segment::open(const std::string& name, std::uintptr_t address, std::size_t size) {
+std::unique_ptr<Segment> Segment::open_fd(int fd, std::uintptr_t address, std::size_t size) {
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || static_cast<std::size_t>(st.st_size) < size)
+    throw ServerGoneError("the segment descriptor the server passed is not a segment of " + std::to_string(size) +
+                          " bytes");
   std::unique_ptr<Segment> s(new Segment());
-  s->impl_ = std::make_unique<Impl>();
-  std::string shm = shm_name(name);
-  try {
-    s->impl_->shm = bip::shared_memory_object(bip::open_only, shm.c_str(), bip::read_write);
-  } catch (const bip::interprocess_exception& e) {
-    throw ServerGoneError("cannot open shared memory object " + shm + ": " + e.what() + " (is colors-server running?)");
-  }
-  s->impl_->region = map_region(s->impl_->shm, address, size);
-  s->meta_ = static_cast<Metadata*>(s->impl_->region.get_address());
+  s->meta_ = static_cast<Metadata*>(map_fixed_noreplace(fd, address, size));
+  s->size_ = size;
   if (s->meta_->magic != kSegmentMagic || s->meta_->layout_version != kLayoutVersion) {
-    throw VersionMismatchError("segment " + shm + " has layout version " + std::to_string(s->meta_->layout_version) +
+    throw VersionMismatchError("the segment has layout version " + std::to_string(s->meta_->layout_version) +
                                " but this client expects layout version " + std::to_string(kLayoutVersion));
   }
-  s->name_ = name;
-  s->size_ = size;
   set_current_meta(s->meta_);
   return s;
 }
 
-void Segment::remove(const std::string& name) { bip::shared_memory_object::remove(shm_name(name).c_str()); }
+void Segment::remove(const SegmentConfig& cfg) { ::unlink(heap_file(cfg.dir, cfg.name).c_str()); }
 
 }  // namespace colors::detail

@@ -1,4 +1,14 @@
 // Creating, mapping and formatting the shared segment.
+//
+// Where the segment lives (the threat model is in colors-server/README.md, "Access control"):
+//  * The server creates it as a regular file `<heap dir>/<name>.heap` on tmpfs, where the heap dir
+//    is `/dev/shm/colors-<euid>` by default: a directory the server's user owns, mode 0700, checked
+//    on every start (owner, type, not a symlink, no access for others). Nothing else in /dev/shm is
+//    used, so another user cannot keep a server from starting by creating a name there first; a
+//    heap dir planted by someone else is refused with the check that failed.
+//  * Clients never open the segment by name: the server passes its descriptor over the attach
+//    socket (SCM_RIGHTS), after the client checked who the server is (SO_PEERCRED). So the file's
+//    mode can stay 0600 whatever --allow-group says.
 #pragma once
 #include <sys/types.h>
 
@@ -12,42 +22,54 @@
 namespace colors::detail {
 
 struct SegmentConfig {
-  std::string name = "colors";                 // logical name; shm object is shm_name(name)
+  std::string name = "colors";                 // logical name; the file is heap_file(dir, name)
+  std::string dir;                             // heap dir; empty: default_heap_dir()
   std::uintptr_t address = kDefaultAddress;
   std::size_t heap_size = kDefaultHeapSize;    // objects space
   std::size_t classes_size = kDefaultClassesSize;
-  mode_t mode = 0600;
 };
 
-std::string shm_name(const std::string& name);
+// /dev/shm/colors-<euid>.
+std::string default_heap_dir();
+// `dir`/`name`.heap (`dir` empty: the default heap dir).
+std::string heap_file(const std::string& dir, const std::string& name);
+// Creates `dir` (0700) when missing and checks that it is a real directory (not a symlink) owned
+// by this process's effective uid with no access for group or others. Returns an empty string
+// when it may be used, else which check failed, phrased for a log line or an exception.
+std::string ensure_private_dir(const std::string& dir);
 std::size_t metadata_size();
 
 // One mapping of the segment in this process. At most one exists at a time per process: the
 // segment lives at a fixed address, and the process-wide `current_meta()` points into it.
 class Segment {
  public:
-  // Server side: creates and formats a fresh segment, replacing a stale one of the same name.
+  // Server side: creates and formats a fresh segment file, replacing a stale one of the same name.
+  // REQUIRES: the caller holds the name's instance lock (no live server uses the file).
   static std::unique_ptr<Segment> create(const SegmentConfig& cfg);
-  // Client side: maps an existing segment at `address` without clobbering any mapping.
-  static std::unique_ptr<Segment> open(const std::string& name, std::uintptr_t address, std::size_t size);
-  // Removes the shm object (mappings stay valid until unmapped).
-  static void remove(const std::string& name);
+  // Client side: maps the segment behind `fd` (received from the server) at `address` without
+  // clobbering any mapping. Takes ownership of `fd` (closed on return or throw: the mapping
+  // keeps the memory).
+  static std::unique_ptr<Segment> open_fd(int fd, std::uintptr_t address, std::size_t size);
+  // Removes the segment file (mappings stay valid until unmapped).
+  static void remove(const SegmentConfig& cfg);
 
   ~Segment();
   Segment(const Segment&) = delete;
   Segment& operator=(const Segment&) = delete;
 
   Metadata* meta() const { return meta_; }
-  const std::string& name() const { return name_; }
   std::size_t size() const { return size_; }
+  // Server side: the open segment file, passed to clients at attach. -1 on the client side.
+  int fd() const { return fd_; }
+  // Server side: the file's path. Empty on the client side.
+  const std::string& path() const { return path_; }
 
  private:
   Segment() = default;
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
   Metadata* meta_ = nullptr;
-  std::string name_;
   std::size_t size_ = 0;
+  int fd_ = -1;
+  std::string path_;
 };
 
 // The segment mapped in this process, or nullptr.
@@ -56,8 +78,8 @@ Metadata* current_meta_or_null();
 Metadata* current_meta();
 void set_current_meta(Metadata* m);
 
-// Maps `size` bytes of the shm fd at exactly `address`, refusing (AddressInUseError) when any
-// part of the range is already mapped in this process.
+// Maps `size` bytes of `fd` at exactly `address`, refusing (AddressInUseError) when any part of
+// the range is already mapped in this process.
 void* map_fixed_noreplace(int fd, std::uintptr_t address, std::size_t size);
 
 }  // namespace colors::detail

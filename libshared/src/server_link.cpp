@@ -3,9 +3,15 @@
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/types.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <optional>
+#include <thread>
+#include <vector>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -46,27 +52,60 @@ std::string resolve_socket_path(const std::string& given) {
   return default_socket_path();
 }
 
-ServerLink connect_to_server(const std::string& socket_path) {
-  ServerLink link;
-  link.socket_path = resolve_socket_path(socket_path);
-  const std::string& path = link.socket_path;
+std::vector<uid_t> trusted_server_uids() {
+  std::vector<uid_t> uids{::geteuid(), 0};
+  const char* env = std::getenv("COLORS_TRUSTED_UIDS");
+  if (env == nullptr) return uids;
+  std::string list(env);
+  std::size_t at = 0;
+  while (at <= list.size()) {
+    std::size_t comma = list.find(',', at);
+    if (comma == std::string::npos) comma = list.size();
+    std::string item = list.substr(at, comma - at);
+    at = comma + 1;
+    if (item.empty()) continue;
+    char* end = nullptr;
+    errno = 0;
+    unsigned long v = std::strtoul(item.c_str(), &end, 10);
+    if (errno != 0 || end == item.c_str() || *end != '\0' || v > 0xffffffffUL)
+      throw InvalidArgumentError("COLORS_TRUSTED_UIDS must be a comma-separated list of numeric uids; '" + item +
+                                 "' is not one");
+    uids.push_back(static_cast<uid_t>(v));
+  }
+  return uids;
+}
 
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  if (path.size() >= sizeof addr.sun_path)
-    throw InvalidArgumentError("socket path " + path + " is too long (max " + std::to_string(sizeof addr.sun_path - 1) +
-                               " bytes); use a shorter --socket / COLORS_SOCKET");
-  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+std::int64_t attach_timeout_ms() {
+  const char* env = std::getenv("COLORS_ATTACH_TIMEOUT_MS");
+  if (env == nullptr || env[0] == '\0') return kDefaultAttachTimeoutMs;
+  char* end = nullptr;
+  long long v = std::strtoll(env, &end, 10);
+  if (end == env || *end != '\0' || v < 0)
+    throw InvalidArgumentError(std::string("COLORS_ATTACH_TIMEOUT_MS must be a number of milliseconds >= 0, not '") +
+                               env + "'");
+  return v;
+}
 
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// One connection attempt. Returns the link, or nullopt when the server answered "busy" or closed
+// the connection before answering (the caller retries); `why` then says which. Throws for every
+// final outcome.
+std::optional<ServerLink> try_attach(const std::string& path, const sockaddr_un& addr, std::string& why) {
   int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) throw Error(ErrorCode::kGeneric, std::string("socket() failed: ") + std::strerror(errno));
-  // Closes fd on every throw below.
+  int segment_fd = -1;
+  // Closes both descriptors on every return and throw below that does not hand them over.
   struct FdGuard {
     int& fd;
+    int& segment_fd;
     ~FdGuard() {
       if (fd >= 0) ::close(fd);
+      if (segment_fd >= 0) ::close(segment_fd);
     }
-  } guard{fd};
+  } guard{fd, segment_fd};
 
   int rc;
   do rc = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr);
@@ -80,6 +119,19 @@ ServerLink connect_to_server(const std::string& socket_path) {
     throw_gone(path, std::strerror(e));
   }
 
+  // Who is behind the socket, before anything is sent or received: a socket planted by another
+  // user (e.g. in a /tmp directory they created first) must not receive this client's data.
+  ucred cred{};
+  socklen_t len = sizeof cred;
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
+    throw RefusedError("cannot read the credentials of the process behind " + path + ": " + std::strerror(errno));
+  std::vector<uid_t> trusted = trusted_server_uids();
+  if (std::find(trusted.begin(), trusted.end(), cred.uid) == trusted.end())
+    throw RefusedError("the process behind " + path + " (pid " + std::to_string(cred.pid) + ") runs as uid " +
+                       std::to_string(cred.uid) + ", which this client does not trust: a colors server must run as " +
+                       "this client's user (uid " + std::to_string(::geteuid()) + "), as root, or as a uid listed in " +
+                       "COLORS_TRUSTED_UIDS. Refusing to attach.");
+
   Hello hello;
   hello.protocol_version = kProtocolVersion;
   hello.layout_version = kLayoutVersion;
@@ -90,19 +142,26 @@ ServerLink connect_to_server(const std::string& socket_path) {
   IoResult wrote = write_full(fd, hb.data(), hb.size(), kReplyTimeoutMs);
 
   AttachReply reply;
-  IoResult got = read_reply(fd, reply, kReplyTimeoutMs);
+  IoResult got = read_reply(fd, reply, kReplyTimeoutMs, &segment_fd);
+  if (got == IoResult::kEof) {
+    why = "the server closed the connection during the handshake";
+    return std::nullopt;
+  }
   if (got != IoResult::kOk) {
-    std::string why = got == IoResult::kTimeout ? "the server did not answer the handshake within " +
-                                                      std::to_string(kReplyTimeoutMs / 1000) + " s"
-                                                : std::string("the handshake failed (") + io_result_name(got) + ")";
-    if (wrote != IoResult::kOk) why += std::string("; sending the hello failed too (") + io_result_name(wrote) + ")";
-    throw_gone(path, why);
+    std::string what = got == IoResult::kTimeout ? "the server did not answer the handshake within " +
+                                                       std::to_string(kReplyTimeoutMs / 1000) + " s"
+                                                 : std::string("the handshake failed (") + io_result_name(got) + ")";
+    if (wrote != IoResult::kOk) what += std::string("; sending the hello failed too (") + io_result_name(wrote) + ")";
+    throw_gone(path, what);
   }
   if (reply.magic != kWireMagic) throw_gone(path, "the process behind the socket is not a colors server (bad magic)");
 
   switch (reply.status) {
     case AttachStatus::kOk:
       break;
+    case AttachStatus::kBusy:
+      why = "the server is busy: " + reply.message;
+      return std::nullopt;
     case AttachStatus::kVersionMismatch:
       throw VersionMismatchError("colors version mismatch with the server at " + path + ": this client speaks " +
                                  versions(kProtocolVersion, kLayoutVersion) + ", the server speaks " +
@@ -124,15 +183,55 @@ ServerLink connect_to_server(const std::string& socket_path) {
   if (reply.client_id == 0 || reply.slot >= kMaxClients || reply.address == 0 || reply.size == 0 ||
       reply.segment_name.empty())
     throw_gone(path, "the server sent a malformed handshake reply");
+  if (segment_fd < 0) throw_gone(path, "the server's handshake reply carried no segment descriptor");
 
+  ServerLink link;
+  link.socket_path = path;
   link.segment_name = reply.segment_name;
   link.address = static_cast<std::uintptr_t>(reply.address);
   link.size = static_cast<std::size_t>(reply.size);
   link.client_id = reply.client_id;
   link.slot = reply.slot;
   link.fd = fd;
+  link.segment_fd = segment_fd;
   fd = -1;  // ownership moves to the link
+  segment_fd = -1;
   return link;
+}
+
+}  // namespace
+
+ServerLink connect_to_server(const std::string& socket_path) {
+  const std::string path = resolve_socket_path(socket_path);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof addr.sun_path)
+    throw InvalidArgumentError("socket path " + path + " is too long (max " + std::to_string(sizeof addr.sun_path - 1) +
+                               " bytes); use a shorter --socket / COLORS_SOCKET");
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+
+  // A busy server (its pending-handshake slots for this peer are taken, e.g. by a flood of idle
+  // connections) answers kBusy at once; retrying with a growing pause until the attach timeout
+  // lets a real client in as soon as the server drops the idle ones.
+  const std::int64_t timeout_ms = attach_timeout_ms();
+  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  std::int64_t pause_ms = 5;
+  std::string why;
+  int attempts = 0;
+  for (;;) {
+    ++attempts;
+    if (auto link = try_attach(path, addr, why)) return std::move(*link);
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::min<std::int64_t>(pause_ms, left)));
+    pause_ms = std::min<std::int64_t>(pause_ms * 2, 100);
+  }
+  std::string tried = " (" + std::to_string(attempts) + " attempts in " + std::to_string(timeout_ms) +
+                      " ms, COLORS_ATTACH_TIMEOUT_MS)";
+  if (why.rfind("the server is busy", 0) == 0)
+    throw RefusedError("the colors server at " + path + " is running but " + why.substr(4) + tried);
+  throw ServerGoneError("the colors server at " + path + " did not complete the handshake: " + why + tried +
+                        ". If it keeps happening, check the server's log.");
 }
 
 bool server_link_alive(int fd) {

@@ -12,9 +12,12 @@
 // serialize them, e.g. under the attach lock). server_link_alive never consumes data and may be
 // called from any thread at any time.
 #pragma once
+#include <sys/types.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace colors::detail {
 
@@ -23,9 +26,19 @@ std::string default_socket_path(const std::string& name = "colors");
 // `given` when not empty; else $COLORS_SOCKET when set and not empty; else default_socket_path().
 std::string resolve_socket_path(const std::string& given);
 
+// The uids a client accepts as its server's: its own effective uid, root, and the numeric uids
+// listed in $COLORS_TRUSTED_UIDS (comma-separated). Throws InvalidArgumentError on a malformed list.
+std::vector<uid_t> trusted_server_uids();
+
+// How long connect_to_server keeps retrying a busy server: $COLORS_ATTACH_TIMEOUT_MS, else
+// kDefaultAttachTimeoutMs.
+inline constexpr std::int64_t kDefaultAttachTimeoutMs = 5000;
+std::int64_t attach_timeout_ms();
+
 struct ServerLink {
   int fd = -1;                 // connected socket, blocking, close-on-exec
-  std::string segment_name;    // logical name; the shm object is shm_name(segment_name)
+  int segment_fd = -1;         // the segment, passed by the server (SCM_RIGHTS), close-on-exec
+  std::string segment_name;    // logical name, for messages
   std::uintptr_t address = 0;  // fixed address the segment must be mapped at
   std::size_t size = 0;        // total bytes of the segment
   std::uint32_t client_id = 0; // unique per attachment, never 0
@@ -33,14 +46,18 @@ struct ServerLink {
   std::string socket_path;     // the path actually used (after resolve_socket_path)
 };
 
-// Connects to the server at resolve_socket_path(socket_path) and performs the handshake.
+// Connects to the server at resolve_socket_path(socket_path), checks who it is (SO_PEERCRED:
+// trusted_server_uids()) and performs the handshake, which passes the segment's descriptor.
+// A server that answers "busy" or closes the connection before answering is retried with a
+// growing pause until attach_timeout_ms() has passed.
 // Throws:
-//  * ServerGoneError: no server there (no socket, connection refused, closed or silent during the
-//    handshake); the message names the path and says to start colors-server.
+//  * ServerGoneError: no server there (no socket, connection refused, silent during the
+//    handshake, or closing every attempt until the timeout); the message names the path.
+//  * RefusedError: the process behind the socket runs as an untrusted uid (the message names it);
+//    or the server was still busy at the timeout; or it refused (credentials, full client table,
+//    ...; the message carries the server's reason); or the socket is not accessible (EACCES).
 //  * VersionMismatchError: the server speaks another protocol or layout version; the message
 //    names both sides' versions.
-//  * RefusedError: the server refused (credentials, full client table, ...); the message carries
-//    the server's reason. Also when the socket itself is not accessible (EACCES).
 //  * InvalidArgumentError: the path does not fit in a sockaddr_un.
 ServerLink connect_to_server(const std::string& socket_path);
 

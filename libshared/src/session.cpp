@@ -7,6 +7,7 @@
 #include <atomic>
 
 #include "colors/errors.hpp"
+#include "server_watch.hpp"
 
 namespace colors::detail {
 
@@ -14,11 +15,7 @@ namespace {
 std::atomic<std::uint32_t> g_client_id{0};
 std::atomic<std::uint32_t> g_client_slot{0};
 thread_local InterruptHook t_hook = nullptr;
-// Set by the client attach code: returns false once the server's connection is gone.
-std::atomic<bool (*)()> g_link_alive{nullptr};
 }  // namespace
-
-void set_link_probe(bool (*alive)()) { g_link_alive.store(alive, std::memory_order_release); }
 
 std::uint32_t current_client_id() { return g_client_id.load(std::memory_order_relaxed); }
 std::uint32_t current_client_slot() { return g_client_slot.load(std::memory_order_relaxed); }
@@ -35,11 +32,14 @@ void check_server_state(Metadata* m) {
   }
 }
 
+void check_server_link() {
+  if (server_lost())
+    throw ServerGoneError("the colors server died (its connection closed); restart colors-server and attach again");
+}
+
 void check_server(Metadata* m) {
   check_server_state(m);
-  if (auto probe = g_link_alive.load(std::memory_order_acquire); probe != nullptr && !probe()) {
-    throw ServerGoneError("the connection to the colors server is gone (server died?); restart colors-server and attach again");
-  }
+  check_server_link();
 }
 
 void check_wait_interrupts(Metadata* m) {

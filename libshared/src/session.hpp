@@ -26,8 +26,12 @@ void set_interrupt_hook(InterruptHook hook);
 void check_wait_interrupts(Metadata* m);
 
 // Throws ServerGoneError when the server has shut down (its state in the segment) or its
-// connection is gone (one poll() on the connection).
+// connection is gone (the watcher's flag, server_watch.hpp). No system call.
 void check_server(Metadata* m);
+// The connection half of check_server: ServerGoneError once the server's connection closed.
+// Operations that allocate new memory or publish (TLAB refill, repositories, channels, classes,
+// rpc) call it; reads and writes of objects already held do not need the server.
+void check_server_link();
 // The cheap half of check_server: only the server state word (no system call). Every API entry
 // point that touches shared state calls it, so a clean shutdown is noticed at once.
 void check_server_state(Metadata* m);

@@ -109,8 +109,8 @@ struct ServerConfig {
     std::snprintf(buf, sizeof buf, "0x%lx", static_cast<unsigned long>(address));
     return buf;
   }
-  std::string shm_path() const { return "/dev/shm/colors." + name; }
-  std::string name_lock_path() const { return "/dev/shm/colors-lock." + name; }
+  std::string shm_path() const { return "/dev/shm/colors-" + std::to_string(::geteuid()) + "/" + name + ".heap"; }
+  std::string name_lock_path() const { return "/dev/shm/colors-" + std::to_string(::geteuid()) + "/" + name + ".lock"; }
 
   std::vector<std::string> args(const std::vector<std::string>& extra = {}) const {
     std::vector<std::string> a = {"--name",         name,          "--socket",    socket, "--heap-size", "8M",

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <memory>
 #include <thread>
+#include <utility>
 
 #include "colors/config.hpp"
 #include "colors/errors.hpp"
@@ -278,7 +279,7 @@ TEST_CASE("colors-server --help lists every flag with its default", "[server]") 
 TEST_CASE("handshake attaches a client to a slot of the segment", "[server]") {
   Running r({"--gc-threshold", "55"});
   CHECK(r.server->ready_line().find("socket=" + r.cfg.socket) != std::string::npos);
-  CHECK(r.server->ready_line().find("segment=colors." + r.cfg.name) != std::string::npos);
+  CHECK(r.server->ready_line().find("segment=" + r.cfg.shm_path()) != std::string::npos);
   CHECK(r.server->ready_line().find("address=" + r.cfg.address_hex()) != std::string::npos);
   CHECK(r.server->ready_line().find("heap=8388608") != std::string::npos);
 
@@ -309,7 +310,7 @@ TEST_CASE("handshake attaches a client to a slot of the segment", "[server]") {
   CHECK(r.server->wait_for_log("client " + std::to_string(b.client_id) + " (pid " + std::to_string(::getpid())));
 
   // The server's view, through a mapping of the segment in this process.
-  auto seg = Segment::open(a.segment_name, a.address, a.size);
+  auto seg = Segment::open_fd(std::exchange(a.segment_fd, -1), a.address, a.size);
   Metadata* m = seg->meta();
   CHECK(m->server_state.load(std::memory_order_acquire) == static_cast<std::uint32_t>(ServerState::kRunning));
   CHECK(m->server_pid.load() == r.server->pid());
@@ -401,7 +402,7 @@ TEST_CASE("leftovers of a crashed server are replaced", "[server]") {
   INFO(next.log());
   REQUIRE(next.wait_ready());
   CHECK(next.log().find("stale socket " + cfg.socket) != std::string::npos);
-  CHECK(next.log().find("stale segment /dev/shm/colors." + cfg.name) != std::string::npos);
+  CHECK(next.log().find("stale segment " + cfg.shm_path()) != std::string::npos);
   ServerLink l = connect_to_server(cfg.socket);
   CHECK(l.client_id != 0);
   CHECK(ping_server(l.fd));
@@ -486,7 +487,7 @@ TEST_CASE("a silent peer neither blocks the server nor stays connected", "[serve
   ServerLink l = connect_to_server(r.cfg.socket);  // served while the silent peer waits
   CHECK(colors::test::ms_since(t0) < 2000);
   CHECK(ping_server(l.fd));
-  // Dropped after the handshake timeout (5 s).
+  // Dropped after the handshake timeout (kHandshakeTimeoutMs).
   char c;
   CHECK(read_full(silent, &c, 1, 15000) == IoResult::kEof);
   CHECK(colors::test::ms_since(t0) >= kHandshakeTimeoutMs - 500);
@@ -556,9 +557,9 @@ TEST_CASE("peers are checked with SO_PEERCRED against the owner and --allow-grou
   REQUIRE(::stat(cfg.socket.c_str(), &st) == 0);
   CHECK((st.st_mode & 0777) == 0660);
   CHECK(st.st_gid == G);
+  // The segment stays private to the server's user: group members get its descriptor at attach.
   REQUIRE(::stat(cfg.shm_path().c_str(), &st) == 0);
-  CHECK((st.st_mode & 0777) == 0660);
-  CHECK(st.st_gid == G);
+  CHECK((st.st_mode & 0777) == 0600);
 
   SECTION("G only as a supplementary group: reaches the socket, refused by SO_PEERCRED") {
     ChildResult c = run_in_child([&](std::string& out) {
@@ -688,7 +689,7 @@ TEST_CASE("a client killed with SIGKILL is noticed and its slot freed", "[server
   CHECK(next.slot == dead_slot);
   CHECK(next.client_id != dead_id);
   CHECK(next.client_id != 0);
-  auto seg = Segment::open(next.segment_name, next.address, next.size);
+  auto seg = Segment::open_fd(std::exchange(next.segment_fd, -1), next.address, next.size);
   ClientSlot& s = seg->meta()->clients[next.slot];
   CHECK(s.client_id.load() == next.client_id);
   CHECK(s.pid.load() == ::getpid());
@@ -701,7 +702,7 @@ TEST_CASE("SIGTERM stops the server cleanly and clients notice", "[server]") {
   REQUIRE(ping_server(l.fd));
 
   // A waiter on a monitor's condition in this process, as a client thread would sleep.
-  auto seg = Segment::open(l.segment_name, l.address, l.size);
+  auto seg = Segment::open_fd(std::exchange(l.segment_fd, -1), l.address, l.size);
   Metadata* m = seg->meta();
   std::atomic<std::uint32_t>& word = m->monitors[7].cv_seq;
   const std::uint32_t before = word.load(std::memory_order_acquire);

@@ -43,10 +43,10 @@ class TestSegment {
   ~TestSegment() {
     detail::reset_process_state();
     detail::set_current_client(0, 0);
-    std::string name = seg_->name();
+    std::string path = seg_->path();
     seg_.reset();
     detail::set_current_meta(nullptr);
-    detail::Segment::remove(name);
+    ::unlink(path.c_str());
   }
   TestSegment(const TestSegment&) = delete;
   TestSegment& operator=(const TestSegment&) = delete;

@@ -6,7 +6,7 @@
 namespace colors {
 
 // Bumped whenever the attach handshake changes. A client and a server must agree exactly.
-inline constexpr std::uint32_t kProtocolVersion = 1;
+inline constexpr std::uint32_t kProtocolVersion = 2;
 // Bumped whenever anything in the segment's binary layout changes (metadata, block headers,
 // object layouts, class records). A client and a server must agree exactly.
 inline constexpr std::uint32_t kLayoutVersion = 4;
