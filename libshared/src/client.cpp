@@ -126,11 +126,11 @@ void attach(const std::string& socket) {
   (void)fork_handler;
   std::lock_guard<std::mutex> g(g_attach_mu);
   drop_inherited_attachment();
-  if (g_segment) {
-    if (!server_lost()) return;
-    end_attachment();  // the server died: this attach starts over with whichever server runs now
-  }
+  if (g_segment && !server_lost()) return;
   ServerLink link = connect_to_server(resolve_socket_path(socket));
+  // The server died and a new one answered: the old attachment ends only now, so that a failed
+  // attach leaves the client its objects to read.
+  if (g_segment) end_attachment();
   try {
     g_segment = Segment::open_fd(link.segment_fd, link.address, link.size);
   } catch (...) {
@@ -159,6 +159,7 @@ void detach() {
 }
 
 bool is_attached() { return current_meta_or_null() != nullptr && !server_lost(); }
+bool has_segment() { return current_meta_or_null() != nullptr; }
 
 void ping() {
   std::lock_guard<std::mutex> g(g_attach_mu);

@@ -160,7 +160,7 @@ std::optional<ServerLink> try_attach(const std::string& path, const sockaddr_un&
     case AttachStatus::kOk:
       break;
     case AttachStatus::kBusy:
-      why = "the server is busy: " + reply.message;
+      why = "busy: " + reply.message;
       return std::nullopt;
     case AttachStatus::kVersionMismatch:
       throw VersionMismatchError("colors version mismatch with the server at " + path + ": this client speaks " +
@@ -228,8 +228,7 @@ ServerLink connect_to_server(const std::string& socket_path) {
   }
   std::string tried = " (" + std::to_string(attempts) + " attempts in " + std::to_string(timeout_ms) +
                       " ms, COLORS_ATTACH_TIMEOUT_MS)";
-  if (why.rfind("the server is busy", 0) == 0)
-    throw RefusedError("the colors server at " + path + " is running but " + why.substr(4) + tried);
+  if (why.rfind("busy: ", 0) == 0) throw RefusedError("the colors server at " + path + " is running but " + why + tried);
   throw ServerGoneError("the colors server at " + path + " did not complete the handshake: " + why + tried +
                         ". If it keeps happening, check the server's log.");
 }

@@ -4,6 +4,7 @@
 // a segment or a lock file behind.
 #pragma once
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -120,10 +121,19 @@ struct ServerConfig {
   }
 };
 
+// Another identity for a server process (tests that need root: a server of another user).
+struct RunAs {
+  uid_t uid;
+  gid_t gid;
+  std::vector<gid_t> groups;  // supplementary groups
+};
+
 class ServerProcess {
  public:
-  // Starts COLORS_SERVER_BIN with `args`; its stderr goes to `stderr_path`.
-  ServerProcess(const ServerConfig& cfg, std::vector<std::string> args, std::string stderr_path)
+  // Starts COLORS_SERVER_BIN with `args`; its stderr goes to `stderr_path`. With `run_as`, the
+  // child takes that identity before exec (REQUIRES: root).
+  ServerProcess(const ServerConfig& cfg, std::vector<std::string> args, std::string stderr_path,
+                const RunAs* run_as = nullptr)
       : cfg_(cfg), stderr_path_(std::move(stderr_path)) {
     std::vector<std::string> all = {COLORS_SERVER_BIN};
     all.insert(all.end(), args.begin(), args.end());
@@ -142,6 +152,11 @@ class ServerProcess {
       // Child: async-signal-safe calls only. The server dies with the test process (a test killed
       // by ctest's timeout or a debugger must not leave its server running); the death signal is
       // tied to the forking thread, and test servers are made by the test's main thread.
+      // A change of identity clears the death signal, so it comes first.
+      if (run_as != nullptr &&
+          (::setgroups(run_as->groups.size(), run_as->groups.data()) != 0 || ::setgid(run_as->gid) != 0 ||
+           ::setuid(run_as->uid) != 0))
+        ::_exit(125);
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (::getppid() != parent) ::_exit(126);  // the test process died before prctl
       ::dup2(out[1], STDOUT_FILENO);

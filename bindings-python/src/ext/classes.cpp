@@ -316,7 +316,7 @@ Handle* user_handle(PyObject* o) {
     it = g_user_types.find(t);
   }
   Handle* h = slot_handle(o, it->second);
-  if (h == nullptr || h->gen != g_generation || !colors::is_attached())
+  if (h == nullptr || h->gen != g_generation || !colors::has_segment())
     throw colors::NotAttachedError(
         "this shared object belongs to an attachment that was closed by detach(); "
         "get it again (e.g. from its repository) after attaching");
@@ -842,7 +842,7 @@ struct PyClass {
   colors::Class c;
   std::uint64_t gen;
   const colors::Class& get() const {
-    if (gen != g_generation || !colors::is_attached())
+    if (gen != g_generation || !colors::has_segment())
       throw colors::NotAttachedError("this SharedClass belongs to an attachment that was closed by detach()");
     return c;
   }

@@ -7,7 +7,7 @@ namespace colors_py {
 std::uint64_t g_generation = 1;
 
 void ensure_attached() {
-  if (colors::is_attached()) return;
+  if (colors::has_segment()) return;  // an attachment whose server died is kept: its calls fail
   colors::attach("");
   ++g_generation;
 }

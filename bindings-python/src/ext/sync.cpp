@@ -78,7 +78,7 @@ struct PyRepository {
   std::uint64_t gen = ~0ULL;
 
   colors::Repository& get() {
-    if (gen != g_generation || !colors::is_attached()) {
+    if (gen != g_generation || !colors::has_segment()) {
       ensure_attached();
       rec = colors::repository(name);
       gen = g_generation;
@@ -94,7 +94,7 @@ struct PyChannel {
   std::uint64_t gen = ~0ULL;
 
   colors::Channel& get() {
-    if (gen != g_generation || !colors::is_attached()) {
+    if (gen != g_generation || !colors::has_segment()) {
       ensure_attached();
       ch = colors::channel(name, capacity);
       gen = g_generation;

@@ -40,11 +40,21 @@ struct ChannelRecord;
 
 // Connects to colors-server at `socket` ("" = $COLORS_SOCKET, else the server's default path) and
 // maps the segment at its fixed address. Throws ServerGoneError, VersionMismatchError,
-// RefusedError or AddressInUseError with what to do.
+// RefusedError or AddressInUseError with what to do. The server must run as this process's user,
+// as root, or as a uid in $COLORS_TRUSTED_UIDS (RefusedError otherwise). A busy server is retried
+// for $COLORS_ATTACH_TIMEOUT_MS (default 5000). Does nothing when attached to a live server; when
+// the server died, the new server replaces the old attachment (its Values become unusable) once
+// the connection to it succeeded.
 void attach(const std::string& socket = "");
 // Unmaps the segment. Values still alive must not be used afterwards (NotAttachedError).
 void detach();
+// Attached and the server alive. Turns false within microseconds of the server's death (a thread
+// watches the connection); then reads and writes of objects held go on, while what needs the
+// server (allocation beyond the current TLAB, classes, repositories, channels, rpc, collect)
+// throws ServerGoneError.
 bool is_attached();
+// A segment is mapped in this process: attached, even if the server died since.
+bool has_segment();
 // Asks the server whether it is alive. Throws ServerGoneError if it is not.
 void ping();
 

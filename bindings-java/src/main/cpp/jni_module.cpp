@@ -356,7 +356,8 @@ void JNICALL n_heap_relieved(JNIEnv* env, jclass) {
   });
 }
 
-jboolean JNICALL n_is_attached(JNIEnv*, jclass) { return colors::is_attached() ? JNI_TRUE : JNI_FALSE; }
+jboolean JNICALL n_is_attached(JNIEnv*, jclass) { return colors::has_segment() ? JNI_TRUE : JNI_FALSE; }
+jboolean JNICALL n_server_alive(JNIEnv*, jclass) { return colors::is_attached() ? JNI_TRUE : JNI_FALSE; }
 
 void JNICALL n_ping(JNIEnv* env, jclass) {
   guarded_void(env, [&] { colors::ping(); });
@@ -535,6 +536,7 @@ void add_module_natives(std::vector<JNINativeMethod>& out) {
       {const_cast<char*>("attach"), const_cast<char*>("(Ljava/lang/String;)V"), reinterpret_cast<void*>(&n_attach)},
       {const_cast<char*>("detach"), const_cast<char*>("()V"), reinterpret_cast<void*>(&n_detach)},
       {const_cast<char*>("isAttached"), const_cast<char*>("()Z"), reinterpret_cast<void*>(&n_is_attached)},
+      {const_cast<char*>("serverAlive"), const_cast<char*>("()Z"), reinterpret_cast<void*>(&n_server_alive)},
       {const_cast<char*>("ping"), const_cast<char*>("()V"), reinterpret_cast<void*>(&n_ping)},
       {const_cast<char*>("generation"), const_cast<char*>("()J"), reinterpret_cast<void*>(&n_generation)},
       {const_cast<char*>("release"), const_cast<char*>("(J)V"), reinterpret_cast<void*>(&n_release)},

@@ -55,7 +55,10 @@ final class Native {
   // ---- attachment, handles, collector (jni_module.cpp) ----
   static native void attach(String socket);
   static native void detach();
+  /** Whether a segment is mapped (attached, even if its server died since). */
   static native boolean isAttached();
+  /** Whether attached and the server's connection is still open. */
+  static native boolean serverAlive();
   static native void ping();
   static native long generation();
   static native void release(long ptr);

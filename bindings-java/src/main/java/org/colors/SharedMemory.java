@@ -105,10 +105,11 @@ public final class SharedMemory {
   /**
    * Whether this process is attached to a server.
    *
-   * @return true when attached
+   * @return true when attached and the server is alive; false once the server died (objects held
+   *     stay readable and writable, but what needs the server throws {@link ServerGoneException})
    */
   public static boolean isAttached() {
-    return Native.isAttached();
+    return Native.serverAlive();
   }
 
   /** Attaches implicitly (the default socket) unless attached. */

@@ -1,0 +1,428 @@
+// The server and the client connection under attack and misuse (colors-server/README.md,
+// "Threat model"): who a client talks to, names in /dev/shm, peers that flood or stall the event
+// loop, and a server that dies under its clients.
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "colors/colors.hpp"
+#include "colors/errors.hpp"
+#include "protocol.hpp"
+#include "segment.hpp"
+#include "server_link.hpp"
+#include "server_process.hpp"
+#include "server_test_util.hpp"
+
+using namespace colors;
+using namespace colors::detail;
+using namespace colors::test;
+
+namespace {
+
+constexpr uid_t kNobody = 65534;
+constexpr gid_t kNogroup = 65534;
+
+bool is_root() { return ::geteuid() == 0; }
+
+// Runs `body` in a forked child until the child is killed; returns its pid. The child uses raw
+// sockets only (no library state), so it is safe to fork from the test.
+pid_t start_abuser(const std::function<void()>& body) {
+  pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    body();
+    ::_exit(0);
+  }
+  return pid;
+}
+
+void stop_abuser(pid_t pid) {
+  ::kill(pid, SIGKILL);
+  int st = 0;
+  ::waitpid(pid, &st, 0);
+}
+
+int raw_connect_or_minus_one(const std::string& path) {
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::strncpy(a.sun_path, path.c_str(), sizeof a.sun_path - 1);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+std::size_t count_lines(const std::string& path) {
+  std::ifstream in(path);
+  std::size_t n = 0;
+  std::string line;
+  while (std::getline(in, line)) ++n;
+  return n;
+}
+
+// 50 attaches of a real client while an abuser runs: each must succeed within 1 s. Then SIGTERM
+// must stop the server within 1 s.
+void attach_50_times_then_stop(Running& r) {
+  for (int i = 0; i < 50; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    ServerLink l = connect_to_server(r.cfg.socket);
+    std::int64_t ms = ms_since(t0);
+    INFO("attach " << i << " took " << ms << " ms");
+    CHECK(ms < 1000);
+    CHECK(l.client_id != 0);
+    ::close(l.segment_fd);
+    close_link(l.fd);
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  r.server->signal(SIGTERM);
+  CHECK(r.server->wait_exit(5000) == 0);
+  INFO("SIGTERM took " << ms_since(t0) << " ms");
+  CHECK(ms_since(t0) < 1000);
+}
+
+}  // namespace
+
+// ---- 1. Who the client talks to ----------------------------------------------------------------
+
+TEST_CASE("a client refuses a server that runs as a user it does not trust", "[server][security]") {
+  if (!is_root()) {
+    WARN("needs root to run a server as another user (CI runs as root); not run here");
+    return;
+  }
+  // The impostor: a real colors-server of uid 65534 that accepts root's group, so that the
+  // server side would let the client in; only the client's own check can refuse.
+  TempDir dir;
+  REQUIRE(::chown(dir.path().c_str(), kNobody, kNogroup) == 0);
+  REQUIRE(::chmod(dir.path().c_str(), 0755) == 0);
+  ServerConfig cfg = ServerConfig::fresh(dir.path(), "sockets");
+  RunAs nobody{kNobody, kNogroup, {0}};
+  ServerProcess impostor(cfg, cfg.args({"--allow-group", "0", "--heap-dir", dir.path() + "/heaps"}),
+                         dir.path() + "/impostor.log", &nobody);
+  INFO("impostor log:\n" << impostor.log());
+  REQUIRE(impostor.wait_ready());
+
+  ::unsetenv("COLORS_TRUSTED_UIDS");
+  try {
+    ServerLink l = connect_to_server(cfg.socket);
+    close_link(l.fd);
+    FAIL("attached to a server running as uid 65534");
+  } catch (const RefusedError& e) {
+    std::string msg = e.what();
+    INFO(msg);
+    CHECK(msg.find("runs as uid 65534") != std::string::npos);
+    CHECK(msg.find("COLORS_TRUSTED_UIDS") != std::string::npos);
+  }
+  // Nothing was sent to it: it never saw a hello.
+  CHECK(impostor.log().find("attached") == std::string::npos);
+
+  // Told to trust that uid, the client attaches.
+  ::setenv("COLORS_TRUSTED_UIDS", "1234,65534", 1);
+  ServerLink l = connect_to_server(cfg.socket);
+  ::unsetenv("COLORS_TRUSTED_UIDS");
+  CHECK(l.client_id != 0);
+  CHECK(ping_server(l.fd));
+  ::close(l.segment_fd);
+  close_link(l.fd);
+}
+
+TEST_CASE("a malformed COLORS_TRUSTED_UIDS is a clear error", "[server][security]") {
+  Running r;
+  ::setenv("COLORS_TRUSTED_UIDS", "1000,bob", 1);
+  CHECK_THROWS_WITH(connect_to_server(r.cfg.socket), Catch::Contains("'bob' is not one"));
+  ::unsetenv("COLORS_TRUSTED_UIDS");
+}
+
+TEST_CASE("the segment reaches the client as a descriptor, not a name", "[server][security]") {
+  Running r;
+  ServerLink l = connect_to_server(r.cfg.socket);
+  REQUIRE(l.segment_fd >= 0);
+  // The descriptor is the server's segment file: same inode, and close-on-exec in the client.
+  struct stat by_fd {}, by_path {};
+  REQUIRE(::fstat(l.segment_fd, &by_fd) == 0);
+  REQUIRE(::stat(r.cfg.shm_path().c_str(), &by_path) == 0);
+  CHECK(by_fd.st_ino == by_path.st_ino);
+  CHECK(by_fd.st_dev == by_path.st_dev);
+  CHECK((::fcntl(l.segment_fd, F_GETFD) & FD_CLOEXEC) != 0);
+  // The heap directory is private to the server's user.
+  struct stat dir {};
+  REQUIRE(::stat(default_heap_dir().c_str(), &dir) == 0);
+  CHECK((dir.st_mode & 0777) == 0700);
+  CHECK(dir.st_uid == ::geteuid());
+  ::close(l.segment_fd);
+  close_link(l.fd);
+}
+
+TEST_CASE("names another user created first in /dev/shm do not keep a server from starting", "[server][security]") {
+  if (!is_root()) {
+    WARN("needs root to create files as another user (CI runs as root); not run here");
+    return;
+  }
+  TempDir dir;
+  ServerConfig cfg = ServerConfig::fresh(dir.path());
+  LeftoverCleaner cleaner{cfg};
+  // Another user squats the names a server of this name used to take.
+  const std::vector<std::string> squatted = {"/dev/shm/colors." + cfg.name, "/dev/shm/colors-lock." + cfg.name};
+  ChildResult c = run_in_child([&](std::string& out) {
+    if (::setgid(kNogroup) != 0 || ::setuid(kNobody) != 0) {
+      out = "cannot drop privileges";
+      return 3;
+    }
+    for (const auto& p : squatted) {
+      int fd = ::open(p.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+      if (fd < 0) {
+        out = "cannot create " + p;
+        return 4;
+      }
+      ::close(fd);
+    }
+    return 0;
+  });
+  REQUIRE(c.exit_code == 0);
+  struct Unsquat {
+    std::vector<std::string> paths;
+    ~Unsquat() {
+      for (const auto& p : paths) ::unlink(p.c_str());
+    }
+  } unsquat{squatted};
+
+  ServerProcess server(cfg, cfg.args(), dir.path() + "/server.log");
+  INFO("server log:\n" << server.log());
+  REQUIRE(server.wait_ready());
+  ServerLink l = connect_to_server(cfg.socket);
+  CHECK(ping_server(l.fd));
+  ::close(l.segment_fd);
+  close_link(l.fd);
+}
+
+TEST_CASE("a heap directory that is not the server's own is refused with the failed check", "[server][security]") {
+  TempDir dir;
+  ServerConfig cfg = ServerConfig::fresh(dir.path());
+
+  SECTION("a symlink planted at the heap directory's path") {
+    const std::string heaps = dir.path() + "/heaps";
+    REQUIRE(::mkdir((dir.path() + "/elsewhere").c_str(), 0700) == 0);
+    REQUIRE(::symlink((dir.path() + "/elsewhere").c_str(), heaps.c_str()) == 0);
+    ServerProcess server(cfg, cfg.args({"--heap-dir", heaps}), dir.path() + "/server.log");
+    CHECK(server.wait_exit(10000) == 1);
+    INFO(server.log());
+    CHECK(server.log().find("the heap directory " + heaps + " is not a directory") != std::string::npos);
+    CHECK(!path_exists(dir.path() + "/elsewhere/" + cfg.name + ".heap"));
+  }
+  SECTION("a directory that belongs to another user") {
+    if (!is_root()) {
+      WARN("needs root to make a directory of another user (CI runs as root); not run here");
+      return;
+    }
+    const std::string heaps = dir.path() + "/heaps";
+    REQUIRE(::mkdir(heaps.c_str(), 0777) == 0);
+    REQUIRE(::chown(heaps.c_str(), kNobody, kNogroup) == 0);
+    ServerProcess server(cfg, cfg.args({"--heap-dir", heaps}), dir.path() + "/server.log");
+    CHECK(server.wait_exit(10000) == 1);
+    INFO(server.log());
+    CHECK(server.log().find("belongs to uid 65534") != std::string::npos);
+  }
+}
+
+// ---- 2. One peer must not stall the control plane ---------------------------------------------
+
+TEST_CASE("64 idle half-open connections do not keep a real client out", "[server][abuse]") {
+  Running r;
+  const std::string socket = r.cfg.socket;
+  pid_t abuser = start_abuser([socket] {
+    std::vector<int> fds;
+    for (;;) {  // keep 64 connections open that never say hello; reopen the ones dropped
+      while (fds.size() < 64) {
+        int fd = raw_connect_or_minus_one(socket);
+        if (fd >= 0) fds.push_back(fd);
+      }
+      ::usleep(200'000);
+      for (int& fd : fds) {
+        char c;
+        if (::recv(fd, &c, 1, MSG_DONTWAIT) == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
+          ::close(fd);
+          fd = -1;
+        }
+      }
+      std::erase(fds, -1);
+    }
+  });
+  ::usleep(300'000);  // the flood is in place
+  attach_50_times_then_stop(r);
+  stop_abuser(abuser);
+}
+
+TEST_CASE("a client that sends pings and never reads the answers does not stall the server", "[server][abuse]") {
+  Running r;
+  const std::string socket = r.cfg.socket;
+  pid_t abuser = start_abuser([socket] {
+    ServerLink l = connect_to_server(socket);
+    Request ping;
+    ping.type = RequestType::kPing;
+    auto bytes = encode_request(ping);
+    for (;;) (void)write_full(l.fd, bytes.data(), bytes.size(), 1000);  // never reads
+  });
+  REQUIRE(r.server->wait_for_log("attached"));
+  ::usleep(500'000);  // its socket buffers fill up
+  attach_50_times_then_stop(r);
+  stop_abuser(abuser);
+}
+
+TEST_CASE("a connect/close loop neither fails real attaches nor floods the log", "[server][abuse]") {
+  Running r;
+  const std::string socket = r.cfg.socket;
+  pid_t abuser = start_abuser([socket] {
+    for (;;) {
+      int fd = raw_connect_or_minus_one(socket);
+      if (fd >= 0) ::close(fd);
+    }
+  });
+  ::usleep(2'000'000);  // two seconds of it
+  attach_50_times_then_stop(r);
+  stop_abuser(abuser);
+  // Lines peers can trigger are rate-limited: ~10 per second per kind plus the counts.
+  std::size_t lines = count_lines(r.log_path());
+  INFO("server log has " << lines << " lines");
+  CHECK(lines < 1000);
+}
+
+TEST_CASE("a flood of connections from one process gets 'busy', and the client retries", "[server][abuse]") {
+  Running r;
+  // Four connections of this process wait for their handshake: its next attach is 'busy' until
+  // one of them is answered or dropped.
+  std::vector<int> idle;
+  for (int i = 0; i < 4; ++i) idle.push_back(raw_connect(r.cfg.socket));
+  ::usleep(200'000);
+  ::setenv("COLORS_ATTACH_TIMEOUT_MS", "300", 1);
+  try {
+    ServerLink l = connect_to_server(r.cfg.socket);
+    close_link(l.fd);
+    FAIL("attached past the per-process bound of pending handshakes");
+  } catch (const RefusedError& e) {
+    std::string msg = e.what();
+    INFO(msg);
+    CHECK(msg.find("is running but busy") != std::string::npos);
+    CHECK(msg.find("waiting for their handshake") != std::string::npos);
+  }
+  // Within its attach timeout the client gets in once the idle ones are dropped (2 s).
+  ::setenv("COLORS_ATTACH_TIMEOUT_MS", "5000", 1);
+  auto t0 = std::chrono::steady_clock::now();
+  ServerLink l = connect_to_server(r.cfg.socket);
+  ::unsetenv("COLORS_ATTACH_TIMEOUT_MS");
+  CHECK(ms_since(t0) < 5000);
+  CHECK(l.client_id != 0);
+  ::close(l.segment_fd);
+  close_link(l.fd);
+  for (int fd : idle) ::close(fd);
+}
+
+TEST_CASE("--max-clients-per-uid bounds the slots one user holds", "[server][abuse]") {
+  Running r({"--max-clients-per-uid", "2"});
+  ServerLink a = connect_to_server(r.cfg.socket);
+  ServerLink b = connect_to_server(r.cfg.socket);
+  try {
+    ServerLink c = connect_to_server(r.cfg.socket);
+    close_link(c.fd);
+    FAIL("a third slot for the same uid");
+  } catch (const RefusedError& e) {
+    INFO(e.what());
+    CHECK(std::string(e.what()).find("--max-clients-per-uid 2") != std::string::npos);
+  }
+  close_link(a.fd);
+  // A freed slot can be taken again.
+  CHECK(eventually(
+      [&] {
+        try {
+          ServerLink c = connect_to_server(r.cfg.socket);
+          ::close(c.segment_fd);
+          close_link(c.fd);
+          return true;
+        } catch (const RefusedError&) {
+          return false;
+        }
+      },
+      5000));
+  ::close(a.segment_fd);
+  ::close(b.segment_fd);
+  close_link(b.fd);
+}
+
+// ---- 3. A dead server is noticed ---------------------------------------------------------------
+
+TEST_CASE("a client notices within 100 ms that its server died, and what needs the server fails", "[server][liveness]") {
+  Running r;
+  ::setenv("COLORS_SOCKET", r.cfg.socket.c_str(), 1);
+  colors::attach();
+  ::unsetenv("COLORS_SOCKET");
+  REQUIRE(colors::is_attached());
+  colors::List list = colors::new_list();
+  list.append(colors::Value(1));
+  colors::Repository repo = colors::repository("liveness");
+  repo.set(list);
+  colors::Channel ch = colors::channel("liveness", 4);
+
+  r.server->signal(SIGKILL);
+  REQUIRE(r.server->wait_exit(5000) == 128 + SIGKILL);
+  auto t0 = std::chrono::steady_clock::now();
+  CHECK(eventually([] { return !colors::is_attached(); }, 2000));
+  INFO("noticed after " << ms_since(t0) << " ms");
+  CHECK(ms_since(t0) <= 100);
+
+  // What it holds it can still read and write.
+  CHECK(list.size() == 1);
+  list.set(0, colors::Value(2));
+  CHECK(list.get(0).as_int() == 2);
+  // What publishes or needs new memory from the server fails.
+  CHECK_THROWS_AS(repo.set(colors::Value(3)), ServerGoneError);
+  CHECK_THROWS_AS(colors::repository("other"), ServerGoneError);
+  CHECK_THROWS_AS(ch.send(colors::Value(4), 0), ServerGoneError);
+  CHECK_THROWS_AS(ch.receive(0), ServerGoneError);
+  const std::vector<colors::FieldSpec> fields{{"a", colors::TypeKind::kInteger, ""}};
+  CHECK_THROWS_AS(colors::define_class("liveness.C", fields), ServerGoneError);
+  // Allocation goes on in the current TLAB, then a refill fails.
+  CHECK_THROWS_AS(
+      [] {
+        for (int i = 0; i < 100'000; ++i) colors::Value v(std::string(512, 'x'));
+      }(),
+      ServerGoneError);
+
+  // A new server: attach() starts over without an explicit detach.
+  ServerProcess next(r.cfg, r.cfg.args(), r.dir.path() + "/next.log");
+  REQUIRE(next.wait_ready());
+  ::setenv("COLORS_SOCKET", r.cfg.socket.c_str(), 1);
+  colors::attach();
+  ::unsetenv("COLORS_SOCKET");
+  CHECK(colors::is_attached());
+  CHECK(colors::repository("liveness").get().is_null());  // a new, empty heap
+  colors::detach();
+  CHECK(!colors::is_attached());
+}
+
+TEST_CASE("detach after the server died is clean, and a later attach works", "[server][liveness]") {
+  Running r;
+  ::setenv("COLORS_SOCKET", r.cfg.socket.c_str(), 1);
+  colors::attach();
+  r.server->signal(SIGKILL);
+  REQUIRE(r.server->wait_exit(5000) == 128 + SIGKILL);
+  CHECK(eventually([] { return !colors::is_attached(); }, 2000));
+  colors::detach();
+  CHECK_THROWS_AS(colors::attach(), ServerGoneError);  // nobody listens
+  ServerProcess next(r.cfg, r.cfg.args(), r.dir.path() + "/next.log");
+  REQUIRE(next.wait_ready());
+  colors::attach();
+  ::unsetenv("COLORS_SOCKET");
+  CHECK(colors::is_attached());
+  colors::detach();
+}
