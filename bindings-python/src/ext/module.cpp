@@ -63,7 +63,7 @@ PYBIND11_MODULE(_colors_shm, m) {
         }
       }, py::arg("socket") = py::none());
   m.def("detach", [] {
-        if (!colors::is_attached()) return;
+        if (!colors::has_segment()) return;
         clear_identity_cache();
         ++g_generation;
         colors::detach();

@@ -32,7 +32,7 @@ const colors::Value& Ref::value() const {
 }
 
 void Ref::check() const {
-  if (gen != g_generation || !colors::is_attached())
+  if (gen != g_generation || !colors::has_segment())
     throw colors::NotAttachedError(
         "this shared object belongs to an attachment that was closed by detach(); "
         "get it again (e.g. from its repository) after attaching");
