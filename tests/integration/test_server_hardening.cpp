@@ -328,7 +328,7 @@ TEST_CASE("a flood of connections from one process gets 'busy', and the client r
   for (int fd : idle) ::close(fd);
 }
 
-TEST_CASE("--max-clients-per-uid bounds the slots one user holds", "[server][abuse]") {
+TEST_CASE("a per-user limit of client slots (--max-clients-per-uid) refuses one more", "[server][abuse]") {
   Running r({"--max-clients-per-uid", "2"});
   ServerLink a = connect_to_server(r.cfg.socket);
   ServerLink b = connect_to_server(r.cfg.socket);
