@@ -80,7 +80,7 @@ struct ValueAccess : colors::Value {
 }  // namespace
 
 void JValue::check() const {
-  if (gen != g_generation.load(std::memory_order_acquire) || !colors::is_attached())
+  if (gen != g_generation.load(std::memory_order_acquire) || !colors::has_segment())
     throw colors::NotAttachedError(
         "this shared object belongs to an attachment that was closed by SharedMemory.detach(); "
         "get it again (e.g. from its repository) after attaching");
@@ -138,7 +138,7 @@ JValue* jvalue_of(JNIEnv* env, jobject handle) {
       const jlong slot = env->GetLongField(root, g.root_slot);
       const auto gen = static_cast<std::uint64_t>(env->GetLongField(root, g.root_gen));
       const auto raw = static_cast<std::uint64_t>(env->GetLongField(handle, g.handle_raw));
-      if (slot == 0 || gen != g_generation.load(std::memory_order_acquire) || !colors::is_attached()) {
+      if (slot == 0 || gen != g_generation.load(std::memory_order_acquire) || !colors::has_segment()) {
         env->DeleteLocalRef(root);
         throw colors::NotAttachedError(
             "this shared object belongs to an attachment that was closed by SharedMemory.detach(); "
@@ -249,7 +249,7 @@ void recycle_spare_roots() {
     g_spare_count.store(0, std::memory_order_relaxed);
   }
   const std::uint64_t gen = g_generation.load(std::memory_order_acquire);
-  if (!colors::is_attached()) return;
+  if (!colors::has_segment()) return;
   for (const Spare& s : v) {
     if (s.gen == gen) cd::root_release(s.slot);
   }
@@ -319,7 +319,7 @@ void JNICALL n_detach(JNIEnv* env, jclass) {
     } reset;
     if (cd::Metadata* m = cd::current_meta_or_null()) cd::futex_wake_all(&m->heap_pressure_seq);
     std::unique_lock<std::shared_mutex> lk(g_attach_rw);
-    if (!colors::is_attached()) return;
+    if (!colors::has_segment()) return;
     g_generation.fetch_add(1, std::memory_order_acq_rel);
     forget_spare_roots();
     colors::detach();
@@ -393,7 +393,7 @@ void JNICALL n_release_under_pressure(JNIEnv* env, jclass, jlong ptr) {
     if (r == nullptr) return;
     std::shared_lock<std::shared_mutex> lk(g_attach_rw, std::try_to_lock);
     if (!lk.owns_lock()) return;
-    if (r->gen == g_generation.load(std::memory_order_acquire) && colors::is_attached()) {
+    if (r->gen == g_generation.load(std::memory_order_acquire) && colors::has_segment()) {
       if (std::atomic<cd::Word>* slot = ValueAccess::take_root(r->mutable_value())) {
         cd::store_ref(slot, cd::kNull);
         add_spare_root(slot, r->gen);

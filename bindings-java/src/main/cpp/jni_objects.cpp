@@ -15,7 +15,7 @@ namespace {
 
 colors::Class cls_of(jlong p) {
   if (p == 0) throw colors::InvalidArgumentError("no class");
-  if (!colors::is_attached()) throw colors::NotAttachedError("not attached to a colors server");
+  if (!colors::has_segment()) throw colors::NotAttachedError("not attached to a colors server");
   return colors::Class(reinterpret_cast<const colors::detail::ClassRecord*>(static_cast<std::intptr_t>(p)));
 }
 

@@ -63,9 +63,9 @@ struct JRepo {
 
   colors::Repository& get() {
     const std::uint64_t cur = g_generation.load(std::memory_order_acquire);
-    if (gen.load(std::memory_order_acquire) != cur || !colors::is_attached()) {
+    if (gen.load(std::memory_order_acquire) != cur || !colors::has_segment()) {
       std::lock_guard<std::mutex> lk(mu);
-      if (gen.load(std::memory_order_relaxed) != cur || !colors::is_attached()) {
+      if (gen.load(std::memory_order_relaxed) != cur || !colors::has_segment()) {
         rec = colors::repository(name);
         gen.store(cur, std::memory_order_release);
       }
@@ -83,9 +83,9 @@ struct JChan {
 
   colors::Channel& get() {
     const std::uint64_t cur = g_generation.load(std::memory_order_acquire);
-    if (gen.load(std::memory_order_acquire) != cur || !colors::is_attached()) {
+    if (gen.load(std::memory_order_acquire) != cur || !colors::has_segment()) {
       std::lock_guard<std::mutex> lk(mu);
-      if (gen.load(std::memory_order_relaxed) != cur || !colors::is_attached()) {
+      if (gen.load(std::memory_order_relaxed) != cur || !colors::has_segment()) {
         ch = colors::channel(name, capacity);
         gen.store(cur, std::memory_order_release);
       }

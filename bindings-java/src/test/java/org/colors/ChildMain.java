@@ -22,6 +22,7 @@ public final class ChildMain {
       case "walk-cycle": walkCycle(args[1]); break;
       case "no-server": noServer(args[1]); break;
       case "receive-until-gone": receiveUntilGone(args[1]); break;
+      case "server-death": serverDeath(args[1]); break;
       case "rpc-serve": rpcServe(args[1], Integer.parseInt(args[2])); break;
       case "rpc-serve-exit": rpcServeExit(args[1]); break;
       case "rpc-client": rpcClient(args[1], Integer.parseInt(args[2])); break;
@@ -113,6 +114,42 @@ public final class ChildMain {
       System.out.println("received?! " + ch.receive());
     } catch (SharedMemoryException e) {
       System.out.println(e.getClass().getSimpleName() + ": " + e.getMessage());
+    }
+  }
+
+  /**
+   * Holds a shared list, a repository and a channel, prints "ready", waits for a line on stdin
+   * (the parent killed the server), then prints how long isAttached() took to turn false, what
+   * still works on the list, and which exception each server-dependent call throws.
+   */
+  @SuppressWarnings("unchecked")
+  private static void serverDeath(String name) throws Exception {
+    List<Object> held = SharedMemory.allocate(List.class);
+    held.add(1L);
+    ObjectRepository repo = SharedMemory.findOrCreateRepository(name);
+    repo.set(held);
+    ObjectChannel ch = SharedMemory.findOrCreateChannel(name, 4);
+    System.out.println("ready");
+    System.out.flush();
+    new java.io.BufferedReader(new java.io.InputStreamReader(System.in)).readLine();
+    long t0 = System.nanoTime();
+    while (SharedMemory.isAttached() && System.nanoTime() - t0 < 5_000_000_000L) Thread.sleep(1);
+    System.out.println("noticed " + (SharedMemory.isAttached() ? -1 : (System.nanoTime() - t0) / 1_000_000));
+    held.set(0, 7L);
+    System.out.println("held " + held.get(0));
+    System.out.println("repo.set " + thrown(() -> repo.set(held)));
+    System.out.println("channel.send " + thrown(() -> ch.trySend(1L)));
+    System.out.println("allocate " + thrown(() -> {
+      for (int i = 0; i < 200_000; i++) held.add("x".repeat(200));
+    }));
+  }
+
+  private static String thrown(Runnable r) {
+    try {
+      r.run();
+      return "nothing";
+    } catch (RuntimeException e) {
+      return e.getClass().getSimpleName();
     }
   }
 

@@ -1,0 +1,47 @@
+package org.colors;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.io.OutputStream;
+import java.nio.charset.StandardCharsets;
+import java.util.UUID;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/**
+ * A client notices its server's death (colors-server/README.md): {@link SharedMemory#isAttached()}
+ * turns false within 100 ms, objects held stay usable, and what needs the server throws {@link
+ * ServerGoneException}.
+ */
+@ExtendWith(ColorsServer.class)
+class ServerDeathTest {
+  @Test
+  void aClientNoticesItsServersDeathAndWhatNeedsItFails() throws Exception {
+    ColorsServer.Server own = new ColorsServer.Server("16M");  // this JVM stays on the main server
+    try {
+      Process child = own.spawnWithSocket(own.socket.toString(), "server-death", "death-" + UUID.randomUUID());
+      BufferedReader out = new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8));
+      assertEquals("ready", out.readLine());
+      own.proc.destroyForcibly();  // SIGKILL: the server dies without a word
+      assertTrue(own.proc.waitFor(10, TimeUnit.SECONDS));
+      try (OutputStream in = child.getOutputStream()) {
+        in.write("killed\n".getBytes(StandardCharsets.UTF_8));
+      }
+      String noticed = out.readLine();
+      long ms = Long.parseLong(noticed.substring("noticed ".length()));
+      assertTrue(ms >= 0 && ms <= 100, noticed);
+      assertEquals("held 7", out.readLine());
+      assertEquals("repo.set ServerGoneException", out.readLine());
+      assertEquals("channel.send ServerGoneException", out.readLine());
+      assertEquals("allocate ServerGoneException", out.readLine());
+      assertTrue(child.waitFor(60, TimeUnit.SECONDS));
+      assertEquals(0, child.exitValue());
+    } finally {
+      own.close();
+    }
+  }
+}
