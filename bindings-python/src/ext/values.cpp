@@ -475,17 +475,33 @@ void init_values(py::module_& m) {
   m.def(
       "_register_proxies",
       [](py::object base, py::object list_cls, py::object dict_cls, py::object set_cls, py::object object_cls) {
-        PyObject* member = PyDict_GetItemString(reinterpret_cast<PyTypeObject*>(base.ptr())->tp_dict, "_ref");
-        if (member == nullptr || Py_TYPE(member) != &PyMemberDescr_Type)
-          throw colors::InvalidArgumentError("_register_proxies: SharedProxy lacks its _ref slot");
-        g_ref_offset = reinterpret_cast<PyMemberDescrObject*>(member)->d_member->offset;
-        // The handle slot is hidden (its descriptor deleted): Python code can neither read nor
-        // replace a proxy's handle, so the handle dies exactly when its proxy does.
-        PyObject* hm = PyDict_GetItemString(reinterpret_cast<PyTypeObject*>(base.ptr())->tp_dict, "_colors_handle");
-        if (hm == nullptr || Py_TYPE(hm) != &PyMemberDescr_Type)
-          throw colors::InvalidArgumentError("_register_proxies: SharedProxy lacks its _colors_handle slot");
-        g_handle_offset = reinterpret_cast<PyMemberDescrObject*>(hm)->d_member->offset;
+        // Once, by colors_shm._proxies at import; everything is checked before anything changes.
+        if (g_proxy_base != nullptr) throw colors::InvalidArgumentError("_register_proxies: already registered");
+        for (PyObject* c : {base.ptr(), list_cls.ptr(), dict_cls.ptr(), set_cls.ptr(), object_cls.ptr()}) {
+          if (!PyType_Check(c) || !(reinterpret_cast<PyTypeObject*>(c)->tp_flags & Py_TPFLAGS_HEAPTYPE) ||
+              !PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(c), reinterpret_cast<PyTypeObject*>(base.ptr())))
+            throw py::type_error("_register_proxies takes SharedProxy and four classes deriving from it");
+        }
+        auto* bt = reinterpret_cast<PyTypeObject*>(base.ptr());
+        auto own_slot = [bt](const char* name) -> Py_ssize_t {
+          PyObject* d = PyDict_GetItemString(bt->tp_dict, name);  // borrowed
+          if (d == nullptr || Py_TYPE(d) != &PyMemberDescr_Type ||
+              reinterpret_cast<PyMemberDescrObject*>(d)->d_member->type != T_OBJECT_EX ||
+              reinterpret_cast<PyMemberDescrObject*>(d)->d_common.d_type != bt)
+            throw colors::InvalidArgumentError(std::string("_register_proxies: SharedProxy lacks its ") + name + " slot");
+          return reinterpret_cast<PyMemberDescrObject*>(d)->d_member->offset;
+        };
+        Py_ssize_t ref_off = own_slot("_ref");
+        Py_ssize_t handle_off = own_slot("_colors_handle");
+        // The handle slot is hidden (its descriptor deleted, and skipped by tp_traverse): Python
+        // code can neither read nor replace nor reach a proxy's handle, so the handle dies exactly
+        // when its proxy does.
+        hide_handle_slot(bt, handle_off);
+        for (PyObject* c : {list_cls.ptr(), dict_cls.ptr(), set_cls.ptr(), object_cls.ptr()})
+          hide_handle_slot(reinterpret_cast<PyTypeObject*>(c), -1);
         if (PyObject_DelAttrString(base.ptr(), "_colors_handle") != 0) throw py::error_already_set();
+        g_ref_offset = ref_off;
+        g_handle_offset = handle_off;
         g_proxy_base = base.release().ptr();
         g_list_cls = list_cls.release().ptr();
         g_dict_cls = dict_cls.release().ptr();
