@@ -237,3 +237,50 @@ def test_old_rpc_objects_raise_after_detach():
     """)
     assert_clean(r, "ok")
     assert "accepted" not in r.stdout, r.stdout
+
+
+def test_class_assignment_cannot_expose_the_handle():
+    # A class with a plain slot at the offset of the hidden one read the handle through
+    # `proxy.__class__ = V`; kept past its proxy, as above.
+    r = run(f"""
+        import gc, colors_shm as cs
+        import sys; sys.path.insert(0, {TESTS!r})
+        from employees import Employee
+        e = cs.copy_to(Employee("a", 1.0))
+        class V(Employee):
+            __slots__ = ("_colors_ref",)
+        try:
+            e.__class__ = V
+            print("assigned", e._colors_ref)
+        except TypeError:
+            pass
+        lst = cs.copy_to([1])
+        lst.__class__ = cs.SharedDict  # between proxy classes: allowed, and checked on use
+        try:
+            lst["a"]
+        except cs.TypeMismatchError:
+            pass
+        print(e.name)
+    """)
+    assert_clean(r, "a")
+
+
+def test_extension_types_are_not_user_classes():
+    # allocate()/copy_to() of a pybind11 class (or a subclass of one) made a proxy class over it,
+    # whose instances pybind11 then deallocated uninitialised (SIGSEGV at the next collection).
+    r = run("""
+        import gc, colors_shm as cs
+        from colors_shm import _colors_shm as ext
+        class Sub(ext.Repository):
+            pass
+        for cls in (ext.Repository, ext._RpcClient, Sub, ext.SharedClass):
+            try:
+                x = cs.allocate(cls, 0)
+                print("allocated", cls, type(x))
+            except (TypeError, ValueError):
+                pass
+            gc.collect()
+        print("ok")
+    """)
+    assert_clean(r, "ok")
+    assert "allocated" not in r.stdout, r.stdout

@@ -326,6 +326,11 @@ PyType_Spec handle_spec = {"colors_shm._colors_shm._Handle", sizeof(Handle), 0,
 // Invariants: g_subtype_traverse is CPython's subtype_traverse; g_hidden_slot maps each class
 // owning a hidden slot to its offset; a class whose tp_traverse is hidden_traverse is a key of
 // g_hidden_slot (offset -1: a subclass without a hidden slot of its own). Touched with the GIL.
+// The tp_free of every class that has hidden_traverse: CPython's own, under another address.
+// `obj.__class__ = X` is refused unless X has the same tp_free, i.e. X is a proxy class itself:
+// otherwise a class with a plain slot at the offset of the hidden one would read the handle.
+void proxy_free(void* p) { PyObject_GC_Del(p); }
+
 traverseproc g_subtype_traverse = nullptr;
 std::unordered_map<PyTypeObject*, Py_ssize_t> g_hidden_slot;
 
@@ -338,6 +343,7 @@ int hidden_traverse(PyObject* self, visitproc visit, void* arg) {
     // longer); from now on the subclass has hidden_traverse too, and every walk is complete.
     g_hidden_slot.emplace(t, -1);
     t->tp_traverse = &hidden_traverse;
+    if (t->tp_free == &PyObject_GC_Del) t->tp_free = &proxy_free;
     return 0;
   }
   struct Emptied {
@@ -363,7 +369,20 @@ int hidden_traverse(PyObject* self, visitproc visit, void* arg) {
   return r;
 }
 
-// Gives class `tp` (made by `class`) hidden_traverse, hiding its object slot at `off` (-1: none).
+// True if every class of `t`'s layout chain (tp_base) up to `object` is a class made by `class`
+// (CPython's subtype_dealloc): the only classes whose instances a proxy class may allocate with
+// tp_alloc and fill itself. An extension type (a pybind11 class, ...) would need its own
+// initialisation, and its dealloc would then read uninitialised state.
+bool plain_python_class(PyTypeObject* t) {
+  if (g_instance_base == nullptr) return false;
+  destructor subtype_dealloc = reinterpret_cast<PyTypeObject*>(g_instance_base)->tp_dealloc;
+  for (PyTypeObject* b = t; b != nullptr && b != &PyBaseObject_Type; b = b->tp_base)
+    if (!(b->tp_flags & Py_TPFLAGS_HEAPTYPE) || b->tp_dealloc != subtype_dealloc) return false;
+  return true;
+}
+
+// Gives class `tp` (made by `class`) hidden_traverse and proxy_free, hiding its object slot at
+// `off` (-1: none).
 void hide_slot(PyTypeObject* tp, Py_ssize_t off) {
   if (tp->tp_traverse == &hidden_traverse) {
     g_hidden_slot[tp] = off;
@@ -372,8 +391,11 @@ void hide_slot(PyTypeObject* tp, Py_ssize_t off) {
   if (g_subtype_traverse == nullptr) g_subtype_traverse = tp->tp_traverse;
   if (tp->tp_traverse != g_subtype_traverse)
     throw colors::InvalidArgumentError(std::string("class '") + tp->tp_name + "' has a traverse of its own");
+  if (tp->tp_free != &PyObject_GC_Del && tp->tp_free != &proxy_free)
+    throw colors::InvalidArgumentError(std::string("class '") + tp->tp_name + "' has a deallocator of its own");
   g_hidden_slot[tp] = off;
   tp->tp_traverse = &hidden_traverse;
+  tp->tp_free = &proxy_free;
 }
 
 Handle* slot_handle(PyObject* proxy, Py_ssize_t off) {
@@ -1109,6 +1131,8 @@ void init_classes(py::module_& m) {
     if (g_instance_base == nullptr || !(tp->tp_flags & Py_TPFLAGS_HEAPTYPE) ||
         !PyType_IsSubtype(tp, reinterpret_cast<PyTypeObject*>(g_instance_base)) || g_user_types.count(tp) != 0)
       throw colors::InvalidArgumentError("_install_user_class: not a new proxy class (a class deriving from SharedInstance)");
+    if (!plain_python_class(tp))
+      throw py::type_error(std::string("'") + tp->tp_name + "' derives from an extension type: it cannot be a shared user class");
     PyObject* member = PyDict_GetItemString(tp->tp_dict, "_colors_ref");  // borrowed
     if (member == nullptr || Py_TYPE(member) != &PyMemberDescr_Type ||
         reinterpret_cast<PyMemberDescrObject*>(member)->d_member->type != T_OBJECT_EX ||
@@ -1144,6 +1168,10 @@ void init_classes(py::module_& m) {
     Py_INCREF(tp);  // proxy classes live as long as the process
     g_user_types[tp] = off;
   });
+
+  m.def("_is_plain_class", [](py::handle cls) {
+    return PyType_Check(cls.ptr()) && plain_python_class(reinterpret_cast<PyTypeObject*>(cls.ptr()));
+  }, "True if `cls` and its layout bases up to object are classes made by `class` (no extension type).");
 
   m.def("_field_names", [](py::handle obj) {
     py::list out;
