@@ -284,3 +284,44 @@ def test_extension_types_are_not_user_classes():
     """)
     assert_clean(r, "ok")
     assert "allocated" not in r.stdout, r.stdout
+
+
+def test_detach_inside_python_code_called_mid_operation():
+    # Python code run in the middle of an operation (a property getter copy_to reads, the iterator
+    # extend() consumes) that detaches and attaches again: the operation went on writing words of
+    # the closed attachment (objects no longer rooted, maybe another server's segment).
+    r = run("""
+        import colors_shm as cs
+
+        class Evil:
+            a: int
+            b: int
+            def __init__(self):
+                self.a = 1
+            @property
+            def b(self):
+                cs.detach()
+                cs.attach()
+                return 5
+
+        try:
+            cs.copy_to([[1, 2, 3], Evil(), "s" * 40])
+            print("copied")
+        except cs.NotAttachedError:
+            pass
+
+        lst = cs.copy_to([1])
+        def items():
+            yield 1
+            cs.detach()
+            cs.attach()
+            yield 2
+        try:
+            lst.extend(items())
+            print("extended")
+        except cs.NotAttachedError:
+            pass
+        print("ok")
+    """)
+    assert_clean(r, "ok")
+    assert "copied" not in r.stdout and "extended" not in r.stdout, r.stdout

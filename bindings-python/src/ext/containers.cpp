@@ -84,6 +84,9 @@ void init_containers(py::module_& m) {
     std::size_t e = std::min(size, b + static_cast<std::size_t>(std::max<std::int64_t>(n, 0)));
     py::list out;
     for (std::size_t i = b; i < e; ++i) {
+      // Making a proxy may run Python code (a class resolver, a collection's callbacks), which
+      // may detach: `lw` is then a word of a closed attachment.
+      if (!l.is_current()) throw colors::NotAttachedError("detach() ran while the list was being read");
       PyObject* item;
       cd::Word w;
       try {
@@ -119,8 +122,8 @@ void init_containers(py::module_& m) {
     return out;
   });
   cls.def("lextend", [](Ref& r, py::iterable items) {
-    colors::List& l = r.list();
-    for (py::handle x : items) l.append(to_value(x));
+    // The iterator is Python code (it may detach): the list is checked again for every item.
+    for (py::handle x : items) r.list().append(to_value(x));
   });
   // Replaces the whole content (sort, reverse, slice assignment): values are checked first.
   cls.def("lreplace", [](Ref& r, py::list items) {

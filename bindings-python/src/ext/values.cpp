@@ -241,6 +241,9 @@ colors::Value to_value(py::handle obj) {
 }
 
 py::object from_value(colors::Value&& v) {
+  // A value read before Python code that detached (a loop making proxies of several values): its
+  // word belongs to a closed attachment, maybe another server's segment now mapped at its address.
+  if (!v.is_current()) throw colors::NotAttachedError("this value belongs to an attachment that was closed by detach()");
   TypeKind k = v.kind();
   switch (k) {
     case TypeKind::kNull: return py::none();
@@ -272,10 +275,19 @@ namespace {
 // Works on raw words: every object it creates stays rooted by `roots_` (the one root its
 // allocation returned) until the copy is done, and a scalar box made for a store is rooted in
 // `temp_` until that store; so no word handled here can be collected under it.
+//
+// Python code may run in the middle of a copy (a property getter or the class spec of an instance,
+// __getitem__/__iter__/__len__ of a list or set subclass) and may detach, or detach and attach
+// again: the words held here then belong to a closed attachment (their roots are gone, the
+// objects may be freed, the address range may be another server's segment). Invariant: every
+// store into the heap and the final rooting happen after live() checked that the attachment
+// generation is still the one the copy started in; Python code runs only inside convert() and
+// the snapshot calls of fill(), all before the store that follows them.
 class Copier {
  public:
   colors::Value run(py::handle root) {
     cd::Word result = convert(root);
+    live();
     colors::Value out = colors::Value::from_raw(result);  // rooted by roots_/temp_ until here
     while (!work_.empty()) {
       Item it = std::move(work_.back());
@@ -292,6 +304,12 @@ class Copier {
     std::vector<py::object> values;      // instance: field values in layout order
     const UserLayout* layout = nullptr;  // instance: its shared layout
   };
+
+  // Throws NotAttachedError when the attachment the copy started in was closed meanwhile.
+  void live() const {
+    if (g_generation != gen_ || cd::current_meta_or_null() == nullptr)
+      throw colors::NotAttachedError("detach() ran during copy_to (in Python code the copy called); nothing was copied");
+  }
 
   cd::Word keep(colors::Value&& v) {
     cd::Word w = v.raw();
@@ -416,6 +434,7 @@ class Copier {
         } else {
           w = convert(v);
         }
+        live();
         cd::check_field_type(*f, w);
         cd::store_ref(cd::field_slot(it.shared, *f), w);
         temp_.clear();
@@ -425,7 +444,9 @@ class Copier {
       for (Py_ssize_t i = 0; i < PySequence_Size(o); ++i) {
         py::object item = py::reinterpret_steal<py::object>(PySequence_GetItem(o, i));
         if (!item) throw py::error_already_set();
-        cd::list_append(m, it.shared, convert(item));
+        cd::Word w = convert(item);
+        live();
+        cd::list_append(m, it.shared, w);
         temp_.clear();
       }
     } else if (PyDict_Check(o)) {
@@ -433,14 +454,18 @@ class Copier {
       if (!items) throw py::error_already_set();
       for (py::handle kv : items) {
         cd::Word k = convert(PyTuple_GET_ITEM(kv.ptr(), 0));
-        cd::map_put(m, it.shared, k, convert(PyTuple_GET_ITEM(kv.ptr(), 1)));
+        cd::Word v = convert(PyTuple_GET_ITEM(kv.ptr(), 1));
+        live();
+        cd::map_put(m, it.shared, k, v);
         temp_.clear();
       }
     } else {
       py::object snapshot = py::reinterpret_steal<py::object>(PySequence_List(o));
       if (!snapshot) throw py::error_already_set();
       for (py::handle k : snapshot) {
-        cd::set_add(m, it.shared, convert(k));
+        cd::Word w = convert(k);
+        live();
+        cd::set_add(m, it.shared, w);
         temp_.clear();
       }
     }
@@ -453,6 +478,7 @@ class Copier {
   std::vector<colors::Value> temp_;   // scalar boxes made for the store in progress
   std::vector<py::object> keep_;
   std::vector<Item> work_;
+  std::uint64_t gen_ = g_generation;  // the attachment generation the copy started in
 };
 
 }  // namespace
