@@ -44,6 +44,25 @@ class Plain:
     x: int = 0
 
 
+class Detaching:
+    """copy_to reads its property, which detaches (and attaches again) in the middle of the copy."""
+
+    a: int
+    b: int
+
+    def __init__(self):
+        self.a = 1
+
+    @property
+    def b(self):
+        cs.detach()
+        if Detaching.reattach:
+            cs.attach()
+        return 2
+
+    reattach = True
+
+
 INTS = [0, 1, 2, 3, -1, -3, 7, 40, 2**31, 2**62, -(2**63), 2**63, 10**30]
 FLOATS = [0.0, -0.0, 0.5, 1e300, float("nan"), float("inf"), 2.5e-320]
 STRS = ["", "a", "fuzz-a", "fuzz-b", "é\u2603", "x" * 300, "\ud800", "__class__", "_ref", "name"]
@@ -61,7 +80,7 @@ class Fuzz:
         self.program = program
         self.pool: list = [None, True]
         self.pool += INTS + FLOATS + STRS + CLASSES + [b"bytes", bytearray(b"ba"), [1, "a"], {"k": [1]}, {1, 2}, (1,)]
-        self.pool += [Item("i", 1.0), Plain()]
+        self.pool += [Item("i", 1.0), Plain(), Detaching(), [Detaching(), [1, 2]]]
         self.base = len(self.pool)  # the values above are never dropped
         self.threads: list[threading.Thread] = []
         self.op_started = 0.0
@@ -249,7 +268,24 @@ class Fuzz:
             except ProcessLookupError:
                 pass
 
-    OPS = ["copy_to", "roundtrip", "allocate", "item", "repository", "channel", "monitor", "call_ext",
+    def op_gc_detach(self, a):
+        """At the next collection (which Python runs inside some allocation, e.g. of a proxy the
+        extension is making), a gc callback detaches, and maybe attaches again."""
+        reattach = self.num(a, 0) % 2 == 0
+        gc.set_threshold(1 + self.num(a, 1) % 50)
+
+        def cb(phase, info):
+            if phase == "start":
+                gc.callbacks.remove(cb)
+                gc.set_threshold(700)
+                cs.detach()
+                if reattach:
+                    cs.attach()
+
+        gc.callbacks.append(cb)
+        Detaching.reattach = reattach
+
+    OPS = ["gc_detach", "copy_to", "roundtrip", "allocate", "item", "repository", "channel", "monitor", "call_ext",
            "call_method", "call_api", "referents", "drop", "gc", "collect", "detach", "attach", "rpc",
            "rpc_call", "blocked_thread", "kill_server"]
 

@@ -28,11 +28,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import Server, child_env
+from fuzz_child import Fuzz
 
 CHILD = str(pathlib.Path(__file__).resolve().parent / "fuzz_child.py")
 SECS = float(os.environ.get("COLORS_FUZZ_SECS", "20"))
-N_OPS = 20  # len(fuzz_child.Fuzz.OPS)
-KILL_OP = N_OPS - 1
+N_OPS = len(Fuzz.OPS)  # kill_server is the last: only the second test draws it
 
 ops = st.tuples(st.integers(0, N_OPS - 2), st.lists(st.integers(0, 400), max_size=7))
 kill_ops = st.tuples(st.integers(0, N_OPS - 1), st.lists(st.integers(0, 400), max_size=7))
@@ -88,7 +88,7 @@ def fuzz_server():
 def fuzz(fuzz_server, strategy, max_ops: int):
     budget = Budget(SECS)
 
-    @settings(max_examples=max(10, int(SECS * 4)), deadline=None, derandomize=False,
+    @settings(max_examples=max(10, int(SECS * 20)), deadline=None, derandomize=False,
               suppress_health_check=list(HealthCheck))
     @given(st.lists(strategy, min_size=1, max_size=max_ops))
     def check(program):

@@ -133,7 +133,7 @@ final class FuzzProgram {
         break;
       }
       case 7: {
-        ObjectChannel ch = SharedMemory.findOrCreateChannel(NAMES[rnd.nextInt(NAMES.length)], 1 + rnd.nextInt(4));
+        ObjectChannel ch = SharedMemory.findOrCreateChannel(NAMES[rnd.nextInt(NAMES.length)], rnd.nextInt(6) - 1);
         switch (rnd.nextInt(4)) {
           case 0: ch.send(pick(), 10); break;
           case 1: add(ch.receive(10)); break;
@@ -161,7 +161,18 @@ final class FuzzProgram {
         add(SharedMemory.sharedView(o));
         break;
       }
-      case 15: if (pool.size() > 15) pool.remove(15 + rnd.nextInt(pool.size() - 15)); break;
+      case 15:
+        if (rnd.nextBoolean()) {
+          if (pool.size() > 15) pool.remove(15 + rnd.nextInt(pool.size() - 15));
+        } else {
+          Map<String, SharedType.Kind> fields = new java.util.LinkedHashMap<>();
+          SharedType.Kind[] kinds = SharedType.Kind.values();
+          for (int i = rnd.nextInt(4); i > 0; i--) fields.put(FIELDS[rnd.nextInt(FIELDS.length)], kinds[rnd.nextInt(kinds.length)]);
+          SharedType t = SharedMemory.defineClass(rnd.nextBoolean() ? "fuzz.C" + rnd.nextInt(3) : "", fields);
+          add(t);
+          add(SharedMemory.allocateObject(t));
+        }
+        break;
       default:
         if (rnd.nextInt(3) == 0) ProcessHandle.of(serverPid).ifPresent(ProcessHandle::destroyForcibly);
     }
