@@ -346,26 +346,33 @@ int hidden_traverse(PyObject* self, visitproc visit, void* arg) {
     if (t->tp_free == &PyObject_GC_Del) t->tp_free = &proxy_free;
     return 0;
   }
-  struct Emptied {
-    PyObject** slot;
-    PyObject* value;
-  };
-  std::vector<PyTypeObject*> switched;
-  std::vector<Emptied> emptied;
+  // The collector traverses every tracked proxy on each pass: no allocation here (a proxy class
+  // and a subclass or two; in a chain of more than kMax such classes, nothing is visited: the
+  // collector then keeps the referents alive, as for a subclass seen the first time).
+  constexpr int kMax = 16;
+  PyTypeObject* switched[kMax];
+  PyObject** slots[kMax];
+  PyObject* values[kMax];
+  int n = 0, k = 0;
   for (PyTypeObject* b = t; b != nullptr; b = b->tp_base) {
     if (b->tp_traverse != &hidden_traverse) continue;
-    switched.push_back(b);
+    if (n == kMax) {  // restore and give up on this walk (as for a subclass seen the first time)
+      for (int i = 0; i < k; ++i) *slots[i] = values[i];
+      for (int i = 0; i < n; ++i) switched[i]->tp_traverse = &hidden_traverse;
+      return 0;
+    }
+    switched[n++] = b;
     b->tp_traverse = g_subtype_traverse;
     auto it = g_hidden_slot.find(b);
     if (it != g_hidden_slot.end() && it->second >= 0) {
-      auto** slot = reinterpret_cast<PyObject**>(reinterpret_cast<char*>(self) + it->second);
-      emptied.push_back({slot, *slot});
-      *slot = nullptr;
+      slots[k] = reinterpret_cast<PyObject**>(reinterpret_cast<char*>(self) + it->second);
+      values[k] = *slots[k];
+      *slots[k++] = nullptr;
     }
   }
   int r = g_subtype_traverse(self, visit, arg);
-  for (auto& e : emptied) *e.slot = e.value;
-  for (PyTypeObject* b : switched) b->tp_traverse = &hidden_traverse;
+  for (int i = 0; i < k; ++i) *slots[i] = values[i];
+  for (int i = 0; i < n; ++i) switched[i]->tp_traverse = &hidden_traverse;
   return r;
 }
 
