@@ -84,9 +84,6 @@ void init_containers(py::module_& m) {
     std::size_t e = std::min(size, b + static_cast<std::size_t>(std::max<std::int64_t>(n, 0)));
     py::list out;
     for (std::size_t i = b; i < e; ++i) {
-      // Making a proxy may run Python code (a class resolver, a collection's callbacks), which
-      // may detach: `lw` is then a word of a closed attachment.
-      if (!l.is_current()) throw colors::NotAttachedError("detach() ran while the list was being read");
       PyObject* item;
       cd::Word w;
       try {
@@ -113,6 +110,12 @@ void init_containers(py::module_& m) {
         }
         cd::Word rw = rooted.word();
         item = from_rooted(rw, rooted.take()).release().ptr();
+        // Making a proxy may run Python code (a class resolver, a collection's callbacks), which
+        // may detach: `lw` is then a word of a closed attachment. (The other branches run none.)
+        if (!l.is_current()) {
+          Py_XDECREF(item);
+          throw colors::NotAttachedError("detach() ran while the list was being read");
+        }
       }
       if (item == nullptr) throw py::error_already_set();
       int rc = PyList_Append(out.ptr(), item);
