@@ -190,7 +190,16 @@ def test_detach_wakes_a_thread_blocked_in_receive():
                 res.append("woken")
             except cs.NotAttachedError:
                 res.append("not attached")
-        ts = [threading.Thread(target=receiver), threading.Thread(target=waiter)]
+        from colors_shm import _colors_shm as ext
+        srv = ext._RpcServer({name!r} + "-rpc", 16)  # never serves: the call below waits
+        client = ext._RpcClient({name!r} + "-rpc", -1)
+        def caller():
+            try:
+                client.call("m", [1], None)
+                res.append("answered")
+            except cs.NotAttachedError:
+                res.append("not attached")
+        ts = [threading.Thread(target=receiver), threading.Thread(target=waiter), threading.Thread(target=caller)]
         for t in ts:
             t.start()
         time.sleep(0.5)
@@ -198,7 +207,7 @@ def test_detach_wakes_a_thread_blocked_in_receive():
         for t in ts:
             t.join(10)
             assert not t.is_alive()
-        assert res == ["not attached", "not attached"], res
+        assert res == ["not attached"] * 3, res
         for call in (lambda: ch.receive(timeout=0), lambda: len(lst)):
             try:
                 call()
