@@ -334,3 +334,30 @@ def test_detach_inside_python_code_called_mid_operation():
     """)
     assert_clean(r, "ok")
     assert "copied" not in r.stdout and "extended" not in r.stdout, r.stdout
+
+
+def test_detach_in_a_signal_handler_during_a_blocking_call():
+    # A Python signal handler runs inside the blocking call's interrupt hook: a detach() there
+    # would unmap the segment under the very wait that called it (or wait for it forever).
+    name = unique("detach-handler")
+    r = run(f"""
+        import os, signal, threading, colors_shm as cs
+        ch = cs.channel({name!r}, 4)
+        def handler(signum, frame):
+            try:
+                cs.detach()
+                print("detached in the handler")
+            except cs.InvalidArgumentError:
+                print("refused")
+            raise KeyboardInterrupt
+        signal.signal(signal.SIGUSR1, handler)
+        threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGUSR1)).start()
+        try:
+            ch.receive(timeout=5)
+        except KeyboardInterrupt:
+            print("interrupted")
+        cs.detach()
+        print("ok")
+    """, timeout=20)
+    assert_clean(r, "ok")
+    assert r.stdout.split()[:2] == ["refused", "interrupted"], r.stdout

@@ -24,6 +24,7 @@ namespace {
 int g_in_flight = 0;                  // threads inside a Blocking section; GIL-guarded
 std::atomic<int> g_closing{0};        // detach() calls waiting for g_in_flight to drain
 thread_local bool t_detach_interrupt = false;  // the hook stopped this thread's wait for a detach
+thread_local int t_blocking = 0;  // Blocking sections of this thread (1, or 2 in a signal handler's call)
 
 thread_local PyObject* t_exc_type = nullptr;
 thread_local PyObject* t_exc_value = nullptr;
@@ -69,11 +70,21 @@ Blocking::Prepare::Prepare() {
   t_detach_interrupt = false;
   colors::detail::set_interrupt_hook(&interrupt_hook);
   ++g_in_flight;
+  ++t_blocking;
 }
 
-Blocking::Prepare::~Prepare() { --g_in_flight; }
+Blocking::Prepare::~Prepare() {
+  --g_in_flight;
+  --t_blocking;
+}
 
 void begin_closing() {
+  // A signal handler run by the interrupt hook of this thread's own blocking call: that call is in
+  // flight and would never leave while detach waits for it.
+  if (t_blocking > 0)
+    throw colors::InvalidArgumentError(
+        "detach() cannot run inside a signal handler that interrupted a blocking call of the same thread; "
+        "detach after that call returned");
   g_closing.fetch_add(1, std::memory_order_acq_rel);
   while (g_in_flight > 0) {  // read with the GIL; the blocked threads leave within one slice
     py::gil_scoped_release r;
