@@ -308,7 +308,7 @@ class Copier {
   // Throws NotAttachedError when the attachment the copy started in was closed meanwhile.
   void live() const {
     if (g_generation != gen_ || cd::current_meta_or_null() == nullptr)
-      throw colors::NotAttachedError("detach() ran during copy_to (in Python code the copy called); nothing was copied");
+      throw colors::NotAttachedError("detach() ran during copy_to (in Python code the copy called); the copy was abandoned");
   }
 
   cd::Word keep(colors::Value&& v) {
