@@ -163,6 +163,8 @@ def _mappable_reason(cls: type) -> str | None:
             continue
         if not (base.__flags__ & (1 << 9)):
             return f"{cls.__qualname__} derives from the builtin type {base.__qualname__}"
+    if not _ext._is_plain_class(cls):
+        return f"{cls.__qualname__} derives from an extension type"
     return None
 
 
@@ -272,7 +274,11 @@ def proxy_class(cls: type) -> type | None:
     except TypeError as e:  # instance layout conflict, metaclass refusing extra bases, ...
         _unmappable[cls] = f"no proxy class can derive from it ({e})"
         return None
-    _ext._install_user_class(p, [(n, k, c, _class_default(cls, n)) for n, k, c in fields])
+    try:
+        _ext._install_user_class(p, [(n, k, c, _class_default(cls, n)) for n, k, c in fields])
+    except TypeError as e:
+        _unmappable[cls] = str(e)
+        return None
     _proxy_classes[cls] = p
     return p
 

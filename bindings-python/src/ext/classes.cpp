@@ -30,6 +30,7 @@
 #include <memory>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "barrier.hpp"
 #include "classes.hpp"
@@ -137,6 +138,17 @@ std::string_view utf8(PyObject* s) {
   const char* p = PyUnicode_AsUTF8AndSize(s, &n);
   if (p == nullptr) throw py::error_already_set();
   return {p, static_cast<std::size_t>(n)};
+}
+
+// A field kind passed by Python code (a TypeKind as int): TypeError / InvalidArgumentError for
+// anything else.
+TypeKind kind_arg(PyObject* k) {
+  if (!PyLong_Check(k) || PyBool_Check(k)) throw py::type_error("a field kind must be an int (colors_shm._classes.KINDS)");
+  int overflow = 0;
+  long long v = PyLong_AsLongLongAndOverflow(k, &overflow);
+  if (overflow != 0 || v < 0 || v > static_cast<long long>(TypeKind::kObject))
+    throw colors::InvalidArgumentError("field kind out of range (colors_shm._classes.KINDS)");
+  return static_cast<TypeKind>(v);
 }
 
 std::string class_label(const cd::ClassRecord* c) {
@@ -294,7 +306,104 @@ PyType_Slot handle_slots[] = {
     {Py_tp_doc, const_cast<char*>("The GC root of one shared user object (internal).")},
     {0, nullptr},
 };
-PyType_Spec handle_spec = {"colors_shm._colors_shm._Handle", sizeof(Handle), 0, Py_TPFLAGS_DEFAULT, handle_slots};
+PyType_Spec handle_spec = {"colors_shm._colors_shm._Handle", sizeof(Handle), 0,
+                           Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION, handle_slots};
+
+// ---- the handle slot is invisible to tp_traverse ----
+//
+// A proxy's handle must die exactly when its proxy does (the identity table's invariant above).
+// CPython's traverse of classes made by `class` (subtype_traverse) visits every object slot, so
+// gc.get_referents(proxy) would hand the handle to Python code, which could keep it past its proxy:
+// the table would then point at a freed proxy. The class owning a hidden slot (SharedProxy, each
+// user proxy class) gets hidden_traverse instead, which runs CPython's own traverse with the
+// hidden slots emptied for the duration (with the GIL, no Python code runs meanwhile).
+//
+// subtype_traverse walks up the tp_base chain while a class has subtype_traverse and hands the
+// rest to the first one that does not; so every class of the chain that has hidden_traverse is
+// switched back to subtype_traverse for the call (one walk over the whole chain, each slot
+// visited once), then restored. Handles are not GC objects: the collector loses nothing by not
+// seeing them.
+// Invariants: g_subtype_traverse is CPython's subtype_traverse; g_hidden_slot maps each class
+// owning a hidden slot to its offset; a class whose tp_traverse is hidden_traverse is a key of
+// g_hidden_slot (offset -1: a subclass without a hidden slot of its own). Touched with the GIL.
+// The tp_free of every class that has hidden_traverse: CPython's own, under another address.
+// `obj.__class__ = X` is refused unless X has the same tp_free, i.e. X is a proxy class itself:
+// otherwise a class with a plain slot at the offset of the hidden one would read the handle.
+void proxy_free(void* p) { PyObject_GC_Del(p); }
+
+traverseproc g_subtype_traverse = nullptr;
+std::unordered_map<PyTypeObject*, Py_ssize_t> g_hidden_slot;
+
+int hidden_traverse(PyObject* self, visitproc visit, void* arg) {
+  PyTypeObject* t = Py_TYPE(self);
+  if (t->tp_traverse != &hidden_traverse) {
+    // Called as the base traverse of a class made later (a Python subclass of a proxy class),
+    // whose subtype_traverse already visited its own slots: this time the levels from the proxy
+    // class up are not visited (the collector then only keeps their referents alive one cycle
+    // longer); from now on the subclass has hidden_traverse too, and every walk is complete.
+    g_hidden_slot.emplace(t, -1);
+    t->tp_traverse = &hidden_traverse;
+    if (t->tp_free == &PyObject_GC_Del) t->tp_free = &proxy_free;
+    return 0;
+  }
+  // The collector traverses every tracked proxy on each pass: no allocation here (a proxy class
+  // and a subclass or two; in a chain of more than kMax such classes, nothing is visited: the
+  // collector then keeps the referents alive, as for a subclass seen the first time).
+  constexpr int kMax = 16;
+  PyTypeObject* switched[kMax];
+  PyObject** slots[kMax];
+  PyObject* values[kMax];
+  int n = 0, k = 0;
+  for (PyTypeObject* b = t; b != nullptr; b = b->tp_base) {
+    if (b->tp_traverse != &hidden_traverse) continue;
+    if (n == kMax) {  // restore and give up on this walk (as for a subclass seen the first time)
+      for (int i = 0; i < k; ++i) *slots[i] = values[i];
+      for (int i = 0; i < n; ++i) switched[i]->tp_traverse = &hidden_traverse;
+      return 0;
+    }
+    switched[n++] = b;
+    b->tp_traverse = g_subtype_traverse;
+    auto it = g_hidden_slot.find(b);
+    if (it != g_hidden_slot.end() && it->second >= 0) {
+      slots[k] = reinterpret_cast<PyObject**>(reinterpret_cast<char*>(self) + it->second);
+      values[k] = *slots[k];
+      *slots[k++] = nullptr;
+    }
+  }
+  int r = g_subtype_traverse(self, visit, arg);
+  for (int i = 0; i < k; ++i) *slots[i] = values[i];
+  for (int i = 0; i < n; ++i) switched[i]->tp_traverse = &hidden_traverse;
+  return r;
+}
+
+// True if every class of `t`'s layout chain (tp_base) up to `object` is a class made by `class`
+// (CPython's subtype_dealloc): the only classes whose instances a proxy class may allocate with
+// tp_alloc and fill itself. An extension type (a pybind11 class, ...) would need its own
+// initialisation, and its dealloc would then read uninitialised state.
+bool plain_python_class(PyTypeObject* t) {
+  if (g_instance_base == nullptr) return false;
+  destructor subtype_dealloc = reinterpret_cast<PyTypeObject*>(g_instance_base)->tp_dealloc;
+  for (PyTypeObject* b = t; b != nullptr && b != &PyBaseObject_Type; b = b->tp_base)
+    if (!(b->tp_flags & Py_TPFLAGS_HEAPTYPE) || b->tp_dealloc != subtype_dealloc) return false;
+  return true;
+}
+
+// Gives class `tp` (made by `class`) hidden_traverse and proxy_free, hiding its object slot at
+// `off` (-1: none).
+void hide_slot(PyTypeObject* tp, Py_ssize_t off) {
+  if (tp->tp_traverse == &hidden_traverse) {
+    g_hidden_slot[tp] = off;
+    return;
+  }
+  if (g_subtype_traverse == nullptr) g_subtype_traverse = tp->tp_traverse;
+  if (tp->tp_traverse != g_subtype_traverse)
+    throw colors::InvalidArgumentError(std::string("class '") + tp->tp_name + "' has a traverse of its own");
+  if (tp->tp_free != &PyObject_GC_Del && tp->tp_free != &proxy_free)
+    throw colors::InvalidArgumentError(std::string("class '") + tp->tp_name + "' has a deallocator of its own");
+  g_hidden_slot[tp] = off;
+  tp->tp_traverse = &hidden_traverse;
+  tp->tp_free = &proxy_free;
+}
 
 Handle* slot_handle(PyObject* proxy, Py_ssize_t off) {
   PyObject* h = *reinterpret_cast<PyObject**>(reinterpret_cast<char*>(proxy) + off);
@@ -772,7 +881,8 @@ PyType_Slot descr_slots[] = {
     {Py_tp_doc, const_cast<char*>("A declared field of a mapped class: reads and writes the shared object.")},
     {0, nullptr},
 };
-PyType_Spec descr_spec = {"colors_shm._colors_shm._FieldDescriptor", sizeof(FieldDescr), 0, Py_TPFLAGS_DEFAULT,
+PyType_Spec descr_spec = {"colors_shm._colors_shm._FieldDescriptor", sizeof(FieldDescr), 0,
+                          Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION,
                           descr_slots};
 
 // ---- attribute hooks of proxy classes: fields the class does not declare ----
@@ -945,6 +1055,8 @@ void track_other_proxy(std::uint64_t w, PyObject* proxy, Py_ssize_t handle_off) 
 
 TypeKind kind_for_value(PyObject* v) { return value_kind_of(v); }
 
+void hide_handle_slot(PyTypeObject* cls, Py_ssize_t off) { hide_slot(cls, off); }
+
 const UserLayout& user_layout(PyTypeObject* type, const std::vector<std::pair<std::string, TypeKind>>& extras) {
   if (g_layouts_gen != g_generation) {
     retire_layouts();
@@ -998,7 +1110,11 @@ void init_classes(py::module_& m) {
     return out;
   });
 
+  // Called once, by colors_shm._classes at import.
   m.def("_register_classes", [](py::object instance_base, py::object resolver, py::object spec_fn) {
+    if (g_instance_base != nullptr) throw colors::InvalidArgumentError("_register_classes: already registered");
+    if (!PyType_Check(instance_base.ptr()) || !PyCallable_Check(resolver.ptr()) || !PyCallable_Check(spec_fn.ptr()))
+      throw py::type_error("_register_classes(instance_base: type, resolver: callable, spec: callable)");
     g_instance_base = instance_base.release().ptr();
     g_resolver = resolver.release().ptr();
     g_spec_fn = spec_fn.release().ptr();
@@ -1013,20 +1129,39 @@ void init_classes(py::module_& m) {
 
   // Turns the freshly made proxy class `cls` into a user proxy class: hides its handle slot and
   // installs a descriptor per declared field and the attribute hooks.
+  // Validates everything before changing the class: a class that is not a fresh proxy class
+  // (a heap type deriving from SharedInstance, with its own `_colors_ref` object slot, not yet
+  // installed) or a malformed field list is refused with TypeError / InvalidArgumentError.
   m.def("_install_user_class", [](py::object cls, py::list fields) {
+    if (!PyType_Check(cls.ptr())) throw py::type_error("_install_user_class: cls must be a class");
     auto* tp = reinterpret_cast<PyTypeObject*>(cls.ptr());
+    if (g_instance_base == nullptr || !(tp->tp_flags & Py_TPFLAGS_HEAPTYPE) ||
+        !PyType_IsSubtype(tp, reinterpret_cast<PyTypeObject*>(g_instance_base)) || g_user_types.count(tp) != 0)
+      throw colors::InvalidArgumentError("_install_user_class: not a new proxy class (a class deriving from SharedInstance)");
+    if (!plain_python_class(tp))
+      throw py::type_error(std::string("'") + tp->tp_name + "' derives from an extension type: it cannot be a shared user class");
     PyObject* member = PyDict_GetItemString(tp->tp_dict, "_colors_ref");  // borrowed
-    if (member == nullptr || Py_TYPE(member) != &PyMemberDescr_Type)
+    if (member == nullptr || Py_TYPE(member) != &PyMemberDescr_Type ||
+        reinterpret_cast<PyMemberDescrObject*>(member)->d_member->type != T_OBJECT_EX ||
+        reinterpret_cast<PyMemberDescrObject*>(member)->d_common.d_type != tp)
       throw colors::InvalidArgumentError("_install_user_class: the class lacks its _colors_ref slot");
     Py_ssize_t off = reinterpret_cast<PyMemberDescrObject*>(member)->d_member->offset;
-    if (PyObject_DelAttrString(cls.ptr(), "_colors_ref") != 0) throw py::error_already_set();
+    std::vector<py::tuple> checked;
     for (py::handle item : fields) {
-      py::tuple t = py::reinterpret_borrow<py::tuple>(item);
+      if (!PyTuple_Check(item.ptr()) || PyTuple_GET_SIZE(item.ptr()) != 4 ||
+          !PyUnicode_Check(PyTuple_GET_ITEM(item.ptr(), 0)) || !PyUnicode_Check(PyTuple_GET_ITEM(item.ptr(), 2)))
+        throw py::type_error("_install_user_class: fields must be (name: str, kind: int, class_name: str, default) tuples");
+      kind_arg(PyTuple_GET_ITEM(item.ptr(), 1));
+      checked.push_back(py::reinterpret_borrow<py::tuple>(item));
+    }
+    hide_slot(tp, off);
+    if (PyObject_DelAttrString(cls.ptr(), "_colors_ref") != 0) throw py::error_already_set();
+    for (const py::tuple& t : checked) {
       auto* d = reinterpret_cast<FieldDescr*>(g_descr_type->tp_alloc(g_descr_type, 0));
       if (d == nullptr) throw py::error_already_set();
       py::object holder = py::reinterpret_steal<py::object>(reinterpret_cast<PyObject*>(d));
       d->name = py::str(t[0]).release().ptr();
-      d->kind = static_cast<TypeKind>(t[1].cast<int>());
+      d->kind = kind_arg(t[1].ptr());
       d->class_name = py::str(t[2]).release().ptr();
       py::object dflt = t[3];
       d->dflt = dflt.ptr() == g_no_default ? nullptr : dflt.release().ptr();
@@ -1041,6 +1176,10 @@ void init_classes(py::module_& m) {
     g_user_types[tp] = off;
   });
 
+  m.def("_is_plain_class", [](py::handle cls) {
+    return PyType_Check(cls.ptr()) && plain_python_class(reinterpret_cast<PyTypeObject*>(cls.ptr()));
+  }, "True if `cls` and its layout bases up to object are classes made by `class` (no extension type).");
+
   m.def("_field_names", [](py::handle obj) {
     py::list out;
     colors::Value v;
@@ -1051,12 +1190,16 @@ void init_classes(py::module_& m) {
   });
 
   m.def("_new_object", [](const std::string& name, py::list fields) {
-    ensure_attached();
     std::vector<colors::FieldSpec> specs;
     for (py::handle item : fields) {
-      py::tuple t = py::reinterpret_borrow<py::tuple>(item);
-      specs.push_back({t[0].cast<std::string>(), static_cast<TypeKind>(t[1].cast<int>()), t[2].cast<std::string>()});
+      PyObject* t = item.ptr();
+      if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 3 || !PyUnicode_Check(PyTuple_GET_ITEM(t, 0)) ||
+          !PyUnicode_Check(PyTuple_GET_ITEM(t, 2)))
+        throw py::type_error("_new_object: fields must be (name: str, kind: int, class_name: str) tuples");
+      specs.push_back({std::string(utf8(PyTuple_GET_ITEM(t, 0))), kind_arg(PyTuple_GET_ITEM(t, 1)),
+                       std::string(utf8(PyTuple_GET_ITEM(t, 2)))});
     }
+    ensure_attached();
     return from_value(colors::new_object(colors::define_class(name, specs)));
   });
 

@@ -87,6 +87,9 @@ std::size_t user_cache_size();  // both identity tables
 // at `handle_off` must be empty (it gets a handle that erases the entry when the proxy dies).
 PyObject* live_other_proxy(std::uint64_t w);
 void track_other_proxy(std::uint64_t w, PyObject* proxy, Py_ssize_t handle_off);
+// Hides the object slot at `off` of class `cls` (-1: none of its own) from tp_traverse, so that
+// gc.get_referents never exposes a proxy's handle (classes.cpp).
+void hide_handle_slot(PyTypeObject* cls, Py_ssize_t off);
 
 // ---- errors (errors.cpp) ----
 // Inside a catch block of raw C-API code: sets the Python error for the exception in flight, as
@@ -98,16 +101,39 @@ void raise_colors_error(const colors::Error& e);
 // While alive: the GIL is released and this thread's interrupt hook is installed, so a pending
 // signal (Ctrl-C) makes the blocking libshared call throw InterruptedError; the error translator
 // then re-raises the Python exception the signal handler raised (KeyboardInterrupt).
+//
+// Blocking calls and detach() (sync.cpp): detach() must not unmap the segment while a thread is
+// inside a blocking libshared call, nor leave such a thread waiting forever.
+// Invariants (all with the GIL): g_in_flight counts the threads between Prepare() and ~Prepare()
+// (inside a Blocking section); no Blocking section starts while a detach() is closing (it raises
+// NotAttachedError at once); while closing, the interrupt hook of every blocked thread returns true
+// at its next slice (<= kInterruptSliceNs, 50 ms), so each wait throws and its thread leaves;
+// detach() unmaps only once g_in_flight is 0, with the GIL held from that check on, so no thread
+// is inside libshared's blocking code when the mapping goes.
 class Blocking {
  public:
   Blocking() = default;
 
  private:
-  struct Prepare {  // runs first, with the GIL: drops a stale remembered exception, installs the hook
+  struct Prepare {  // runs first, with the GIL: counts the call in flight (or refuses it while
+                    // detach() is closing), drops a stale remembered exception, installs the hook
     Prepare();
+    ~Prepare();  // runs last, with the GIL again (release_ is destroyed first): the call left
+    Prepare(const Prepare&) = delete;
+    Prepare& operator=(const Prepare&) = delete;
   } prepare_;
   py::gil_scoped_release release_;
 };
+// detach(): refuses new blocking calls, wakes the blocked ones (they raise NotAttachedError) and
+// waits, with the GIL released, until none is left in flight. Returns with the GIL held; the
+// caller unmaps, then calls end_closing().
+void begin_closing();
+void end_closing();
+// True (once) if the last InterruptedError of this thread came from a detach() closing the
+// attachment; the translator then raises NotAttachedError.
+bool take_detach_interrupt();
+// In a fork child: the parent's other threads (and their calls in flight) do not exist here.
+void reset_blocking_after_fork();
 // Takes the exception remembered by the interrupt hook of this thread (PyErr_Restore); returns
 // false if there is none.
 bool restore_interrupt_exception();

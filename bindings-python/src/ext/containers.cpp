@@ -110,6 +110,12 @@ void init_containers(py::module_& m) {
         }
         cd::Word rw = rooted.word();
         item = from_rooted(rw, rooted.take()).release().ptr();
+        // Making a proxy may run Python code (a class resolver, a collection's callbacks), which
+        // may detach: `lw` is then a word of a closed attachment. (The other branches run none.)
+        if (!l.is_current()) {
+          Py_XDECREF(item);
+          throw colors::NotAttachedError("detach() ran while the list was being read");
+        }
       }
       if (item == nullptr) throw py::error_already_set();
       int rc = PyList_Append(out.ptr(), item);
@@ -119,8 +125,8 @@ void init_containers(py::module_& m) {
     return out;
   });
   cls.def("lextend", [](Ref& r, py::iterable items) {
-    colors::List& l = r.list();
-    for (py::handle x : items) l.append(to_value(x));
+    // The iterator is Python code (it may detach): the list is checked again for every item.
+    for (py::handle x : items) r.list().append(to_value(x));
   });
   // Replaces the whole content (sort, reverse, slice assignment): values are checked first.
   cls.def("lreplace", [](Ref& r, py::list items) {

@@ -28,6 +28,11 @@ void set(colors::ErrorCode c, PyObject* t) { g_types[static_cast<int>(c)] = t; }
 }  // namespace
 
 void raise_colors_error(const colors::Error& e) {
+  if (e.code() == colors::ErrorCode::kInterrupted && take_detach_interrupt()) {
+    PyErr_SetString(g_types[static_cast<int>(colors::ErrorCode::kNotAttached)],
+                    "detach() closed the attachment while this call was waiting");
+    return;
+  }
   if (e.code() == colors::ErrorCode::kInterrupted && restore_interrupt_exception()) return;
   if (e.code() == colors::ErrorCode::kRemote && g_remote_factory != nullptr) {
     const auto& re = static_cast<const colors::RemoteError&>(e);
@@ -37,9 +42,12 @@ void raise_colors_error(const colors::Error& e) {
     Py_XDECREF(t);
     Py_XDECREF(msg);
     if (exc == nullptr) return;  // the factory's own error stands
-    PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc)), exc);
-    Py_DECREF(exc);
-    return;
+    if (PyExceptionInstance_Check(exc)) {
+      PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc)), exc);
+      Py_DECREF(exc);
+      return;
+    }
+    Py_DECREF(exc);  // not an exception: the plain RemoteError below
   }
   int i = static_cast<int>(e.code());
   PyObject* t = (i >= 0 && i < kCodes && g_types[i]) ? g_types[i] : g_types[0];
@@ -81,7 +89,12 @@ void init_errors(py::module_& m) {
                             "The remote handler of an rpc call failed (remote_type, remote_message)."));
   set(C::kUnavailable, make_type(m, "UnavailableError", base, nullptr,
                                  "No live process serves the rpc endpoint, or its server died during the call."));
-  m.def("_register_remote_error_factory", [](py::object f) { g_remote_factory = f.release().ptr(); });
+  // Called once, by colors_shm.rpc at import.
+  m.def("_register_remote_error_factory", [](py::object f) {
+    if (g_remote_factory != nullptr) throw colors::InvalidArgumentError("_register_remote_error_factory: already registered");
+    if (!PyCallable_Check(f.ptr())) throw py::type_error("_register_remote_error_factory takes a callable");
+    g_remote_factory = f.release().ptr();
+  });
 
   py::register_exception_translator([](std::exception_ptr p) {
     try {

@@ -1,10 +1,16 @@
 // The _colors_shm extension module: attachment, collector, and the init of every binding area.
 // The public API with its docstrings is colors_shm/__init__.py; this module is its engine.
+#include <unistd.h>
+
 #include "common.hpp"
 
 namespace colors_py {
 
 std::uint64_t g_generation = 1;
+
+namespace {
+pid_t g_module_pid = getpid();  // the process that imported the module
+}
 
 void ensure_attached() {
   if (colors::has_segment()) return;  // an attachment whose server died is kept: its calls fail
@@ -62,8 +68,15 @@ PYBIND11_MODULE(_colors_shm, m) {
           colors::attach(path);
         }
       }, py::arg("socket") = py::none());
+  // Blocked calls of other threads are woken first (they raise NotAttachedError) and the mapping
+  // goes only when none is left inside libshared (Blocking, common.hpp).
   m.def("detach", [] {
         if (!colors::has_segment()) return;
+        struct Closing {
+          Closing() { begin_closing(); }
+          ~Closing() { end_closing(); }
+        } closing;
+        if (!colors::has_segment()) return;  // another thread detached while we waited
         clear_identity_cache();
         ++g_generation;
         colors::detach();
@@ -72,7 +85,13 @@ PYBIND11_MODULE(_colors_shm, m) {
   // os.register_at_fork(after_in_child=...): libshared has already dropped the parent's
   // attachment in the child; proxies inherited from the parent become stale (NotAttachedError),
   // and the next call attaches the child as a client of its own.
+  // Does nothing outside a fork child (the process id is the one it last saw).
   m.def("_after_fork_in_child", [] {
+    static pid_t seen = 0;
+    if (seen == 0) seen = g_module_pid;
+    if (getpid() == seen) return;
+    seen = getpid();
+    reset_blocking_after_fork();
     clear_identity_cache();
     ++g_generation;
   });

@@ -47,6 +47,15 @@ std::string exception_type_name(py::handle type) {
 // of _RpcClient._capsule(); the caller (rpc.Client) keeps the _RpcClient alive beside it.
 constexpr const char* kClientCapsule = "colors_shm._RpcClient";
 
+// A spin budget from Python, at most one interrupt slice: spinning does not run the interrupt
+// hook, so a longer spin would delay Ctrl-C and detach() (which waits for blocked calls to leave).
+std::int64_t spin_arg(std::int64_t spin_ns) {
+  constexpr std::int64_t kMaxSpinNs = 50'000'000;  // libshared's kInterruptSliceNs
+  return spin_ns < 0 ? -1 : std::min(spin_ns, kMaxSpinNs);
+}
+
+void release_client_capsule(PyObject* cap) { Py_XDECREF(static_cast<PyObject*>(PyCapsule_GetContext(cap))); }
+
 PyObject* rpc_call(PyObject*, PyObject* const* a, Py_ssize_t n) {
   if (n != 4) {
     PyErr_SetString(PyExc_TypeError, "_rpc_call(client, method, args, timeout) takes 4 arguments");
@@ -132,7 +141,7 @@ void init_rpc(py::module_& m) {
         std::optional<colors::rpc::Call> c;
         {
           Blocking b;
-          c = s.next(ms, spin_ns);
+          c = s.next(ms, spin_arg(spin_ns));
         }
         if (!c) return py::none();
         return py::cast(std::move(*c));
@@ -158,15 +167,23 @@ void init_rpc(py::module_& m) {
       .def(py::init([](const std::string& name, std::int64_t spin_ns) {
              ensure_attached();
              auto c = std::make_unique<colors::rpc::Client>(name);
-             c->set_spin_ns(spin_ns);
+             c->set_spin_ns(spin_arg(spin_ns));
              return c;
            }), py::arg("name"), py::arg("spin_ns") = -1)
       .def_property_readonly("name", &colors::rpc::Client::name)
-      .def("_capsule", [](colors::rpc::Client& c) {
-        PyObject* cap = PyCapsule_New(&c, kClientCapsule, nullptr);
+      // The capsule holds a strong reference to its _RpcClient (its context, dropped by the
+      // capsule's destructor): the client lives at least as long as any capsule of it.
+      .def("_capsule", [](py::object self) {
+        auto& c = self.cast<colors::rpc::Client&>();
+        PyObject* cap = PyCapsule_New(&c, kClientCapsule, &release_client_capsule);
         if (cap == nullptr) throw py::error_already_set();
+        if (PyCapsule_SetContext(cap, self.ptr()) != 0) {
+          Py_DECREF(cap);
+          throw py::error_already_set();
+        }
+        Py_INCREF(self.ptr());
         return py::reinterpret_steal<py::object>(cap);
-      }, "A capsule of this client for _rpc_call (valid while the client lives).")
+      }, "A capsule of this client for _rpc_call (keeps the client alive).")
       .def("server_alive", &colors::rpc::Client::server_alive)
       .def("call", [](colors::rpc::Client& c, const std::string& method, py::handle args, py::object timeout) {
         colors::List a = share_args(args);
@@ -193,7 +210,11 @@ void init_rpc(py::module_& m) {
         static py::handle copy_to = py::object(py::module_::import("colors_shm._colors_shm").attr("copy_to")).release();
         ensure_attached();
         py::list all_args;
-        for (py::handle item : calls) all_args.append(py::list(py::reinterpret_borrow<py::tuple>(item)[1]));
+        for (py::handle item : calls) {
+          if (!PyTuple_Check(item.ptr()) || PyTuple_GET_SIZE(item.ptr()) != 2 || !PyUnicode_Check(PyTuple_GET_ITEM(item.ptr(), 0)))
+            throw py::type_error("call_batch takes a list of (method: str, args) tuples");
+          all_args.append(py::list(py::reinterpret_borrow<py::tuple>(item)[1]));
+        }
         colors::List shared_args(to_value(copy_to(all_args)));
         std::vector<std::pair<std::string, colors::List>> v;
         std::size_t i = 0;

@@ -1,5 +1,7 @@
 // Blocking calls: the interrupt hook, repositories, channels and monitors.
+#include <chrono>
 #include <cmath>
+#include <thread>
 #include <optional>
 
 #include "common.hpp"
@@ -18,6 +20,12 @@ namespace colors_py {
 
 namespace {
 
+// See Blocking (common.hpp) for the invariants.
+int g_in_flight = 0;                  // threads inside a Blocking section; GIL-guarded
+std::atomic<int> g_closing{0};        // detach() calls waiting for g_in_flight to drain
+thread_local bool t_detach_interrupt = false;  // the hook stopped this thread's wait for a detach
+thread_local int t_blocking = 0;  // Blocking sections of this thread (1, or 2 in a signal handler's call)
+
 thread_local PyObject* t_exc_type = nullptr;
 thread_local PyObject* t_exc_value = nullptr;
 thread_local PyObject* t_exc_tb = nullptr;
@@ -29,6 +37,11 @@ void drop_remembered() {  // GIL held
 }
 
 bool interrupt_hook() {
+  // No GIL needed: detach() holds it only when no call is in flight (and waits without it).
+  if (g_closing.load(std::memory_order_acquire) > 0) {
+    t_detach_interrupt = true;
+    return true;
+  }
   if (Py_IsInitialized() == 0 || _Py_IsFinalizing()) return false;
   PyGILState_STATE s = PyGILState_Ensure();
   bool stop = false;
@@ -51,8 +64,45 @@ bool restore_interrupt_exception() {
 }
 
 Blocking::Prepare::Prepare() {
+  if (g_closing.load(std::memory_order_acquire) > 0)
+    throw colors::NotAttachedError("detach() is closing the attachment; attach again to make blocking calls");
   drop_remembered();
+  t_detach_interrupt = false;
   colors::detail::set_interrupt_hook(&interrupt_hook);
+  ++g_in_flight;
+  ++t_blocking;
+}
+
+Blocking::Prepare::~Prepare() {
+  --g_in_flight;
+  --t_blocking;
+}
+
+void begin_closing() {
+  // A signal handler run by the interrupt hook of this thread's own blocking call: that call is in
+  // flight and would never leave while detach waits for it.
+  if (t_blocking > 0)
+    throw colors::InvalidArgumentError(
+        "detach() cannot run inside a signal handler that interrupted a blocking call of the same thread; "
+        "detach after that call returned");
+  g_closing.fetch_add(1, std::memory_order_acq_rel);
+  while (g_in_flight > 0) {  // read with the GIL; the blocked threads leave within one slice
+    py::gil_scoped_release r;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+void end_closing() { g_closing.fetch_sub(1, std::memory_order_acq_rel); }
+
+bool take_detach_interrupt() {
+  bool d = t_detach_interrupt;
+  t_detach_interrupt = false;
+  return d;
+}
+
+void reset_blocking_after_fork() {
+  g_in_flight = 0;
+  g_closing.store(0, std::memory_order_relaxed);
 }
 
 std::int64_t timeout_ms(const py::object& timeout) {

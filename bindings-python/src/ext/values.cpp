@@ -241,6 +241,9 @@ colors::Value to_value(py::handle obj) {
 }
 
 py::object from_value(colors::Value&& v) {
+  // A value read before Python code that detached (a loop making proxies of several values): its
+  // word belongs to a closed attachment, maybe another server's segment now mapped at its address.
+  if (!v.is_current()) throw colors::NotAttachedError("this value belongs to an attachment that was closed by detach()");
   TypeKind k = v.kind();
   switch (k) {
     case TypeKind::kNull: return py::none();
@@ -272,10 +275,19 @@ namespace {
 // Works on raw words: every object it creates stays rooted by `roots_` (the one root its
 // allocation returned) until the copy is done, and a scalar box made for a store is rooted in
 // `temp_` until that store; so no word handled here can be collected under it.
+//
+// Python code may run in the middle of a copy (a property getter or the class spec of an instance,
+// __getitem__/__iter__/__len__ of a list or set subclass) and may detach, or detach and attach
+// again: the words held here then belong to a closed attachment (their roots are gone, the
+// objects may be freed, the address range may be another server's segment). Invariant: every
+// store into the heap and the final rooting happen after live() checked that the attachment
+// generation is still the one the copy started in; Python code runs only inside convert() and
+// the snapshot calls of fill(), all before the store that follows them.
 class Copier {
  public:
   colors::Value run(py::handle root) {
     cd::Word result = convert(root);
+    live();
     colors::Value out = colors::Value::from_raw(result);  // rooted by roots_/temp_ until here
     while (!work_.empty()) {
       Item it = std::move(work_.back());
@@ -292,6 +304,12 @@ class Copier {
     std::vector<py::object> values;      // instance: field values in layout order
     const UserLayout* layout = nullptr;  // instance: its shared layout
   };
+
+  // Throws NotAttachedError when the attachment the copy started in was closed meanwhile.
+  void live() const {
+    if (g_generation != gen_ || cd::current_meta_or_null() == nullptr)
+      throw colors::NotAttachedError("detach() ran during copy_to (in Python code the copy called); the copy was abandoned");
+  }
 
   cd::Word keep(colors::Value&& v) {
     cd::Word w = v.raw();
@@ -416,6 +434,7 @@ class Copier {
         } else {
           w = convert(v);
         }
+        live();
         cd::check_field_type(*f, w);
         cd::store_ref(cd::field_slot(it.shared, *f), w);
         temp_.clear();
@@ -425,7 +444,9 @@ class Copier {
       for (Py_ssize_t i = 0; i < PySequence_Size(o); ++i) {
         py::object item = py::reinterpret_steal<py::object>(PySequence_GetItem(o, i));
         if (!item) throw py::error_already_set();
-        cd::list_append(m, it.shared, convert(item));
+        cd::Word w = convert(item);
+        live();
+        cd::list_append(m, it.shared, w);
         temp_.clear();
       }
     } else if (PyDict_Check(o)) {
@@ -433,14 +454,18 @@ class Copier {
       if (!items) throw py::error_already_set();
       for (py::handle kv : items) {
         cd::Word k = convert(PyTuple_GET_ITEM(kv.ptr(), 0));
-        cd::map_put(m, it.shared, k, convert(PyTuple_GET_ITEM(kv.ptr(), 1)));
+        cd::Word v = convert(PyTuple_GET_ITEM(kv.ptr(), 1));
+        live();
+        cd::map_put(m, it.shared, k, v);
         temp_.clear();
       }
     } else {
       py::object snapshot = py::reinterpret_steal<py::object>(PySequence_List(o));
       if (!snapshot) throw py::error_already_set();
       for (py::handle k : snapshot) {
-        cd::set_add(m, it.shared, convert(k));
+        cd::Word w = convert(k);
+        live();
+        cd::set_add(m, it.shared, w);
         temp_.clear();
       }
     }
@@ -453,6 +478,7 @@ class Copier {
   std::vector<colors::Value> temp_;   // scalar boxes made for the store in progress
   std::vector<py::object> keep_;
   std::vector<Item> work_;
+  std::uint64_t gen_ = g_generation;  // the attachment generation the copy started in
 };
 
 }  // namespace
@@ -475,17 +501,33 @@ void init_values(py::module_& m) {
   m.def(
       "_register_proxies",
       [](py::object base, py::object list_cls, py::object dict_cls, py::object set_cls, py::object object_cls) {
-        PyObject* member = PyDict_GetItemString(reinterpret_cast<PyTypeObject*>(base.ptr())->tp_dict, "_ref");
-        if (member == nullptr || Py_TYPE(member) != &PyMemberDescr_Type)
-          throw colors::InvalidArgumentError("_register_proxies: SharedProxy lacks its _ref slot");
-        g_ref_offset = reinterpret_cast<PyMemberDescrObject*>(member)->d_member->offset;
-        // The handle slot is hidden (its descriptor deleted): Python code can neither read nor
-        // replace a proxy's handle, so the handle dies exactly when its proxy does.
-        PyObject* hm = PyDict_GetItemString(reinterpret_cast<PyTypeObject*>(base.ptr())->tp_dict, "_colors_handle");
-        if (hm == nullptr || Py_TYPE(hm) != &PyMemberDescr_Type)
-          throw colors::InvalidArgumentError("_register_proxies: SharedProxy lacks its _colors_handle slot");
-        g_handle_offset = reinterpret_cast<PyMemberDescrObject*>(hm)->d_member->offset;
+        // Once, by colors_shm._proxies at import; everything is checked before anything changes.
+        if (g_proxy_base != nullptr) throw colors::InvalidArgumentError("_register_proxies: already registered");
+        for (PyObject* c : {base.ptr(), list_cls.ptr(), dict_cls.ptr(), set_cls.ptr(), object_cls.ptr()}) {
+          if (!PyType_Check(c) || !(reinterpret_cast<PyTypeObject*>(c)->tp_flags & Py_TPFLAGS_HEAPTYPE) ||
+              !PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(c), reinterpret_cast<PyTypeObject*>(base.ptr())))
+            throw py::type_error("_register_proxies takes SharedProxy and four classes deriving from it");
+        }
+        auto* bt = reinterpret_cast<PyTypeObject*>(base.ptr());
+        auto own_slot = [bt](const char* name) -> Py_ssize_t {
+          PyObject* d = PyDict_GetItemString(bt->tp_dict, name);  // borrowed
+          if (d == nullptr || Py_TYPE(d) != &PyMemberDescr_Type ||
+              reinterpret_cast<PyMemberDescrObject*>(d)->d_member->type != T_OBJECT_EX ||
+              reinterpret_cast<PyMemberDescrObject*>(d)->d_common.d_type != bt)
+            throw colors::InvalidArgumentError(std::string("_register_proxies: SharedProxy lacks its ") + name + " slot");
+          return reinterpret_cast<PyMemberDescrObject*>(d)->d_member->offset;
+        };
+        Py_ssize_t ref_off = own_slot("_ref");
+        Py_ssize_t handle_off = own_slot("_colors_handle");
+        // The handle slot is hidden (its descriptor deleted, and skipped by tp_traverse): Python
+        // code can neither read nor replace nor reach a proxy's handle, so the handle dies exactly
+        // when its proxy does.
+        hide_handle_slot(bt, handle_off);
+        for (PyObject* c : {list_cls.ptr(), dict_cls.ptr(), set_cls.ptr(), object_cls.ptr()})
+          hide_handle_slot(reinterpret_cast<PyTypeObject*>(c), -1);
         if (PyObject_DelAttrString(base.ptr(), "_colors_handle") != 0) throw py::error_already_set();
+        g_ref_offset = ref_off;
+        g_handle_offset = handle_off;
         g_proxy_base = base.release().ptr();
         g_list_cls = list_cls.release().ptr();
         g_dict_cls = dict_cls.release().ptr();

@@ -21,6 +21,7 @@
 #include <atomic>
 #include <colors/colors.hpp>
 #include <cstdint>
+#include <shared_mutex>
 #include <string>
 #include <utility>
 #include <variant>
@@ -150,9 +151,33 @@ jstring utf8_to_java(JNIEnv* env, std::string_view s);
 void worker_reply(jlong w, const colors::Value& v);
 
 // ---- blocking calls (jni_sync.cpp) ----
-// Installs this thread's interrupt hook (once per thread): libshared's blocking waits then call
-// Thread.interrupted() every 50 ms and throw InterruptedError when it returns true.
-void prepare_blocking(JNIEnv* env);
+// Held by a native for the duration of a blocking libshared call. Installs this thread's interrupt
+// hook (once per thread): libshared's blocking waits then call it every 50 ms and throw
+// InterruptedError when it returns true (Thread.interrupted(), or a detach() closing the
+// attachment: then the native throws NotAttachedException).
+// Invariants (the detach protocol): g_blocking_in_flight counts the threads between the
+// constructor and the destructor; a Blocking is not made while a detach is closing (the
+// constructor throws NotAttachedError: increment, then check, both seq_cst, against detach's
+// store of `closing`, then its read of the count); while closing, every blocked thread's hook
+// returns true at its next slice, so its wait throws and it leaves; detach unmaps only once the
+// count is 0 (begin_closing_blocking_calls), so no thread is inside a blocking wait then.
+class Blocking {
+ public:
+  explicit Blocking(JNIEnv* env);
+  ~Blocking();
+  Blocking(const Blocking&) = delete;
+  Blocking& operator=(const Blocking&) = delete;
+};
+// Taken shared by natives that touch the segment without upcalls (monitor exit/notify/held, channel
+// capacity, repository address), exclusively by attach and detach: such a native never runs while
+// the segment is unmapped under it (e.g. a thread closing its SharedMonitor right after a detach
+// woke its await()). Natives with upcalls into Java must not hold it (detach holds Java locks).
+std::shared_mutex& attach_lock();
+// detach: refuses new blocking calls, makes the blocked ones throw, and waits until none is left.
+void begin_closing_blocking_calls();
+void end_closing_blocking_calls();
+// True (once) if this thread's last InterruptedError came from a detach closing the attachment.
+bool take_detach_interrupt();
 
 // ---- registration ----
 void register_natives(JNIEnv* env, jclass native_cls);

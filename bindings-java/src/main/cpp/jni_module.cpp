@@ -41,6 +41,8 @@ jclass global_class(JNIEnv* env, const char* name) {
 
 }  // namespace
 
+std::shared_mutex& attach_lock() { return g_attach_rw; }
+
 // ---- JValue ----
 
 JValue::JValue(colors::Value&& val) : gen(g_generation.load(std::memory_order_acquire)), kind(val.kind()) {
@@ -265,6 +267,11 @@ void forget_spare_roots() {
 // ---- errors ----
 
 void throw_java(JNIEnv* env, const colors::Error& e) {
+  if (e.code() == colors::ErrorCode::kInterrupted && take_detach_interrupt()) {
+    env->ThrowNew(g_error_cls[static_cast<int>(colors::ErrorCode::kNotAttached)],
+                  "SharedMemory.detach() closed the attachment while this call was waiting");
+    return;
+  }
   int i = static_cast<int>(e.code());
   jclass c = (i >= 0 && i < kCodes && g_error_cls[i] != nullptr) ? g_error_cls[i] : g_error_cls[0];
   if (e.code() == colors::ErrorCode::kRemote && g_remote_ctor != nullptr) {
@@ -311,12 +318,18 @@ std::atomic<bool> g_watch_stop{false};
 
 bool watch_stopped() { return g_watch_stop.load(std::memory_order_acquire); }
 
+// Blocked calls of other threads are made to throw NotAttachedException first, and the segment
+// is unmapped only when none is left inside a blocking wait (Blocking, jni_common.hpp).
 void JNICALL n_detach(JNIEnv* env, jclass) {
   guarded_void(env, [&] {
     g_watch_stop.store(true, std::memory_order_release);
     struct Reset {
-      ~Reset() { g_watch_stop.store(false, std::memory_order_release); }
+      ~Reset() {
+        end_closing_blocking_calls();
+        g_watch_stop.store(false, std::memory_order_release);
+      }
     } reset;
+    begin_closing_blocking_calls();
     if (cd::Metadata* m = cd::current_meta_or_null()) cd::futex_wake_all(&m->heap_pressure_seq);
     std::unique_lock<std::shared_mutex> lk(g_attach_rw);
     if (!colors::has_segment()) return;
@@ -437,7 +450,7 @@ jlongArray gc_array(JNIEnv* env, const colors::GcStats& s) {
 
 jlongArray JNICALL n_collect(JNIEnv* env, jclass, jlong timeout_ms) {
   return guarded<jlongArray>(env, nullptr, [&] {
-    prepare_blocking(env);
+    Blocking blocking(env);
     colors::GcStats s = colors::collect(timeout_ms);
     return gc_array(env, s);
   });

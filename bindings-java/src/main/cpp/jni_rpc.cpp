@@ -11,7 +11,7 @@
 //    batch, freed by its Java owner).
 // Waiting is libshared's: spin (polls that yield the core, COLORS_SPIN_YIELD) for the spin budget,
 // then futex waits in slices.
-// Blocking natives install the interrupt hook (prepare_blocking): Thread.interrupt() of a thread
+// Blocking natives hold a Blocking (the interrupt hook, and counted for detach): Thread.interrupt() of a thread
 // blocked in next() or in a wait for a result throws SharedInterruptedException.
 #include <colors/rpc.hpp>
 
@@ -293,7 +293,7 @@ jobjectArray JNICALL n_server_next(JNIEnv* env, jclass, jlong p, jlong w, jlong 
   return guarded<jobjectArray>(env, nullptr, [&]() -> jobjectArray {
     JServer* s = from_ptr<JServer>(p);
     JWorker* wk = from_ptr<JWorker>(w);
-    prepare_blocking(env);
+    Blocking blocking(env);
     if (wk->call) {  // a call the handler never answered (binding bug): do not leave its caller waiting
       wk->call->fail("colors::Error", "the Java server did not reply");
       wk->call.reset();
@@ -423,7 +423,7 @@ jboolean JNICALL n_client_alive(JNIEnv* env, jclass, jlong p) {
 jobject JNICALL n_client_call(JNIEnv* env, jclass, jlong p, jstring method, jobject args, jlong timeout_ms) {
   return guarded<jobject>(env, nullptr, [&] {
     auto* jc = from_ptr<JClient>(p);
-    prepare_blocking(env);
+    Blocking blocking(env);
     std::string m = java_to_utf8(env, method);
     colors::rpc::Pending pend = jc->c.call_async(m, list_of(env, args));
     return to_java(env, get_result(pend, timeout_ms));
@@ -435,7 +435,7 @@ jobject JNICALL n_client_call_flat(JNIEnv* env, jclass, jlong p, jstring method,
                                    jlongArray bits, jobjectArray objs, jbyteArray blob, jlong timeout_ms) {
   return guarded<jobject>(env, nullptr, [&] {
     auto* jc = from_ptr<JClient>(p);
-    prepare_blocking(env);
+    Blocking blocking(env);
     std::string m = java_to_utf8(env, method);
     colors::rpc::Pending pend = jc->c.call_async(m, decode_flat(env, n, tags, bits, objs, blob));
     return to_java(env, get_result(pend, timeout_ms));
@@ -446,7 +446,7 @@ jlong JNICALL n_client_send_flat(JNIEnv* env, jclass, jlong p, jstring method, j
                                  jlongArray bits, jobjectArray objs, jbyteArray blob) {
   return guarded<jlong>(env, 0, [&] {
     auto* jc = from_ptr<JClient>(p);
-    prepare_blocking(env);
+    Blocking blocking(env);
     std::string m = java_to_utf8(env, method);
     colors::List args = decode_flat(env, n, tags, bits, objs, blob);
     auto pend = std::make_unique<colors::rpc::Pending>(jc->c.call_async(m, args));
@@ -457,7 +457,7 @@ jlong JNICALL n_client_send_flat(JNIEnv* env, jclass, jlong p, jstring method, j
 jlong JNICALL n_client_send(JNIEnv* env, jclass, jlong p, jstring method, jobject args) {
   return guarded<jlong>(env, 0, [&] {
     auto* jc = from_ptr<JClient>(p);
-    prepare_blocking(env);
+    Blocking blocking(env);
     std::string m = java_to_utf8(env, method);
     auto pend = std::make_unique<colors::rpc::Pending>(jc->c.call_async(m, list_of(env, args)));
     return to_ptr(pend.release());
@@ -467,7 +467,7 @@ jlong JNICALL n_client_send(JNIEnv* env, jclass, jlong p, jstring method, jobjec
 jobject JNICALL n_pending_get(JNIEnv* env, jclass, jlong p, jlong timeout_ms) {
   return guarded<jobject>(env, nullptr, [&] {
     auto* pend = from_ptr<colors::rpc::Pending>(p);
-    prepare_blocking(env);
+    Blocking blocking(env);
     return to_java(env, get_result(*pend, timeout_ms));
   });
 }

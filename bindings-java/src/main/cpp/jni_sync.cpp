@@ -1,5 +1,8 @@
 // Blocking calls: the interrupt hook, repositories, channels and monitors.
+#include <atomic>
+#include <chrono>
 #include <memory>
+#include <thread>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -22,8 +25,15 @@ namespace colors_jni {
 namespace {
 
 thread_local JNIEnv* t_env = nullptr;
+thread_local bool t_detach_interrupt = false;  // the hook stopped this thread's wait for a detach
+std::atomic<int> g_blocking_in_flight{0};      // threads inside a Blocking (see jni_common.hpp)
+std::atomic<int> g_closing{0};                 // detaches waiting for the count to drain
 
 bool interrupt_hook() {
+  if (g_closing.load(std::memory_order_seq_cst) > 0) {
+    t_detach_interrupt = true;
+    return true;
+  }
   JNIEnv* env = t_env;
   if (env == nullptr || env->ExceptionCheck()) return false;
   jboolean r = env->CallStaticBooleanMethod(g.thread_cls, g.thread_interrupted);
@@ -36,12 +46,34 @@ bool interrupt_hook() {
 
 }  // namespace
 
-void prepare_blocking(JNIEnv* env) {
+Blocking::Blocking(JNIEnv* env) {
+  g_blocking_in_flight.fetch_add(1, std::memory_order_seq_cst);
+  if (g_closing.load(std::memory_order_seq_cst) > 0) {
+    g_blocking_in_flight.fetch_sub(1, std::memory_order_seq_cst);
+    throw colors::NotAttachedError("SharedMemory.detach() is closing the attachment; attach again to make blocking calls");
+  }
+  t_detach_interrupt = false;
   if (t_env != env) {
     // A JNIEnv belongs to one thread for as long as that thread is attached to the JVM.
     t_env = env;
     colors::detail::set_interrupt_hook(&interrupt_hook);
   }
+}
+
+Blocking::~Blocking() { g_blocking_in_flight.fetch_sub(1, std::memory_order_seq_cst); }
+
+void begin_closing_blocking_calls() {
+  g_closing.fetch_add(1, std::memory_order_seq_cst);
+  // The blocked threads leave within one interrupt slice (50 ms) of their wait.
+  while (g_blocking_in_flight.load(std::memory_order_seq_cst) > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
+void end_closing_blocking_calls() { g_closing.fetch_sub(1, std::memory_order_seq_cst); }
+
+bool take_detach_interrupt() {
+  bool d = t_detach_interrupt;
+  t_detach_interrupt = false;
+  return d;
 }
 
 namespace {
@@ -126,6 +158,7 @@ void JNICALL n_repo_set(JNIEnv* env, jclass, jlong p, jint tag, jlong bits, jobj
 
 jlong JNICALL n_repo_address(JNIEnv* env, jclass, jlong p) {
   return guarded<jlong>(env, 0, [&] {
+    std::shared_lock<std::shared_mutex> lk(attach_lock());
     return static_cast<jlong>(reinterpret_cast<std::uintptr_t>(from_ptr<JRepo>(p)->get().address()));
   });
 }
@@ -142,15 +175,18 @@ jlong JNICALL n_chan_find(JNIEnv* env, jclass, jstring name, jint capacity) {
 }
 
 jint JNICALL n_chan_capacity(JNIEnv* env, jclass, jlong p) {
-  return guarded<jint>(env, 0, [&] { return static_cast<jint>(from_ptr<JChan>(p)->get().capacity()); });
+  return guarded<jint>(env, 0, [&] {
+    std::shared_lock<std::shared_mutex> lk(attach_lock());
+    return static_cast<jint>(from_ptr<JChan>(p)->get().capacity());
+  });
 }
 
 jboolean JNICALL n_chan_send(JNIEnv* env, jclass, jlong p, jint tag, jlong bits, jobject obj, jlong timeout_ms) {
   return guarded<jboolean>(env, JNI_FALSE, [&] {
+    Blocking blocking(env);  // first: destroyed after `v`, whose root must go before a detach unmaps
     colors::Channel& ch = from_ptr<JChan>(p)->get();
     if (tag == kTagNull) throw colors::InvalidArgumentError("null cannot be sent through a channel (it marks an empty slot)");
     Arg v = decode(env, tag, bits, obj);
-    if (timeout_ms != 0) prepare_blocking(env);
     return ch.send(v.get(), timeout_ms) ? JNI_TRUE : JNI_FALSE;
   });
 }
@@ -159,7 +195,7 @@ jboolean JNICALL n_chan_send(JNIEnv* env, jclass, jlong p, jint tag, jlong bits,
 jobject JNICALL n_chan_receive(JNIEnv* env, jclass, jlong p, jlong timeout_ms) {
   return guarded<jobject>(env, nullptr, [&]() -> jobject {
     colors::Channel& ch = from_ptr<JChan>(p)->get();
-    if (timeout_ms != 0) prepare_blocking(env);
+    Blocking blocking(env);
     std::optional<colors::Value> v = ch.receive(timeout_ms);
     if (!v) return nullptr;
     return to_java(env, std::move(*v));
@@ -191,29 +227,36 @@ std::int64_t to_ns(jlong ms) {
 jboolean JNICALL n_monitor_enter(JNIEnv* env, jclass, jlong a, jlong timeout_ms) {
   return guarded<jboolean>(env, JNI_FALSE, [&] {
     colors::detail::Metadata* m = meta();
-    prepare_blocking(env);
+    Blocking blocking(env);
     return colors::detail::monitor_enter(m, addr(a), to_ns(timeout_ms)) ? JNI_TRUE : JNI_FALSE;
   });
 }
 
 void JNICALL n_monitor_exit(JNIEnv* env, jclass, jlong a) {
-  guarded_void(env, [&] { colors::detail::monitor_exit(meta(), addr(a)); });
+  guarded_void(env, [&] {
+    std::shared_lock<std::shared_mutex> lk(attach_lock());
+    colors::detail::monitor_exit(meta(), addr(a));
+  });
 }
 
 jboolean JNICALL n_monitor_wait(JNIEnv* env, jclass, jlong a, jlong timeout_ms) {
   return guarded<jboolean>(env, JNI_FALSE, [&] {
     colors::detail::Metadata* m = meta();
-    prepare_blocking(env);
+    Blocking blocking(env);
     return colors::detail::monitor_wait(m, addr(a), to_ns(timeout_ms)) ? JNI_TRUE : JNI_FALSE;
   });
 }
 
 void JNICALL n_monitor_notify_all(JNIEnv* env, jclass, jlong a) {
-  guarded_void(env, [&] { colors::detail::monitor_notify_all(meta(), addr(a)); });
+  guarded_void(env, [&] {
+    std::shared_lock<std::shared_mutex> lk(attach_lock());
+    colors::detail::monitor_notify_all(meta(), addr(a));
+  });
 }
 
 jboolean JNICALL n_monitor_held(JNIEnv* env, jclass, jlong a) {
   return guarded<jboolean>(env, JNI_FALSE, [&] {
+    std::shared_lock<std::shared_mutex> lk(attach_lock());
     return colors::detail::monitor_held_by_me(meta(), addr(a)) ? JNI_TRUE : JNI_FALSE;
   });
 }

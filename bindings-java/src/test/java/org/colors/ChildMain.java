@@ -30,6 +30,8 @@ public final class ChildMain {
       case "pressure-churn": pressureChurn(Double.parseDouble(args[1])); break;
       case "pressure-full": pressureFull(); break;
       case "pressure-replies": pressureReplies(args[1], Double.parseDouble(args[2])); break;
+      case "fuzz": FuzzProgram.run(Long.parseLong(args[1]), Integer.parseInt(args[2]), Long.parseLong(args[3])); break;
+      case "detach-wakes-blocked": detachWakesBlocked(args[1]); break;
       default: throw new IllegalArgumentException("unknown command " + cmd);
     }
     System.out.flush();
@@ -150,6 +152,45 @@ public final class ChildMain {
       return "nothing";
     } catch (RuntimeException e) {
       return e.getClass().getSimpleName();
+    }
+  }
+
+  /**
+   * A thread blocked in receive() and one in await() while the main thread detaches: both must
+   * end with NotAttachedException (the detach wakes them), and the process must survive.
+   */
+  private static void detachWakesBlocked(String chan) throws InterruptedException {
+    ObjectChannel ch = SharedMemory.findOrCreateChannel(chan, 4);
+    SharedList target = SharedMemory.allocate(SharedList.class, 1);
+    List<String> results = java.util.Collections.synchronizedList(new ArrayList<>());
+    Thread receiver = new Thread(() -> {
+      try {
+        results.add("received " + ch.receive());
+      } catch (NotAttachedException e) {
+        results.add("not attached");
+      }
+    });
+    Thread waiter = new Thread(() -> {
+      try (SharedMonitor m = SharedMemory.lock(target)) {
+        m.await();
+        results.add("woken");
+      } catch (NotAttachedException e) {
+        results.add("not attached");
+      }
+    });
+    receiver.start();
+    waiter.start();
+    Thread.sleep(500);
+    SharedMemory.detach();
+    receiver.join(10_000);
+    waiter.join(10_000);
+    System.out.println("alive " + receiver.isAlive() + " " + waiter.isAlive());
+    System.out.println("results " + results);
+    try {
+      target.size();
+      System.out.println("stale proxy worked");
+    } catch (NotAttachedException e) {
+      System.out.println("stale proxy raises");
     }
   }
 
