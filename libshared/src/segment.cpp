@@ -70,8 +70,27 @@ std::string ensure_private_dir(const std::string& dir) {
   return {};
 }
 
+namespace {
+// The range a client's detach left as a private view (Segment::~Segment); a later attach at the
+// same place replaces it. Touched only under the client's attach lock.
+struct Retired {
+  std::uintptr_t address = 0;
+  std::size_t size = 0;
+};
+Retired g_retired;
+}  // namespace
+
 void* map_fixed_noreplace(int fd, std::uintptr_t address, std::size_t size) {
-  void* p = ::mmap(reinterpret_cast<void*>(address), size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED_NOREPLACE, fd, 0);
+  int flags = MAP_SHARED | MAP_FIXED_NOREPLACE;
+  if (g_retired.size != 0) {
+    if (g_retired.address == address && g_retired.size == size) {
+      flags = MAP_SHARED | MAP_FIXED;  // replaces the retired view in one step: no unmapped gap
+    } else {
+      ::munmap(reinterpret_cast<void*>(g_retired.address), g_retired.size);
+    }
+    g_retired = Retired{};
+  }
+  void* p = ::mmap(reinterpret_cast<void*>(address), size, PROT_READ | PROT_WRITE, flags, fd, 0);
   if (p == MAP_FAILED) {
     int e = errno;
     if (e == EEXIST)
@@ -92,7 +111,23 @@ void* map_fixed_noreplace(int fd, std::uintptr_t address, std::size_t size) {
 
 Segment::~Segment() {
   if (g_meta == meta_) set_current_meta(nullptr);
-  if (meta_ != nullptr) ::munmap(meta_, size_);
+  if (meta_ != nullptr) {
+    // A client's detach does not leave the range unmapped: a thread of a runtime without a global
+    // lock (a JVM's field fast path) may still be reading or writing through a stale object for
+    // an instant, and must neither fault nor reach the shared heap. The range becomes a private
+    // copy-on-write view of the same file instead, in one mmap (no gap): stale reads see heap
+    // data, stale writes stay in this process. It costs the file's pages until the next attach
+    // replaces it (map_fixed_noreplace) or the process exits.
+    bool retired = false;
+    if (path_.empty() && fd_ >= 0) {
+      void* p = ::mmap(meta_, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED | MAP_NORESERVE, fd_, 0);
+      if (p == static_cast<void*>(meta_)) {
+        g_retired = Retired{reinterpret_cast<std::uintptr_t>(meta_), size_};
+        retired = true;
+      }
+    }
+    if (!retired) ::munmap(meta_, size_);
+  }
   if (fd_ >= 0) ::close(fd_);
 }
 
@@ -164,15 +199,12 @@ std::unique_ptr<Segment> Segment::create(const SegmentConfig& cfg) {
 }
 
 std::unique_ptr<Segment> Segment::open_fd(int fd, std::uintptr_t address, std::size_t size) {
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
+  std::unique_ptr<Segment> s(new Segment());
+  s->fd_ = fd;  // kept for the retired view at detach (~Segment); closed there, or on a throw here
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || static_cast<std::size_t>(st.st_size) < size)
     throw ServerGoneError("the segment descriptor the server passed is not a segment of " + std::to_string(size) +
                           " bytes");
-  std::unique_ptr<Segment> s(new Segment());
   s->meta_ = static_cast<Metadata*>(map_fixed_noreplace(fd, address, size));
   s->size_ = size;
   if (s->meta_->magic != kSegmentMagic || s->meta_->layout_version != kLayoutVersion) {

@@ -47,8 +47,8 @@ class Segment {
   // REQUIRES: the caller holds the name's instance lock (no live server uses the file).
   static std::unique_ptr<Segment> create(const SegmentConfig& cfg);
   // Client side: maps the segment behind `fd` (received from the server) at `address` without
-  // clobbering any mapping. Takes ownership of `fd` (closed on return or throw: the mapping
-  // keeps the memory).
+  // clobbering any mapping other than the view a detach left there. Takes ownership of `fd`.
+  // Destroying it (detach) leaves the range as a private copy-on-write view (see ~Segment).
   static std::unique_ptr<Segment> open_fd(int fd, std::uintptr_t address, std::size_t size);
   // Removes the segment file (mappings stay valid until unmapped).
   static void remove(const SegmentConfig& cfg);
@@ -79,7 +79,8 @@ Metadata* current_meta();
 void set_current_meta(Metadata* m);
 
 // Maps `size` bytes of `fd` at exactly `address`, refusing (AddressInUseError) when any part of
-// the range is already mapped in this process.
+// the range is already mapped in this process, except the private view a client's detach left
+// (replaced in place when it is the same range, unmapped first otherwise).
 void* map_fixed_noreplace(int fd, std::uintptr_t address, std::size_t size);
 
 }  // namespace colors::detail

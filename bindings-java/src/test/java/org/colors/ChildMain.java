@@ -23,6 +23,7 @@ public final class ChildMain {
       case "no-server": noServer(args[1]); break;
       case "receive-until-gone": receiveUntilGone(args[1]); break;
       case "server-death": serverDeath(args[1]); break;
+      case "use-during-detach": useDuringDetach(Integer.parseInt(args[1])); break;
       case "rpc-serve": rpcServe(args[1], Integer.parseInt(args[2])); break;
       case "rpc-serve-exit": rpcServeExit(args[1]); break;
       case "rpc-client": rpcClient(args[1], Integer.parseInt(args[2])); break;
@@ -144,6 +145,45 @@ public final class ChildMain {
     System.out.println("allocate " + thrown(() -> {
       for (int i = 0; i < 200_000; i++) held.add("x".repeat(200));
     }));
+  }
+
+  /**
+   * Two threads read and write shared objects without pause while the main thread detaches and
+   * attaches again `rounds` times: they may get exceptions, the process must not die.
+   */
+  @SuppressWarnings("unchecked")
+  private static void useDuringDetach(int rounds) throws Exception {
+    java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+    java.util.concurrent.atomic.AtomicLong ops = new java.util.concurrent.atomic.AtomicLong();
+    List<Thread> threads = new ArrayList<>();
+    for (int t = 0; t < 2; t++) {
+      Thread th = new Thread(() -> {
+        List<Object> l = null;
+        while (!stop.get()) {
+          try {
+            if (l == null) {
+              l = SharedMemory.allocate(List.class);
+              for (int i = 0; i < 16; i++) l.add((long) i);
+            }
+            for (int i = 0; i < 16; i++) l.set(i, (Long) l.get(i) + 1);
+            ops.incrementAndGet();
+          } catch (SharedMemoryException e) {
+            l = null;  // a stale proxy: take a new one
+          }
+        }
+      });
+      th.start();
+      threads.add(th);
+    }
+    for (int r = 0; r < rounds; r++) {
+      Thread.sleep(5);
+      SharedMemory.detach();
+      Thread.sleep(1);
+      SharedMemory.attach();
+    }
+    stop.set(true);
+    for (Thread th : threads) th.join(10_000);
+    System.out.println("survived " + (ops.get() > 0));
   }
 
   private static String thrown(Runnable r) {

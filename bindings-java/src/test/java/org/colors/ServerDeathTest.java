@@ -44,4 +44,19 @@ class ServerDeathTest {
       own.close();
     }
   }
+
+  /**
+   * Threads that keep using shared objects while another thread detaches and attaches again do
+   * not crash the JVM: a detach leaves a private view of the old segment where it was mapped
+   * (libshared segment.hpp), so a stale access neither faults nor reaches the shared heap.
+   */
+  @Test
+  void threadsUsingObjectsDuringDetachDoNotCrashTheJvm() throws Exception {
+    Process child = ColorsServer.server().spawn("use-during-detach", "40");
+    BufferedReader out = new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8));
+    String line = out.readLine();
+    assertTrue(child.waitFor(120, TimeUnit.SECONDS));
+    assertEquals(0, child.exitValue(), "child died: " + line);
+    assertEquals("survived true", line);
+  }
 }
