@@ -171,9 +171,11 @@ public final class SharedList extends AbstractList<Object> implements RandomAcce
   }
 
   /**
-   * Iterates a snapshot: the elements at the instant the iterator was made, whatever other threads
-   * or processes do meanwhile. {@link Iterator#remove()} removes the element just returned if the
-   * list still holds it at its position (adjusted for this iterator's own removals), else throws
+   * Iterates a snapshot: the elements at the instant the iterator was made, whatever other
+   * processes do meanwhile. Fail-fast as ArrayList's for changes made through this proxy other than
+   * the iterator's own ({@link ConcurrentModificationException} from {@code next()}).
+   * {@link Iterator#remove()} removes the element just returned if the list still holds it at its
+   * position (adjusted for this iterator's own removals), else throws
    * {@link ConcurrentModificationException}.
    */
   @Override
@@ -183,6 +185,7 @@ public final class SharedList extends AbstractList<Object> implements RandomAcce
       private int next;
       private int removed;  // by this iterator: later positions moved down by as many
       private boolean canRemove;
+      private int expectedModCount = modCount;
 
       @Override
       public boolean hasNext() {
@@ -191,6 +194,7 @@ public final class SharedList extends AbstractList<Object> implements RandomAcce
 
       @Override
       public Object next() {
+        if (modCount != expectedModCount) throw new ConcurrentModificationException();
         if (next >= items.length) throw new NoSuchElementException();
         canRemove = true;
         return items[next++];
@@ -205,6 +209,7 @@ public final class SharedList extends AbstractList<Object> implements RandomAcce
           throw new ConcurrentModificationException(
               "the shared list changed since this iterator's snapshot: position " + at + " no longer holds the element iterated");
         removed++;
+        expectedModCount = modCount;
       }
     };
   }
