@@ -186,8 +186,7 @@ def container_ns(cs, quick: bool) -> dict[str, tuple[float, float]]:
 
 
 def containers(cs, quick: bool) -> None:
-    print("
-uncontended container operations (ns per operation, best of runs)")
+    print("\nuncontended container operations (ns per operation, best of runs)")
     print(f"  {'operation':<16}{'private':>10}{'shared':>10}{'ratio':>8}")
     for label, (p, s) in container_ns(cs, quick).items():
         print(f"  {label:<16}{p:>10.1f}{s:>10.1f}{s / p:>8.2f}")

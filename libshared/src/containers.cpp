@@ -21,6 +21,17 @@ TableObject* as_table(Word w) { return reinterpret_cast<TableObject*>(w); }
   throw IndexError("list index " + std::to_string(i) + " out of range (size " + std::to_string(n) + ")");
 }
 
+// root_load for a slot of a container whose lock the caller holds: the slot cannot change until the
+// lock is released (every mutator store to it is made under the lock; the collector never writes
+// container slots), and the root is published (a seq_cst store) before that, so the value was in
+// the slot at an instant when this process already held it as a root, which is what root_load
+// re-reads the slot to establish (roots.hpp).
+Rooted root_locked(const std::atomic<Word>* slot) {
+  Word w = slot->load(std::memory_order_acquire);
+  if (!is_ref(w)) return Rooted(w, nullptr);
+  return Rooted(w, root_acquire(w));
+}
+
 std::size_t array_capacity(Word a) { return a == kNull ? 0 : as_array(a)->capacity; }
 
 // A list's lock for one operation. If the lock was taken over from a process that died inside a
@@ -81,7 +92,7 @@ Word grow(Metadata* m, ListObject* l, const ListState& s, std::size_t need) {
 // Removes the element at i (< s.n) and returns it, rooted. REQUIRES: the list's lock.
 Rooted erase_at(ListLock& lock, ListObject* l, const ListState& s, std::size_t i) {
   ArrayObject* arr = s.arr();
-  Rooted removed = root_load(&arr->slots[i]);  // the slot cannot change under the lock
+  Rooted removed = root_locked(&arr->slots[i]);  // the slot cannot change under the lock
   const bool last = i + 1 == s.n;
   if (!last) {
     lock.guard().begin_torn();
@@ -220,7 +231,7 @@ bool put(Metadata* m, HashObject* ho, Word key, Word value, Rooted* old) {
   Word table = ho->table.load(std::memory_order_acquire);
   if (table != kNull) {
     if (TableEntry* e = find_entry(as_table(table), ekey, hv)) {
-      if (old != nullptr) *old = root_load(&e->value);
+      if (old != nullptr) *old = root_locked(&e->value);
       store_ref(&e->value, value);
       return false;
     }
@@ -239,7 +250,7 @@ bool put(Metadata* m, HashObject* ho, Word key, Word value, Rooted* old) {
 
 // Removes the live entry e. REQUIRES: the lock.
 void remove_entry(HashObject* ho, TableEntry* e, Rooted* value) {
-  if (value != nullptr) *value = root_load(&e->value);
+  if (value != nullptr) *value = root_locked(&e->value);
   store_ref(&e->key, kTombstone);  // the publishing store: the entry is gone
   store_ref(&e->value, kNull);
   std::size_t n = ho->size.load(std::memory_order_relaxed);
@@ -264,13 +275,13 @@ Word list_get(Word list, std::size_t i) {
 Rooted list_load(Word list, std::size_t i) {
   ListLock lock(as_list(list));
   ListState s = state(as_list(list));
-  return root_load(&s.arr()->slots[checked(i, s)]);
+  return root_locked(&s.arr()->slots[checked(i, s)]);
 }
 
 Rooted list_load_signed(Word list, std::int64_t i) {
   ListLock lock(as_list(list));
   ListState s = state(as_list(list));
-  return root_load(&s.arr()->slots[checked_signed(i, s)]);
+  return root_locked(&s.arr()->slots[checked_signed(i, s)]);
 }
 
 void list_set(Word list, std::size_t i, Word v) {
@@ -289,7 +300,7 @@ Rooted list_exchange(Word list, std::size_t i, Word v) {
   ListLock lock(as_list(list));
   ListState s = state(as_list(list));
   std::atomic<Word>* slot = &s.arr()->slots[checked(i, s)];
-  Rooted old = root_load(slot);
+  Rooted old = root_locked(slot);
   store_ref(slot, v);
   return old;
 }
@@ -369,7 +380,7 @@ std::vector<Rooted> list_snapshot(Word list) {
   out.reserve(s.n);
   for (std::size_t i = 0; i < s.n; ++i) {
     Word w = s.arr()->slots[i].load(std::memory_order_acquire);
-    out.push_back(is_ref(w) ? root_load(&s.arr()->slots[i]) : Rooted(w, nullptr));
+    out.push_back(is_ref(w) ? root_locked(&s.arr()->slots[i]) : Rooted(w, nullptr));
   }
   return out;
 }
@@ -398,7 +409,7 @@ bool map_load(Word map, Word key, Rooted* value) {
   HashLock lock(as_hash(map));
   TableEntry* e = find(as_hash(map), key);
   if (e == nullptr) return false;
-  *value = root_load(&e->value);
+  *value = root_locked(&e->value);
   return true;
 }
 
@@ -410,7 +421,7 @@ bool map_put(Metadata* m, Word map, Word key, Word value, Rooted* old) {
 bool map_put_if_absent(Metadata* m, Word map, Word key, Word value, Rooted* existing) {
   HashLock lock(as_hash(map));
   if (TableEntry* e = find(as_hash(map), key)) {
-    *existing = root_load(&e->value);
+    *existing = root_locked(&e->value);
     return false;
   }
   return put(m, as_hash(map), key, value, nullptr);
@@ -440,7 +451,7 @@ bool hash_pop_any(Word h, Rooted* key, Rooted* value) {
     TableEntry& e = t->entries[i];
     Word k = e.key.load(std::memory_order_acquire);
     if (k == kNull || k == kTombstone) continue;
-    *key = k == kNullKey ? Rooted(kNull, nullptr) : root_load(&e.key);
+    *key = k == kNullKey ? Rooted(kNull, nullptr) : root_locked(&e.key);
     remove_entry(ho, &e, value);
     return true;
   }
@@ -465,8 +476,8 @@ void hash_for_each_rooted(Word h, const std::function<void(Rooted, Rooted)>& f) 
       for (std::size_t i = 0; i < t->capacity; ++i) {
         Word k = t->entries[i].key.load(std::memory_order_acquire);
         if (k == kNull || k == kTombstone) continue;
-        Rooted rk = k == kNullKey ? Rooted(kNull, nullptr) : root_load(&t->entries[i].key);
-        entries.emplace_back(std::move(rk), root_load(&t->entries[i].value));
+        Rooted rk = k == kNullKey ? Rooted(kNull, nullptr) : root_locked(&t->entries[i].key);
+        entries.emplace_back(std::move(rk), root_locked(&t->entries[i].value));
       }
     }
   }
