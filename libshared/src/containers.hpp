@@ -15,14 +15,15 @@
 //  * Every reference store goes through store_ref (the write barrier); the lock adds no store.
 //  * Crash consistency: a process killed inside an operation leaves the lock to the next caller
 //    (container_lock.hpp), which repairs what the operation left:
-//      - a list's single-slot operations (append, set, pop of the last element, clear) store in
-//        an order that leaves the list either before or after the operation: append writes the
-//        slot before the size, a pop from the end lowers the size before it clears the slot;
+//      - a list's operations that move no element (append, extend, set, pop of the last, clear) store
+//        in an order that leaves the list either before or after the operation: append and
+//        extend write the slots past the end before the size, a pop from the end and clear lower
+//        the size before they clear slots;
 //      - a set or map is re-counted (size and used from its table; tombstones' values cleared):
 //        each entry changes by one publishing store of its key, so the table itself is always
 //        either before or after the operation;
-//      - a list operation that moves several slots (insert or pop before the end, remove,
-//        extend, replace) is bracketed by the lock's torn bit: the next caller gets
+//      - a list operation that moves several slots (insert or pop before the end, erase_if,
+//        replace) is bracketed by the lock's torn bit: the next caller gets
 //        OwnerDiedError once (the list may then hold one element twice or miss one, never a value
 //        nobody stored), its operation is not performed, and the list works normally afterwards.
 //  * Locks never nest: nothing here calls back into user code under a lock.
