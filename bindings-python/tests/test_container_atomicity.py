@@ -272,6 +272,8 @@ def test_killed_workers_leave_containers_usable(tmp_path):
             out, err = s.communicate(timeout=STRESS_SECS + 120)
             assert s.returncode == 0, err
         results = load_results(tmp_path, (0, 1))
+        print(f"{kills} kills; survivors: {sum(r['ops'] for r in results.values())} operations, "
+              f"{sum(r['owner_died'] for r in results.values())} OwnerDiedError")
         assert all(r["ops"] > 100 for r in results.values()), "a survivor stopped making progress"
         # Survivors read only tagged values (the killed writers' counts are unknown: check the tags'
         # shape and the survivors' own numbering).
