@@ -42,8 +42,9 @@ class ListLock {
   explicit ListLock(ListObject* l) : guard_(&l->lock) {
     if (guard_.torn())
       throw OwnerDiedError(
-          "a process died while it moved elements of this shared list: one element may be missing or "
-          "duplicated; the list is usable again and this operation was not performed");
+          "a process died while it moved elements of this shared list: an element may be missing or "
+          "duplicated, or a replacement (sort, slice assignment) half done; the list is usable again and "
+          "this operation was not performed");
   }
   ContainerGuard& guard() { return guard_; }
 

@@ -24,8 +24,8 @@
 //        either before or after the operation;
 //      - a list operation that moves several slots (insert or pop before the end, erase_if,
 //        replace) is bracketed by the lock's torn bit: the next caller gets
-//        OwnerDiedError once (the list may then hold one element twice or miss one, never a value
-//        nobody stored), its operation is not performed, and the list works normally afterwards.
+//        OwnerDiedError once (the list may then hold one element twice or miss one, or a replacement
+//        be half done, never a value nobody stored), its operation is not performed, and the list works normally afterwards.
 //  * Locks never nest: nothing here calls back into user code under a lock.
 #pragma once
 #include <cstdint>
