@@ -5,7 +5,10 @@ Every row is a ratio against a baseline measured in the same run:
   * 1024 depth-4 binary trees handed to another process: copy_to + channel + full traversal in the
     receiver, vs pickle.dumps + pipe + pickle.loads + the same traversal (end to end, including a
     one-word reply so both sides time the same round trip);
-  * iteration over a list of 1M ints, shared vs private.
+  * iteration over a list of 1M ints, shared vs private;
+  * uncontended single operations on a shared list and dict (append, get, set, pop, d[k], d[k] = v)
+    vs the same on a private list and dict (`--containers`: this section only, and `--json` to
+    print its ns per operation, which ab_containers.py uses to compare two builds).
 Starts its own colors-server (as the tests do: $COLORS_SERVER_BIN or build/colors-server).
 """
 
@@ -153,19 +156,67 @@ def iteration(cs, quick: bool) -> None:
         print(f"  {label:<18} private {p:8.2f}  shared {s:8.2f}  ratio {s / p:6.2f}")
 
 
+CONTAINER_OPS = [
+    # label, setup statement, timed statement (o: the list or dict)
+    ("list append", "", "o.append(7)"),
+    ("list get", "", "o[5]"),
+    ("list get [-1]", "", "o[-1]"),
+    ("list set", "", "o[5] = 9"),
+    ("list append+pop", "", "o.append(1); o.pop()"),
+    ("dict get", "", "o[5]"),
+    ("dict set", "", "o[5] = 9"),
+]
+
+
+def container_ns(cs, quick: bool) -> dict[str, tuple[float, float]]:
+    """ns per operation, (private, shared), best of runs, for CONTAINER_OPS."""
+    n, rep = (20_000, 3) if quick else (100_000, 7)
+    out = {}
+    for label, _, stmt in CONTAINER_OPS:
+        times = []
+        for shared in (False, True):
+            base = dict.fromkeys(range(10), 1) if label.startswith("dict") else list(range(10))
+            o = cs.copy_to(base) if shared else base
+            t = best_ns(stmt, o, n, rep)
+            if label == "list append":  # the list grew by n * (rep + 1): keep the next rows comparable
+                o.clear()
+            times.append(t)
+        out[label] = (times[0], times[1])
+    return out
+
+
+def containers(cs, quick: bool) -> None:
+    print("\nuncontended container operations (ns per operation, best of runs)")
+    print(f"  {'operation':<16}{'private':>10}{'shared':>10}{'ratio':>8}")
+    for label, (p, s) in container_ns(cs, quick).items():
+        print(f"  {label:<16}{p:>10.1f}{s:>10.1f}{s / p:>8.2f}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="fewer repetitions (CI smoke run)")
+    ap.add_argument("--containers", action="store_true", help="only the container operations section")
+    ap.add_argument("--json", action="store_true", help="with --containers: print {label: [private, shared]} as JSON")
     args = ap.parse_args()
     srv = Server(heap="256M")
     os.environ["COLORS_SOCKET"] = srv.socket
     try:
         import colors_shm as cs
 
+        if args.containers:
+            if args.json:
+                import json
+
+                print(json.dumps(container_ns(cs, args.quick)))
+            else:
+                containers(cs, args.quick)
+            cs.detach()
+            return 0
         cs.register(bench_types.TreeNode)
         attributes(cs, args.quick)
         trees(cs, args.quick)
         iteration(cs, args.quick)
+        containers(cs, args.quick)
         cs.detach()
     finally:
         srv.stop()

@@ -325,18 +325,11 @@ Value List::get(std::size_t i) const { return adopt(list_load(word_, i)); }
 void List::set(std::size_t i, const Value& v) { list_set(word_, i, v.raw()); }
 void List::append(const Value& v) { list_append(meta(), word_, v.raw()); }
 void List::insert(std::size_t i, const Value& v) { list_insert(meta(), word_, i, v.raw()); }
-Value List::erase(std::size_t i) {
-  Value v = get(i);  // rooted before it leaves the list
-  Word removed = list_erase(word_, i);
-  if (removed != v.raw()) return Value::from_raw(removed);  // a racing store changed the slot; still pending-protected
-  return v;
-}
+Value List::erase(std::size_t i) { return adopt(list_pop(word_, i)); }
 void List::clear() { list_clear(word_); }
 std::vector<Value> List::items() const {
   std::vector<Value> out;
-  std::size_t n = size();
-  out.reserve(n);
-  for (std::size_t i = 0; i < n; ++i) out.push_back(get(i));
+  for (Rooted& r : list_snapshot(word_)) out.push_back(adopt(std::move(r)));
   return out;
 }
 List new_list(std::size_t capacity) { return List(adopt(detail::new_list(meta(), capacity))); }

@@ -1,9 +1,11 @@
 #include "containers.hpp"
 
+#include <cstring>
 #include <string>
 
 #include "barrier.hpp"
 #include "colors/errors.hpp"
+#include "container_lock.hpp"
 #include "objects.hpp"
 
 namespace colors::detail {
@@ -15,29 +17,159 @@ HashObject* as_hash(Word w) { return reinterpret_cast<HashObject*>(w); }
 ArrayObject* as_array(Word w) { return reinterpret_cast<ArrayObject*>(w); }
 TableObject* as_table(Word w) { return reinterpret_cast<TableObject*>(w); }
 
-[[noreturn]] void index_error(std::size_t i, std::size_t n) {
+[[noreturn]] void index_error(std::int64_t i, std::size_t n) {
   throw IndexError("list index " + std::to_string(i) + " out of range (size " + std::to_string(n) + ")");
+}
+
+// root_load for a slot of a container whose lock the caller holds: the slot cannot change until the
+// lock is released (every mutator store to it is made under the lock; the collector never writes
+// container slots), and the root is published (a seq_cst store) before that, so the value was in
+// the slot at an instant when this process already held it as a root, which is what root_load
+// re-reads the slot to establish (roots.hpp).
+Rooted root_locked(const std::atomic<Word>* slot) {
+  Word w = slot->load(std::memory_order_acquire);
+  if (!is_ref(w)) return Rooted(w, nullptr);
+  return Rooted(w, root_acquire(w));
 }
 
 std::size_t array_capacity(Word a) { return a == kNull ? 0 : as_array(a)->capacity; }
 
-// Makes room for `need` elements, copying into a larger array. Returns the array to use.
-Word grow(Metadata* m, ListObject* l, Word array, std::size_t need) {
-  std::size_t cap = array_capacity(array);
-  if (need <= cap) return array;
+// A list's lock for one operation. If the lock was taken over from a process that died inside a
+// multi-slot change (torn), the list may hold one element twice or miss one: the caller is told
+// once with OwnerDiedError (the lock is released, the operation not performed).
+class ListLock {
+ public:
+  explicit ListLock(ListObject* l) : guard_(&l->lock) {
+    if (guard_.torn())
+      throw OwnerDiedError(
+          "a process died while it moved elements of this shared list: an element may be missing or "
+          "duplicated, or a replacement (sort, slice assignment) half done; the list is usable again and "
+          "this operation was not performed");
+  }
+  ContainerGuard& guard() { return guard_; }
+
+ private:
+  ContainerGuard guard_;
+};
+
+// Under the lock, the list's size and storage, with the size clamped to the storage's capacity
+// (a corrupt size can make nothing go out of bounds).
+struct ListState {
+  std::size_t n;
+  Word a;
+  ArrayObject* arr() const { return as_array(a); }
+};
+ListState state(ListObject* l) {
+  Word a = l->array.load(std::memory_order_acquire);
+  std::size_t n = l->size.load(std::memory_order_acquire);
+  std::size_t cap = array_capacity(a);
+  return {n > cap ? cap : n, a};
+}
+
+std::size_t checked(std::size_t i, const ListState& s) {
+  if (i >= s.n) index_error(static_cast<std::int64_t>(i), s.n);
+  return i;
+}
+std::size_t checked_signed(std::int64_t i, const ListState& s) {
+  std::int64_t j = i < 0 ? i + static_cast<std::int64_t>(s.n) : i;
+  if (j < 0 || static_cast<std::size_t>(j) >= s.n) index_error(i, s.n);
+  return static_cast<std::size_t>(j);
+}
+
+// Makes room for `need` elements, copying into a larger array that is published once filled.
+// Returns the array to use. REQUIRES: the list's lock.
+Word grow(Metadata* m, ListObject* l, const ListState& s, std::size_t need) {
+  std::size_t cap = array_capacity(s.a);
+  if (need <= cap) return s.a;
   std::size_t ncap = cap < 4 ? 4 : cap * 2;
   if (ncap < need) ncap = need;
   Rooted fresh_root = new_array(m, TypeKind::kArray, ncap);
   Word fresh = fresh_root.word();
-  std::size_t n = l->size.load(std::memory_order_acquire);
-  if (n > cap) n = cap;
-  for (std::size_t i = 0; i < n; ++i) init_ref(&as_array(fresh)->slots[i], as_array(array)->slots[i].load(std::memory_order_acquire));
+  for (std::size_t i = 0; i < s.n; ++i) init_ref(&as_array(fresh)->slots[i], s.arr()->slots[i].load(std::memory_order_acquire));
   store_ref(&l->array, fresh);
   return fresh;
 }
 
+// Removes the element at i (< s.n) and returns it, rooted. REQUIRES: the list's lock.
+Rooted erase_at(ListLock& lock, ListObject* l, const ListState& s, std::size_t i) {
+  ArrayObject* arr = s.arr();
+  Rooted removed = root_locked(&arr->slots[i]);  // the slot cannot change under the lock
+  const bool last = i + 1 == s.n;
+  if (!last) {
+    lock.guard().begin_torn();
+    for (std::size_t k = i; k + 1 < s.n; ++k) store_ref(&arr->slots[k], arr->slots[k + 1].load(std::memory_order_acquire));
+  }
+  // The size drops before the freed slot is cleared: a crash in between leaves a stale slot past
+  // the end (harmless: the next append overwrites it), never a null inside the list.
+  l->size.store(s.n - 1, std::memory_order_release);
+  if (!last) lock.guard().end_torn();
+  store_ref(&arr->slots[s.n - 1], kNull);
+  return removed;
+}
+
+// Appends v[0..k): the slots past the end first, then the size in one store, so a crash leaves
+// the list either without or with all of them. REQUIRES: the list's lock.
+void append_at_end(Metadata* m, ListObject* l, const ListState& s, const Word* v, std::size_t k) {
+  Word a = grow(m, l, s, s.n + k);
+  for (std::size_t j = 0; j < k; ++j) store_ref(&as_array(a)->slots[s.n + j], v[j]);
+  l->size.store(s.n + k, std::memory_order_release);
+}
+
+void insert_at(Metadata* m, ListLock& lock, ListObject* l, const ListState& s, std::size_t i, Word v) {
+  if (i == s.n) return append_at_end(m, l, s, &v, 1);
+  Word a = grow(m, l, s, s.n + 1);
+  ArrayObject* arr = as_array(a);
+  lock.guard().begin_torn();
+  for (std::size_t k = s.n; k > i; --k) store_ref(&arr->slots[k], arr->slots[k - 1].load(std::memory_order_acquire));
+  store_ref(&arr->slots[i], v);
+  l->size.store(s.n + 1, std::memory_order_release);
+  lock.guard().end_torn();
+}
+
+// values_equal, and a NaN is the same value as a NaN with the same bits (a copy read out of the
+// list must match the element it was read from).
+bool same_value(Word a, Word b) {
+  if (values_equal(a, b)) return true;
+  if (kind_of(a) != TypeKind::kFloat || kind_of(b) != TypeKind::kFloat) return false;
+  double x = float_value(a), y = float_value(b);
+  return std::memcmp(&x, &y, sizeof x) == 0;
+}
+
 Word encode_key(Word k) { return k == kNull ? kNullKey : k; }
 Word decode_key(Word k) { return k == kNullKey ? kNull : k; }
+
+// Re-derives a table's counters after its lock was taken over from a dead owner: size and used
+// from the entries, and no value left behind a tombstone. REQUIRES: the lock.
+void recount(HashObject* ho) {
+  Word table = ho->table.load(std::memory_order_acquire);
+  std::size_t live = 0, used = 0;
+  if (table != kNull) {
+    TableObject* t = as_table(table);
+    for (std::size_t i = 0; i < t->capacity; ++i) {
+      Word k = t->entries[i].key.load(std::memory_order_acquire);
+      if (k == kNull) continue;
+      ++used;
+      if (k == kTombstone) {
+        if (t->entries[i].value.load(std::memory_order_acquire) != kNull) store_ref(&t->entries[i].value, kNull);
+      } else {
+        ++live;
+      }
+    }
+    t->used.store(used, std::memory_order_relaxed);
+  }
+  ho->size.store(live, std::memory_order_release);
+}
+
+// A set's or map's lock for one operation; repairs the counters after a dead owner.
+class HashLock {
+ public:
+  explicit HashLock(HashObject* ho) : guard_(&ho->lock) {
+    if (guard_.recovered()) recount(ho);
+  }
+
+ private:
+  ContainerGuard guard_;
+};
 
 // Finds the entry holding `key`, or nullptr.
 TableEntry* find_entry(TableObject* t, Word key, std::uint64_t h) {
@@ -52,7 +184,13 @@ TableEntry* find_entry(TableObject* t, Word key, std::uint64_t h) {
   return nullptr;
 }
 
-// Inserts a key known to be absent into a table with room. Returns false if no room (racing).
+TableEntry* find(HashObject* ho, Word key) {
+  Word table = ho->table.load(std::memory_order_acquire);
+  if (table == kNull) return nullptr;
+  return find_entry(as_table(table), encode_key(key), value_hash(key));
+}
+
+// Inserts a key known to be absent into a table with room. Returns false if there is no room.
 bool insert_new(TableObject* t, Word key, Word value, std::uint64_t h) {
   std::size_t mask = t->capacity - 1;
   for (std::size_t probe = 0, i = h & mask; probe < t->capacity; ++probe, i = (i + 1) & mask) {
@@ -61,7 +199,7 @@ bool insert_new(TableObject* t, Word key, Word value, std::uint64_t h) {
     if (k == kNull || k == kTombstone) {
       store_ref(&e.value, value);
       e.hash.store(h, std::memory_order_relaxed);
-      // The key is written last (release): a reader that sees it also sees hash and value.
+      // The key is written last (release): whoever sees it also sees hash and value.
       store_ref(&e.key, key);
       if (k == kNull) t->used.fetch_add(1, std::memory_order_relaxed);
       return true;
@@ -87,13 +225,14 @@ Word rehash(Metadata* m, HashObject* ho, Word table, std::size_t need) {
   return fresh;
 }
 
-bool put(Metadata* m, Word h, Word key, Word value) {
-  HashObject* ho = as_hash(h);
+// REQUIRES: the lock.
+bool put(Metadata* m, HashObject* ho, Word key, Word value, Rooted* old) {
   Word ekey = encode_key(key);
   std::uint64_t hv = value_hash(key);
   Word table = ho->table.load(std::memory_order_acquire);
   if (table != kNull) {
     if (TableEntry* e = find_entry(as_table(table), ekey, hv)) {
+      if (old != nullptr) *old = root_locked(&e->value);
       store_ref(&e->value, value);
       return false;
     }
@@ -110,159 +249,240 @@ bool put(Metadata* m, Word h, Word key, Word value) {
   return true;
 }
 
+// Removes the live entry e. REQUIRES: the lock.
+void remove_entry(HashObject* ho, TableEntry* e, Rooted* value) {
+  if (value != nullptr) *value = root_locked(&e->value);
+  store_ref(&e->key, kTombstone);  // the publishing store: the entry is gone
+  store_ref(&e->value, kNull);
+  std::size_t n = ho->size.load(std::memory_order_relaxed);
+  ho->size.store(n == 0 ? 0 : n - 1, std::memory_order_release);
+}
+
 }  // namespace
 
 // ---- list ----
 
-std::size_t list_size(Word list) { return as_list(list)->size.load(std::memory_order_acquire); }
+std::size_t list_size(Word list) {
+  ListLock lock(as_list(list));
+  return state(as_list(list)).n;
+}
 
 Word list_get(Word list, std::size_t i) {
-  ListObject* l = as_list(list);
-  std::size_t n = l->size.load(std::memory_order_acquire);
-  Word a = l->array.load(std::memory_order_acquire);
-  if (i >= n || i >= array_capacity(a)) index_error(i, n);
-  return as_array(a)->slots[i].load(std::memory_order_acquire);
+  ListLock lock(as_list(list));
+  ListState s = state(as_list(list));
+  return s.arr()->slots[checked(i, s)].load(std::memory_order_acquire);
 }
 
 Rooted list_load(Word list, std::size_t i) {
-  ListObject* l = as_list(list);
-  std::size_t n = l->size.load(std::memory_order_acquire);
-  Word a = l->array.load(std::memory_order_acquire);
-  if (i >= n || i >= array_capacity(a)) index_error(i, n);
-  return root_load(&as_array(a)->slots[i]);
+  ListLock lock(as_list(list));
+  ListState s = state(as_list(list));
+  return root_locked(&s.arr()->slots[checked(i, s)]);
+}
+
+Rooted list_load_signed(Word list, std::int64_t i) {
+  ListLock lock(as_list(list));
+  ListState s = state(as_list(list));
+  return root_locked(&s.arr()->slots[checked_signed(i, s)]);
 }
 
 void list_set(Word list, std::size_t i, Word v) {
-  ListObject* l = as_list(list);
-  std::size_t n = l->size.load(std::memory_order_acquire);
-  Word a = l->array.load(std::memory_order_acquire);
-  if (i >= n || i >= array_capacity(a)) index_error(i, n);
-  store_ref(&as_array(a)->slots[i], v);
+  ListLock lock(as_list(list));
+  ListState s = state(as_list(list));
+  store_ref(&s.arr()->slots[checked(i, s)], v);
+}
+
+void list_set_signed(Word list, std::int64_t i, Word v) {
+  ListLock lock(as_list(list));
+  ListState s = state(as_list(list));
+  store_ref(&s.arr()->slots[checked_signed(i, s)], v);
+}
+
+Rooted list_exchange(Word list, std::size_t i, Word v) {
+  ListLock lock(as_list(list));
+  ListState s = state(as_list(list));
+  std::atomic<Word>* slot = &s.arr()->slots[checked(i, s)];
+  Rooted old = root_locked(slot);
+  store_ref(slot, v);
+  return old;
 }
 
 void list_append(Metadata* m, Word list, Word v) {
-  ListObject* l = as_list(list);
-  std::size_t n = l->size.load(std::memory_order_acquire);
-  Word a = grow(m, l, l->array.load(std::memory_order_acquire), n + 1);
-  store_ref(&as_array(a)->slots[n], v);
-  l->size.store(n + 1, std::memory_order_release);
+  ListLock lock(as_list(list));
+  append_at_end(m, as_list(list), state(as_list(list)), &v, 1);
+}
+
+void list_append_all(Metadata* m, Word list, const Word* v, std::size_t n) {
+  ListLock lock(as_list(list));
+  append_at_end(m, as_list(list), state(as_list(list)), v, n);
 }
 
 void list_insert(Metadata* m, Word list, std::size_t i, Word v) {
-  ListObject* l = as_list(list);
-  std::size_t n = l->size.load(std::memory_order_acquire);
-  if (i > n) index_error(i, n);
-  Word a = grow(m, l, l->array.load(std::memory_order_acquire), n + 1);
-  ArrayObject* arr = as_array(a);
-  for (std::size_t k = n; k > i; --k) store_ref(&arr->slots[k], arr->slots[k - 1].load(std::memory_order_acquire));
-  store_ref(&arr->slots[i], v);
-  l->size.store(n + 1, std::memory_order_release);
+  ListLock lock(as_list(list));
+  ListState s = state(as_list(list));
+  if (i > s.n) index_error(static_cast<std::int64_t>(i), s.n);
+  insert_at(m, lock, as_list(list), s, i, v);
 }
 
-Word list_erase(Word list, std::size_t i) {
-  ListObject* l = as_list(list);
-  std::size_t n = l->size.load(std::memory_order_acquire);
-  Word a = l->array.load(std::memory_order_acquire);
-  std::size_t cap = array_capacity(a);
-  if (i >= n || i >= cap) index_error(i, n);
-  if (n > cap) n = cap;
-  ArrayObject* arr = as_array(a);
-  Word removed = arr->slots[i].load(std::memory_order_acquire);
-  for (std::size_t k = i; k + 1 < n; ++k) store_ref(&arr->slots[k], arr->slots[k + 1].load(std::memory_order_acquire));
-  store_ref(&arr->slots[n - 1], kNull);
-  l->size.store(n - 1, std::memory_order_release);
-  return removed;
+void list_insert_clamped(Metadata* m, Word list, std::int64_t i, Word v) {
+  ListLock lock(as_list(list));
+  ListState s = state(as_list(list));
+  const auto n = static_cast<std::int64_t>(s.n);
+  std::int64_t j = i < 0 ? i + n : i;
+  if (j < 0) j = 0;
+  if (j > n) j = n;
+  insert_at(m, lock, as_list(list), s, static_cast<std::size_t>(j), v);
+}
+
+Rooted list_pop(Word list, std::size_t i) {
+  ListLock lock(as_list(list));
+  ListState s = state(as_list(list));
+  return erase_at(lock, as_list(list), s, checked(i, s));
+}
+
+Rooted list_pop_signed(Word list, std::int64_t i) {
+  ListLock lock(as_list(list));
+  ListState s = state(as_list(list));
+  return erase_at(lock, as_list(list), s, checked_signed(i, s));
+}
+
+bool list_erase_if(Word list, std::size_t i, Word expected) {
+  ListLock lock(as_list(list));
+  ListState s = state(as_list(list));
+  if (i >= s.n || !same_value(s.arr()->slots[i].load(std::memory_order_acquire), expected)) return false;
+  erase_at(lock, as_list(list), s, i);
+  return true;
 }
 
 void list_clear(Word list) {
+  ListLock lock(as_list(list));
   ListObject* l = as_list(list);
-  std::size_t n = l->size.load(std::memory_order_acquire);
-  Word a = l->array.load(std::memory_order_acquire);
-  std::size_t cap = array_capacity(a);
-  l->size.store(0, std::memory_order_release);
-  for (std::size_t k = 0; k < n && k < cap; ++k) store_ref(&as_array(a)->slots[k], kNull);
+  ListState s = state(l);
+  l->size.store(0, std::memory_order_release);  // first: a crash leaves stale slots past the end
+  for (std::size_t k = 0; k < s.n; ++k) store_ref(&s.arr()->slots[k], kNull);
+}
+
+void list_replace(Metadata* m, Word list, const Word* v, std::size_t k) {
+  ListLock lock(as_list(list));
+  ListObject* l = as_list(list);
+  ListState s = state(l);
+  Word a = grow(m, l, s, k);
+  ArrayObject* arr = as_array(a);
+  lock.guard().begin_torn();
+  for (std::size_t j = 0; j < k; ++j) store_ref(&arr->slots[j], v[j]);
+  l->size.store(k, std::memory_order_release);
+  lock.guard().end_torn();
+  for (std::size_t j = k; j < s.n; ++j) store_ref(&arr->slots[j], kNull);
+}
+
+std::vector<Rooted> list_snapshot(Word list) {
+  ListLock lock(as_list(list));
+  ListState s = state(as_list(list));
+  std::vector<Rooted> out;
+  out.reserve(s.n);
+  for (std::size_t i = 0; i < s.n; ++i) {
+    Word w = s.arr()->slots[i].load(std::memory_order_acquire);
+    out.push_back(is_ref(w) ? root_locked(&s.arr()->slots[i]) : Rooted(w, nullptr));
+  }
+  return out;
 }
 
 // ---- set and map ----
 
-std::size_t hash_size(Word h) { return as_hash(h)->size.load(std::memory_order_acquire); }
+std::size_t hash_size(Word h) {
+  HashLock lock(as_hash(h));
+  return as_hash(h)->size.load(std::memory_order_acquire);
+}
 
 bool hash_contains(Word h, Word key) {
-  Word table = as_hash(h)->table.load(std::memory_order_acquire);
-  return table != kNull && find_entry(as_table(table), encode_key(key), value_hash(key)) != nullptr;
+  HashLock lock(as_hash(h));
+  return find(as_hash(h), key) != nullptr;
 }
 
 bool map_get(Word map, Word key, Word* value) {
-  Word table = as_hash(map)->table.load(std::memory_order_acquire);
-  if (table == kNull) return false;
-  TableEntry* e = find_entry(as_table(table), encode_key(key), value_hash(key));
+  HashLock lock(as_hash(map));
+  TableEntry* e = find(as_hash(map), key);
   if (e == nullptr) return false;
   *value = e->value.load(std::memory_order_acquire);
   return true;
 }
 
 bool map_load(Word map, Word key, Rooted* value) {
-  Word table = as_hash(map)->table.load(std::memory_order_acquire);
-  if (table == kNull) return false;
-  TableEntry* e = find_entry(as_table(table), encode_key(key), value_hash(key));
+  HashLock lock(as_hash(map));
+  TableEntry* e = find(as_hash(map), key);
   if (e == nullptr) return false;
-  *value = root_load(&e->value);
+  *value = root_locked(&e->value);
   return true;
 }
 
-bool map_put(Metadata* m, Word map, Word key, Word value) { return put(m, map, key, value); }
-
-bool set_add(Metadata* m, Word set, Word key) {
-  if (hash_contains(set, key)) return false;
-  return put(m, set, key, kNull);
+bool map_put(Metadata* m, Word map, Word key, Word value, Rooted* old) {
+  HashLock lock(as_hash(map));
+  return put(m, as_hash(map), key, value, old);
 }
 
-bool hash_remove(Word h, Word key, Word* value) {
+bool map_put_if_absent(Metadata* m, Word map, Word key, Word value, Rooted* existing) {
+  HashLock lock(as_hash(map));
+  if (TableEntry* e = find(as_hash(map), key)) {
+    *existing = root_locked(&e->value);
+    return false;
+  }
+  return put(m, as_hash(map), key, value, nullptr);
+}
+
+bool set_add(Metadata* m, Word set, Word key) {
+  HashLock lock(as_hash(set));
+  if (find(as_hash(set), key) != nullptr) return false;
+  return put(m, as_hash(set), key, kNull, nullptr);
+}
+
+bool hash_remove(Word h, Word key, Rooted* value) {
+  HashLock lock(as_hash(h));
+  TableEntry* e = find(as_hash(h), key);
+  if (e == nullptr) return false;
+  remove_entry(as_hash(h), e, value);
+  return true;
+}
+
+bool hash_pop_any(Word h, Rooted* key, Rooted* value) {
+  HashLock lock(as_hash(h));
   HashObject* ho = as_hash(h);
   Word table = ho->table.load(std::memory_order_acquire);
   if (table == kNull) return false;
-  TableEntry* e = find_entry(as_table(table), encode_key(key), value_hash(key));
-  if (e == nullptr) return false;
-  if (value != nullptr) *value = e->value.load(std::memory_order_acquire);
-  store_ref(&e->key, kTombstone);
-  store_ref(&e->value, kNull);
-  std::size_t n = ho->size.load(std::memory_order_relaxed);
-  ho->size.store(n == 0 ? 0 : n - 1, std::memory_order_release);
-  return true;
+  TableObject* t = as_table(table);
+  for (std::size_t i = 0; i < t->capacity; ++i) {
+    TableEntry& e = t->entries[i];
+    Word k = e.key.load(std::memory_order_acquire);
+    if (k == kNull || k == kTombstone) continue;
+    *key = k == kNullKey ? Rooted(kNull, nullptr) : root_locked(&e.key);
+    remove_entry(ho, &e, value);
+    return true;
+  }
+  return false;
 }
 
 void hash_clear(Word h) {
+  HashLock lock(as_hash(h));
   HashObject* ho = as_hash(h);
   ho->size.store(0, std::memory_order_release);
   store_ref(&ho->table, kNull);
 }
 
-void hash_for_each(Word h, const std::function<void(Word, Word)>& f) {
-  Word table = as_hash(h)->table.load(std::memory_order_acquire);
-  if (table == kNull) return;
-  TableObject* t = as_table(table);
-  for (std::size_t i = 0; i < t->capacity; ++i) {
-    Word k = t->entries[i].key.load(std::memory_order_acquire);
-    if (k == kNull || k == kTombstone) continue;
-    f(decode_key(k), t->entries[i].value.load(std::memory_order_acquire));
-  }
-}
-
-}  // namespace colors::detail
-
-namespace colors::detail {
-
 void hash_for_each_rooted(Word h, const std::function<void(Rooted, Rooted)>& f) {
-  Word table = as_hash(h)->table.load(std::memory_order_acquire);
-  if (table == kNull) return;
-  TableObject* t = as_table(table);
-  for (std::size_t i = 0; i < t->capacity; ++i) {
-    Rooted k = root_load(&t->entries[i].key);
-    if (k.word() == kNull || k.word() == kTombstone) continue;
-    Rooted v = root_load(&t->entries[i].value);
-    if (k.word() == kNullKey) k = Rooted(kNull, nullptr);
-    f(std::move(k), std::move(v));
+  std::vector<std::pair<Rooted, Rooted>> entries;
+  {
+    HashLock lock(as_hash(h));
+    Word table = as_hash(h)->table.load(std::memory_order_acquire);
+    if (table != kNull) {
+      TableObject* t = as_table(table);
+      entries.reserve(as_hash(h)->size.load(std::memory_order_relaxed));
+      for (std::size_t i = 0; i < t->capacity; ++i) {
+        Word k = t->entries[i].key.load(std::memory_order_acquire);
+        if (k == kNull || k == kTombstone) continue;
+        Rooted rk = k == kNullKey ? Rooted(kNull, nullptr) : root_locked(&t->entries[i].key);
+        entries.emplace_back(std::move(rk), root_locked(&t->entries[i].value));
+      }
+    }
   }
+  for (auto& [k, v] : entries) f(std::move(k), std::move(v));
 }
 
 }  // namespace colors::detail

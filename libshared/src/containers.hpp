@@ -2,16 +2,35 @@
 // the language-neutral hash and equality of objects.hpp).
 //
 // Invariants:
-//  * Every index is checked against the capacity of the storage object actually loaded, never
-//    against a size read separately; probes are bounded by the table's capacity. So racing
-//    unsynchronized operations may lose updates or see stale elements, but never read or write
-//    out of bounds, loop forever, or corrupt a block.
+//  * Atomicity: every function below runs under the container's lock word (container_lock.hpp),
+//    so each is one linearizable operation across threads and processes: a reader never sees a
+//    half-done change, nothing is read that was never stored, nothing is removed twice. A
+//    sequence of calls is not atomic (use a monitor or a transaction). Indices are resolved
+//    under the lock too (the *_signed functions take Python-style negative positions).
+//  * Every index is checked against the capacity of the storage object actually loaded; probes are
+//    bounded by the table's capacity, so even a corrupt size cannot make an access go out of bounds.
 //  * Storage is replaced, never resized in place: a new array/table is filled, then published
-//    with store_ref (the old one stays valid memory for readers still holding it).
-//  * Every reference store goes through store_ref (the write barrier).
+//    with store_ref (the collector, which reads containers without the lock, still sees the old
+//    one as valid memory).
+//  * Every reference store goes through store_ref (the write barrier); the lock adds no store.
+//  * Crash consistency: a process killed inside an operation leaves the lock to the next caller
+//    (container_lock.hpp), which repairs what the operation left:
+//      - a list's operations that move no element (append, extend, set, pop of the last, clear) store
+//        in an order that leaves the list either before or after the operation: append and
+//        extend write the slots past the end before the size, a pop from the end and clear lower
+//        the size before they clear slots;
+//      - a set or map is re-counted (size and used from its table; tombstones' values cleared):
+//        each entry changes by one publishing store of its key, so the table itself is always
+//        either before or after the operation;
+//      - a list operation that moves several slots (insert or pop before the end, erase_if,
+//        replace) is bracketed by the lock's torn bit: the next caller gets
+//        OwnerDiedError once (the list may then hold one element twice or miss one, or a replacement
+//        be half done, never a value nobody stored), its operation is not performed, and the list works normally afterwards.
+//  * Locks never nest: nothing here calls back into user code under a lock.
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 #include "layout.hpp"
 #include "roots.hpp"
@@ -23,25 +42,50 @@ std::size_t list_size(Word list);
 Word list_get(Word list, std::size_t i);           // IndexError when out of range
 Rooted list_load(Word list, std::size_t i);        // list_get, rooted (roots.hpp, root_load)
 void list_set(Word list, std::size_t i, Word v);   // IndexError when out of range
+// Stores v at i and returns the element it replaced, rooted.
+Rooted list_exchange(Word list, std::size_t i, Word v);
 void list_append(Metadata* m, Word list, Word v);
-void list_insert(Metadata* m, Word list, std::size_t i, Word v);  // i <= size
-Word list_erase(Word list, std::size_t i);         // returns the removed element
+// Appends n values in one operation.
+void list_append_all(Metadata* m, Word list, const Word* v, std::size_t n);
+void list_insert(Metadata* m, Word list, std::size_t i, Word v);  // IndexError unless i <= size
+// Removes the element at i and returns it, rooted.
+Rooted list_pop(Word list, std::size_t i);
+// Removes the element at i only if it still equals `expected` (language-neutral equality, objects.hpp:
+// identity for shared objects, value for scalars and strings, bits for NaNs); returns whether.
+bool list_erase_if(Word list, std::size_t i, Word expected);
 void list_clear(Word list);
+// Makes the content exactly v[0..n).
+void list_replace(Metadata* m, Word list, const Word* v, std::size_t n);
+// The elements at one instant, each rooted (non-references with no root slot).
+std::vector<Rooted> list_snapshot(Word list);
+
+// Python-style positions: i < 0 means size + i, resolved under the lock.
+Rooted list_load_signed(Word list, std::int64_t i);
+void list_set_signed(Word list, std::int64_t i, Word v);
+Rooted list_pop_signed(Word list, std::int64_t i);
+// list.insert: the position is clamped to [0, size] (after adding size to a negative one).
+void list_insert_clamped(Metadata* m, Word list, std::int64_t i, Word v);
 
 // ---- set and map ----
 std::size_t hash_size(Word h);
 bool hash_contains(Word h, Word key);
 bool map_get(Word map, Word key, Word* value);
 bool map_load(Word map, Word key, Rooted* value);  // map_get, rooted
-// Inserts or replaces. Returns true when the key was new.
-bool map_put(Metadata* m, Word map, Word key, Word value);
+// Inserts or replaces. Returns true when the key was new; else, if `old` != nullptr, the value
+// it replaced, rooted.
+bool map_put(Metadata* m, Word map, Word key, Word value, Rooted* old = nullptr);
+// Inserts only if the key is absent (returns true); else returns false with the value it has,
+// rooted, in *existing.
+bool map_put_if_absent(Metadata* m, Word map, Word key, Word value, Rooted* existing);
 bool set_add(Metadata* m, Word set, Word key);
-// Removes the key; returns whether it was there (and its value for maps, if `value` != nullptr).
-bool hash_remove(Word h, Word key, Word* value = nullptr);
+// Removes the key; returns whether it was there (and its value for maps, rooted, if `value` !=
+// nullptr).
+bool hash_remove(Word h, Word key, Rooted* value = nullptr);
+// Removes some entry and returns it (key as users see it, and value), rooted; false when empty.
+bool hash_pop_any(Word h, Rooted* key, Rooted* value);
 void hash_clear(Word h);
-// Visits live entries; keys are given back as users see them (the null key as kNull).
-void hash_for_each(Word h, const std::function<void(Word key, Word value)>& f);
-// Visits live entries as rooted (key, value) pairs.
+// Visits the live entries of one instant as rooted (key, value) pairs (taken under the lock, then
+// visited without it: `f` may use the container).
 void hash_for_each_rooted(Word h, const std::function<void(Rooted key, Rooted value)>& f);
 
 }  // namespace colors::detail

@@ -104,6 +104,7 @@ struct ListObject {
   ObjectHead head;
   std::atomic<std::uint64_t> size;
   std::atomic<Word> array;  // ArrayObject reference (or null when empty)
+  std::atomic<std::uint64_t> lock;  // container_lock.hpp: every operation holds it
 };
 
 struct TableEntry {
@@ -122,6 +123,7 @@ struct HashObject {
   ObjectHead head;
   std::atomic<std::uint64_t> size;
   std::atomic<Word> table;  // TableObject reference (or null when never filled)
+  std::atomic<std::uint64_t> lock;  // container_lock.hpp: every operation holds it
 };
 
 // User objects: `inline_slots` slots were reserved at allocation (from the block size); a version

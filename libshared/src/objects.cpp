@@ -93,7 +93,7 @@ Rooted new_array(Metadata* m, TypeKind kind, std::size_t capacity) {
 Rooted new_list(Metadata* m, std::size_t capacity) {
   Rooted array = capacity == 0 ? Rooted() : new_array(m, TypeKind::kArray, capacity);
   // The array stays rooted until the list holding it is published and rooted itself.
-  return allocate(m, TypeKind::kList, builtin_class(m, TypeKind::kList), 16, [&array](ObjectHead* o) {
+  return allocate(m, TypeKind::kList, builtin_class(m, TypeKind::kList), sizeof(ListObject) - sizeof(ObjectHead), [&array](ObjectHead* o) {
     init_ref(&reinterpret_cast<ListObject*>(o)->array, array.word());
   });
 }
@@ -107,7 +107,7 @@ Rooted new_table(Metadata* m, std::size_t capacity) {
 
 static Rooted new_hash(Metadata* m, TypeKind kind, std::size_t capacity) {
   Rooted table = capacity == 0 ? Rooted() : new_table(m, capacity);
-  return allocate(m, kind, builtin_class(m, kind), 16, [&table](ObjectHead* o) {
+  return allocate(m, kind, builtin_class(m, kind), sizeof(HashObject) - sizeof(ObjectHead), [&table](ObjectHead* o) {
     init_ref(&reinterpret_cast<HashObject*>(o)->table, table.word());
   });
 }

@@ -1,6 +1,6 @@
 // colors-bench: every core benchmark, each against its baseline measured in the same run.
 //
-//   colors-bench [--quick] [alloc] [sync] [gc]
+//   colors-bench [--quick] [alloc] [sync] [gc] [containers]
 //
 // With no names every benchmark runs. --quick (or COLORS_BENCH_QUICK=1) shortens the long ones.
 #include <cstdlib>
@@ -15,16 +15,18 @@ void bench_alloc(std::ostream& out);
 void bench_roots(std::ostream& out);
 void bench_sync(std::ostream& out);
 void bench_gc(std::ostream& out);
+void bench_containers(std::ostream& out);
 
 int main(int argc, char** argv) {
   std::set<std::string> only;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0) {
       setenv("COLORS_BENCH_QUICK", "1", 1);
-    } else if (std::strcmp(argv[i], "alloc") == 0 || std::strcmp(argv[i], "sync") == 0 || std::strcmp(argv[i], "gc") == 0) {
+    } else if (std::strcmp(argv[i], "alloc") == 0 || std::strcmp(argv[i], "sync") == 0 || std::strcmp(argv[i], "gc") == 0 ||
+               std::strcmp(argv[i], "containers") == 0) {
       only.insert(argv[i]);
     } else {
-      std::cerr << "usage: colors-bench [--quick] [alloc] [sync] [gc]\n";
+      std::cerr << "usage: colors-bench [--quick] [alloc] [sync] [gc] [containers]\n";
       return 2;
     }
   }
@@ -37,5 +39,6 @@ int main(int argc, char** argv) {
   }
   if (want("sync")) bench_sync(std::cout);
   if (want("gc")) bench_gc(std::cout);
+  if (want("containers")) bench_containers(std::cout);
   return 0;
 }

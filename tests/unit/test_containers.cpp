@@ -6,6 +6,8 @@
 #include <thread>
 
 #include "colors/colors.hpp"
+#include "container_lock.hpp"
+#include "layout.hpp"
 #include "test_segment.hpp"
 
 using namespace colors;
@@ -111,18 +113,19 @@ TEST_CASE("deep copies of builtins") {
   REQUIRE(s.contains(Value("y")));
 }
 
-TEST_CASE("racing unsynchronized container use never corrupts the heap") {
+TEST_CASE("racing container operations from threads are each atomic") {
   test::TestSegment seg(32 << 20);
   List l = new_list();
   Map m = new_map();
+  std::atomic<long> appended{0}, erased{0}, bad{0};  // Catch2 asserts only on the main thread
   std::vector<std::thread> ts;
   for (int t = 0; t < 3; ++t) {
     ts.emplace_back([&, t] {
       std::mt19937 rng(static_cast<unsigned>(t));
       for (int i = 0; i < 20000; ++i) {
         switch (rng() % 5) {
-          case 0: l.append(Value(i)); break;
-          case 1: try { l.erase(0); } catch (const IndexError&) {} break;
+          case 0: l.append(Value(i)); ++appended; break;
+          case 1: try { if (l.erase(0).kind() != TypeKind::kInteger) ++bad; ++erased; } catch (const IndexError&) {} break;
           case 2: m.put(Value(static_cast<long long>(rng() % 300)), Value(i)); break;
           case 3: m.remove(Value(static_cast<long long>(rng() % 300))); break;
           default: try { (void)l.get(rng() % 50); } catch (const IndexError&) {} break;
@@ -131,7 +134,75 @@ TEST_CASE("racing unsynchronized container use never corrupts the heap") {
     });
   }
   for (auto& t : ts) t.join();
+  REQUIRE(bad == 0);
+  REQUIRE(static_cast<long>(l.size()) == appended - erased);  // no update lost, nothing erased twice
+  for (const Value& x : l.items()) REQUIRE(x.kind() == TypeKind::kInteger);  // nothing invented
   auto v = verify_heap();
   INFO(v.report);
   REQUIRE(v.ok);
+}
+
+namespace {
+
+// The lock word a client (id, slot) leaves in a container it held when it was killed.
+std::uint64_t held_by(std::uint32_t id, std::uint32_t slot) {
+  return std::uint64_t{id} << 32 | std::uint64_t{slot} << 8 | detail::kLockHeld;
+}
+
+void kill_client(detail::Metadata* m, std::uint32_t slot) {
+  m->clients[slot].state.store(static_cast<std::uint32_t>(detail::ClientState::kFree), std::memory_order_release);
+}
+
+}  // namespace
+
+TEST_CASE("a container lock held by a live client waits, and is taken over once that client is dead") {
+  test::TestSegment seg;
+  seg.register_client(3, 7);
+  List l(copy_to(std::vector<long long>{1, 2, 3}));
+  auto* lo = reinterpret_cast<detail::ListObject*>(l.raw());
+  lo->lock.store(held_by(7, 3));  // client 7 holds the list...
+  std::atomic<bool> done{false};
+  std::thread t([&] {
+    l.append(Value(4));
+    done = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  REQUIRE_FALSE(done);  // ...and lives: the append waits
+  kill_client(seg.meta(), 3);  // the server reclaimed it: it died holding the lock
+  t.join();
+  REQUIRE(l.size() == 4);
+  REQUIRE(l.get(3).as_int() == 4);
+  REQUIRE(lo->lock.load() == 0);
+  REQUIRE(verify_heap().ok);
+}
+
+TEST_CASE("a list left torn by a dead owner raises OwnerDiedError once, then works") {
+  test::TestSegment seg;
+  seg.register_client(3, 7);
+  List l(copy_to(std::vector<long long>{1, 2, 3}));
+  auto* lo = reinterpret_cast<detail::ListObject*>(l.raw());
+  lo->lock.store(held_by(7, 3) | detail::kLockTorn);  // died moving elements
+  kill_client(seg.meta(), 3);
+  REQUIRE_THROWS_AS(l.append(Value(4)), OwnerDiedError);
+  REQUIRE(lo->lock.load() == 0);
+  l.append(Value(4));  // the operation was not performed; the next one is
+  REQUIRE(l.size() == 4);
+  REQUIRE(verify_heap().ok);
+}
+
+TEST_CASE("a map whose owner died between an entry and its count is re-counted") {
+  test::TestSegment seg;
+  seg.register_client(3, 7);
+  Map m = new_map();
+  for (int i = 0; i < 20; ++i) m.put(Value(i), Value(i * 10));
+  REQUIRE(m.remove(Value(5)));
+  auto* ho = reinterpret_cast<detail::HashObject*>(m.raw());
+  // As if client 7 died after publishing two keys but before counting them.
+  ho->size.store(17);
+  ho->lock.store(held_by(7, 3));
+  kill_client(seg.meta(), 3);
+  REQUIRE(m.size() == 19);
+  REQUIRE(m.at(Value(7)).as_int() == 70);
+  REQUIRE_FALSE(m.contains(Value(5)));
+  REQUIRE(verify_heap().ok);
 }

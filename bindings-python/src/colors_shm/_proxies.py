@@ -12,7 +12,6 @@ private Python containers, as they would be for the private types; use ``copy_to
 
 from __future__ import annotations
 
-import itertools
 import operator
 import reprlib
 import sys
@@ -81,38 +80,18 @@ class SharedList(SharedProxy, MutableSequence):
         if isinstance(index, slice):
             items = ref.litems()
             return items[index]
-        i = operator.index(index)
-        if i < 0:
-            i += len(ref)
-            if i < 0:
-                raise IndexError("list index out of range")
-        return ref.lget(i)
+        try:
+            return ref.lget(operator.index(index))  # negative positions resolved atomically
+        except IndexError:
+            raise IndexError("list index out of range") from None
 
     def __iter__(self):
-        # Reads the list in chunks (one call into the extension per chunk, C-level iteration
-        # within one). An element changed while its chunk is being consumed is seen as it was
-        # when the chunk was read; elements appended meanwhile are seen, as with list.
-        return itertools.chain.from_iterable(self._chunks())
-
-    def _chunks(self):
-        ref = self._ref
-        i = 0
-        while True:
-            chunk = ref.lchunk(i, 256)
-            if not chunk:
-                return
-            yield chunk
-            i += len(chunk)
+        # A snapshot: the elements at the instant iteration starts (one atomic read of the whole
+        # list); changes made meanwhile, by this or any other thread or process, are not seen.
+        return iter(self._ref.litems())
 
     def __reversed__(self):
-        ref = self._ref
-        i = len(ref) - 1
-        while i >= 0:
-            try:
-                yield ref.lget(i)
-            except IndexError:
-                return
-            i -= 1
+        return reversed(self._ref.litems())  # a snapshot, as __iter__
 
     def __contains__(self, value) -> bool:
         return any(_elem_eq(v, value) for v in self._ref.litems())
@@ -144,13 +123,8 @@ class SharedList(SharedProxy, MutableSequence):
             items[index] = new_values  # list semantics incl. ValueError for extended slices
             ref.lreplace(items)
             return
-        i = operator.index(index)
-        if i < 0:
-            i += len(ref)
-            if i < 0:
-                raise IndexError("list assignment index out of range")
         try:
-            ref.lset(i, value)
+            ref.lset(operator.index(index), value)
         except IndexError:
             raise IndexError("list assignment index out of range") from None
 
@@ -167,25 +141,13 @@ class SharedList(SharedProxy, MutableSequence):
                 for i in idx:
                     ref.lpop(i)
             return
-        i = operator.index(index)
-        if i < 0:
-            i += len(ref)
-            if i < 0:
-                raise IndexError("list assignment index out of range")
         try:
-            ref.lpop(i)
+            ref.lpop(operator.index(index))
         except IndexError:
             raise IndexError("list assignment index out of range") from None
 
     def insert(self, index, value) -> None:
-        ref = self._ref
-        i = operator.index(index)
-        n = len(ref)
-        if i < 0:
-            i = max(i + n, 0)
-        elif i > n:
-            i = n
-        ref.linsert(i, value)
+        self._ref.linsert(operator.index(index), value)  # clamped as list.insert, atomically
 
     def append(self, value) -> None:
         self._ref.lappend(value)
@@ -197,23 +159,23 @@ class SharedList(SharedProxy, MutableSequence):
 
     def pop(self, index=-1):
         ref = self._ref
-        n = len(ref)
-        if n == 0:
-            raise IndexError("pop from empty list")
-        i = operator.index(index)
-        if i < 0:
-            i += n
-        if not 0 <= i < n:
-            raise IndexError("pop index out of range")
-        return ref.lpop(i)
+        try:
+            return ref.lpop(operator.index(index))  # one atomic operation
+        except IndexError:
+            raise IndexError("pop from empty list" if len(ref) == 0 else "pop index out of range") from None
 
     def remove(self, value) -> None:
-        items = self._ref.litems()
-        for i, v in enumerate(items):
-            if _elem_eq(v, value):
-                self._ref.lpop(i)
-                return
-        raise ValueError("list.remove(x): x not in list")
+        # Finds the first equal element in a snapshot, then removes it only if that position still
+        # holds it (one atomic operation); retries on a list changed meanwhile.
+        ref = self._ref
+        while True:
+            for i, v in enumerate(ref.litems()):
+                if _elem_eq(v, value):
+                    if ref.lpop_if(i, v):
+                        return
+                    break
+            else:
+                raise ValueError("list.remove(x): x not in list")
 
     def clear(self) -> None:
         self._ref.clear()
@@ -383,17 +345,13 @@ class SharedDict(SharedProxy, MutableMapping):
             return default
 
     def popitem(self):
-        for k, v in self._ref.mitems():
-            if self._ref.mremove(k):
-                return k, v
-        raise KeyError("popitem(): dictionary is empty")
+        kv = self._ref.mpopitem()  # one atomic operation
+        if kv is None:
+            raise KeyError("popitem(): dictionary is empty")
+        return kv
 
     def setdefault(self, key, default=None):
-        v = self._ref.mget_default(key, _MISSING)
-        if v is _MISSING:
-            self._ref.mput(key, default)
-            return self._ref.mget_default(key, default)
-        return v
+        return self._ref.msetdefault(key, default)  # one atomic operation
 
     def clear(self) -> None:
         self._ref.clear()
@@ -476,10 +434,10 @@ class SharedSet(SharedProxy, MutableSet):
             raise KeyError(value)
 
     def pop(self):
-        for v in self._ref.sitems():
-            if self._ref.sremove(v):
-                return v
-        raise KeyError("pop from an empty set")
+        v = self._ref.spop()  # one atomic operation
+        if v is None:
+            raise KeyError("pop from an empty set")
+        return v[0]
 
     def clear(self) -> None:
         self._ref.clear()

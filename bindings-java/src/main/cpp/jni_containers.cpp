@@ -6,11 +6,19 @@
 
 #include "jni_common.hpp"
 #include "containers.hpp"
+#include "segment.hpp"
 #include "word.hpp"
 
 namespace colors_jni {
 
 namespace {
+
+namespace cd = colors::detail;
+
+colors::Value adopt(cd::Rooted&& r) {
+  cd::Word w = r.word();
+  return colors::Value::adopt_root(w, r.take());
+}
 
 #define N(name, sig, fn) \
   { const_cast<char*>(name), const_cast<char*>(sig), reinterpret_cast<void*>(&fn) }
@@ -19,10 +27,16 @@ namespace {
   throw JavaThrow{g.ioobe_cls, "Index " + std::to_string(i) + " out of bounds for length " + std::to_string(n)};
 }
 
-std::size_t checked_index(colors::List& l, jint i) {
-  std::size_t n = l.size();
-  if (i < 0 || static_cast<std::size_t>(i) >= n) index_error(i, n);
-  return static_cast<std::size_t>(i);
+// Runs one list operation at position i, turning its IndexError (raised under the list's lock,
+// containers.hpp) into IndexOutOfBoundsException. The size in the message is read afterwards.
+template <typename F>
+auto at_index(colors::List& l, jint i, F&& op) {
+  if (i < 0) index_error(i, l.size());
+  try {
+    return op(static_cast<std::size_t>(i));
+  } catch (const colors::IndexError&) {
+    index_error(i, l.size());
+  }
 }
 
 jint JNICALL n_size(JNIEnv* env, jclass, jobject h) {
@@ -70,10 +84,8 @@ jobject JNICALL n_list_set(JNIEnv* env, jclass, jobject h, jint i, jint tag, jlo
   return guarded<jobject>(env, nullptr, [&] {
     colors::List& l = jvalue_of(env, h)->list();
     Arg v = decode(env, tag, bits, obj);
-    std::size_t at = checked_index(l, i);
-    colors::Value old = l.get(at);
-    l.set(at, v.get());
-    return to_java(env, std::move(old));
+    cd::Rooted old = at_index(l, i, [&](std::size_t at) { return cd::list_exchange(l.raw(), at, v.get().raw()); });
+    return to_java(env, adopt(std::move(old)));
   });
 }
 
@@ -89,16 +101,25 @@ void JNICALL n_list_insert(JNIEnv* env, jclass, jobject h, jint i, jint tag, jlo
   guarded_void(env, [&] {
     colors::List& l = jvalue_of(env, h)->list();
     Arg v = decode(env, tag, bits, obj);
-    std::size_t n = l.size();
-    if (i < 0 || static_cast<std::size_t>(i) > n) index_error(i, n);
-    l.insert(static_cast<std::size_t>(i), v.get());
+    at_index(l, i, [&](std::size_t at) { l.insert(at, v.get()); });
   });
 }
 
 jobject JNICALL n_list_remove(JNIEnv* env, jclass, jobject h, jint i) {
   return guarded<jobject>(env, nullptr, [&] {
     colors::List& l = jvalue_of(env, h)->list();
-    return to_java(env, l.erase(checked_index(l, i)));
+    return to_java(env, at_index(l, i, [&](std::size_t at) { return l.erase(at); }));
+  });
+}
+
+// Removes the element at i if it still equals the value (language-neutral equality: identity for
+// shared objects); returns whether it did (false for any i out of range).
+jboolean JNICALL n_list_remove_if(JNIEnv* env, jclass, jobject h, jint i, jint tag, jlong bits, jobject obj) {
+  return guarded<jboolean>(env, JNI_FALSE, [&] {
+    colors::List& l = jvalue_of(env, h)->list();
+    Arg v = decode(env, tag, bits, obj);
+    if (i < 0) return JNI_FALSE;
+    return cd::list_erase_if(l.raw(), static_cast<std::size_t>(i), v.get().raw()) ? JNI_TRUE : JNI_FALSE;
   });
 }
 
@@ -111,25 +132,18 @@ jobjectArray JNICALL n_list_items(JNIEnv* env, jclass, jobject h) {
 // rooted load. TypeMismatchError names the first element of another kind.
 template <typename T, typename Decode>
 std::vector<T> list_numbers(colors::List& l, const char* want, Decode decode) {
-  namespace cd = colors::detail;
-  cd::Word lw = l.raw();
-  std::size_t n = cd::list_size(lw);
+  std::vector<cd::Rooted> items = cd::list_snapshot(l.raw());  // one instant of the list
   std::vector<T> out;
-  out.reserve(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    cd::Word w;
-    try {
-      w = cd::list_get(lw, i);
-    } catch (const colors::IndexError&) {
-      break;  // shrunk meanwhile
-    }
+  out.reserve(items.size());
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    cd::Word w = items[i].word();
     T x;
     if (std::is_integral_v<T> && cd::is_small_int(w)) {
       x = static_cast<T>(cd::small_value(w));
     } else if (std::is_floating_point_v<T> && cd::is_small_float(w)) {
       x = static_cast<T>(cd::small_float_value(w));
     } else {
-      colors::Value v = l.get(i);  // rooted: a boxed integer or float
+      colors::Value v = adopt(std::move(items[i]));  // a boxed integer or float
       if (!decode(v, &x))
         throw colors::TypeMismatchError("element " + std::to_string(i) + " of the shared list is a " +
                                         std::string(colors::type_name(v.kind())) + ", not " + want);
@@ -215,12 +229,10 @@ void JNICALL n_list_replace(JNIEnv* env, jclass, jobject h, jintArray tags, jlon
       vals.push_back(decode(env, t[static_cast<std::size_t>(i)], b[static_cast<std::size_t>(i)], o));
       if (o != nullptr) env->DeleteLocalRef(o);
     }
-    std::size_t n = l.size();
-    std::size_t kk = vals.size();
-    std::size_t common = std::min(n, kk);
-    for (std::size_t i = 0; i < common; ++i) l.set(i, vals[i].get());
-    for (std::size_t i = common; i < kk; ++i) l.append(vals[i].get());
-    for (std::size_t i = n; i > kk; --i) l.erase(i - 1);
+    std::vector<cd::Word> words;
+    words.reserve(vals.size());
+    for (const Arg& a : vals) words.push_back(a.get().raw());
+    cd::list_replace(cd::current_meta(), l.raw(), words.data(), words.size());
   });
 }
 
@@ -250,10 +262,9 @@ jobject JNICALL n_map_put(JNIEnv* env, jclass, jobject h, jint kt, jlong kb, job
     colors::Map& m = jvalue_of(env, h)->map();
     Arg k = decode(env, kt, kb, ko);
     Arg v = decode(env, vt, vb, vo);
-    std::optional<colors::Value> old = m.get(k.get());
-    m.put(k.get(), v.get());
-    if (!old) return nullptr;
-    return to_java(env, std::move(*old));
+    cd::Rooted old;
+    if (cd::map_put(cd::current_meta(), m.raw(), k.get().raw(), v.get().raw(), &old)) return nullptr;
+    return to_java(env, adopt(std::move(old)));
   });
 }
 
@@ -261,10 +272,9 @@ jobject JNICALL n_map_remove(JNIEnv* env, jclass, jobject h, jint tag, jlong bit
   return guarded<jobject>(env, nullptr, [&]() -> jobject {
     colors::Map& m = jvalue_of(env, h)->map();
     Arg k = decode(env, tag, bits, obj);
-    std::optional<colors::Value> old = m.get(k.get());
-    if (!old) return nullptr;
-    m.remove(k.get());
-    return to_java(env, std::move(*old));
+    cd::Rooted old;
+    if (!cd::hash_remove(m.raw(), k.get().raw(), &old)) return nullptr;
+    return to_java(env, adopt(std::move(old)));
   });
 }
 
@@ -329,6 +339,7 @@ void add_containers_natives(std::vector<JNINativeMethod>& out) {
   static const std::string s_longs = "(" + h + ")[J";
   static const std::string s_doubles = "(" + h + ")[D";
   static const std::string s_lidx = "(" + h + val + "Z)I";
+  static const std::string s_lrmif = "(" + h + "I" + val + ")Z";
   static const std::string s_lrep = "(" + h + "[I[J[Ljava/lang/Object;)V";
   static const std::string s_kget = "(" + h + val + ")Ljava/lang/Object;";
   static const std::string s_kbool = "(" + h + val + ")Z";
@@ -341,6 +352,7 @@ void add_containers_natives(std::vector<JNINativeMethod>& out) {
       N("listAdd", s_ladd.c_str(), n_list_add),
       N("listInsert", s_lins.c_str(), n_list_insert),
       N("listRemove", s_lget.c_str(), n_list_remove),
+      N("listRemoveIf", s_lrmif.c_str(), n_list_remove_if),
       N("listItems", s_items.c_str(), n_list_items),
       N("listLongs", s_longs.c_str(), n_list_longs),
       N("listDoubles", s_doubles.c_str(), n_list_doubles),

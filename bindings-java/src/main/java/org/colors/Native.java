@@ -97,6 +97,7 @@ final class Native {
   static native void listAdd(Handle h, int tag, long bits, Object obj);
   static native void listInsert(Handle h, int i, int tag, long bits, Object obj);
   static native Object listRemove(Handle h, int i);
+  static native boolean listRemoveIf(Handle h, int i, int tag, long bits, Object obj);
   static native Object[] listItems(Handle h);
   static native long[] listLongs(Handle h);
   static native double[] listDoubles(Handle h);

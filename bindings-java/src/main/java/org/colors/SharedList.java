@@ -5,8 +5,13 @@ import java.util.AbstractList;
 import java.util.Arrays;
 import java.util.Collection;
 import java.util.Comparator;
+import java.util.ConcurrentModificationException;
+import java.util.Iterator;
 import java.util.List;
+import java.util.NoSuchElementException;
 import java.util.RandomAccess;
+import java.util.Spliterator;
+import java.util.Spliterators;
 import java.util.function.UnaryOperator;
 
 /**
@@ -22,12 +27,16 @@ import java.util.function.UnaryOperator;
  * {@link TypeMismatchException} (call {@link SharedMemory#copyToSharedMemory(Object)}).
  *
  * <p>Contract: as {@link List} ({@code equals}/{@code hashCode} over the elements, so a shared list
- * equals an {@code ArrayList} with the same elements; fail-fast iterators for changes made through
- * this proxy; index errors are {@link IndexOutOfBoundsException}). {@link #contains},
+ * equals an {@code ArrayList} with the same elements; {@link #iterator()} reads a snapshot, list
+ * iterators are fail-fast for changes made through this proxy; index errors are
+ * {@link IndexOutOfBoundsException}). {@link #contains},
  * {@link #indexOf} and {@link #remove(Object)} compare scalars language-neutrally ({@code 1},
  * {@code 1L} and {@code 1.0} are equal, as in the shared heap); other probes with
- * {@code equals}. Operations are not atomic with respect to other processes: lock the list
- * ({@link SharedMemory#lock(Object)}) around compound operations.
+ * {@code equals}. Each method that is one operation on the shared list (get, set, add, add at an
+ * index, remove at an index, remove(Object), size, clear, toArray) is atomic
+ * across threads and processes, as {@code Collections.synchronizedList} gives within one JVM;
+ * iteration reads a snapshot ({@link #iterator()}). Compound sequences (e.g. {@code if
+ * (!l.isEmpty()) l.remove(0)}) still need the list's lock ({@link SharedMemory#lock(Object)}).
  *
  * <p>Instances are created by {@link SharedMemory} only; the same shared list always gives the
  * same proxy while it is reachable.
@@ -124,12 +133,91 @@ public final class SharedList extends AbstractList<Object> implements RandomAcce
     return indexOf(o) >= 0;
   }
 
+  /**
+   * Removes the first element equal to {@code o}: found in a snapshot, then removed only if its
+   * position still holds an equal element (one atomic operation); retried if the list changed
+   * meanwhile.
+   */
   @Override
   public boolean remove(Object o) {
-    int i = indexOf(o);
-    if (i < 0) return false;
-    remove(i);
+    for (;;) {
+      int i;
+      Object found;
+      if (Codec.isScalar(o)) {
+        found = o;
+        i = indexOf(o);
+      } else {
+        Object[] items = toArray();
+        i = -1;
+        found = null;
+        for (int k = 0; k < items.length; k++) {
+          if (java.util.Objects.equals(o, items[k])) {
+            i = k;
+            found = items[k];
+            break;
+          }
+        }
+      }
+      if (i < 0) return false;
+      if (removeIfStill(i, found)) return true;
+    }
+  }
+
+  private boolean removeIfStill(int i, Object element) {
+    int t = Codec.tag(element);
+    if (!Native.listRemoveIf(handle, i, t, Codec.bits(element, t), Codec.obj(element, t))) return false;
+    modCount++;
     return true;
+  }
+
+  /**
+   * Iterates a snapshot: the elements at the instant the iterator was made, whatever other
+   * processes do meanwhile. Fail-fast as ArrayList's for changes made through this proxy other than
+   * the iterator's own ({@link ConcurrentModificationException} from {@code next()}).
+   * {@link Iterator#remove()} removes the element just returned if the list still holds it at its
+   * position (adjusted for this iterator's own removals), else throws
+   * {@link ConcurrentModificationException}.
+   */
+  @Override
+  public Iterator<Object> iterator() {
+    return new Iterator<Object>() {
+      private final Object[] items = toArray();
+      private int next;
+      private int removed;  // by this iterator: later positions moved down by as many
+      private boolean canRemove;
+      private int expectedModCount = modCount;
+
+      @Override
+      public boolean hasNext() {
+        return next < items.length;
+      }
+
+      @Override
+      public Object next() {
+        if (modCount != expectedModCount) throw new ConcurrentModificationException();
+        if (next >= items.length) throw new NoSuchElementException();
+        canRemove = true;
+        return items[next++];
+      }
+
+      @Override
+      public void remove() {
+        if (!canRemove) throw new IllegalStateException("next() was not called, or remove() was called already");
+        canRemove = false;
+        int at = next - 1 - removed;
+        if (!removeIfStill(at, items[next - 1]))
+          throw new ConcurrentModificationException(
+              "the shared list changed since this iterator's snapshot: position " + at + " no longer holds the element iterated");
+        removed++;
+        expectedModCount = modCount;
+      }
+    };
+  }
+
+  /** Splits a snapshot, as {@link #iterator()}. */
+  @Override
+  public Spliterator<Object> spliterator() {
+    return Spliterators.spliterator(toArray(), Spliterator.ORDERED);
   }
 
   /** A snapshot of the elements, read in one native call. */

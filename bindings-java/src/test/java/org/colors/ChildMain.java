@@ -33,9 +33,82 @@ public final class ChildMain {
       case "pressure-replies": pressureReplies(args[1], Double.parseDouble(args[2])); break;
       case "fuzz": FuzzProgram.run(Long.parseLong(args[1]), Integer.parseInt(args[2]), Long.parseLong(args[3])); break;
       case "detach-wakes-blocked": detachWakesBlocked(args[1]); break;
+      case "list-stress": listStress(args[1], Integer.parseInt(args[2]), Double.parseDouble(args[3])); break;
       default: throw new IllegalArgumentException("unknown command " + cmd);
     }
     System.out.flush();
+  }
+
+  /**
+   * ContainerAtomicityTest's worker: two threads (writer ids wid and wid + 1) append, remove (by
+   * index and by value), set and read tagged values (writer * 1e9 + seq) in the repository's shared
+   * list, without any lock, for `secs` seconds. Prints per thread: "thread WID WRITTEN APPENDED
+   * REMOVED BAD MAXSEEN" (BAD: values read that are not tags; MAXSEEN: "w:s,..." the highest seq
+   * seen per writer; REMOVED counts removals, not overwrites), then "removed v1 v2 ..." with every value
+   * that left the list through this process (removed, or returned by set as overwritten).
+   */
+  private static void listStress(String repoName, int wid, double secs) throws InterruptedException {
+    SharedList list = (SharedList) SharedMemory.findOrCreateRepository(repoName).get();
+    List<String> lines = java.util.Collections.synchronizedList(new ArrayList<>());
+    List<Long> removedAll = java.util.Collections.synchronizedList(new ArrayList<>());
+    Thread[] threads = new Thread[2];
+    for (int t = 0; t < 2; t++) {
+      final int w = wid + t;
+      threads[t] = new Thread(() -> {
+        java.util.Random rng = new java.util.Random(w);
+        java.util.Map<Long, Long> maxSeen = new java.util.HashMap<>();
+        long seq = 0, appended = 0, removed = 0, bad = 0;
+        List<Long> mine = new ArrayList<>();
+        long end = System.nanoTime() + (long) (secs * 1e9);
+        while (System.nanoTime() < end) {
+          Object read = null;
+          boolean haveRead = false;
+          boolean gone = false;  // the value read left the list (removed or overwritten)
+          try {
+            switch (rng.nextInt(6)) {
+              case 0:
+              case 1: {
+                long v = w * 1_000_000_000L + seq++;
+                list.add(v);
+                mine.add(v);
+                appended++;
+                break;
+              }
+              case 2: read = list.remove(rng.nextBoolean() ? 0 : list.size() - 1); haveRead = gone = true; removed++; break;
+              case 3: read = list.set(rng.nextInt(8), w * 1_000_000_000L + seq++); haveRead = gone = true; break;
+              case 4: read = list.get(rng.nextInt(8)); haveRead = true; break;
+              default: {
+                if (mine.isEmpty()) break;
+                Long v = mine.remove(mine.size() - 1);
+                if (list.remove((Object) v)) {
+                  removed++;
+                  removedAll.add(v);
+                }
+              }
+            }
+          } catch (IndexOutOfBoundsException e) {
+            continue;  // empty, or the index is out of range now
+          }
+          if (!haveRead) continue;
+          if (!(read instanceof Long) || (Long) read < 1_000_000_000L) {
+            bad++;
+            continue;
+          }
+          long v = (Long) read;
+          maxSeen.merge(v / 1_000_000_000L, v % 1_000_000_000L, Math::max);
+          if (gone) removedAll.add(v);
+        }
+        StringBuilder ms = new StringBuilder();
+        for (java.util.Map.Entry<Long, Long> e : maxSeen.entrySet()) ms.append(e.getKey()).append(':').append(e.getValue()).append(',');
+        lines.add("thread " + w + " " + seq + " " + appended + " " + removed + " " + bad + " " + ms);
+      });
+      threads[t].start();
+    }
+    for (Thread t : threads) t.join();
+    for (String l : lines) System.out.println(l);
+    StringBuilder sb = new StringBuilder("removed");
+    for (long v : removedAll) sb.append(' ').append(v);
+    System.out.println(sb);
   }
 
   /**
