@@ -9,7 +9,7 @@ namespace colors {
 inline constexpr std::uint32_t kProtocolVersion = 1;
 // Bumped whenever anything in the segment's binary layout changes (metadata, block headers,
 // object layouts, class records). A client and a server must agree exactly.
-inline constexpr std::uint32_t kLayoutVersion = 4;
+inline constexpr std::uint32_t kLayoutVersion = 5;
 
 // Default fixed address of the segment. High in the user half of the x86-64 address space,
 // below where the kernel places mmap()s top-down (0x7f..) and far above where executables, their
