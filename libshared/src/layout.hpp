@@ -136,13 +136,36 @@ struct UserObject {
 // ---------------------------------------------------------------------------------------------
 // Metadata space.
 
-struct MonitorEntry {
+// One object held through a monitor entry besides MonitorEntry::held (monitor.hpp: objects
+// hashing to one entry, held re-entrantly by its owner).
+struct MonitorHold {
+  std::atomic<std::uint64_t> obj;      // 0 = unused
+  std::atomic<std::uint32_t> count;    // recursion of that object
+  std::uint32_t reserved;
+};
+
+inline constexpr std::size_t kMonitorExtraHolds = 3;   // further objects one owner holds through an entry
+inline constexpr std::size_t kMonitorPoisonSlots = 4;  // objects awaiting their owner-died report
+inline constexpr std::uint32_t kMonitorPoisonWide = 1u << 16;  // MonitorEntry::poison: overflow fallback
+// MonitorEntry::recursion: the count of `held` in the low bits, and this flag while extra[] or
+// overflow hold anything, so the uncontended exit needs only the entry's first cache line.
+inline constexpr std::uint32_t kMonitorOthersHeld = 1u << 31;
+
+// The first cache line holds everything the uncontended enter/exit touch.
+struct alignas(64) MonitorEntry {
   pthread_mutex_t mutex;               // robust, process-shared; we count recursion ourselves
   std::atomic<std::uint64_t> owner;    // client id << 32 | kernel thread id; 0 = free
-  std::atomic<std::uint32_t> recursion;
+  std::atomic<std::uint64_t> held;     // the object the owner holds through this entry; 0 = none
+  std::atomic<std::uint32_t> recursion;  // recursion of `held` | kMonitorOthersHeld
+  std::atomic<std::uint32_t> poison;   // poisoned slots in use, plus kMonitorPoisonWide
   std::atomic<std::uint32_t> cv_seq;   // futex word of the condition: bumped by notify_all
   std::atomic<std::uint32_t> waiters;  // threads blocked in wait()
-  std::uint32_t reserved;
+  std::atomic<std::uint32_t> extra_used;  // extra[] slots in use
+  std::atomic<std::uint32_t> overflow;    // recursion of objects held beyond extra[] (untracked)
+  MonitorHold extra[kMonitorExtraHolds];
+  // Objects whose holder died holding them through this entry: the next acquirer of each gets
+  // OwnerDiedError (monitor.hpp, "Owner death").
+  std::atomic<std::uint64_t> poisoned[kMonitorPoisonSlots];
 };
 
 enum class ClientState : std::uint32_t { kFree = 0, kActive = 1, kReclaiming = 2 };
@@ -189,7 +212,9 @@ struct Metadata {
   std::atomic<std::uint32_t> heap_pressure_seq;
   // Futex word: bumped by a watcher when it has dropped what it could after a heap_pressure_seq bump.
   std::atomic<std::uint32_t> heap_relief_seq;
-  std::uint32_t reserved0;
+  // Test hook (monitor.hpp, set_monitor_table_bits): index bits cleared from every monitor index,
+  // so that tests can make distinct objects share entries. 0 (as formatted) = the whole table.
+  std::atomic<std::uint32_t> monitor_index_clear;
 
   // Classes space: bump pointer, guarded by classes_lock for writers (records are published
   // afterwards with release stores into the tables).

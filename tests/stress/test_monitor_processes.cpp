@@ -224,6 +224,130 @@ TEST_CASE("processes: kill -9 of a monitor holder gives one OwnerDiedError, then
   CHECK(reap(kid2) == 0);
 }
 
+namespace {
+
+// Runs `body` in a fresh child as client `id`: 0 = no error, 1 = OwnerDiedError, 2 = timeout.
+int enter_in_child(std::uint32_t id, Metadata* m, const void* obj) {
+  pid_t kid = spawn(id, [&] {
+    try {
+      if (!monitor_enter(m, obj, 5000 * kMs)) return 2;
+    } catch (const OwnerDiedError&) {
+      return 1;
+    }
+    monitor_exit(m, obj);
+    return 0;
+  });
+  return reap(kid);
+}
+
+}  // namespace
+
+TEST_CASE("processes: the owner-died report goes to the next acquirer of the dead owner's object, not to "
+          "objects sharing its monitor entry",
+          "[monitor][process][crash]") {
+  test::TestSegment seg(1 << 20);
+  Metadata* m = seg.meta();
+  set_monitor_table_bits(m, 0);  // one entry: every object collides
+  auto* x = shared_alloc<std::uint64_t>(m, 2);
+  auto* y = shared_alloc<std::uint64_t>(m, 2);
+  auto* holding = shared_alloc<std::atomic<std::uint32_t>>(m);
+  REQUIRE(&monitor_for(m, x) == &monitor_for(m, y));
+  pid_t a = spawn(140, [&] {
+    monitor_enter(m, x);
+    holding->store(1);
+    for (;;) pause();
+    return 0;
+  });
+  REQUIRE(eventually([&] { return holding->load() == 1; }));
+  kill9(a);
+  CHECK(enter_in_child(141, m, y) == 0);  // B: Y was not held by the dead process
+  CHECK(enter_in_child(142, m, x) == 1);  // C: X's next acquirer is told, once
+  CHECK(enter_in_child(143, m, x) == 0);
+  CHECK(enter_in_child(144, m, y) == 0);
+  CHECK(monitor_for(m, x).poison.load() == 0);
+}
+
+TEST_CASE("processes: a dead owner holding several colliding objects reports each to its own next acquirer",
+          "[monitor][process][crash]") {
+  test::TestSegment seg(1 << 20);
+  Metadata* m = seg.meta();
+  set_monitor_table_bits(m, 0);
+  auto* objs = shared_alloc<std::uint64_t>(m, 16);
+  const void* x = &objs[0];
+  const void* y = &objs[2];
+  const void* z = &objs[4];
+  const void* released = &objs[6];
+  auto* holding = shared_alloc<std::atomic<std::uint32_t>>(m);
+  pid_t a = spawn(150, [&] {
+    monitor_enter(m, x);
+    monitor_enter(m, released);  // entered and left again: its critical section is over
+    monitor_enter(m, y);
+    monitor_enter(m, y);
+    monitor_exit(m, released);
+    holding->store(1);
+    for (;;) pause();
+    return 0;
+  });
+  REQUIRE(eventually([&] { return holding->load() == 1; }));
+  kill9(a);
+  CHECK(enter_in_child(151, m, z) == 0);
+  CHECK(enter_in_child(152, m, released) == 0);
+  CHECK(enter_in_child(153, m, y) == 1);
+  CHECK(enter_in_child(154, m, y) == 0);
+  // In this process, re-entrantly: holding z, an enter of x still gets x's report (and does
+  // not enter), and z stays held.
+  REQUIRE(monitor_enter(m, z, 5000 * kMs));
+  CHECK_THROWS_AS(monitor_enter(m, x, 0), OwnerDiedError);
+  CHECK_FALSE(monitor_held_by_me(m, x));
+  CHECK(monitor_held_by_me(m, z));
+  REQUIRE(monitor_enter(m, x, 0));
+  monitor_exit(m, x);
+  monitor_exit(m, z);
+  CHECK(enter_in_child(155, m, x) == 0);
+}
+
+TEST_CASE("processes: a waiter on an object gets the report of a dead owner of that object only",
+          "[monitor][process][crash]") {
+  test::TestSegment seg(1 << 20);
+  Metadata* m = seg.meta();
+  set_monitor_table_bits(m, 0);
+  auto* x = shared_alloc<std::uint64_t>(m, 2);
+  auto* y = shared_alloc<std::uint64_t>(m, 2);
+  auto* state = shared_alloc<std::atomic<std::uint32_t>>(m);
+  auto* outcome = shared_alloc<std::atomic<std::uint32_t>>(m, 2);
+  // Two waiters, one on x and one on y (same entry); the holder of x dies while they wait.
+  auto waiter = [&](std::uint32_t id, const void* obj, std::atomic<std::uint32_t>* out) {
+    return spawn(id, [=] {
+      if (!monitor_enter(m, obj, 5000 * kMs)) return 1;
+      try {
+        while (state->load() != 2) monitor_wait(m, obj, 50 * kMs);
+        out->store(1);
+      } catch (const OwnerDiedError&) {
+        out->store(2);
+      }
+      monitor_exit(m, obj);
+      return 0;
+    });
+  };
+  pid_t wx = waiter(160, x, &outcome[0]);
+  pid_t wy = waiter(161, y, &outcome[1]);
+  REQUIRE(eventually([&] { return monitor_for(m, x).waiters.load() == 2; }));
+  pid_t holder = spawn(162, [&] {
+    monitor_enter(m, x);
+    state->store(1);
+    for (;;) pause();
+    return 0;
+  });
+  REQUIRE(eventually([&] { return state->load() == 1; }));
+  kill9(holder);
+  state->store(2);
+  CHECK(reap(wx) == 0);
+  CHECK(reap(wy) == 0);
+  CHECK(outcome[0].load() == 2);  // the waiter on x is x's next acquirer after the death
+  CHECK(outcome[1].load() == 1);
+  CHECK(enter_in_child(163, m, x) == 0);
+}
+
 TEST_CASE("processes: a waiter blocked on the dead holder's monitor is released", "[monitor][process][crash]") {
   test::TestSegment seg(1 << 20);
   Metadata* m = seg.meta();
