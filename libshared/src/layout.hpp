@@ -63,19 +63,39 @@ struct ClassFamily {
   std::atomic<ClassFamily*> next_in_bucket;
 };
 
+// Repositories and channels can be deleted (repository.hpp, channel.hpp): a record stays in its
+// bucket chain for good, as a tombstone while deleted, and a later creation of the same name
+// revives it. `generation` is odd while the record is live and even while it is deleted; each
+// deletion and revival adds one, so a handle taken at generation g is stale once it differs.
 struct RepositoryRecord {
   NameRef name;
   std::atomic<RepositoryRecord*> next_in_bucket;
-  std::atomic<Word> root;  // GC root; stores go through the write barrier
+  std::atomic<Word> root;  // GC root; stores go through the write barrier; null while deleted
+  std::atomic<std::uint64_t> generation;
+  RobustMutex lock;        // serialises set, delete and revival
 };
+
+// Header of a slot block: the classes-space storage of a channel's slots, reused through
+// Metadata::slot_free once its channel is deleted (classes.hpp).
+struct SlotBlockHeader {
+  std::uint64_t magic;               // kSlotBlockMagic
+  std::uint64_t capacity;            // slots in the block (a power of two); never changes
+  std::atomic<std::uint64_t> next_free;  // free list link while free
+  std::uint64_t reserved[5];
+};
+inline constexpr std::uint64_t kSlotBlockMagic = 0x534c4f5453ULL;  // "SLOTS"
+inline constexpr unsigned kSlotClasses = 21;  // blocks of 2^0 .. 2^20 slots
 
 struct ChannelRecord {
   NameRef name;
   std::atomic<ChannelRecord*> next_in_bucket;
-  std::uint32_t capacity;
+  std::atomic<std::uint32_t> capacity;  // 0 while deleted
   std::uint32_t reserved;
-  std::atomic<Word>* slots;           // capacity slots in the classes space; GC roots
-  RobustMutex lock;                   // guards head/tail/slots
+  // Payload of a slot block (capacity <= its block's capacity; the rest stays null); GC roots.
+  // nullptr while deleted.
+  std::atomic<std::atomic<Word>*> slots;
+  std::atomic<std::uint64_t> generation;
+  RobustMutex lock;                   // guards head/tail/slots, generation changes
   std::atomic<std::uint64_t> head;    // next to receive (monotonic count)
   std::atomic<std::uint64_t> tail;    // next to send (monotonic count)
   std::atomic<std::uint32_t> not_empty_seq;  // futex word: bumped after every send
@@ -224,6 +244,9 @@ struct Metadata {
   std::atomic<ClassFamily*>* class_buckets;            // kNameBuckets
   std::atomic<RepositoryRecord*>* repository_buckets;  // kNameBuckets
   std::atomic<ChannelRecord*>* channel_buckets;        // kNameBuckets
+  // Free slot blocks by size class (2^k slots), linked through SlotBlockHeader::next_free;
+  // guarded by classes_lock.
+  std::atomic<std::uint64_t> slot_free[kSlotClasses];
 
   // Objects space freelist: blocks of kind kFree, size >= kTlabSize, doubly linked through their
   // first two payload words (next, prev), so the sweeper can unlink the chunks it coalesces.

@@ -467,3 +467,90 @@ TEST_CASE("processes: kill -9 of a child holding a channel's lock leaves the cha
   REQUIRE(channel_receive(m, c, &w, 1000 * kMs));
   CHECK(w == make_small(2));
 }
+
+TEST_CASE("processes: deleting a channel wakes another process blocked in receive or send with KeyError",
+          "[channel][process][delete]") {
+  test::TestSegment seg(1 << 20);
+  Metadata* m = seg.meta();
+  ChanRef empty = open_channel(m, "doomed.empty", 2);
+  ChanRef full = open_channel(m, "doomed.full", 1);
+  REQUIRE(channel_send(m, full.rec, make_small(1), 0, -1, full.generation));
+  // Children exit 0 only when the blocked call ends in KeyError naming the deleted channel.
+  auto blocked = [&](std::uint32_t id, bool receive) {
+    return spawn(id, [=] {
+      try {
+        if (receive) {
+          Word w = kNull;
+          channel_receive(m, empty.rec, &w, 30'000 * kMs, -1, nullptr, empty.generation);
+        } else {
+          channel_send(m, full.rec, make_small(2), 30'000 * kMs, -1, full.generation);
+        }
+        return 1;
+      } catch (const KeyError& e) {
+        return std::string(e.what()).find("was deleted") != std::string::npos ? 0 : 2;
+      }
+    });
+  };
+  pid_t r = blocked(170, true);
+  pid_t s = blocked(171, false);
+  REQUIRE(eventually([&] { return empty.rec->recv_waiters.load() == 1 && full.rec->send_waiters.load() == 1; }));
+  const std::int64_t t0 = monotonic_ns();
+  REQUIRE(delete_channel(m, "doomed.empty"));
+  REQUIRE(delete_channel(m, "doomed.full"));
+  CHECK(reap(r) == 0);
+  CHECK(reap(s) == 0);
+  CHECK(monotonic_ns() - t0 < 20'000 * kMs);  // woken by the deletion, not by the timeout
+  // The name works again, for every process.
+  ChanRef again = open_channel(m, "doomed.empty", 2);
+  pid_t k = spawn(172, [&] {
+    ChanRef mine = open_channel(m, "doomed.empty", 99);
+    return channel_send(m, mine.rec, make_small(9), 5000 * kMs, -1, mine.generation) ? 0 : 1;
+  });
+  CHECK(reap(k) == 0);
+  Word w = kNull;
+  REQUIRE(channel_receive(m, again.rec, &w, 5000 * kMs, -1, nullptr, again.generation));
+  CHECK(w == make_small(9));
+}
+
+TEST_CASE("processes: concurrent create, use and delete of channels and repositories by several processes",
+          "[channel][repository][process][delete]") {
+  test::TestSegment seg(1 << 20, 2 << 20);
+  Metadata* m = seg.meta();
+  constexpr int kProcs = 3;
+  constexpr int kRounds = 3000;
+  std::vector<pid_t> kids;
+  for (int p = 0; p < kProcs; ++p) {
+    kids.push_back(spawn(180 + p, [=] {
+      // Every process works on the same few names: any operation may find its handle stale.
+      for (int i = 0; i < kRounds; ++i) {
+        const std::string name = "shared." + std::to_string(i % 3);
+        try {
+          ChanRef c = open_channel(m, name, (i % 2) ? 1024 : 3000);
+          channel_send(m, c.rec, make_small(i), 0, -1, c.generation);
+          Word w = kNull;
+          channel_receive(m, c.rec, &w, 0, -1, nullptr, c.generation);
+          if (w != kNull && !is_small_int(w)) return 3;
+          RepoRef r = open_repository(m, name);
+          repository_store(r, make_small(i));
+          const Word v = repository_load(r).word();
+          if (v != kNull && !is_small_int(v)) return 4;
+        } catch (const KeyError&) {
+          // Another process deleted the name between our open and use: the expected outcome.
+        }
+        if (i % 5 == p) {
+          delete_channel(m, name);
+          delete_repository(m, name);
+        }
+      }
+      return 0;
+    }));
+  }
+  for (pid_t k : kids) CHECK(reap(k) == 0);
+  // 3 processes x 3000 rounds of channels of up to 3000 slots went through 2 MiB.
+  for (int i = 0; i < 3; ++i) {
+    delete_channel(m, "shared." + std::to_string(i));
+    delete_repository(m, "shared." + std::to_string(i));
+  }
+  ChanRef c = open_channel(m, "shared.0", 4);
+  REQUIRE(channel_send(m, c.rec, make_small(1), 0, -1, c.generation));
+}

@@ -105,3 +105,52 @@ TEST_CASE("repository: racing creators agree on one record", "[repository]") {
   for_each_repository(m, [&](RepositoryRecord*) { ++visits; });
   CHECK(visits == kNames);
 }
+
+TEST_CASE("repository: delete drops the value, makes handles stale, and a re-created name starts empty",
+          "[repository][delete]") {
+  test::TestSegment seg(1 << 20);
+  Metadata* m = seg.meta();
+  CHECK_FALSE(delete_repository(m, "gone"));
+  RepoRef r = open_repository(m, "gone");
+  Rooted o = new_string(m, "payload");
+  repository_store(r, o.word());
+  CHECK(repository_load(r).word() == o.word());
+  REQUIRE(delete_repository(m, "gone"));
+  CHECK(pending_bit(g_pending_bits, o.word()));  // the dropped value went through the barrier
+  CHECK(find_repository(m, "gone") == nullptr);
+  CHECK_FALSE(delete_repository(m, "gone"));
+  std::string msg;
+  try {
+    repository_load(r);
+  } catch (const KeyError& e) {
+    msg = e.what();
+  }
+  CHECK(msg.find("repository 'gone' was deleted") != std::string::npos);
+  CHECK_THROWS_AS(repository_store(r, make_small(1)), KeyError);
+  CHECK_THROWS_AS(repository_set(r.rec, make_small(1)), KeyError);  // a tombstone takes no value
+  // Re-created: the same record, a new generation, empty; the old handle stays stale.
+  RepoRef r2 = open_repository(m, "gone");
+  CHECK(r2.rec == r.rec);
+  CHECK(r2.generation != r.generation);
+  CHECK(repository_load(r2).word() == kNull);
+  CHECK_THROWS_AS(repository_load(r), KeyError);
+  repository_store(r2, make_small(7));
+  CHECK(repository_load(r2).word() == make_small(7));
+  CHECK_THROWS_AS(repository_store(r, make_small(8)), KeyError);
+  CHECK(repository_load(r2).word() == make_small(7));
+}
+
+TEST_CASE("repository: create and delete in a loop reuses the records", "[repository][delete]") {
+  test::TestSegment seg(1 << 20, 1 << 20);
+  Metadata* m = seg.meta();
+  for (int i = 0; i < 16; ++i) open_repository(m, "loop." + std::to_string(i));
+  const std::uint64_t top = m->classes_top.load();
+  // Far more repositories over time than 1 MiB of classes space could hold without reuse.
+  for (int round = 0; round < 20000; ++round) {
+    const std::string name = "loop." + std::to_string(round % 16);
+    RepoRef r = open_repository(m, name);
+    repository_store(r, make_small(round));
+    REQUIRE(delete_repository(m, name));
+  }
+  CHECK(m->classes_top.load() == top);
+}
