@@ -299,10 +299,15 @@ void monitor_forget_freed(Metadata* m, const void* obj) {
 }
 
 void monitor_addresses_in_use(Metadata* m, std::vector<std::uint64_t>* out) {
+  // Only the entries' first cache lines, unless an entry names more: extra[] names exist only
+  // while kMonitorOthersHeld is set (it is set before a name is stored and cleared after the
+  // last one went), and marks only while `poison` counts them.
   for (MonitorEntry& e : m->monitors) {
     if (std::uint64_t a = e.held.load(std::memory_order_seq_cst)) out->push_back(a);
-    for (MonitorHold& h : e.extra) {
-      if (std::uint64_t a = h.obj.load(std::memory_order_seq_cst)) out->push_back(a);
+    if ((e.recursion.load(std::memory_order_seq_cst) & kMonitorOthersHeld) != 0) {
+      for (MonitorHold& h : e.extra) {
+        if (std::uint64_t a = h.obj.load(std::memory_order_seq_cst)) out->push_back(a);
+      }
     }
     if (e.poison.load(std::memory_order_seq_cst) == 0) continue;
     for (auto& p : e.poisoned) {
@@ -362,9 +367,9 @@ bool finish_acquire(MonitorEntry& e, const void* obj, std::uint64_t me) {
   for (MonitorHold& h : e.extra) {
     if (h.obj.load(std::memory_order_relaxed) == 0) {
       h.count.store(1, std::memory_order_relaxed);
-      h.obj.store(a, std::memory_order_relaxed);  // last: from here a death is reported
       e.extra_used.store(e.extra_used.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-      sync_others_flag(e);
+      sync_others_flag(e);  // before the name: no extra[] name without the flag (the sweep relies on it)
+      h.obj.store(a, std::memory_order_relaxed);  // last: from here a death is reported
       return true;
     }
   }
