@@ -22,6 +22,7 @@
 #include "repository.hpp"
 #include "session.hpp"
 #include "test_segment.hpp"
+#include "verifier.hpp"
 
 using namespace colors;
 using namespace colors::detail;
@@ -553,4 +554,45 @@ TEST_CASE("processes: concurrent create, use and delete of channels and reposito
   }
   ChanRef c = open_channel(m, "shared.0", 4);
   REQUIRE(channel_send(m, c.rec, make_small(1), 0, -1, c.generation));
+}
+
+TEST_CASE("processes: kill -9 of a process creating and deleting channels and repositories leaves them usable",
+          "[channel][repository][process][delete][crash]") {
+  test::TestSegment seg(1 << 20, 2 << 20);
+  Metadata* m = seg.meta();
+  auto* rounds = shared_alloc<std::atomic<std::uint64_t>>(m);
+  for (int kill = 0; kill < 6; ++kill) {
+    const std::uint64_t before = rounds->load();
+    pid_t kid = spawn(190 + kill, [&] {
+      for (std::uint64_t i = 0;; ++i) {
+        const std::string name = "crash." + std::to_string(i % 2);
+        ChanRef c = open_channel(m, name, 1 + (i % 3) * 1000);
+        channel_send(m, c.rec, make_small(static_cast<std::int64_t>(i)), 0, -1, c.generation);
+        RepoRef r = open_repository(m, name);
+        repository_store(r, make_small(static_cast<std::int64_t>(i)));
+        delete_channel(m, name);
+        delete_repository(m, name);
+        rounds->fetch_add(1);
+      }
+      return 0;
+    });
+    // Kill it at some point of its loop (it may hold classes_lock or a record's lock).
+    REQUIRE(eventually([&] { return rounds->load() > before + 50 + kill * 37; }));
+    kill9(kid);
+    for (int i = 0; i < 2; ++i) {
+      const std::string name = "crash." + std::to_string(i);
+      ChanRef c = open_channel(m, name, 4);
+      REQUIRE(channel_send(m, c.rec, make_small(7), 1000 * kMs, -1, c.generation));
+      Word w = kNull;
+      REQUIRE(channel_receive(m, c.rec, &w, 1000 * kMs, -1, nullptr, c.generation));
+      RepoRef r = open_repository(m, name);
+      repository_store(r, make_small(8));
+      CHECK(repository_load(r).word() == make_small(8));
+      CHECK(delete_channel(m, name));
+      CHECK(delete_repository(m, name));
+    }
+  }
+  VerifyReport report = verify_heap(m);
+  INFO(report.summary());
+  CHECK(report.ok());
 }
