@@ -189,9 +189,13 @@ bool try_receive(ChannelRecord* c, Word* out, std::atomic<Word>** root, std::uin
 }
 
 // Spin, then block in slices, until `attempt` succeeds or the deadline passes.
-template <typename Attempt, typename Ready>
+// `stale` (the channel was deleted: attempt() then throws) is checked only in the block phase, so
+// the spin phase keeps to the head/tail line: a deletion sets head = tail and bumps and wakes the
+// seq word after changing the generation, so a waiter that read the seq word before the bump is
+// woken, and one that read it after sees the new generation.
+template <typename Attempt, typename Ready, typename Stale>
 bool wait_until(Metadata* m, std::atomic<std::uint32_t>& seq, std::atomic<std::uint32_t>& waiters,
-                std::int64_t timeout_ns, std::int64_t spin_ns, Attempt attempt, Ready ready) {
+                std::int64_t timeout_ns, std::int64_t spin_ns, Attempt attempt, Ready ready, Stale stale) {
   if (attempt()) return true;
   if (timeout_ns == 0) return false;
   const std::int64_t start = monotonic_ns();
@@ -214,7 +218,7 @@ bool wait_until(Metadata* m, std::atomic<std::uint32_t>& seq, std::atomic<std::u
     // Block phase (see the wake-up protocol at the top of the file).
     waiters.fetch_add(1, std::memory_order_seq_cst);
     const std::uint32_t s = seq.load(std::memory_order_seq_cst);
-    if (ready()) {
+    if (ready() || stale()) {
       waiters.fetch_sub(1, std::memory_order_seq_cst);
       if (attempt()) return true;
       continue;
@@ -222,7 +226,7 @@ bool wait_until(Metadata* m, std::atomic<std::uint32_t>& seq, std::atomic<std::u
     const std::int64_t slice = std::min<std::int64_t>(kInterruptSliceNs, deadline - now);
     futex_wait(&seq, s, slice);
     waiters.fetch_sub(1, std::memory_order_seq_cst);
-    if (ready() && attempt()) return true;
+    if ((ready() || stale()) && attempt()) return true;
     check_wait_interrupts(m);  // InterruptedError / ServerGoneError
   }
 }
@@ -325,7 +329,7 @@ bool channel_send(Metadata* m, ChannelRecord* c, Word value, std::int64_t timeou
   const std::uint64_t gen = generation_for(c, generation);
   return wait_until(
       m, c->not_full_seq, c->send_waiters, timeout_ns, spin_ns, [&] { return try_send(c, value, gen); },
-      [&] { return has_room(c) || c->generation.load(std::memory_order_acquire) != gen; });
+      [&] { return has_room(c); }, [&] { return c->generation.load(std::memory_order_seq_cst) != gen; });
 }
 
 bool channel_receive(Metadata* m, ChannelRecord* c, Word* out, std::int64_t timeout_ns, std::int64_t spin_ns,
@@ -333,7 +337,7 @@ bool channel_receive(Metadata* m, ChannelRecord* c, Word* out, std::int64_t time
   const std::uint64_t gen = generation_for(c, generation);
   return wait_until(
       m, c->not_empty_seq, c->recv_waiters, timeout_ns, spin_ns, [&] { return try_receive(c, out, root, gen); },
-      [&] { return has_data(c) || c->generation.load(std::memory_order_acquire) != gen; });
+      [&] { return has_data(c); }, [&] { return c->generation.load(std::memory_order_seq_cst) != gen; });
 }
 
 std::uint32_t channel_capacity(const ChanRef& c) {
