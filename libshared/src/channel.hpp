@@ -22,8 +22,8 @@
 //     with store_ref (the deletion barrier flags each value dropped, as for any overwrite during
 //     a collector cycle), slots -> nullptr, capacity -> 0, head = tail; then the block is freed
 //     and both seq words are bumped and woken unconditionally. Blocked senders and receivers
-//     count the generation as part of their wait condition, so they wake, retry under the lock
-//     and raise KeyError.
+//     check the generation before each sleep and after each wake-up (not while spinning: see
+//     wait_until in channel.cpp), so they wake, retry under the lock and raise KeyError.
 //   * Lock-free readers of a record (the waiters' readiness polls, the collector's root scan,
 //     the verifier) may still hold the old slots pointer after the block was freed and reused.
 //     A slot block stays a slot block for good and its header (its capacity) never changes, so
