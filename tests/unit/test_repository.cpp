@@ -8,6 +8,7 @@
 
 #include "block.hpp"
 #include "classes.hpp"
+#include "colors/colors.hpp"
 #include "colors/errors.hpp"
 #include "objects.hpp"
 #include "pending_bits.hpp"
@@ -153,4 +154,39 @@ TEST_CASE("repository: create and delete in a loop reuses the records", "[reposi
     REQUIRE(delete_repository(m, name));
   }
   CHECK(m->classes_top.load() == top);
+}
+
+TEST_CASE("repository and channel deletion through the public C++ API", "[repository][channel][delete]") {
+  test::TestSegment seg(1 << 20);
+  colors::Repository r = colors::repository("api.repo");
+  r.set(colors::Value("kept"));
+  colors::Channel c = colors::channel("api.chan", 4);
+  REQUIRE(c.try_send(colors::Value(1LL)));
+  CHECK_FALSE(r.deleted());
+  CHECK_FALSE(c.deleted());
+  CHECK(colors::delete_repository("api.repo"));
+  CHECK(colors::delete_channel("api.chan"));
+  CHECK_FALSE(colors::delete_channel("api.chan"));
+  CHECK(r.deleted());
+  CHECK(c.deleted());
+  std::string msg;
+  try {
+    r.get();
+  } catch (const colors::KeyError& e) {
+    msg = e.what();
+  }
+  CHECK(msg.find("repository 'api.repo' was deleted") != std::string::npos);
+  CHECK_THROWS_AS(c.try_receive(), colors::KeyError);
+  CHECK_THROWS_AS(c.capacity(), colors::KeyError);
+  colors::Repository r2 = colors::repository("api.repo");
+  CHECK(r2.get().is_null());
+  CHECK_FALSE(r2.deleted());
+  CHECK(r.deleted());  // stays stale after the name is re-created
+  msg.clear();
+  try {
+    colors::channel("api.huge", colors::Channel::kMaxCapacity + 1);
+  } catch (const colors::InvalidArgumentError& e) {
+    msg = e.what();
+  }
+  CHECK(msg.find("between 1 and 65536 (the maximum)") != std::string::npos);
 }
