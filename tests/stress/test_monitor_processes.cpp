@@ -580,8 +580,13 @@ TEST_CASE("processes: kill -9 of a process creating and deleting channels and re
     REQUIRE(eventually([&] { return rounds->load() > before + 50 + kill * 37; }));
     kill9(kid);
     for (int i = 0; i < 2; ++i) {
+      // The name may be live (the kid died between creating and deleting it, maybe with a full
+      // channel of capacity 1) or deleted: delete it either way, then it must work afresh.
       const std::string name = "crash." + std::to_string(i);
+      delete_channel(m, name);
+      delete_repository(m, name);
       ChanRef c = open_channel(m, name, 4);
+      CHECK(channel_capacity(c) == 4);
       REQUIRE(channel_send(m, c.rec, make_small(7), 1000 * kMs, -1, c.generation));
       Word w = kNull;
       REQUIRE(channel_receive(m, c.rec, &w, 1000 * kMs, -1, nullptr, c.generation));
