@@ -1,10 +1,12 @@
 #include "sweeper.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 
 #include "collector.hpp"
 #include "heap.hpp"
+#include "monitor.hpp"
 #include "pending_bits.hpp"
 
 namespace colors::gc {
@@ -27,6 +29,7 @@ struct PartSweep {
   std::uint8_t epoch;
   bool poison;
   PendingBits pb;
+  const std::vector<std::uint64_t>* monitored;  // sorted: addresses monitor records name
   SweepResult r;
 
   // Scans [p, end) from a reclaimable block under heap_lock and rewrites the run as one block.
@@ -46,6 +49,11 @@ struct PartSweep {
         clear_pending_bits(pb, p, p + size);  // a retired TLAB tail may hold an abandoned, flagged block
       } else if (is_dead_object(h, w, epoch)) {
         clear_pending_bits(pb, p, p + size);
+        // Before the block can be reused: a dead owner's report for this object must not reach
+        // an object allocated here later (monitor.hpp, "Owner death").
+        if (!monitored->empty() && std::binary_search(monitored->begin(), monitored->end(), p)) {
+          monitor_forget_freed(m, reinterpret_cast<const void*>(p));
+        }
         r.objects_freed += 1;
         r.bytes_freed += size;
       } else {
@@ -107,11 +115,18 @@ struct PartSweep {
 SweepResult sweep(Metadata* m, WorkerPool& pool, const std::vector<Partition>& parts, std::uint8_t epoch, bool poison) {
   std::atomic<std::size_t> next{0};
   std::vector<SweepResult> results(pool.size());
+  // Every address a monitor record or poison mark names now. An object dead in this cycle was
+  // unreachable at the snapshot, so no thread can enter its monitor afterwards: the records
+  // that can name it already exist (a recovery may move one from holder record to mark, and
+  // monitor_forget_freed clears both places).
+  std::vector<std::uint64_t> monitored;
+  monitor_addresses_in_use(m, &monitored);
+  std::sort(monitored.begin(), monitored.end());
   pool.run([&](unsigned i) {
     // Orders this cycle's gc_started_seq bump (which happens-before this task) before every write
     // to freed memory below: the other half of read_without_cycle() (libshared/src/objects.hpp).
     std::atomic_thread_fence(std::memory_order_release);
-    PartSweep s{m, epoch, poison, pending_bits_of(m), {}};
+    PartSweep s{m, epoch, poison, pending_bits_of(m), &monitored, {}};
     for (std::size_t k; (k = next.fetch_add(1, std::memory_order_acq_rel)) < parts.size();) s.run(parts[k]);
     results[i] = s.r;
   });

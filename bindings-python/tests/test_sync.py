@@ -240,3 +240,79 @@ def test_timeouts_validated():
         ch.receive(timeout=-1)
     with pytest.raises(cs.InvalidArgumentError):
         cs.channel(unique("zero"), capacity=0)
+
+
+def test_channel_capacity_over_the_maximum_names_it():
+    assert cs.CHANNEL_MAX_CAPACITY == 65536
+    for bad in (cs.CHANNEL_MAX_CAPACITY + 1, 1 << 32, 1 << 80, -5):
+        with pytest.raises(cs.InvalidArgumentError, match=f"between 1 and {cs.CHANNEL_MAX_CAPACITY}"):
+            cs.channel(unique("huge"), capacity=bad)
+    assert cs.channel(unique("max"), capacity=cs.CHANNEL_MAX_CAPACITY).capacity == cs.CHANNEL_MAX_CAPACITY
+
+
+def test_delete_repository_makes_handles_stale_and_recreates_empty():
+    name = unique("delrepo")
+    assert cs.delete_repository(name) is False
+    r = cs.repository(name)
+    r.set(cs.copy_to([1, 2, 3]))
+    assert cs.delete_repository(name) is True
+    assert cs.delete_repository(name) is False
+    with pytest.raises(cs.SharedKeyError, match=f"repository '{name}' was deleted"):
+        r.get()
+    with pytest.raises(cs.SharedKeyError, match="was deleted"):
+        r.set(1)
+    again = cs.repository(name)
+    assert again.get() is None
+    again.set("new")
+    with pytest.raises(cs.SharedKeyError):
+        r.get()  # a handle never reaches a later repository of the same name
+    assert again.get() == "new"
+    assert cs.repository(name).get() == "new"
+
+
+def test_delete_channel_stale_handle_and_reuse_in_a_loop():
+    name = unique("delchan")
+    ch = cs.channel(name, 4)
+    ch.send(cs.copy_to({"dropped": True}))
+    assert cs.delete_channel(name) is True
+    assert cs.delete_channel(name) is False
+    for op in (lambda: ch.try_send(1), lambda: ch.try_receive(), lambda: ch.capacity):
+        with pytest.raises(cs.SharedKeyError, match=f"channel '{name}' was deleted"):
+            op()
+    # 200 channels of the maximal capacity (512 KiB of slots each: 100 MiB) through a classes space
+    # of 64 MiB: only possible because deleted channels' memory is reused.
+    for i in range(200):
+        c = cs.channel(f"{name}.{i % 10}", cs.CHANNEL_MAX_CAPACITY)
+        c.send(i)
+        assert c.receive(timeout=1) == i
+        assert cs.delete_channel(f"{name}.{i % 10}")
+    assert cs.channel(name, 2).try_receive("empty") == "empty"
+
+
+def test_delete_channel_wakes_receiver_in_another_process():
+    name = unique("delwake")
+    cs.channel(name, 2)
+    child = spawn(f"""
+        import sys, colors_shm as cs
+        ch = cs.channel({name!r}, 2)
+        print("ready", flush=True)
+        try:
+            ch.receive(timeout=30)
+        except cs.SharedKeyError as e:
+            print("deleted" if "was deleted" in str(e) else "other: " + str(e), flush=True)
+            sys.exit(0)
+        print("received", flush=True)
+    """)
+    try:
+        assert child.stdout.readline().strip() == "ready"
+        time.sleep(0.2)  # let it block; if not yet blocked, its receive fails at once instead
+        start = time.monotonic()
+        assert cs.delete_channel(name)
+        out, err = child.communicate(timeout=30)
+        assert child.returncode == 0, err
+        assert out.strip() == "deleted"
+        assert time.monotonic() - start < 20
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()

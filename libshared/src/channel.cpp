@@ -74,6 +74,40 @@ ChannelRecord* find_in_chain(ChannelRecord* c, std::string_view name) {
   return nullptr;
 }
 
+[[noreturn]] void throw_stale(const ChannelRecord* c) {
+  throw KeyError("channel '" + std::string(name_view(c->name)) +
+                 "' was deleted: this handle no longer refers to it (open the channel again by name to use a "
+                 "channel created since)");
+}
+
+// The generation an operation runs on: the handle's, or (0) the record's current one.
+std::uint64_t generation_for(const ChannelRecord* c, std::uint64_t generation) {
+  if (generation != 0) return generation;
+  generation = c->generation.load(std::memory_order_acquire);
+  if ((generation & 1) == 0) throw_stale(c);
+  return generation;
+}
+
+// REQUIRES: c->lock held. Clears every slot through the deletion barrier and frees the block.
+void drop_slots(Metadata* m, ChannelRecord* c) {
+  std::atomic<Word>* slots = c->slots.load(std::memory_order_relaxed);
+  if (slots == nullptr) return;
+  const std::uint64_t n = slot_block_capacity(slots);
+  for (std::uint64_t i = 0; i < n; ++i) {
+    if (slots[i].load(std::memory_order_relaxed) != kNull) store_ref(&slots[i], kNull);
+  }
+  c->slots.store(nullptr, std::memory_order_release);
+  c->capacity.store(0, std::memory_order_relaxed);
+  slot_block_free(m, slots);  // REQUIRES classes_lock: held by every caller
+}
+
+void check_capacity(std::uint64_t capacity) {
+  if (capacity < 1 || capacity > kMaxChannelCapacity) {
+    throw InvalidArgumentError("channel capacity must be between 1 and " + std::to_string(kMaxChannelCapacity) +
+                               " (the maximum), got " + std::to_string(capacity));
+  }
+}
+
 void wake(std::atomic<std::uint32_t>& seq, std::atomic<std::uint32_t>& waiters) {
 #if defined(__SANITIZE_THREAD__)
   // ThreadSanitizer does not model fences: use the equivalent seq_cst read-modify-write (it
@@ -94,7 +128,7 @@ void wake(std::atomic<std::uint32_t>& seq, std::atomic<std::uint32_t>& waiters) 
 bool has_room(const ChannelRecord* c) {
   const std::uint64_t h = c->head.load(std::memory_order_seq_cst);
   const std::uint64_t t = c->tail.load(std::memory_order_seq_cst);
-  return t - h < c->capacity;
+  return t - h < c->capacity.load(std::memory_order_relaxed);
 }
 bool has_data(const ChannelRecord* c) {
   const std::uint64_t h = c->head.load(std::memory_order_seq_cst);
@@ -102,13 +136,18 @@ bool has_data(const ChannelRecord* c) {
   return t != h;
 }
 
-bool try_send(ChannelRecord* c, Word value) {
+bool try_send(ChannelRecord* c, Word value, std::uint64_t generation) {
   bool sent = false;
   c->lock.lock();  // owner died: state is consistent by construction (see top of file)
+  if (c->generation.load(std::memory_order_relaxed) != generation) {
+    c->lock.unlock();
+    throw_stale(c);
+  }
   const std::uint64_t h = c->head.load(std::memory_order_relaxed);
   const std::uint64_t t = c->tail.load(std::memory_order_relaxed);
-  if (t - h < c->capacity) {
-    store_ref(&c->slots[t % c->capacity], value);
+  const std::uint32_t cap = c->capacity.load(std::memory_order_relaxed);
+  if (t - h < cap) {
+    store_ref(&c->slots.load(std::memory_order_relaxed)[t % cap], value);
     c->tail.store(t + 1, std::memory_order_release);
     sent = true;
   }
@@ -117,15 +156,21 @@ bool try_send(ChannelRecord* c, Word value) {
   return sent;
 }
 
-bool try_receive(ChannelRecord* c, Word* out, std::atomic<Word>** root) {
+bool try_receive(ChannelRecord* c, Word* out, std::atomic<Word>** root, std::uint64_t generation) {
   bool got = false;
   bool advanced = false;
   c->lock.lock();  // owner died: state is consistent by construction (see top of file)
+  if (c->generation.load(std::memory_order_relaxed) != generation) {
+    c->lock.unlock();
+    throw_stale(c);
+  }
+  const std::uint32_t cap = c->capacity.load(std::memory_order_relaxed);
+  std::atomic<Word>* const slots = c->slots.load(std::memory_order_relaxed);
   for (;;) {
     const std::uint64_t h = c->head.load(std::memory_order_relaxed);
     const std::uint64_t t = c->tail.load(std::memory_order_relaxed);
     if (h == t) break;
-    std::atomic<Word>* slot = &c->slots[h % c->capacity];
+    std::atomic<Word>* slot = &slots[h % cap];
     const Word v = slot->load(std::memory_order_acquire);
     // The receiver roots the value before it leaves the channel, so no collector cycle can
     // find it in neither place; the deletion barrier of the clearing store flags it too.
@@ -144,9 +189,13 @@ bool try_receive(ChannelRecord* c, Word* out, std::atomic<Word>** root) {
 }
 
 // Spin, then block in slices, until `attempt` succeeds or the deadline passes.
-template <typename Attempt, typename Ready>
+// `stale` (the channel was deleted: attempt() then throws) is checked only in the block phase, so
+// the spin phase keeps to the head/tail line: a deletion sets head = tail and bumps and wakes the
+// seq word after changing the generation, so a waiter that read the seq word before the bump is
+// woken, and one that read it after sees the new generation.
+template <typename Attempt, typename Ready, typename Stale>
 bool wait_until(Metadata* m, std::atomic<std::uint32_t>& seq, std::atomic<std::uint32_t>& waiters,
-                std::int64_t timeout_ns, std::int64_t spin_ns, Attempt attempt, Ready ready) {
+                std::int64_t timeout_ns, std::int64_t spin_ns, Attempt attempt, Ready ready, Stale stale) {
   if (attempt()) return true;
   if (timeout_ns == 0) return false;
   const std::int64_t start = monotonic_ns();
@@ -169,7 +218,7 @@ bool wait_until(Metadata* m, std::atomic<std::uint32_t>& seq, std::atomic<std::u
     // Block phase (see the wake-up protocol at the top of the file).
     waiters.fetch_add(1, std::memory_order_seq_cst);
     const std::uint32_t s = seq.load(std::memory_order_seq_cst);
-    if (ready()) {
+    if (ready() || stale()) {
       waiters.fetch_sub(1, std::memory_order_seq_cst);
       if (attempt()) return true;
       continue;
@@ -177,7 +226,7 @@ bool wait_until(Metadata* m, std::atomic<std::uint32_t>& seq, std::atomic<std::u
     const std::int64_t slice = std::min<std::int64_t>(kInterruptSliceNs, deadline - now);
     futex_wait(&seq, s, slice);
     waiters.fetch_sub(1, std::memory_order_seq_cst);
-    if (ready() && attempt()) return true;
+    if ((ready() || stale()) && attempt()) return true;
     check_wait_interrupts(m);  // InterruptedError / ServerGoneError
   }
 }
@@ -186,58 +235,116 @@ bool wait_until(Metadata* m, std::atomic<std::uint32_t>& seq, std::atomic<std::u
 
 ChannelRecord* find_channel(Metadata* m, std::string_view name) {
   const std::uint32_t h = name_hash(name);
-  return find_in_chain(m->channel_buckets[h % kNameBuckets].load(std::memory_order_acquire), name);
+  ChannelRecord* c = find_in_chain(m->channel_buckets[h % kNameBuckets].load(std::memory_order_acquire), name);
+  return c != nullptr && (c->generation.load(std::memory_order_acquire) & 1) != 0 ? c : nullptr;
 }
 
-ChannelRecord* find_or_create_channel(Metadata* m, std::string_view name, std::uint32_t capacity) {
+ChanRef open_channel(Metadata* m, std::string_view name, std::uint64_t capacity) {
   check_name(name, "channel name");
-  if (capacity < 1 || capacity > kMaxChannelCapacity) {
-    throw InvalidArgumentError("channel capacity must be between 1 and " + std::to_string(kMaxChannelCapacity) +
-                               " (got " + std::to_string(capacity) + ")");
-  }
+  check_capacity(capacity);
   const std::uint32_t h = name_hash(name);
   std::atomic<ChannelRecord*>& bucket = m->channel_buckets[h % kNameBuckets];
-  if (ChannelRecord* c = find_in_chain(bucket.load(std::memory_order_acquire), name)) return c;
+  if (ChannelRecord* c = find_in_chain(bucket.load(std::memory_order_acquire), name)) {
+    const std::uint64_t g = c->generation.load(std::memory_order_acquire);
+    if ((g & 1) != 0) return {c, g};
+  }
 
   // A holder of classes_lock that died leaves at most unreachable bytes: nothing is linked
   // before it is complete.
   RobustLockGuard g(m->classes_lock);
   ChannelRecord* head = bucket.load(std::memory_order_acquire);
-  if (ChannelRecord* c = find_in_chain(head, name)) return c;  // created meanwhile
-  auto* slots = static_cast<std::atomic<Word>*>(classes_alloc(m, round_up(sizeof(std::atomic<Word>) * capacity, 64) + 64));
-  slots = reinterpret_cast<std::atomic<Word>*>(round_up(reinterpret_cast<std::uintptr_t>(slots), 64));
+  if (ChannelRecord* c = find_in_chain(head, name)) {  // created meanwhile, or a tombstone
+    RobustLockGuard cl(c->lock);
+    std::uint64_t gen = c->generation.load(std::memory_order_relaxed);
+    if ((gen & 1) != 0) return {c, gen};
+    // Revival. A deleter that died midway left slots behind: drop them first.
+    drop_slots(m, c);
+    std::atomic<Word>* slots = slot_block_alloc(m, static_cast<std::uint32_t>(capacity));
+    c->head.store(0, std::memory_order_relaxed);
+    c->tail.store(0, std::memory_order_relaxed);
+    c->capacity.store(static_cast<std::uint32_t>(capacity), std::memory_order_relaxed);
+    c->slots.store(slots, std::memory_order_release);
+    ++gen;
+    c->generation.store(gen, std::memory_order_release);
+    return {c, gen};
+  }
+  std::atomic<Word>* slots = slot_block_alloc(m, static_cast<std::uint32_t>(capacity));
   // Place the record so that its lock starts a cache line (see "Cache lines" above); the record
   // only needs 8-byte alignment.
   static_assert(alignof(ChannelRecord) <= 8 && offsetof(ChannelRecord, lock) % 8 == 0);
   constexpr std::size_t kLockOffset = offsetof(ChannelRecord, head);
-  auto raw = reinterpret_cast<std::uintptr_t>(classes_alloc(m, sizeof(ChannelRecord) + 64));  // zero-filled
+  std::uintptr_t raw;
+  try {
+    raw = reinterpret_cast<std::uintptr_t>(classes_alloc(m, sizeof(ChannelRecord) + 64));  // zero-filled
+  } catch (...) {
+    slot_block_free(m, slots);
+    throw;
+  }
   auto* c = reinterpret_cast<ChannelRecord*>(round_up(raw + kLockOffset, 64) - kLockOffset);
   c->name = make_name(m, name);
-  c->capacity = capacity;
-  c->slots = slots;  // zero-filled: every slot null
+  c->capacity.store(static_cast<std::uint32_t>(capacity), std::memory_order_relaxed);
+  c->slots.store(slots, std::memory_order_relaxed);  // every slot null
+  c->generation.store(1, std::memory_order_relaxed);
   c->lock.init();
   c->head.store(0, std::memory_order_relaxed);
   c->tail.store(0, std::memory_order_relaxed);
   c->next_in_bucket.store(head, std::memory_order_relaxed);
   bucket.store(c, std::memory_order_release);  // publication point
-  return c;
+  return {c, 1};
 }
 
-bool channel_send(Metadata* m, ChannelRecord* c, Word value, std::int64_t timeout_ns, std::int64_t spin_ns) {
+ChannelRecord* find_or_create_channel(Metadata* m, std::string_view name, std::uint32_t capacity) {
+  return open_channel(m, name, capacity).rec;
+}
+
+bool delete_channel(Metadata* m, std::string_view name) {
+  check_name(name, "channel name");
+  const std::uint32_t h = name_hash(name);
+  ChannelRecord* c = find_in_chain(m->channel_buckets[h % kNameBuckets].load(std::memory_order_acquire), name);
+  if (c == nullptr) return false;
+  {
+    // Lock order: classes_lock (the slot free lists), then the record's lock.
+    RobustLockGuard g(m->classes_lock);
+    RobustLockGuard cl(c->lock);
+    const std::uint64_t gen = c->generation.load(std::memory_order_relaxed);
+    if ((gen & 1) == 0) return false;
+    c->generation.store(gen + 1, std::memory_order_seq_cst);  // first: every later operation fails
+    drop_slots(m, c);
+    c->head.store(c->tail.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  }
+  // Wake every blocked sender and receiver: their wait condition includes the generation.
+  for (std::atomic<std::uint32_t>* seq : {&c->not_empty_seq, &c->not_full_seq}) {
+    seq->fetch_add(1, std::memory_order_seq_cst);
+    futex_wake_all(seq);
+  }
+  return true;
+}
+
+bool channel_send(Metadata* m, ChannelRecord* c, Word value, std::int64_t timeout_ns, std::int64_t spin_ns,
+                  std::uint64_t generation) {
   if (value == kNull) {
     throw InvalidArgumentError("cannot send null through a channel (null marks an empty slot); wrap it or send "
                                "a sentinel value instead");
   }
+  const std::uint64_t gen = generation_for(c, generation);
   return wait_until(
-      m, c->not_full_seq, c->send_waiters, timeout_ns, spin_ns, [&] { return try_send(c, value); },
-      [&] { return has_room(c); });
+      m, c->not_full_seq, c->send_waiters, timeout_ns, spin_ns, [&] { return try_send(c, value, gen); },
+      [&] { return has_room(c); }, [&] { return c->generation.load(std::memory_order_seq_cst) != gen; });
 }
 
 bool channel_receive(Metadata* m, ChannelRecord* c, Word* out, std::int64_t timeout_ns, std::int64_t spin_ns,
-                     std::atomic<Word>** root) {
+                     std::atomic<Word>** root, std::uint64_t generation) {
+  const std::uint64_t gen = generation_for(c, generation);
   return wait_until(
-      m, c->not_empty_seq, c->recv_waiters, timeout_ns, spin_ns, [&] { return try_receive(c, out, root); },
-      [&] { return has_data(c); });
+      m, c->not_empty_seq, c->recv_waiters, timeout_ns, spin_ns, [&] { return try_receive(c, out, root, gen); },
+      [&] { return has_data(c); }, [&] { return c->generation.load(std::memory_order_seq_cst) != gen; });
+}
+
+std::uint32_t channel_capacity(const ChanRef& c) {
+  const std::uint32_t cap = c.rec->capacity.load(std::memory_order_acquire);
+  std::atomic_thread_fence(std::memory_order_acquire);
+  if (c.rec->generation.load(std::memory_order_acquire) != c.generation) throw_stale(c.rec);
+  return cap;
 }
 
 std::uint64_t channel_size(const ChannelRecord* c) {

@@ -20,6 +20,42 @@ void* classes_alloc(Metadata* m, std::size_t bytes) {
   return reinterpret_cast<void*>(top);
 }
 
+namespace {
+
+unsigned slot_class(std::uint32_t slots) {
+  unsigned k = 0;
+  while ((std::uint64_t{1} << k) < slots) ++k;
+  return k;
+}
+
+}  // namespace
+
+std::atomic<Word>* slot_block_alloc(Metadata* m, std::uint32_t slots) {
+  const unsigned k = slot_class(slots);
+  if (k >= kSlotClasses) throw InvalidArgumentError("slot block of " + std::to_string(slots) + " slots is too large");
+  if (const std::uint64_t f = m->slot_free[k].load(std::memory_order_relaxed)) {
+    auto* h = reinterpret_cast<SlotBlockHeader*>(f);
+    m->slot_free[k].store(h->next_free.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    h->next_free.store(0, std::memory_order_relaxed);
+    return reinterpret_cast<std::atomic<Word>*>(h + 1);  // null: slot_block_free's precondition
+  }
+  static_assert(sizeof(SlotBlockHeader) == 64);
+  const std::uint64_t cap = std::uint64_t{1} << k;
+  // 48 bytes of slack: classes_alloc aligns to 16, the payload needs 64.
+  const auto raw = reinterpret_cast<std::uintptr_t>(classes_alloc(m, sizeof(SlotBlockHeader) + 48 + cap * sizeof(Word)));
+  auto* h = reinterpret_cast<SlotBlockHeader*>(round_up(raw + sizeof(SlotBlockHeader), 64) - sizeof(SlotBlockHeader));
+  h->magic = kSlotBlockMagic;
+  h->capacity = cap;
+  return reinterpret_cast<std::atomic<Word>*>(h + 1);  // zero-filled: every slot null
+}
+
+void slot_block_free(Metadata* m, std::atomic<Word>* payload) {
+  auto* h = reinterpret_cast<SlotBlockHeader*>(payload) - 1;
+  const unsigned k = slot_class(static_cast<std::uint32_t>(h->capacity));
+  h->next_free.store(m->slot_free[k].load(std::memory_order_relaxed), std::memory_order_relaxed);
+  m->slot_free[k].store(reinterpret_cast<std::uint64_t>(h), std::memory_order_relaxed);
+}
+
 std::uint32_t name_hash(std::string_view s) {
   std::uint32_t h = 2166136261u;  // FNV-1a
   for (unsigned char c : s) h = (h ^ c) * 16777619u;

@@ -8,6 +8,7 @@
 //    Metadata::classes_lock. A holder that dies leaves at worst unreachable bytes in the space.
 #pragma once
 #include <cstddef>
+#include <atomic>
 #include <cstdint>
 #include <string_view>
 #include <vector>
@@ -21,6 +22,19 @@ void init_classes_space(Metadata* m);
 
 // REQUIRES: classes_lock held. Zero-filled, 16-byte aligned. Throws OutOfMemoryError.
 void* classes_alloc(Metadata* m, std::size_t bytes);
+// Slot blocks: arrays of null-initialised slots for channels, 64-byte aligned, in size classes of
+// 2^k slots, reused after their channel is deleted. A block stays a slot block for good (its
+// header never changes), so a reader that still holds a payload pointer after the block was
+// freed or reused reads slots, never other records: null, or a value a channel holds.
+// REQUIRES: classes_lock held. Returns the payload (slot_block_capacity(p) >= slots). Throws
+// OutOfMemoryError.
+std::atomic<Word>* slot_block_alloc(Metadata* m, std::uint32_t slots);
+// REQUIRES: classes_lock held; every slot of the block is null.
+void slot_block_free(Metadata* m, std::atomic<Word>* payload);
+inline std::uint64_t slot_block_capacity(const std::atomic<Word>* payload) {
+  return (reinterpret_cast<const SlotBlockHeader*>(payload) - 1)->capacity;
+}
+
 // REQUIRES: classes_lock held. Copies `s` into the classes space.
 NameRef make_name(Metadata* m, std::string_view s);
 std::string_view name_view(const NameRef& n);

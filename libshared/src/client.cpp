@@ -462,32 +462,54 @@ Object new_object(const Class& cls) {
 
 Repository repository(const std::string& name) {
   Repository r;
-  r.rec_ = find_or_create_repository(meta_with_server(), name);
+  RepoRef ref = open_repository(meta_with_server(), name);
+  r.rec_ = ref.rec;
+  r.gen_ = ref.generation;
+  r.name_ = name;
   return r;
 }
+bool delete_repository(const std::string& name) { return detail::delete_repository(meta_with_server(), name); }
 Value Repository::get() const {
   meta();
-  return adopt(root_load(&rec_->root));
+  return adopt(repository_load({rec_, gen_}));
 }
 void Repository::set(const Value& v) {
   meta_with_server();
-  repository_set(rec_, v.raw());
+  repository_store({rec_, gen_}, v.raw());
+}
+bool Repository::deleted() const {
+  meta();
+  return rec_->generation.load(std::memory_order_acquire) != gen_;
 }
 
+static_assert(Channel::kMaxCapacity == kMaxChannelCapacity);
 Channel channel(const std::string& name, std::uint32_t capacity) {
   Channel c;
-  c.rec_ = find_or_create_channel(meta_with_server(), name, capacity);
+  ChanRef ref = open_channel(meta_with_server(), name, capacity);
+  c.rec_ = ref.rec;
+  c.gen_ = ref.generation;
+  c.name_ = name;
   return c;
 }
-bool Channel::send(const Value& v, std::int64_t timeout_ms) { return channel_send(meta_with_server(), rec_, v.raw(), to_ns(timeout_ms)); }
+bool delete_channel(const std::string& name) { return detail::delete_channel(meta_with_server(), name); }
+bool Channel::send(const Value& v, std::int64_t timeout_ms) {
+  return channel_send(meta_with_server(), rec_, v.raw(), to_ns(timeout_ms), -1, gen_);
+}
 std::optional<Value> Channel::receive(std::int64_t timeout_ms) { return receive(timeout_ms, -1); }
 std::optional<Value> Channel::receive(std::int64_t timeout_ms, std::int64_t spin_ns) {
   Word w;
   std::atomic<Word>* root = nullptr;
-  if (!channel_receive(meta_with_server(), rec_, &w, to_ns(timeout_ms), spin_ns, &root)) return std::nullopt;
+  if (!channel_receive(meta_with_server(), rec_, &w, to_ns(timeout_ms), spin_ns, &root, gen_)) return std::nullopt;
   return Value::adopt_root(w, root);
 }
-std::uint32_t Channel::capacity() const { return rec_->capacity; }
+bool Channel::deleted() const {
+  meta();
+  return rec_->generation.load(std::memory_order_acquire) != gen_;
+}
+std::uint32_t Channel::capacity() const {
+  meta();
+  return channel_capacity({rec_, gen_});
+}
 
 // ---- monitors ----
 

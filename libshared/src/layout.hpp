@@ -63,19 +63,39 @@ struct ClassFamily {
   std::atomic<ClassFamily*> next_in_bucket;
 };
 
+// Repositories and channels can be deleted (repository.hpp, channel.hpp): a record stays in its
+// bucket chain for good, as a tombstone while deleted, and a later creation of the same name
+// revives it. `generation` is odd while the record is live and even while it is deleted; each
+// deletion and revival adds one, so a handle taken at generation g is stale once it differs.
 struct RepositoryRecord {
   NameRef name;
   std::atomic<RepositoryRecord*> next_in_bucket;
-  std::atomic<Word> root;  // GC root; stores go through the write barrier
+  std::atomic<Word> root;  // GC root; stores go through the write barrier; null while deleted
+  std::atomic<std::uint64_t> generation;
+  RobustMutex lock;        // serialises set, delete and revival
 };
+
+// Header of a slot block: the classes-space storage of a channel's slots, reused through
+// Metadata::slot_free once its channel is deleted (classes.hpp).
+struct SlotBlockHeader {
+  std::uint64_t magic;               // kSlotBlockMagic
+  std::uint64_t capacity;            // slots in the block (a power of two); never changes
+  std::atomic<std::uint64_t> next_free;  // free list link while free
+  std::uint64_t reserved[5];
+};
+inline constexpr std::uint64_t kSlotBlockMagic = 0x534c4f5453ULL;  // "SLOTS"
+inline constexpr unsigned kSlotClasses = 21;  // blocks of 2^0 .. 2^20 slots
 
 struct ChannelRecord {
   NameRef name;
   std::atomic<ChannelRecord*> next_in_bucket;
-  std::uint32_t capacity;
+  std::atomic<std::uint32_t> capacity;  // 0 while deleted
   std::uint32_t reserved;
-  std::atomic<Word>* slots;           // capacity slots in the classes space; GC roots
-  RobustMutex lock;                   // guards head/tail/slots
+  // Payload of a slot block (capacity <= its block's capacity; the rest stays null); GC roots.
+  // nullptr while deleted.
+  std::atomic<std::atomic<Word>*> slots;
+  std::atomic<std::uint64_t> generation;
+  RobustMutex lock;                   // guards head/tail/slots, generation changes
   std::atomic<std::uint64_t> head;    // next to receive (monotonic count)
   std::atomic<std::uint64_t> tail;    // next to send (monotonic count)
   std::atomic<std::uint32_t> not_empty_seq;  // futex word: bumped after every send
@@ -138,13 +158,36 @@ struct UserObject {
 // ---------------------------------------------------------------------------------------------
 // Metadata space.
 
-struct MonitorEntry {
+// One object held through a monitor entry besides MonitorEntry::held (monitor.hpp: objects
+// hashing to one entry, held re-entrantly by its owner).
+struct MonitorHold {
+  std::atomic<std::uint64_t> obj;      // 0 = unused
+  std::atomic<std::uint32_t> count;    // recursion of that object
+  std::uint32_t reserved;
+};
+
+inline constexpr std::size_t kMonitorExtraHolds = 3;   // further objects one owner holds through an entry
+inline constexpr std::size_t kMonitorPoisonSlots = 4;  // objects awaiting their owner-died report
+inline constexpr std::uint32_t kMonitorPoisonWide = 1u << 16;  // MonitorEntry::poison: overflow fallback
+// MonitorEntry::recursion: the count of `held` in the low bits, and this flag while extra[] or
+// overflow hold anything, so the uncontended exit needs only the entry's first cache line.
+inline constexpr std::uint32_t kMonitorOthersHeld = 1u << 31;
+
+// The first cache line holds everything the uncontended enter/exit touch.
+struct alignas(64) MonitorEntry {
   pthread_mutex_t mutex;               // robust, process-shared; we count recursion ourselves
   std::atomic<std::uint64_t> owner;    // client id << 32 | kernel thread id; 0 = free
-  std::atomic<std::uint32_t> recursion;
+  std::atomic<std::uint64_t> held;     // the object the owner holds through this entry; 0 = none
+  std::atomic<std::uint32_t> recursion;  // recursion of `held` | kMonitorOthersHeld
+  std::atomic<std::uint32_t> poison;   // poisoned slots in use, plus kMonitorPoisonWide
   std::atomic<std::uint32_t> cv_seq;   // futex word of the condition: bumped by notify_all
   std::atomic<std::uint32_t> waiters;  // threads blocked in wait()
-  std::uint32_t reserved;
+  std::atomic<std::uint32_t> extra_used;  // extra[] slots in use
+  std::atomic<std::uint32_t> overflow;    // recursion of objects held beyond extra[] (untracked)
+  MonitorHold extra[kMonitorExtraHolds];
+  // Objects whose holder died holding them through this entry: the next acquirer of each gets
+  // OwnerDiedError (monitor.hpp, "Owner death").
+  std::atomic<std::uint64_t> poisoned[kMonitorPoisonSlots];
 };
 
 enum class ClientState : std::uint32_t { kFree = 0, kActive = 1, kReclaiming = 2 };
@@ -191,7 +234,9 @@ struct Metadata {
   std::atomic<std::uint32_t> heap_pressure_seq;
   // Futex word: bumped by a watcher when it has dropped what it could after a heap_pressure_seq bump.
   std::atomic<std::uint32_t> heap_relief_seq;
-  std::uint32_t reserved0;
+  // Test hook (monitor.hpp, set_monitor_table_bits): index bits cleared from every monitor index,
+  // so that tests can make distinct objects share entries. 0 (as formatted) = the whole table.
+  std::atomic<std::uint32_t> monitor_index_clear;
 
   // Classes space: bump pointer, guarded by classes_lock for writers (records are published
   // afterwards with release stores into the tables).
@@ -201,6 +246,9 @@ struct Metadata {
   std::atomic<ClassFamily*>* class_buckets;            // kNameBuckets
   std::atomic<RepositoryRecord*>* repository_buckets;  // kNameBuckets
   std::atomic<ChannelRecord*>* channel_buckets;        // kNameBuckets
+  // Free slot blocks by size class (2^k slots), linked through SlotBlockHeader::next_free;
+  // guarded by classes_lock.
+  std::atomic<std::uint64_t> slot_free[kSlotClasses];
 
   // Objects space freelist: blocks of kind kFree, size >= kTlabSize, doubly linked through their
   // first two payload words (next, prev), so the sweeper can unlink the chunks it coalesces.

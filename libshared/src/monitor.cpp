@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <bit>
 #include <cerrno>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
@@ -43,6 +44,8 @@
 namespace colors::detail {
 
 static_assert((kMonitorCount & (kMonitorCount - 1)) == 0, "kMonitorCount must be a power of two");
+static_assert(offsetof(MonitorEntry, poison) + sizeof(MonitorEntry::poison) <= 64,
+              "the uncontended enter and exit must touch one cache line of the entry");
 
 namespace {
 
@@ -135,33 +138,198 @@ int lock_until(pthread_mutex_t* mu, std::int64_t until_ns) {
 }
 
 }  // namespace
-
 namespace {
 
 // Objects are 16-byte aligned and cluster in the heap: drop the always-zero low bits, then
 // Fibonacci hashing (multiply by 2^64/phi, keep the top bits), which spreads neighbouring
 // addresses over the whole table at the cost of one multiplication (this is on the
-// uncontended enter/exit path, which must stay within 1.5x of a bare mutex). Internal inline
-// copies: with -fPIC the exported functions could be interposed and are not inlined.
-inline std::size_t index_of(const void* obj) {
+// uncontended enter/exit path, which must stay within 1.5x of a bare mutex). The bits in
+// Metadata::monitor_index_clear (a test hook, 0 in production) are then cleared, so tests can
+// force every object onto a few entries. Internal inline copies: with -fPIC the exported
+// functions could be interposed and are not inlined.
+inline std::size_t index_of(const Metadata* m, const void* obj) {
   constexpr unsigned kBits = std::countr_zero(kMonitorCount);
   const std::uint64_t x = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(obj)) >> 4;
-  return static_cast<std::size_t>((x * 0x9e3779b97f4a7c15ULL) >> (64 - kBits));
+  const auto full = static_cast<std::size_t>((x * 0x9e3779b97f4a7c15ULL) >> (64 - kBits));
+  return full & ~static_cast<std::size_t>(m->monitor_index_clear.load(std::memory_order_relaxed));
 }
 
-inline MonitorEntry& entry_of(Metadata* m, const void* obj) { return m->monitors[index_of(obj)]; }
+inline MonitorEntry& entry_of(Metadata* m, const void* obj) { return m->monitors[index_of(m, obj)]; }
+
+inline std::uint64_t addr_of(const void* obj) { return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(obj)); }
+
+// ---- what the owner holds through an entry (only the owner writes these; see monitor.hpp) ----
+
+// The extra[] slot holding `a`, or nullptr.
+MonitorHold* find_extra(MonitorEntry& e, std::uint64_t a) {
+  for (MonitorHold& h : e.extra) {
+    if (h.obj.load(std::memory_order_relaxed) == a) return &h;
+  }
+  return nullptr;
+}
+
+bool holds(MonitorEntry& e, std::uint64_t a) {
+  return e.held.load(std::memory_order_relaxed) == a || find_extra(e, a) != nullptr ||
+         e.overflow.load(std::memory_order_relaxed) != 0;
+}
+
+// Clears everything the owner records, `held` first: once it is 0 a death is no longer
+// reported for it (the critical section is over).
+void clear_holds(MonitorEntry& e) {
+  e.held.store(0, std::memory_order_relaxed);
+  for (MonitorHold& h : e.extra) {
+    h.obj.store(0, std::memory_order_relaxed);
+    h.count.store(0, std::memory_order_relaxed);
+  }
+  e.extra_used.store(0, std::memory_order_relaxed);
+  e.overflow.store(0, std::memory_order_relaxed);
+  e.recursion.store(0, std::memory_order_relaxed);
+}
+
+// After extra[] or overflow changed: kMonitorOthersHeld says whether they hold anything.
+void sync_others_flag(MonitorEntry& e) {
+  const bool others = (e.extra_used.load(std::memory_order_relaxed) | e.overflow.load(std::memory_order_relaxed)) != 0;
+  const std::uint32_t r = e.recursion.load(std::memory_order_relaxed) & ~kMonitorOthersHeld;
+  e.recursion.store(others ? r | kMonitorOthersHeld : r, std::memory_order_relaxed);
+}
+
+// ---- poison marks (see "Owner death" in monitor.hpp) ----
+
+// REQUIRES: e.mutex held. Records that the next acquirer of `a` must get OwnerDiedError.
+void add_poison(MonitorEntry& e, std::uint64_t a) {
+  for (auto& p : e.poisoned) {
+    if (p.load(std::memory_order_seq_cst) == a) return;
+  }
+  // The count goes up before the mark appears and down after it went, so it never
+  // understates the marks present (the uncontended enter reads only the count).
+  e.poison.fetch_add(1, std::memory_order_seq_cst);
+  for (auto& p : e.poisoned) {
+    std::uint64_t expected = 0;
+    if (p.compare_exchange_strong(expected, a, std::memory_order_seq_cst)) return;
+  }
+  // Overflow fallback: the entry's next acquirer, whatever its object, gets the report.
+  e.poison.fetch_add(kMonitorPoisonWide - 1, std::memory_order_seq_cst);
+}
+
+// Removes the mark of `a` if present; true when this call removed it. Lock-free (also used by
+// the collector's sweep, which never takes monitors).
+bool remove_poison(MonitorEntry& e, std::uint64_t a) {
+  for (auto& p : e.poisoned) {
+    std::uint64_t expected = a;
+    if (p.load(std::memory_order_seq_cst) == a && p.compare_exchange_strong(expected, 0, std::memory_order_seq_cst)) {
+      e.poison.fetch_sub(1, std::memory_order_seq_cst);
+      return true;
+    }
+  }
+  return false;
+}
+
+// REQUIRES: e.mutex held by the caller, who is about to acquire `a`. Consumes `a`'s report (and
+// the wide fallback); true when the caller must get OwnerDiedError.
+bool take_poison(MonitorEntry& e, std::uint64_t a) {
+  bool report = false;
+  if (e.poison.load(std::memory_order_seq_cst) >= kMonitorPoisonWide) {
+    e.poison.fetch_sub(kMonitorPoisonWide, std::memory_order_seq_cst);
+    report = true;
+  }
+  return remove_poison(e, a) || report;
+}
+
+// REQUIRES: e.mutex just acquired with EOWNERDEAD and made consistent. Turns every object the
+// dead owner held through this entry into a poison mark and clears its records.
+//
+// Against the sweep (monitor_forget_freed): the sweep first clears a freed object's address from
+// the holder records (CAS a -> 0), then removes its poison mark. Here a mark is added first,
+// then the record is cleared by CAS a -> 0; if that CAS fails, the sweep cleared the record
+// first and the mark is taken back. All seq_cst: either the sweep's record CAS precedes ours
+// (ours fails, we remove the mark) or ours precedes it, and then our mark precedes the sweep's
+// mark removal, which finds and removes it. So no mark outlives the freed object.
+void recover_dead_holds(MonitorEntry& e) {
+  auto take = [&](std::atomic<std::uint64_t>& rec) {
+    const std::uint64_t a = rec.load(std::memory_order_seq_cst);
+    if (a == 0) return;
+    add_poison(e, a);
+    std::uint64_t expected = a;
+    if (!rec.compare_exchange_strong(expected, 0, std::memory_order_seq_cst)) remove_poison(e, a);
+  };
+  take(e.held);
+  for (MonitorHold& h : e.extra) take(h.obj);
+  if (e.overflow.load(std::memory_order_relaxed) != 0 && e.poison.load(std::memory_order_seq_cst) < kMonitorPoisonWide) {
+    e.poison.fetch_add(kMonitorPoisonWide, std::memory_order_seq_cst);
+  }
+  e.owner.store(0, std::memory_order_relaxed);
+  clear_holds(e);
+}
+
+[[noreturn]] void throw_owner_died(const void* obj) {
+  throw OwnerDiedError("a process died while holding the monitor of object " + hex(obj) +
+                       "; the object's state may be inconsistent (check or repair it before relying "
+                       "on it). The monitor has been released and is usable again: enter it again.");
+}
 
 }  // namespace
 
-std::size_t monitor_index(const void* obj) { return index_of(obj); }
+std::size_t monitor_index(Metadata* m, const void* obj) { return index_of(m, obj); }
 
 MonitorEntry& monitor_for(Metadata* m, const void* obj) { return entry_of(m, obj); }
 
+void set_monitor_table_bits(Metadata* m, unsigned bits) {
+  constexpr unsigned kBits = std::countr_zero(kMonitorCount);
+  if (bits > kBits) bits = kBits;
+  const auto used = static_cast<std::uint32_t>((std::size_t{1} << bits) - 1);
+  m->monitor_index_clear.store(static_cast<std::uint32_t>(kMonitorCount - 1) & ~used, std::memory_order_relaxed);
+}
+
 bool monitor_held_by_me(Metadata* m, const void* obj) {
-  return entry_of(m, obj).owner.load(std::memory_order_relaxed) == owner_word();
+  MonitorEntry& e = entry_of(m, obj);
+  return e.owner.load(std::memory_order_relaxed) == owner_word() && holds(e, addr_of(obj));
+}
+
+void monitor_forget_freed(Metadata* m, const void* obj) {
+  MonitorEntry& e = entry_of(m, obj);
+  const std::uint64_t a = addr_of(obj);
+  // Records first, then the mark (see recover_dead_holds for the argument).
+  std::uint64_t expected = a;
+  e.held.compare_exchange_strong(expected, 0, std::memory_order_seq_cst);
+  for (MonitorHold& h : e.extra) {
+    expected = a;
+    h.obj.compare_exchange_strong(expected, 0, std::memory_order_seq_cst);
+  }
+  remove_poison(e, a);
+}
+
+void monitor_addresses_in_use(Metadata* m, std::vector<std::uint64_t>* out) {
+  // Only the entries' first cache lines, unless an entry names more: extra[] names exist only
+  // while kMonitorOthersHeld is set (it is set before a name is stored and cleared after the
+  // last one went), and marks only while `poison` counts them.
+  for (MonitorEntry& e : m->monitors) {
+    if (std::uint64_t a = e.held.load(std::memory_order_seq_cst)) out->push_back(a);
+    if ((e.recursion.load(std::memory_order_seq_cst) & kMonitorOthersHeld) != 0) {
+      for (MonitorHold& h : e.extra) {
+        if (std::uint64_t a = h.obj.load(std::memory_order_seq_cst)) out->push_back(a);
+      }
+    }
+    if (e.poison.load(std::memory_order_seq_cst) == 0) continue;
+    for (auto& p : e.poisoned) {
+      if (std::uint64_t a = p.load(std::memory_order_seq_cst)) out->push_back(a);
+    }
+  }
 }
 
 namespace {
+
+// REQUIRES: e.mutex held by the caller (just acquired, records clear). Either reports `obj`'s
+// poison (releasing the mutex) or makes the caller its owner.
+bool finish_acquire(MonitorEntry& e, const void* obj, std::uint64_t me) {
+  if (e.poison.load(std::memory_order_seq_cst) != 0 && take_poison(e, addr_of(obj))) {
+    pthread_mutex_unlock(&e.mutex);
+    throw_owner_died(obj);
+  }
+  e.owner.store(me, std::memory_order_relaxed);
+  e.recursion.store(1, std::memory_order_relaxed);
+  e.held.store(addr_of(obj), std::memory_order_relaxed);  // last: from here a death is reported
+  return true;
+}
 
 // Everything but the uncontended path, kept out of line so that monitor_enter's fast path
 // needs no stack frame (it is measured against a bare mutex lock+unlock).
@@ -170,22 +338,126 @@ namespace {
   if (rc == EBUSY) rc = acquire_slow(m, e, timeout_ns);
   if (rc == ETIMEDOUT) return false;
   if (rc == EOWNERDEAD) {
-    // The previous holder died inside its critical section. Recover the monitor itself, leave
-    // it free, wake its waiters so they re-check, and report once.
+    // The previous holder died inside its critical section. Recover the monitor, mark the
+    // objects it held, and wake the waiters so they re-check.
     pthread_mutex_consistent(&e.mutex);
-    e.owner.store(0, std::memory_order_relaxed);
-    e.recursion.store(0, std::memory_order_relaxed);
+    recover_dead_holds(e);
     e.cv_seq.fetch_add(1, std::memory_order_seq_cst);
     if (e.waiters.load(std::memory_order_seq_cst) != 0) futex_wake_all(&e.cv_seq);
-    pthread_mutex_unlock(&e.mutex);
-    throw OwnerDiedError("a process died while holding the monitor of object " + hex(obj) +
-                         "; the object's state may be inconsistent (check or repair it before relying "
-                         "on it). The monitor has been released and is usable again: enter it again.");
+  } else if (rc != 0) {
+    throw_lock_error(rc, obj);
   }
-  if (rc != 0) throw_lock_error(rc, obj);
-  e.owner.store(me, std::memory_order_relaxed);
-  e.recursion.store(1, std::memory_order_relaxed);
+  return finish_acquire(e, obj, me);
+}
+
+// The caller owns the entry already, for other objects (or for none while only untracked
+// holds remain): `obj` hashes to an entry this thread holds.
+[[gnu::noinline, gnu::cold]] bool enter_colliding(MonitorEntry& e, const void* obj) {
+  const std::uint64_t a = addr_of(obj);
+  if (MonitorHold* h = find_extra(e, a)) {
+    h->count.store(h->count.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    return true;
+  }
+  if (e.poison.load(std::memory_order_seq_cst) != 0 && take_poison(e, a)) throw_owner_died(obj);
+  if (e.held.load(std::memory_order_relaxed) == 0) {
+    e.recursion.store((e.recursion.load(std::memory_order_relaxed) & kMonitorOthersHeld) | 1, std::memory_order_relaxed);
+    e.held.store(a, std::memory_order_relaxed);
+    return true;
+  }
+  for (MonitorHold& h : e.extra) {
+    if (h.obj.load(std::memory_order_relaxed) == 0) {
+      h.count.store(1, std::memory_order_relaxed);
+      e.extra_used.store(e.extra_used.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+      sync_others_flag(e);  // before the name: no extra[] name without the flag (the sweep relies on it)
+      h.obj.store(a, std::memory_order_relaxed);  // last: from here a death is reported
+      return true;
+    }
+  }
+  // More distinct objects on one entry than the records hold: counted, not named; a death
+  // then falls back to the wide report (monitor.hpp).
+  e.overflow.store(e.overflow.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  sync_others_flag(e);
   return true;
+}
+
+void release_if_idle(MonitorEntry& e) {
+  if (e.held.load(std::memory_order_relaxed) != 0 || e.extra_used.load(std::memory_order_relaxed) != 0 ||
+      e.overflow.load(std::memory_order_relaxed) != 0) {
+    return;
+  }
+  e.recursion.store(0, std::memory_order_relaxed);
+  e.owner.store(0, std::memory_order_relaxed);
+  pthread_mutex_unlock(&e.mutex);
+}
+
+// Exit of an object other than `held`, or of `held`'s last level while other objects remain.
+[[gnu::noinline, gnu::cold]] void exit_colliding(MonitorEntry& e, const void* obj) {
+  const std::uint64_t a = addr_of(obj);
+  if (e.held.load(std::memory_order_relaxed) == a) {  // last level of `held`
+    e.held.store(0, std::memory_order_relaxed);
+    e.recursion.store(e.recursion.load(std::memory_order_relaxed) & kMonitorOthersHeld, std::memory_order_relaxed);
+  } else if (MonitorHold* h = find_extra(e, a)) {
+    const std::uint32_t c = h->count.load(std::memory_order_relaxed);
+    if (c > 1) {
+      h->count.store(c - 1, std::memory_order_relaxed);
+      return;
+    }
+    h->obj.store(0, std::memory_order_relaxed);
+    h->count.store(0, std::memory_order_relaxed);
+    e.extra_used.store(e.extra_used.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+    sync_others_flag(e);
+  } else if (const std::uint32_t o = e.overflow.load(std::memory_order_relaxed); o != 0) {
+    e.overflow.store(o - 1, std::memory_order_relaxed);
+    sync_others_flag(e);
+  } else {
+    throw_not_owner("exit", obj);
+  }
+  release_if_idle(e);
+}
+
+// What a thread holds through an entry, saved across monitor_wait.
+struct SavedHolds {
+  std::uint64_t held;
+  std::uint32_t recursion;
+  std::uint64_t extra_obj[kMonitorExtraHolds];
+  std::uint32_t extra_count[kMonitorExtraHolds];
+  std::uint32_t extra_used;
+  std::uint32_t overflow;
+};
+
+SavedHolds save_holds(MonitorEntry& e) {
+  SavedHolds s{};
+  s.held = e.held.load(std::memory_order_relaxed);
+  s.recursion = e.recursion.load(std::memory_order_relaxed);
+  for (std::size_t i = 0; i < kMonitorExtraHolds; ++i) {
+    s.extra_obj[i] = e.extra[i].obj.load(std::memory_order_relaxed);
+    s.extra_count[i] = e.extra[i].count.load(std::memory_order_relaxed);
+  }
+  s.extra_used = e.extra_used.load(std::memory_order_relaxed);
+  s.overflow = e.overflow.load(std::memory_order_relaxed);
+  return s;
+}
+
+// REQUIRES: e.mutex held, records clear. Restores `s` and consumes the poison marks of the
+// restored objects (the waiter is their next acquirer); true when one was marked.
+bool restore_holds(MonitorEntry& e, const SavedHolds& s, std::uint64_t me) {
+  bool died = false;
+  if (e.poison.load(std::memory_order_seq_cst) != 0) {
+    if (s.held != 0 && take_poison(e, s.held)) died = true;
+    for (std::size_t i = 0; i < kMonitorExtraHolds; ++i) {
+      if (s.extra_obj[i] != 0 && take_poison(e, s.extra_obj[i])) died = true;
+    }
+  }
+  e.owner.store(me, std::memory_order_relaxed);
+  e.recursion.store(s.recursion, std::memory_order_relaxed);
+  for (std::size_t i = 0; i < kMonitorExtraHolds; ++i) {
+    e.extra[i].count.store(s.extra_count[i], std::memory_order_relaxed);
+    e.extra[i].obj.store(s.extra_obj[i], std::memory_order_relaxed);
+  }
+  e.extra_used.store(s.extra_used, std::memory_order_relaxed);
+  e.overflow.store(s.overflow, std::memory_order_relaxed);
+  e.held.store(s.held, std::memory_order_relaxed);
+  return died;
 }
 
 }  // namespace
@@ -194,24 +466,30 @@ bool monitor_enter(Metadata* m, const void* obj, std::int64_t timeout_ns) {
   MonitorEntry& e = entry_of(m, obj);
   const std::uint64_t me = owner_word();
   if (e.owner.load(std::memory_order_relaxed) == me) {
+    if (__builtin_expect(e.held.load(std::memory_order_relaxed) != addr_of(obj), 0)) return enter_colliding(e, obj);
     e.recursion.store(e.recursion.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     return true;
   }
   const int rc = pthread_mutex_trylock(&e.mutex);
   if (__builtin_expect(rc != 0, 0)) return enter_slow(m, e, obj, me, rc, timeout_ns);
+  if (__builtin_expect(e.poison.load(std::memory_order_relaxed) != 0, 0)) return finish_acquire(e, obj, me);
   e.owner.store(me, std::memory_order_relaxed);
   e.recursion.store(1, std::memory_order_relaxed);
+  e.held.store(addr_of(obj), std::memory_order_relaxed);  // last: from here a death is reported
   return true;
 }
 
 void monitor_exit(Metadata* m, const void* obj) {
   MonitorEntry& e = entry_of(m, obj);
   if (__builtin_expect(e.owner.load(std::memory_order_relaxed) != owner_word(), 0)) throw_not_owner("exit", obj);
+  if (__builtin_expect(e.held.load(std::memory_order_relaxed) != addr_of(obj), 0)) return exit_colliding(e, obj);
   const std::uint32_t r = e.recursion.load(std::memory_order_relaxed);
-  if (r > 1) {
+  if ((r & ~kMonitorOthersHeld) > 1) {
     e.recursion.store(r - 1, std::memory_order_relaxed);
     return;
   }
+  if (__builtin_expect((r & kMonitorOthersHeld) != 0, 0)) return exit_colliding(e, obj);
+  e.held.store(0, std::memory_order_relaxed);  // first: from here a death is not reported
   e.recursion.store(0, std::memory_order_relaxed);
   e.owner.store(0, std::memory_order_relaxed);
   pthread_mutex_unlock(&e.mutex);  // release: the next holder sees owner == 0
@@ -220,11 +498,11 @@ void monitor_exit(Metadata* m, const void* obj) {
 bool monitor_wait(Metadata* m, const void* obj, std::int64_t timeout_ns, std::int64_t spin_ns) {
   MonitorEntry& e = entry_of(m, obj);
   const std::uint64_t me = owner_word();
-  if (e.owner.load(std::memory_order_relaxed) != me) throw_not_owner("wait", obj);
+  if (e.owner.load(std::memory_order_relaxed) != me || !holds(e, addr_of(obj))) throw_not_owner("wait", obj);
   const std::int64_t start = monotonic_ns();
   const std::int64_t deadline = deadline_after(start, timeout_ns);
   const std::int64_t spin = spin_ns < 0 ? spin_budget_ns() : spin_ns;
-  const std::uint32_t saved = e.recursion.load(std::memory_order_relaxed);
+  const SavedHolds saved = save_holds(e);
 
   // Lost-wakeup argument. Both the registration (waiters++) and the read of cv_seq happen while
   // we still hold the mutex, and monitor_notify_all requires the mutex. So any notify that can
@@ -236,7 +514,7 @@ bool monitor_wait(Metadata* m, const void* obj, std::int64_t timeout_ns, std::in
   // (seq++ ; load waiters) a correct Dekker handshake even without the mutex.
   e.waiters.fetch_add(1, std::memory_order_seq_cst);
   const std::uint32_t seq = e.cv_seq.load(std::memory_order_seq_cst);
-  e.recursion.store(0, std::memory_order_relaxed);
+  clear_holds(e);  // while waiting this thread holds nothing: a death then is not ours to report
   e.owner.store(0, std::memory_order_relaxed);
   pthread_mutex_unlock(&e.mutex);
 
@@ -276,21 +554,21 @@ bool monitor_wait(Metadata* m, const void* obj, std::int64_t timeout_ns, std::in
 
   // Re-acquire unconditionally (not interruptible): whatever happens, the caller holds the
   // monitor again when monitor_wait returns or throws, so its scope guard stays correct.
-  bool owner_died = false;
   int rc = pthread_mutex_lock(&e.mutex);
   if (rc == EOWNERDEAD) {
     pthread_mutex_consistent(&e.mutex);
-    owner_died = true;
+    recover_dead_holds(e);
   } else if (rc != 0) {
     throw_lock_error(rc, obj);  // cannot happen: we always make the mutex consistent
   }
-  e.owner.store(me, std::memory_order_relaxed);
-  e.recursion.store(saved, std::memory_order_relaxed);
+  // The waiter is the next acquirer of every object it held: it gets their reports.
+  const bool owner_died = restore_holds(e, saved, me);
   if (error) std::rethrow_exception(error);
   if (owner_died) {
     throw OwnerDiedError("a process died while holding the monitor of object " + hex(obj) +
-                         " while this thread was waiting on it; the object's state may be inconsistent "
-                         "(check or repair it). This thread holds the monitor again and it stays usable.");
+                         " (or of another object this thread holds through the same monitor entry) while this "
+                         "thread was waiting on it; the object's state may be inconsistent (check or repair it). "
+                         "This thread holds the monitor again and it stays usable.");
   }
   return notified;
 }

@@ -195,8 +195,18 @@ VerifyReport verify_heap_locked(Metadata* m, VerifyMode mode) {
   for (std::size_t b = 0; b < kNameBuckets; ++b) {
     for (RepositoryRecord* r2 = m->repository_buckets[b].load(); r2 != nullptr; r2 = r2->next_in_bucket.load())
       ck.check_word(r2->root.load(), "repository " + std::string(name_view(r2->name)));
-    for (ChannelRecord* c = m->channel_buckets[b].load(); c != nullptr; c = c->next_in_bucket.load())
-      ck.check_slots(c->slots, c->capacity, "channel " + std::string(name_view(c->name)));
+    for (ChannelRecord* c = m->channel_buckets[b].load(); c != nullptr; c = c->next_in_bucket.load()) {
+      // The whole slot block, as the collector scans it (channel.hpp); a deleted channel has none.
+      std::atomic<Word>* slots = c->slots.load();
+      if (slots == nullptr) continue;
+      const std::string at = "channel " + std::string(name_view(c->name));
+      if ((reinterpret_cast<SlotBlockHeader*>(slots) - 1)->magic != kSlotBlockMagic) {
+        ck.error(at + ": its slots are not a slot block");
+        continue;
+      }
+      if (c->capacity.load() > slot_block_capacity(slots)) ck.error(at + ": capacity exceeds its slot block");
+      ck.check_slots(slots, slot_block_capacity(slots), at);
+    }
   }
   for (std::size_t i = 0; i < kMaxClients; ++i) ck.check_word(m->clients[i].roots.load(), "client slot " + std::to_string(i) + " roots");
   // Freelist, under heap_lock: its structure and counters are consistent whenever it is free.

@@ -26,23 +26,23 @@ bool interrupt_now() { return true; }
 }  // namespace
 
 TEST_CASE("channel: find_or_create and capacity rules", "[channel]") {
-  test::TestSegment seg(1 << 20, 16 << 20);  // room for a channel of the maximal capacity (8 MiB)
+  test::TestSegment seg(1 << 20, 4 << 20);
   Metadata* m = seg.meta();
   CHECK(find_channel(m, "jobs") == nullptr);
   ChannelRecord* c = find_or_create_channel(m, "jobs", 8);
   REQUIRE(c != nullptr);
-  CHECK(c->capacity == 8);
+  CHECK(c->capacity.load() == 8);
   CHECK(name_view(c->name) == "jobs");
   CHECK(find_channel(m, "jobs") == c);
   // The capacity given at creation wins.
   CHECK(find_or_create_channel(m, "jobs", 100) == c);
-  CHECK(c->capacity == 8);
+  CHECK(c->capacity.load() == 8);
   CHECK_THROWS_AS(find_or_create_channel(m, "zero", 0), InvalidArgumentError);
   CHECK_THROWS_AS(find_or_create_channel(m, "huge", kMaxChannelCapacity + 1), InvalidArgumentError);
   CHECK_THROWS_AS(find_or_create_channel(m, "", 1), InvalidArgumentError);
   CHECK_THROWS_AS(find_or_create_channel(m, "\xc0\x80", 1), InvalidArgumentError);
   ChannelRecord* big = find_or_create_channel(m, "big", kMaxChannelCapacity);
-  CHECK(big->capacity == kMaxChannelCapacity);
+  CHECK(big->capacity.load() == kMaxChannelCapacity);
   int n = 0;
   for_each_channel(m, [&](ChannelRecord*) { ++n; });
   CHECK(n == 2);
@@ -64,7 +64,7 @@ TEST_CASE("channel: FIFO order, wrapping around the slots", "[channel]") {
     }
   }
   CHECK(channel_size(c) == 0);
-  for (std::uint32_t i = 0; i < c->capacity; ++i) CHECK(c->slots[i].load() == kNull);  // received slots cleared
+  for (std::uint32_t i = 0; i < c->capacity.load(); ++i) CHECK(c->slots.load()[i].load() == kNull);  // received slots cleared
 }
 
 TEST_CASE("channel: try variants and timeouts on a full or empty channel", "[channel]") {
@@ -209,18 +209,18 @@ TEST_CASE("channel: a slot cleared by a receiver that died before bumping head i
   REQUIRE(channel_send(m, c, make_small(1), 0));
   REQUIRE(channel_send(m, c, make_small(2), 0));
   // Simulate the dead receiver: step (2) done (slot cleared), step (3) (head++) not.
-  c->slots[c->head.load() % c->capacity].store(kNull);
+  c->slots.load()[c->head.load() % c->capacity.load()].store(kNull);
   Word w = kNull;
   REQUIRE(channel_receive(m, c, &w, 0));
   CHECK(w == make_small(2));
   CHECK(channel_size(c) == 0);
   // Only remnants left: the receive finds nothing and times out cleanly.
   REQUIRE(channel_send(m, c, make_small(3), 0));
-  c->slots[c->head.load() % c->capacity].store(kNull);
+  c->slots.load()[c->head.load() % c->capacity.load()].store(kNull);
   CHECK_FALSE(channel_receive(m, c, &w, 20 * kMs));
   CHECK(channel_size(c) == 0);
   // A sender that died after writing its slot but before bumping tail: overwritten later.
-  c->slots[c->tail.load() % c->capacity].store(make_small(666));
+  c->slots.load()[c->tail.load() % c->capacity.load()].store(make_small(666));
   REQUIRE(channel_send(m, c, make_small(4), 0));
   REQUIRE(channel_receive(m, c, &w, 0));
   CHECK(w == make_small(4));
@@ -266,4 +266,93 @@ TEST_CASE("channel: blocking waits run the interrupt hook and notice a stopped s
   CHECK_THROWS_AS(channel_send(m, c, make_small(2), -1), ServerGoneError);
   CHECK(elapsed_ms(t0) < 2000);
   m->server_state.store(before);
+}
+
+TEST_CASE("channel: a capacity over the maximum is refused with a message naming it", "[channel]") {
+  test::TestSegment seg(1 << 20);
+  Metadata* m = seg.meta();
+  std::string msg;
+  try {
+    open_channel(m, "too.big", std::uint64_t{1} << 32);
+  } catch (const InvalidArgumentError& e) {
+    msg = e.what();
+  }
+  CHECK(msg.find(std::to_string(kMaxChannelCapacity)) != std::string::npos);
+  CHECK(msg.find("maximum") != std::string::npos);
+  CHECK(find_channel(m, "too.big") == nullptr);
+}
+
+TEST_CASE("channel: delete drops the values, wakes blocked receivers and senders, and handles become stale",
+          "[channel][delete]") {
+  test::TestSegment seg(1 << 20);
+  Metadata* m = seg.meta();
+  CHECK_FALSE(delete_channel(m, "q"));
+  ChanRef full = open_channel(m, "full", 1);
+  ChanRef q = open_channel(m, "q", 4);
+  Rooted o = new_string(m, "queued");
+  REQUIRE(channel_send(m, q.rec, o.word(), 0, -1, q.generation));
+  REQUIRE(channel_send(m, full.rec, make_small(1), 0, -1, full.generation));
+  std::atomic<int> receiver{0}, sender{0};
+  ChanRef empty = open_channel(m, "empty", 2);
+  auto blocked = [&](std::atomic<int>& out, auto op) {
+    return std::thread([&out, op] {
+      try {
+        op();
+        out = 1;
+      } catch (const KeyError& e) {
+        out = std::string(e.what()).find("was deleted") != std::string::npos ? 2 : 3;
+      }
+    });
+  };
+  std::thread tr = blocked(receiver, [&] {
+    Word w = kNull;
+    channel_receive(m, empty.rec, &w, 20'000 * kMs, -1, nullptr, empty.generation);
+  });
+  std::thread ts = blocked(sender, [&] { channel_send(m, full.rec, make_small(2), 20'000 * kMs, -1, full.generation); });
+  const std::int64_t t0 = monotonic_ns();
+  while ((empty.rec->recv_waiters.load() == 0 || full.rec->send_waiters.load() == 0) && elapsed_ms(t0) < 10'000) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  REQUIRE(delete_channel(m, "empty"));
+  REQUIRE(delete_channel(m, "full"));
+  tr.join();
+  ts.join();
+  CHECK(receiver == 2);
+  CHECK(sender == 2);
+  CHECK(elapsed_ms(t0) < 15'000);  // woken by the deletion, not by their timeouts
+
+  std::atomic<Word>* slots = q.rec->slots.load();
+  REQUIRE(delete_channel(m, "q"));
+  CHECK(pending_bit(g_pending_bits, o.word()));  // the dropped value went through the barrier
+  for (std::uint64_t i = 0; i < slot_block_capacity(slots); ++i) CHECK(slots[i].load() == kNull);
+  CHECK(find_channel(m, "q") == nullptr);
+  Word w = kNull;
+  CHECK_THROWS_AS(channel_receive(m, q.rec, &w, 0, -1, nullptr, q.generation), KeyError);
+  CHECK_THROWS_AS(channel_send(m, q.rec, make_small(3), 0, -1, q.generation), KeyError);
+  CHECK_THROWS_AS(channel_capacity(q), KeyError);
+  // Re-created with another capacity: empty, and the old handle stays stale.
+  ChanRef q2 = open_channel(m, "q", 2);
+  CHECK(q2.rec == q.rec);
+  CHECK(channel_capacity(q2) == 2);
+  CHECK(channel_size(q2.rec) == 0);
+  REQUIRE(channel_send(m, q2.rec, make_small(5), 0, -1, q2.generation));
+  CHECK_THROWS_AS(channel_receive(m, q.rec, &w, 0, -1, nullptr, q.generation), KeyError);
+  REQUIRE(channel_receive(m, q2.rec, &w, 0, -1, nullptr, q2.generation));
+  CHECK(w == make_small(5));
+}
+
+TEST_CASE("channel: create and delete in a loop reuses the slot blocks", "[channel][delete]") {
+  test::TestSegment seg(1 << 20, 4 << 20);
+  Metadata* m = seg.meta();
+  // 400 channels of the maximal capacity (512 KiB of slots each: 200 MiB in all) through 4 MiB,
+  // under 40 names, so each round also revives a tombstone.
+  std::uint64_t top = 0;
+  for (int round = 0; round < 400; ++round) {
+    const std::string name = "big." + std::to_string(round % 40);
+    ChanRef c = open_channel(m, name, round % 2 == 0 ? kMaxChannelCapacity : kMaxChannelCapacity / 2 + 1);
+    REQUIRE(channel_send(m, c.rec, make_small(round), 0, -1, c.generation));
+    REQUIRE(delete_channel(m, name));
+    if (round == 39) top = m->classes_top.load();  // every record exists from here on
+  }
+  CHECK(m->classes_top.load() == top);
 }

@@ -21,11 +21,11 @@ constexpr std::int64_t kMs = 1'000'000;
 std::int64_t elapsed_ms(std::int64_t start) { return (monotonic_ns() - start) / kMs; }
 
 // Two distinct, 16-byte aligned addresses whose monitors share one table entry.
-std::pair<const void*, const void*> colliding_pair() {
+std::pair<const void*, const void*> colliding_pair(Metadata* m) {
   const std::uintptr_t base = 0x7000'0000'0000ULL;
-  const std::size_t want = monitor_index(reinterpret_cast<const void*>(base));
+  const std::size_t want = monitor_index(m, reinterpret_cast<const void*>(base));
   for (std::uintptr_t a = base + 16;; a += 16) {
-    if (monitor_index(reinterpret_cast<const void*>(a)) == want) {
+    if (monitor_index(m, reinterpret_cast<const void*>(a)) == want) {
       return {reinterpret_cast<const void*>(base), reinterpret_cast<const void*>(a)};
     }
   }
@@ -36,9 +36,11 @@ bool interrupt_now() { return true; }
 }  // namespace
 
 TEST_CASE("monitor: hashing spreads neighbouring objects", "[monitor]") {
+  test::TestSegment seg(1 << 20);
+  Metadata* m = seg.meta();
   std::vector<int> used(kMonitorCount, 0);
   for (std::uintptr_t a = 0x600000100000ULL, i = 0; i < kMonitorCount; ++i, a += 32) {
-    ++used[monitor_index(reinterpret_cast<const void*>(a))];
+    ++used[monitor_index(m, reinterpret_cast<const void*>(a))];
   }
   int distinct = 0;
   for (int u : used) distinct += u != 0;
@@ -214,14 +216,17 @@ TEST_CASE("monitor: notify_all wakes every waiting thread", "[monitor]") {
 TEST_CASE("monitor: objects that share an entry still work", "[monitor]") {
   test::TestSegment seg(1 << 20);
   Metadata* m = seg.meta();
-  auto [a, b] = colliding_pair();
+  auto [a, b] = colliding_pair(m);
   REQUIRE(a != b);
   REQUIRE(&monitor_for(m, a) == &monitor_for(m, b));
 
-  // Nested entry of both from one thread: no self-deadlock, the shared count goes to 2.
+  // Nested entry of both from one thread: no self-deadlock; the entry names both objects.
   REQUIRE(monitor_enter(m, a));
   REQUIRE(monitor_enter(m, b, 0));
-  CHECK(monitor_for(m, a).recursion.load() == 2);
+  CHECK(monitor_for(m, a).recursion.load() == (1 | kMonitorOthersHeld));
+  CHECK(monitor_for(m, a).extra_used.load() == 1);
+  CHECK(monitor_held_by_me(m, a));
+  CHECK(monitor_held_by_me(m, b));
   int other = -1;
   std::thread([&] { other = monitor_enter(m, b, 0); }).join();
   CHECK(other == 0);  // b's monitor is busy because a's is held
@@ -313,4 +318,47 @@ TEST_CASE("monitor: many threads incrementing under one monitor", "[monitor]") {
   }
   for (auto& t : ts) t.join();
   CHECK(counter == static_cast<std::uint64_t>(kThreads) * kIters);
+}
+
+TEST_CASE("monitor: one thread holding many objects of one entry, in any exit order", "[monitor]") {
+  test::TestSegment seg(1 << 20);
+  Metadata* m = seg.meta();
+  set_monitor_table_bits(m, 0);  // every object on one entry
+  std::uint64_t objs[16] = {};
+  MonitorEntry& e = monitor_for(m, &objs[0]);
+  // More distinct objects than the entry names (1 + kMonitorExtraHolds): the rest are counted.
+  for (int i = 0; i < 8; ++i) REQUIRE(monitor_enter(m, &objs[i * 2], 0));
+  REQUIRE(monitor_enter(m, &objs[0], 0));
+  CHECK(e.overflow.load() == 8 - 1 - kMonitorExtraHolds);
+  for (int i = 0; i < 8; ++i) CHECK(monitor_held_by_me(m, &objs[i * 2]));
+  // Leave the first object first: the entry stays held while the others are.
+  monitor_exit(m, &objs[0]);
+  monitor_exit(m, &objs[0]);
+  int other = -1;
+  std::thread([&] { other = monitor_enter(m, &objs[14], 0); }).join();
+  CHECK(other == 0);
+  for (int i = 1; i < 8; ++i) monitor_exit(m, &objs[i * 2]);
+  CHECK(e.owner.load() == 0);
+  CHECK(e.recursion.load() == 0);
+  CHECK(e.held.load() == 0);
+  CHECK(e.extra_used.load() == 0);
+  std::thread([&] {
+    other = monitor_enter(m, &objs[14], 0);
+    if (other) monitor_exit(m, &objs[14]);
+  }).join();
+  CHECK(other == 1);
+
+  // Without overflow, exiting an object not held is NotOwnerError, and a wait keeps both held.
+  REQUIRE(monitor_enter(m, &objs[0]));
+  REQUIRE(monitor_enter(m, &objs[2]));
+  CHECK_THROWS_AS(monitor_exit(m, &objs[4]), NotOwnerError);
+  CHECK_THROWS_AS(monitor_wait(m, &objs[4], 0), NotOwnerError);
+  CHECK_FALSE(monitor_wait(m, &objs[2], 1 * kMs));
+  CHECK(monitor_held_by_me(m, &objs[0]));
+  CHECK(monitor_held_by_me(m, &objs[2]));
+  monitor_exit(m, &objs[0]);
+  CHECK(monitor_held_by_me(m, &objs[2]));
+  CHECK_FALSE(monitor_held_by_me(m, &objs[0]));
+  monitor_exit(m, &objs[2]);
+  CHECK(e.owner.load() == 0);
 }

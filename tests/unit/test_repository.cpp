@@ -8,6 +8,7 @@
 
 #include "block.hpp"
 #include "classes.hpp"
+#include "colors/colors.hpp"
 #include "colors/errors.hpp"
 #include "objects.hpp"
 #include "pending_bits.hpp"
@@ -104,4 +105,88 @@ TEST_CASE("repository: racing creators agree on one record", "[repository]") {
   int visits = 0;
   for_each_repository(m, [&](RepositoryRecord*) { ++visits; });
   CHECK(visits == kNames);
+}
+
+TEST_CASE("repository: delete drops the value, makes handles stale, and a re-created name starts empty",
+          "[repository][delete]") {
+  test::TestSegment seg(1 << 20);
+  Metadata* m = seg.meta();
+  CHECK_FALSE(delete_repository(m, "gone"));
+  RepoRef r = open_repository(m, "gone");
+  Rooted o = new_string(m, "payload");
+  repository_store(r, o.word());
+  CHECK(repository_load(r).word() == o.word());
+  REQUIRE(delete_repository(m, "gone"));
+  CHECK(pending_bit(g_pending_bits, o.word()));  // the dropped value went through the barrier
+  CHECK(find_repository(m, "gone") == nullptr);
+  CHECK_FALSE(delete_repository(m, "gone"));
+  std::string msg;
+  try {
+    repository_load(r);
+  } catch (const KeyError& e) {
+    msg = e.what();
+  }
+  CHECK(msg.find("repository 'gone' was deleted") != std::string::npos);
+  CHECK_THROWS_AS(repository_store(r, make_small(1)), KeyError);
+  CHECK_THROWS_AS(repository_set(r.rec, make_small(1)), KeyError);  // a tombstone takes no value
+  // Re-created: the same record, a new generation, empty; the old handle stays stale.
+  RepoRef r2 = open_repository(m, "gone");
+  CHECK(r2.rec == r.rec);
+  CHECK(r2.generation != r.generation);
+  CHECK(repository_load(r2).word() == kNull);
+  CHECK_THROWS_AS(repository_load(r), KeyError);
+  repository_store(r2, make_small(7));
+  CHECK(repository_load(r2).word() == make_small(7));
+  CHECK_THROWS_AS(repository_store(r, make_small(8)), KeyError);
+  CHECK(repository_load(r2).word() == make_small(7));
+}
+
+TEST_CASE("repository: create and delete in a loop reuses the records", "[repository][delete]") {
+  test::TestSegment seg(1 << 20, 1 << 20);
+  Metadata* m = seg.meta();
+  for (int i = 0; i < 16; ++i) open_repository(m, "loop." + std::to_string(i));
+  const std::uint64_t top = m->classes_top.load();
+  // Far more repositories over time than 1 MiB of classes space could hold without reuse.
+  for (int round = 0; round < 20000; ++round) {
+    const std::string name = "loop." + std::to_string(round % 16);
+    RepoRef r = open_repository(m, name);
+    repository_store(r, make_small(round));
+    REQUIRE(delete_repository(m, name));
+  }
+  CHECK(m->classes_top.load() == top);
+}
+
+TEST_CASE("repository and channel deletion through the public C++ API", "[repository][channel][delete]") {
+  test::TestSegment seg(1 << 20);
+  colors::Repository r = colors::repository("api.repo");
+  r.set(colors::Value("kept"));
+  colors::Channel c = colors::channel("api.chan", 4);
+  REQUIRE(c.try_send(colors::Value(1LL)));
+  CHECK_FALSE(r.deleted());
+  CHECK_FALSE(c.deleted());
+  CHECK(colors::delete_repository("api.repo"));
+  CHECK(colors::delete_channel("api.chan"));
+  CHECK_FALSE(colors::delete_channel("api.chan"));
+  CHECK(r.deleted());
+  CHECK(c.deleted());
+  std::string msg;
+  try {
+    r.get();
+  } catch (const colors::KeyError& e) {
+    msg = e.what();
+  }
+  CHECK(msg.find("repository 'api.repo' was deleted") != std::string::npos);
+  CHECK_THROWS_AS(c.try_receive(), colors::KeyError);
+  CHECK_THROWS_AS(c.capacity(), colors::KeyError);
+  colors::Repository r2 = colors::repository("api.repo");
+  CHECK(r2.get().is_null());
+  CHECK_FALSE(r2.deleted());
+  CHECK(r.deleted());  // stays stale after the name is re-created
+  msg.clear();
+  try {
+    colors::channel("api.huge", colors::Channel::kMaxCapacity + 1);
+  } catch (const colors::InvalidArgumentError& e) {
+    msg = e.what();
+  }
+  CHECK(msg.find("between 1 and 65536 (the maximum)") != std::string::npos);
 }

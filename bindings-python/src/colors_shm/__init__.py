@@ -83,6 +83,9 @@ __all__ = [
     "SharedInstance",
     "repository",
     "channel",
+    "delete_repository",
+    "delete_channel",
+    "CHANNEL_MAX_CAPACITY",
     "Repository",
     "Channel",
     "synchronized",
@@ -209,7 +212,8 @@ def repository(name: str) -> Repository:
 
 
 def channel(name: str, capacity: int = 64) -> Channel:
-    """The named bounded channel ``name`` (created with ``capacity`` slots on first use).
+    """The named bounded channel ``name`` (created with ``capacity`` slots on first use; 1 to
+    ``CHANNEL_MAX_CAPACITY``, else :class:`InvalidArgumentError`).
 
     ``send(obj, timeout=None)`` blocks while the channel is full (``TimeoutError`` after
     ``timeout`` seconds); ``receive(timeout=None)`` blocks until a value arrives (``TimeoutError``);
@@ -217,6 +221,26 @@ def channel(name: str, capacity: int = 64) -> Channel:
     when empty. Values are shared objects or scalars; private containers need :func:`copy_to`.
     """
     return _ext.channel(name, capacity)
+
+
+def delete_repository(name: str) -> bool:
+    """Deletes the repository ``name``: its value is no longer a root of the shared heap and its
+    memory is reused. Returns False if there is no such repository. Every existing
+    :class:`Repository` handle to it raises :class:`SharedKeyError` from then on, also once the
+    name is created again (call :func:`repository` again to use the new one)."""
+    return _ext.delete_repository(name)
+
+
+def delete_channel(name: str) -> bool:
+    """Deletes the channel ``name`` and drops the values queued in it; its memory is reused.
+    Returns False if there is no such channel. Threads of any process blocked in ``send`` or
+    ``receive`` on it, and every later use of an existing :class:`Channel` handle to it, raise
+    :class:`SharedKeyError` (call :func:`channel` again to use a channel created since).
+    ``capacity`` of :func:`channel` is at most ``CHANNEL_MAX_CAPACITY``."""
+    return _ext.delete_channel(name)
+
+
+CHANNEL_MAX_CAPACITY: int = _ext.CHANNEL_MAX_CAPACITY
 
 
 # ---- monitors ---------------------------------------------------------------------------------

@@ -239,12 +239,30 @@ void init_sync(py::module_& m) {
             return "<colors_shm.Channel '" + c.name + "' capacity=" + std::to_string(c.capacity) + ">";
           });
 
-  m.def("channel", [](const std::string& name, std::uint32_t capacity) {
-        if (capacity == 0) throw colors::InvalidArgumentError("channel capacity must be >= 1");
-        PyChannel c{name, capacity, {}, ~0ULL};
+  m.def("channel", [](const std::string& name, py::int_ capacity) {
+        // Any Python int: out of range is InvalidArgumentError naming the maximum, not an overflow.
+        int overflow = 0;
+        const long long cap = PyLong_AsLongLongAndOverflow(capacity.ptr(), &overflow);
+        if (overflow != 0 || cap < 1 || cap > static_cast<long long>(colors::Channel::kMaxCapacity)) {
+          throw colors::InvalidArgumentError("channel capacity must be between 1 and " +
+                                             std::to_string(colors::Channel::kMaxCapacity) + " (the maximum), got " +
+                                             py::str(capacity).cast<std::string>());
+        }
+        PyChannel c{name, static_cast<std::uint32_t>(cap), {}, ~0ULL};
         c.get();
         return c;
       }, py::arg("name"), py::arg("capacity") = 64);
+
+  m.attr("CHANNEL_MAX_CAPACITY") = colors::Channel::kMaxCapacity;
+  m.def("delete_repository", [](const std::string& name) {
+        ensure_attached();
+        return colors::delete_repository(name);
+      }, py::arg("name"));
+  m.def("delete_channel", [](const std::string& name) {
+        ensure_attached();
+        Blocking b;  // wakes the channel's blocked threads, which need the GIL to raise
+        return colors::delete_channel(name);
+      }, py::arg("name"));
 
   m.def("_monitor_enter", [](py::handle target, py::object timeout) {
         const void* a = monitor_address(target);

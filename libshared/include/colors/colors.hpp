@@ -230,21 +230,37 @@ Object new_object(const Class& cls);
 
 // ---- repositories and channels ---------------------------------------------------------------
 
+// A repository or channel can be deleted (delete_repository, delete_channel) by any process:
+// its value (its queued values) stop being roots and its classes-space memory is reused. A
+// handle keeps referring to the repository or channel it was opened on: once that is deleted,
+// every use of the handle throws KeyError naming it, also after the name was created again
+// (open it again by name to use the new one). A thread blocked in send or receive on a channel
+// being deleted wakes and gets that KeyError.
 class Repository {
  public:
   Value get() const;
   void set(const Value& v);
+  // True once the repository this handle was opened on has been deleted (by any process).
+  bool deleted() const;
+  const std::string& name() const { return name_; }
   // The repository record, usable as a monitor object.
   const void* address() const { return rec_; }
 
  private:
   friend Repository repository(const std::string&);
   detail::RepositoryRecord* rec_ = nullptr;
+  std::uint64_t gen_ = 0;
+  std::string name_;
 };
+// The repository called `name`, created (holding null) if it does not exist.
 Repository repository(const std::string& name);
+// Deletes the repository called `name`; returns false if there is none.
+bool delete_repository(const std::string& name);
 
 class Channel {
  public:
+  // The largest capacity channel() accepts (a channel's slots live in the classes space).
+  static constexpr std::uint32_t kMaxCapacity = 1u << 16;
   // Blocks until there is room. timeout_ms < 0: no limit. Returns false on timeout.
   bool send(const Value& v, std::int64_t timeout_ms = -1);
   bool try_send(const Value& v) { return send(v, 0); }
@@ -254,12 +270,21 @@ class Channel {
   std::optional<Value> receive(std::int64_t timeout_ms, std::int64_t spin_ns);
   std::optional<Value> try_receive() { return receive(0); }
   std::uint32_t capacity() const;
+  // True once the channel this handle was opened on has been deleted (by any process).
+  bool deleted() const;
+  const std::string& name() const { return name_; }
 
  private:
   friend Channel channel(const std::string&, std::uint32_t);
   detail::ChannelRecord* rec_ = nullptr;
+  std::uint64_t gen_ = 0;
+  std::string name_;
 };
+// The channel called `name`, created with `capacity` slots (1..Channel::kMaxCapacity, else
+// InvalidArgumentError) if it does not exist; an existing channel keeps its capacity.
 Channel channel(const std::string& name, std::uint32_t capacity = 64);
+// Deletes the channel called `name`, dropping what it holds; returns false if there is none.
+bool delete_channel(const std::string& name);
 
 // ---- monitors --------------------------------------------------------------------------------
 

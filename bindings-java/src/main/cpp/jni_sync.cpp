@@ -81,9 +81,11 @@ namespace {
 #define N(name, sig, fn) \
   { const_cast<char*>(name), const_cast<char*>(sig), reinterpret_cast<void*>(&fn) }
 
-// Repository and channel records live in the classes space (immortal). The native structs below
-// are created once per name by org.colors (which caches them by name) and never freed; they are
-// re-resolved after a detach/attach.
+// Repository and channel records live in the classes space. The native structs below are created
+// by org.colors once per name and handle (it caches them by name, and replaces a cached one whose
+// repository or channel was deleted: repoDeleted / chanDeleted) and never freed, since a Java
+// handle may outlive any cache entry; they are re-resolved after a detach/attach. A handle whose
+// repository or channel was deleted throws SharedKeyException from every operation.
 
 // Re-resolution after a detach/attach happens under the struct's mutex; the fast path only loads
 // the generation it was resolved in.
@@ -163,9 +165,33 @@ jlong JNICALL n_repo_address(JNIEnv* env, jclass, jlong p) {
   });
 }
 
+jboolean JNICALL n_repo_deleted(JNIEnv* env, jclass, jlong p) {
+  return guarded<jboolean>(env, JNI_FALSE, [&] { return from_ptr<JRepo>(p)->get().deleted() ? JNI_TRUE : JNI_FALSE; });
+}
+
+jboolean JNICALL n_repo_delete(JNIEnv* env, jclass, jstring name) {
+  return guarded<jboolean>(env, JNI_FALSE, [&] {
+    return colors::delete_repository(java_to_utf8(env, name)) ? JNI_TRUE : JNI_FALSE;
+  });
+}
+
+jboolean JNICALL n_chan_deleted(JNIEnv* env, jclass, jlong p) {
+  return guarded<jboolean>(env, JNI_FALSE, [&] { return from_ptr<JChan>(p)->get().deleted() ? JNI_TRUE : JNI_FALSE; });
+}
+
+jboolean JNICALL n_chan_delete(JNIEnv* env, jclass, jstring name) {
+  return guarded<jboolean>(env, JNI_FALSE, [&] {
+    return colors::delete_channel(java_to_utf8(env, name)) ? JNI_TRUE : JNI_FALSE;
+  });
+}
+
 jlong JNICALL n_chan_find(JNIEnv* env, jclass, jstring name, jint capacity) {
   return guarded<jlong>(env, 0, [&] {
-    if (capacity < 1) throw colors::InvalidArgumentError("channel capacity must be >= 1, got " + std::to_string(capacity));
+    if (capacity < 1 || static_cast<std::uint32_t>(capacity) > colors::Channel::kMaxCapacity) {
+      throw colors::InvalidArgumentError("channel capacity must be between 1 and " +
+                                         std::to_string(colors::Channel::kMaxCapacity) + " (the maximum), got " +
+                                         std::to_string(capacity));
+    }
     auto c = std::make_unique<JChan>();
     c->name = java_to_utf8(env, name);
     c->capacity = static_cast<std::uint32_t>(capacity);
@@ -273,6 +299,10 @@ void add_sync_natives(std::vector<JNINativeMethod>& out) {
       N("repoGet", "(J)Ljava/lang/Object;", n_repo_get),
       N("repoSet", "(JIJLjava/lang/Object;)V", n_repo_set),
       N("repoAddress", "(J)J", n_repo_address),
+      N("repoDeleted", "(J)Z", n_repo_deleted),
+      N("repoDelete", "(Ljava/lang/String;)Z", n_repo_delete),
+      N("chanDeleted", "(J)Z", n_chan_deleted),
+      N("chanDelete", "(Ljava/lang/String;)Z", n_chan_delete),
       N("chanFind", "(Ljava/lang/String;I)J", n_chan_find),
       N("chanCapacity", "(J)I", n_chan_capacity),
       N("chanSend", "(JIJLjava/lang/Object;J)Z", n_chan_send),

@@ -119,6 +119,10 @@ final class Native {
   static native void repoSet(long repo, int tag, long bits, Object obj);
   static native long repoAddress(long repo);
   static native long chanFind(String name, int capacity);
+  static native boolean repoDeleted(long repo);
+  static native boolean repoDelete(String name);
+  static native boolean chanDeleted(long chan);
+  static native boolean chanDelete(String name);
   static native int chanCapacity(long chan);
   static native boolean chanSend(long chan, int tag, long bits, Object obj, long timeoutMs);
   static native Object chanReceive(long chan, long timeoutMs);

@@ -11,7 +11,9 @@ import java.time.Duration;
  * {@link SharedInterruptedException} within about 50 ms (and clear the interrupt status, as
  * {@link InterruptedException} does). Timeouts are in milliseconds or a {@link Duration}.
  *
- * <p>Obtained from {@link SharedMemory#findOrCreateChannel(String)}; one instance per name.
+ * <p>Obtained from {@link SharedMemory#findOrCreateChannel(String)}; one instance per name until
+ * the channel is deleted ({@link SharedMemory#deleteChannel(String)}): from then on this instance
+ * throws {@link SharedKeyException}, and findOrCreateChannel gives a new one.
  */
 public final class ObjectChannel {
   private final String name;
@@ -137,6 +139,17 @@ public final class ObjectChannel {
   public Object tryReceive() {
     SharedMemory.ensureAttached();
     return Native.chanReceive(ptr, 0);
+  }
+
+  /**
+   * Whether this handle's channel has been deleted (by any process); a deleted one throws
+   * {@link SharedKeyException} from every operation.
+   *
+   * @return true once deleted
+   */
+  public boolean deleted() {
+    SharedMemory.ensureAttached();
+    return Native.chanDeleted(ptr);
   }
 
   @Override

@@ -16,8 +16,10 @@ package org.colors;
  * }
  * }</pre>
  *
- * <p>Obtained from {@link SharedMemory#findOrCreateRepository(String)}; one instance per name.
- * Repositories are immortal in the heap; after a detach they are looked up again on first use.
+ * <p>Obtained from {@link SharedMemory#findOrCreateRepository(String)}; one instance per name
+ * until the repository is deleted ({@link SharedMemory#deleteRepository(String)}): from then on
+ * this instance throws {@link SharedKeyException}, and findOrCreateRepository gives a new one.
+ * After a detach they are looked up again on first use.
  */
 public final class ObjectRepository {
   private final String name;
@@ -62,6 +64,17 @@ public final class ObjectRepository {
   long monitorAddress() {
     SharedMemory.ensureAttached();
     return Native.repoAddress(ptr);
+  }
+
+  /**
+   * Whether this handle's repository has been deleted (by any process); a deleted one throws
+   * {@link SharedKeyException} from every operation.
+   *
+   * @return true once deleted
+   */
+  public boolean deleted() {
+    SharedMemory.ensureAttached();
+    return Native.repoDeleted(ptr);
   }
 
   @Override

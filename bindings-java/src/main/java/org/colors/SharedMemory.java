@@ -376,14 +376,50 @@ public final class SharedMemory {
    * The repository named {@code key}, created if it does not exist yet.
    *
    * @param key the name (at most 1024 bytes of UTF-8)
-   * @return the repository (the same instance for the same name)
+   * @return the repository (the same instance for the same name, until the repository is deleted)
    */
   public static ObjectRepository findOrCreateRepository(String key) {
     ObjectRepository r = REPOSITORIES.get(key);
-    if (r != null) return r;
+    if (r != null && !r.deleted()) return r;
     ensureAttached();
-    return REPOSITORIES.computeIfAbsent(key, k -> new ObjectRepository(k, Native.repoFind(k)));
+    // A cached handle whose repository was deleted (here or in another process) is replaced; the
+    // old instance keeps throwing SharedKeyException.
+    return REPOSITORIES.compute(key, (k, old) -> old != null && old != r && !old.deleted()
+        ? old : new ObjectRepository(k, Native.repoFind(k)));
   }
+
+  /**
+   * Deletes the repository named {@code key}: its value is no longer a root of the shared heap
+   * and its memory is reused. Every existing {@link ObjectRepository} of it, in any process,
+   * throws {@link SharedKeyException} from then on, also once the name is created again.
+   *
+   * @param key the name
+   * @return false if there was no such repository
+   */
+  public static boolean deleteRepository(String key) {
+    ensureAttached();
+    boolean deleted = Native.repoDelete(key);
+    REPOSITORIES.computeIfPresent(key, (k, r) -> r.deleted() ? null : r);
+    return deleted;
+  }
+
+  /**
+   * Deletes the channel named {@code key} and drops the values queued in it; its memory is
+   * reused. Threads of any process blocked in send or receive on it, and every later use of an
+   * existing {@link ObjectChannel} of it, throw {@link SharedKeyException}.
+   *
+   * @param key the name
+   * @return false if there was no such channel
+   */
+  public static boolean deleteChannel(String key) {
+    ensureAttached();
+    boolean deleted = Native.chanDelete(key);
+    CHANNELS.computeIfPresent(key, (k, c) -> c.deleted() ? null : c);
+    return deleted;
+  }
+
+  /** The largest capacity {@link #findOrCreateChannel(String, int)} accepts. */
+  public static final int CHANNEL_MAX_CAPACITY = 65536;
 
   /**
    * The channel named {@code key}, created with capacity 64 if it does not exist yet.
@@ -400,15 +436,19 @@ public final class SharedMemory {
    * existing channel keeps its capacity).
    *
    * @param key the name
-   * @param capacity the number of values it holds at most (&gt;= 1)
-   * @return the channel (the same instance for the same name)
+   * @param capacity the number of values it holds at most (1 to {@link #CHANNEL_MAX_CAPACITY})
+   * @return the channel (the same instance for the same name, until the channel is deleted)
    */
   public static ObjectChannel findOrCreateChannel(String key, int capacity) {
-    if (capacity < 1) throw new InvalidArgumentException("channel capacity must be >= 1, got " + capacity);
+    if (capacity < 1 || capacity > CHANNEL_MAX_CAPACITY) {
+      throw new InvalidArgumentException("channel capacity must be between 1 and " + CHANNEL_MAX_CAPACITY
+          + " (the maximum), got " + capacity);
+    }
     ObjectChannel c = CHANNELS.get(key);
-    if (c != null) return c;
+    if (c != null && !c.deleted()) return c;
     ensureAttached();
-    return CHANNELS.computeIfAbsent(key, k -> new ObjectChannel(k, Native.chanFind(k, capacity)));
+    return CHANNELS.compute(key, (k, old) -> old != null && old != c && !old.deleted()
+        ? old : new ObjectChannel(k, Native.chanFind(k, capacity)));
   }
 
   // ---- monitors ------------------------------------------------------------------------------

@@ -354,4 +354,74 @@ class SyncTest {
       assertEquals(0, child.exit());
     }
   }
+
+  @Test
+  void channelCapacityOverTheMaximumNamesIt() {
+    for (int bad : new int[] {SharedMemory.CHANNEL_MAX_CAPACITY + 1, Integer.MAX_VALUE, 0, -1}) {
+      InvalidArgumentException e = assertThrows(InvalidArgumentException.class,
+          () -> SharedMemory.findOrCreateChannel(unique("huge"), bad));
+      assertTrue(e.getMessage().contains("between 1 and " + SharedMemory.CHANNEL_MAX_CAPACITY), e.getMessage());
+    }
+    assertEquals(SharedMemory.CHANNEL_MAX_CAPACITY,
+        SharedMemory.findOrCreateChannel(unique("max"), SharedMemory.CHANNEL_MAX_CAPACITY).capacity());
+  }
+
+  @Test
+  void deletedRepositoryHandlesThrowAndTheNameStartsAfresh() {
+    String name = unique("delrepo");
+    assertFalse(SharedMemory.deleteRepository(name));
+    ObjectRepository r = SharedMemory.findOrCreateRepository(name);
+    r.set(SharedMemory.copyToSharedMemory(List.of(1L, 2L)));
+    assertTrue(SharedMemory.deleteRepository(name));
+    assertFalse(SharedMemory.deleteRepository(name));
+    assertTrue(r.deleted());
+    SharedKeyException e = assertThrows(SharedKeyException.class, r::get);
+    assertTrue(e.getMessage().contains("repository '" + name + "' was deleted"), e.getMessage());
+    assertThrows(SharedKeyException.class, () -> r.set(1L));
+    ObjectRepository again = SharedMemory.findOrCreateRepository(name);
+    assertFalse(again == r);
+    assertNull(again.get());
+    again.set("new");
+    assertThrows(SharedKeyException.class, r::get);
+    assertEquals("new", again.get());
+    assertSame(again, SharedMemory.findOrCreateRepository(name));
+  }
+
+  @Test
+  void deletedChannelHandlesThrowAndMemoryIsReused() {
+    String name = unique("delchan");
+    ObjectChannel ch = SharedMemory.findOrCreateChannel(name, 4);
+    ch.send(SharedMemory.copyToSharedMemory(Map.of("dropped", true)));
+    assertTrue(SharedMemory.deleteChannel(name));
+    assertFalse(SharedMemory.deleteChannel(name));
+    SharedKeyException e = assertThrows(SharedKeyException.class, ch::tryReceive);
+    assertTrue(e.getMessage().contains("channel '" + name + "' was deleted"), e.getMessage());
+    assertThrows(SharedKeyException.class, () -> ch.trySend(1L));
+    // 200 channels of the maximal capacity (512 KiB of slots each: 100 MiB) through a classes
+    // space of 64 MiB: only possible because deleted channels' memory is reused.
+    for (int i = 0; i < 200; i++) {
+      String n = name + "." + (i % 10);
+      ObjectChannel c = SharedMemory.findOrCreateChannel(n, SharedMemory.CHANNEL_MAX_CAPACITY);
+      c.send((long) i);
+      assertEquals((long) i, c.receive(1_000));
+      assertTrue(SharedMemory.deleteChannel(n));
+    }
+    ObjectChannel again = SharedMemory.findOrCreateChannel(name, 2);
+    assertFalse(again == ch);
+    assertNull(again.tryReceive());
+  }
+
+  @Test
+  void deletingAChannelWakesAReceiverInAnotherProcess() throws Exception {
+    String name = unique("delwake");
+    SharedMemory.findOrCreateChannel(name);
+    try (Child child = new Child("receive-until-gone", name)) {
+      assertEquals("receiving", child.line());
+      Thread.sleep(200);  // let it block; if it is not blocked yet, its receive fails at once instead
+      assertTrue(SharedMemory.deleteChannel(name));
+      String l = child.line();
+      assertTrue(l.startsWith("SharedKeyException: channel '" + name + "' was deleted"), l);
+      assertEquals(0, child.exit());
+    }
+  }
 }
