@@ -50,6 +50,31 @@ TEST_CASE("small objects come from a TLAB owned by the client, large ones from t
   REQUIRE(r.objects == 3 + 1);  // + this process's root-table chunk
 }
 
+TEST_CASE("placement: TLABs come from the low end of the space, large objects from its high end") {
+  test::TestSegment seg(8 << 20);
+  Metadata* m = seg.meta();
+  std::atomic<Word>* warm = root_acquire(kNull);  // this process's first root-table chunk
+  root_release(warm);
+  Rooted small = new_string(m, "low");
+  Rooted large = new_binary(m, nullptr, kLargeObjectBytes);
+  Rooted medium = new_binary(m, nullptr, 100000);
+  const std::uintptr_t s = small.word(), l = large.word(), md = medium.word();  // block starts
+  // The first TLAB is the front of the space; the large object is at the top of the space (below
+  // only the root-table chunk, a medium object carved before it); the medium object goes to the
+  // top of the free space, next to the large object; the free space between is one chunk.
+  REQUIRE(s < m->objects_begin + kTlabSize);
+  REQUIRE(l + block_size_of(l) + (16u << 10) >= m->objects_end);
+  REQUIRE(md + block_size_of(md) == l);
+  HeapUsage u = heap_usage(m);
+  REQUIRE(u.free_chunks == 1);
+  const std::uintptr_t chunk = m->freelist_head.load();
+  REQUIRE(chunk == s + kTlabSize);
+  REQUIRE(chunk + u.free_bytes == md);
+  VerifyReport r = verify_heap(m);
+  INFO(r.summary());
+  REQUIRE(r.ok());
+}
+
 TEST_CASE("allocation until out of memory fails cleanly and leaves a verifiable heap") {
   test::TestSegment seg(1 << 20);
   Metadata* m = seg.meta();
