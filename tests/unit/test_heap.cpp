@@ -173,6 +173,43 @@ TEST_CASE("threads allocating concurrently keep the heap parsable") {
   REQUIRE(r.objects == 60000 + chunks);
 }
 
+TEST_CASE("a client killed between the stores of a front carve leaves a free block the next holder lists") {
+  test::TestSegment seg(8 << 20);
+  Metadata* m = seg.meta();
+  Rooted keep = new_string(m, "before");
+  pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    // A front carve up to the front turning kTlab: the rest is a kFree block (with the chunk's
+    // links) that the list does not reach yet; the list still holds the carved front.
+    m->heap_lock.lock();
+    std::uint64_t p = m->freelist_head.load();
+    std::size_t size = BlockHeader::size_of(header_at(p)->load());
+    std::uintptr_t r = p + kTlabSize;
+    free_next(r)->store(free_next(p)->load());
+    free_prev(r)->store(free_prev(p)->load());
+    header_at(r)->word.store(BlockHeader::pack(size - kTlabSize, BlockKind::kFree));
+    header_at(p)->owner.store(99);
+    header_at(p)->publish(kTlabSize, BlockKind::kTlab);
+    ::_exit(0);
+  }
+  int st = 0;
+  REQUIRE(::waitpid(pid, &st, 0) == pid);
+  // The next holder rebuilds the list from the heap: the rest is listed, the carved front is not,
+  // and the counters match the list.
+  Rooted big = new_binary(m, nullptr, 20000);
+  HeapUsage u = heap_usage(m);
+  REQUIRE(u.free_chunks == 1);
+  REQUIRE(m->free_chunks.load() == 1);
+  REQUIRE(m->free_bytes.load() == u.free_bytes);
+  REQUIRE(BlockHeader::kind_of(header_at(m->freelist_head.load())->load()) == BlockKind::kFree);
+  // The dead client's block is an ordinary kTlab block: reclaimed with its TLABs.
+  REQUIRE(reclaim_client_tlabs(m, 99) == kTlabSize);
+  VerifyReport r = verify_heap(m);
+  INFO(r.summary());
+  REQUIRE(r.ok());
+}
+
 TEST_CASE("a client killed while holding the heap lock leaves a freelist the next holder repairs") {
   test::TestSegment seg(8 << 20);
   Metadata* m = seg.meta();
