@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
@@ -106,7 +107,9 @@ TEST_CASE("placement: after a client that filled the heap is killed, one allocat
   constexpr std::size_t kMaxSurvivors = 1 << 17;
   List survivors = new_list(kMaxSurvivors);
   std::uint64_t kept = 0, checksum = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
   while (c->full.load() == 0) {
+    REQUIRE(std::chrono::steady_clock::now() < deadline);  // the filler died or hangs
     const std::uint64_t filled = c->filled.load();
     if (filled < kHeap * 3 / 4 && kept * 32 < filled && survivors.size() < kMaxSurvivors) {
       std::size_t n = log_uniform(rng, 8, 200);
