@@ -8,8 +8,10 @@ namespace colors {
 // Bumped whenever the attach handshake changes. A client and a server must agree exactly.
 inline constexpr std::uint32_t kProtocolVersion = 1;
 // Bumped whenever anything in the segment's binary layout changes (metadata, block headers,
-// object layouts, class records). A client and a server must agree exactly.
-inline constexpr std::uint32_t kLayoutVersion = 4;
+// object layouts, class records) or in how processes share it (5: front carving may leave a free
+// block off the freelist after a death, which only the walk-based repair lists). A client and a
+// server must agree exactly.
+inline constexpr std::uint32_t kLayoutVersion = 5;
 
 // Default fixed address of the segment. High in the user half of the x86-64 address space,
 // below where the kernel places mmap()s top-down (0x7f..) and far above where executables, their
