@@ -1,11 +1,12 @@
 // Walking the objects space block by block (the parsability invariant, libshared/src/block.hpp)
 // and cutting it into partitions of about equal bytes at block boundaries.
 //
-// Invariant: once computed, partition boundaries stay block boundaries, in this cycle and in
-// later ones. Blocks are only split inside themselves (TLAB allocation, carving a free chunk from
-// its tail), turned into another kind in place (dead-client reclamation), or merged by the sweep,
-// and the sweep never merges across a partition boundary. So cycles reuse partitions and only
-// walk the heap again now and then, to rebalance them.
+// Invariant: partition boundaries stay block boundaries, in this cycle and in later ones. Blocks
+// are only split inside themselves (TLAB allocation, carving a free chunk), turned into another
+// kind in place (dead-client reclamation), or merged by the sweep, whose runs stay inside a
+// partition and which moves a boundary to the start of a block it merges across it
+// (sweeper.hpp). So cycles reuse partitions and only walk the heap again now and then, to
+// rebalance them.
 #pragma once
 #include <cstdint>
 #include <vector>

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <vector>
 
 #include "collector.hpp"
 #include "heap.hpp"
@@ -76,13 +77,15 @@ struct PartSweep {
     return p;
   }
 
-  void run(const Partition& part) {
-    std::uintptr_t p = part.begin;
+  // Sweeps one partition; returns the start of its last block.
+  std::uintptr_t run(const Partition& part) {
+    std::uintptr_t p = part.begin, last = part.begin;
     while (p < part.end) {
+      last = p;
       BlockHeader* h = header_at(p);
       std::uint64_t w = h->load();
       std::size_t size = BlockHeader::size_of(w);
-      if (size == 0) return;
+      if (size == 0) return last;
       BlockKind k = BlockHeader::kind_of(w);
       bool reclaimable = k == BlockKind::kFiller || is_dead_object(h, w, epoch);
       // A lone free chunk is already what coalescing would make of it; only merge it with
@@ -107,12 +110,57 @@ struct PartSweep {
       }
       p += size;
     }
+    return last;
+  }
+
+  // Whether a block can be merged with a neighbour: free or filler. Once read under heap_lock,
+  // either stays what it is: free chunks change only under heap_lock, fillers only by the sweep
+  // (a thread retiring its TLAB turns kTlab into kFiller without the lock, so a kTlab block read
+  // here may become a filler meanwhile; it is then merged by a later cycle).
+  static bool mergeable(std::uint64_t w) {
+    BlockKind k = BlockHeader::kind_of(w);
+    return k == BlockKind::kFree || k == BlockKind::kFiller;
+  }
+
+  // Merges the free space on both sides of the boundary between parts[i] and parts[i + 1] into one
+  // block, and moves the boundary to that block's start. `from` is a block start in parts[i] at or
+  // before its last block. Returns the end of the merged block, or 0 when nothing was merged.
+  // Runs alone: the parallel sweep is over and dead-client reclamation waits for the walk lock.
+  std::uintptr_t merge_boundary(std::vector<Partition>& parts, std::size_t i, std::uintptr_t from) {
+    const std::uintptr_t b = parts[i].end;
+    HeapLockGuard g(m);
+    // The block that ends at the boundary: mutators may have split blocks since the sweep.
+    std::uintptr_t l = from;
+    for (;;) {
+      std::size_t size = BlockHeader::size_of(header_at(l)->load());
+      if (size == 0) return 0;
+      if (l + size >= b) break;
+      l += size;
+    }
+    BlockHeader* lh = header_at(l);
+    BlockHeader* rh = header_at(b);
+    const std::uint64_t lw = lh->load(), rw = rh->load();
+    if (l + BlockHeader::size_of(lw) != b || !mergeable(lw) || !mergeable(rw)) return 0;
+    const std::size_t rsize = BlockHeader::size_of(rw);
+    if (BlockHeader::kind_of(lw) == BlockKind::kFree) freelist_unlink(m, l);
+    else clear_pending_bits(pb, l, b);  // a retired TLAB tail may hold an abandoned, flagged block
+    if (BlockHeader::kind_of(rw) == BlockKind::kFree) freelist_unlink(m, b);
+    else clear_pending_bits(pb, b, b + rsize);
+    const std::size_t size = b + rsize - l;
+    if (poison) fill_poison(b, b + std::min<std::size_t>(rsize, 2 * sizeof(BlockHeader)));  // the stale header inside
+    lh->marked.store(0, std::memory_order_relaxed);
+    lh->recent.store(0, std::memory_order_relaxed);
+    lh->owner.store(0, std::memory_order_relaxed);
+    if (size >= kTlabSize) freelist_push(m, l, size);
+    else lh->publish(size, BlockKind::kFiller);
+    parts[i].end = parts[i + 1].begin = l;
+    return b + rsize;
   }
 };
 
 }  // namespace
 
-SweepResult sweep(Metadata* m, WorkerPool& pool, const std::vector<Partition>& parts, std::uint8_t epoch, bool poison) {
+SweepResult sweep(Metadata* m, WorkerPool& pool, std::vector<Partition>& parts, std::uint8_t epoch, bool poison) {
   std::atomic<std::size_t> next{0};
   std::vector<SweepResult> results(pool.size());
   // Every address a monitor record or poison mark names now. An object dead in this cycle was
@@ -122,14 +170,27 @@ SweepResult sweep(Metadata* m, WorkerPool& pool, const std::vector<Partition>& p
   std::vector<std::uint64_t> monitored;
   monitor_addresses_in_use(m, &monitored);
   std::sort(monitored.begin(), monitored.end());
+  std::vector<std::uintptr_t> last(parts.size());
   pool.run([&](unsigned i) {
     // Orders this cycle's gc_started_seq bump (which happens-before this task) before every write
     // to freed memory below: the other half of read_without_cycle() (libshared/src/objects.hpp).
     std::atomic_thread_fence(std::memory_order_release);
     PartSweep s{m, epoch, poison, pending_bits_of(m), &monitored, {}};
-    for (std::size_t k; (k = next.fetch_add(1, std::memory_order_acq_rel)) < parts.size();) s.run(parts[k]);
+    for (std::size_t k; (k = next.fetch_add(1, std::memory_order_acq_rel)) < parts.size();) last[k] = s.run(parts[k]);
     results[i] = s.r;
   });
+  // Free space across partition boundaries, left to right: a block merged at one boundary may
+  // reach the next (its partition then becomes empty and is dropped). Merging frees no object, so
+  // no monitor name is forgotten here.
+  PartSweep s{m, epoch, poison, pending_bits_of(m), &monitored, {}};
+  std::uintptr_t merged_end = 0;
+  for (std::size_t k = 0; k + 1 < parts.size(); ++k) {
+    // A last block inside the block merged at the previous boundary is no block any more: parts[k]
+    // then begins at the merged block, and its walk starts there.
+    std::uintptr_t from = last[k] < merged_end ? parts[k].begin : last[k];
+    merged_end = s.merge_boundary(parts, k, from);
+  }
+  std::erase_if(parts, [](const Partition& p) { return p.begin == p.end; });
   SweepResult total;
   for (auto& r : results) {
     total.objects_freed += r.objects_freed;

@@ -9,7 +9,12 @@
 //    inside the run still reaches its end. Walkers that could be inside a run are other sweep
 //    threads (which stay within their partitions) and dead-client reclaim (serialised with the
 //    sweep by the collector's walk lock).
-//  * A run never crosses a partition boundary, so boundaries stay block boundaries.
+//  * A run never crosses a partition boundary while the partitions are swept in parallel. Then,
+//    with no other sweep thread left, free space on both sides of each boundary is merged under
+//    heap_lock (left to right, so a merged block can reach further boundaries), and the boundary
+//    moves to the merged block's start; partitions left empty are dropped. So boundaries stay
+//    block boundaries, and partitions never cut the free space into pieces (a heap with 16
+//    partitions could otherwise never offer more than a sixteenth of itself to one allocation).
 //  * Surviving objects whose `recent` is from an older cycle get recent = 0, so that the 8-bit
 //    epoch wrapping around never makes an old object look recent.
 #pragma once
@@ -26,7 +31,8 @@ struct SweepResult {
   std::uint64_t objects_freed = 0, bytes_freed = 0;
 };
 
-SweepResult sweep(detail::Metadata* m, WorkerPool& pool, const std::vector<Partition>& parts, std::uint8_t epoch,
+// Sweeps `parts` and moves their boundaries where it merges free space across them.
+SweepResult sweep(detail::Metadata* m, WorkerPool& pool, std::vector<Partition>& parts, std::uint8_t epoch,
                   bool poison);
 
 }  // namespace colors::gc

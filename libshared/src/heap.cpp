@@ -37,50 +37,105 @@ std::string out_of_memory_message(Metadata* m, std::size_t bytes) {
          "); drop references you no longer need or restart colors-server with a larger --heap-size";
 }
 
-// Carves `bytes` from the tail of a first-fit freelist chunk, as a kTlab block owned by `owner`
-// (a new TLAB, or a large object until it is published). Returns its address or 0.
-std::uintptr_t carve(Metadata* m, std::size_t bytes, std::uint32_t owner) {
-  HeapLockGuard g(m);
+// Placement (heap.hpp, "Placement"): the chunk a request is carved from, and from which end.
+// A large object takes the highest-addressed chunk that fits; a TLAB or a medium object the
+// lowest-addressed one. Returns {0, ...} when no chunk fits. REQUIRES: heap_lock held.
+struct Placement {
+  std::uintptr_t chunk;
+  bool tail;  // carve from the chunk's tail (else its front)
+};
+Placement choose_chunk(Metadata* m, std::size_t bytes, Request kind) {
+  const bool highest = kind == Request::kLarge;
+  std::uintptr_t best = 0;
   for (std::uint64_t p = m->freelist_head.load(std::memory_order_acquire); p != 0;
        p = free_next(p)->load(std::memory_order_acquire)) {
-    BlockHeader* h = header_at(p);
-    std::uint64_t w = h->load();
+    std::uint64_t w = header_at(p)->load();
     if (BlockHeader::kind_of(w) != BlockKind::kFree) continue;  // only after a holder died; repaired
-    std::size_t size = BlockHeader::size_of(w);
-    if (size < bytes) continue;
-    std::size_t rest = size - bytes;
+    if (BlockHeader::size_of(w) < bytes) continue;
+    if (best == 0 || (highest ? p > best : p < best)) best = p;
+  }
+  return {best, kind != Request::kTlab};
+}
+
+// Initialises the header fields of a block carved for `owner` that its word does not carry.
+void init_carved(BlockHeader* h, std::uint32_t owner) {
+  h->marked.store(0, std::memory_order_relaxed);
+  h->recent.store(0, std::memory_order_relaxed);
+  h->owner.store(owner, std::memory_order_relaxed);
+}
+
+// Carves `bytes` from the chunk at `p` as a kTlab block owned by `owner` (a new TLAB, or an object
+// until it is published), from its tail or its front. Returns the block's address.
+// REQUIRES: heap_lock held, p a listed kFree chunk of at least `bytes`.
+std::uintptr_t carve_from(Metadata* m, std::uintptr_t p, std::size_t bytes, std::uint32_t owner, bool tail) {
+  BlockHeader* h = header_at(p);
+  const std::size_t size = BlockHeader::size_of(h->load());
+  const std::size_t rest = size - bytes;
+  // The chunk's links live in its first payload words, which a carved header may overwrite: read
+  // them first. Structure first, counters last (a holder killed in between leaves counters that
+  // the next holder recomputes, see HeapLockGuard).
+  const std::uint64_t next = free_next(p)->load(std::memory_order_relaxed);
+  const std::uint64_t prev = free_prev(p)->load(std::memory_order_relaxed);
+  m->allocated_bytes_total.fetch_add(bytes, std::memory_order_relaxed);
+  if (rest == 0) {
+    init_carved(h, owner);
+    h->publish(bytes, BlockKind::kTlab);  // the chunk stops being kFree before it leaves the list
+    freelist_unlink_links(m, next, prev);
+    m->free_chunks.fetch_sub(1, std::memory_order_relaxed);
+    m->free_bytes.fetch_sub(size, std::memory_order_relaxed);
+    return p;
+  }
+  if (tail) {
+    // Tail: the new block's header first, then the chunk shrinks in place (one release store).
     std::uintptr_t block = p + rest;
-    // The chunk's links live in its first payload words, which the carved block's header may
-    // overwrite when the rest is tiny: read them first.
-    const std::uint64_t next = free_next(p)->load(std::memory_order_relaxed);
-    const std::uint64_t prev = free_prev(p)->load(std::memory_order_relaxed);
     BlockHeader* nb = header_at(block);
-    nb->marked.store(0, std::memory_order_relaxed);
-    nb->recent.store(0, std::memory_order_relaxed);
-    nb->owner.store(owner, std::memory_order_relaxed);
-    // Structure first, counters last (a holder killed in between leaves counters that the next
-    // holder recomputes, see HeapLockGuard). A chunk stops being kFree before it leaves the list.
-    if (rest == 0) {
-      nb->publish(bytes, BlockKind::kTlab);  // the carved header is the chunk's header
+    init_carved(nb, owner);
+    nb->word.store(BlockHeader::pack(bytes, BlockKind::kTlab), std::memory_order_relaxed);
+    if (rest >= kTlabSize) {
+      h->publish(rest, BlockKind::kFree);  // stays listed
+      m->free_bytes.fetch_sub(bytes, std::memory_order_relaxed);
+    } else {
+      h->publish(rest, BlockKind::kFiller);  // too small to stay on the freelist
       freelist_unlink_links(m, next, prev);
       m->free_chunks.fetch_sub(1, std::memory_order_relaxed);
       m->free_bytes.fetch_sub(size, std::memory_order_relaxed);
-    } else {
-      nb->word.store(BlockHeader::pack(bytes, BlockKind::kTlab), std::memory_order_relaxed);
-      if (rest >= kTlabSize) {
-        h->publish(rest, BlockKind::kFree);  // the chunk shrinks (release) and stays listed
-        m->free_bytes.fetch_sub(bytes, std::memory_order_relaxed);
-      } else {
-        h->publish(rest, BlockKind::kFiller);  // too small to stay on the freelist
-        freelist_unlink_links(m, next, prev);
-        m->free_chunks.fetch_sub(1, std::memory_order_relaxed);
-        m->free_bytes.fetch_sub(size, std::memory_order_relaxed);
-      }
     }
-    m->allocated_bytes_total.fetch_add(bytes, std::memory_order_relaxed);
     return block;
   }
-  return 0;
+  // Front: the rest's header (and, when it stays free, its links: the chunk's) is written inside
+  // the chunk, unseen by walkers; the front turning kTlab (release) makes the rest a block; then
+  // the rest takes the chunk's place in the list. A holder killed between the last two leaves a
+  // kFree block off the list, which the walk of repair_freelist finds.
+  std::uintptr_t r = p + bytes;
+  BlockHeader* rh = header_at(r);
+  const bool keep = rest >= kTlabSize;
+  if (keep) {
+    free_next(r)->store(next, std::memory_order_relaxed);
+    free_prev(r)->store(prev, std::memory_order_relaxed);
+  }
+  init_carved(rh, 0);
+  rh->word.store(BlockHeader::pack(rest, keep ? BlockKind::kFree : BlockKind::kFiller), std::memory_order_relaxed);
+  init_carved(h, owner);
+  h->publish(bytes, BlockKind::kTlab);
+  if (keep) {
+    if (prev == 0) m->freelist_head.store(r, std::memory_order_release);
+    else free_next(prev)->store(r, std::memory_order_release);
+    if (next != 0) free_prev(next)->store(r, std::memory_order_relaxed);
+    m->free_bytes.fetch_sub(bytes, std::memory_order_relaxed);
+  } else {
+    freelist_unlink_links(m, next, prev);
+    m->free_chunks.fetch_sub(1, std::memory_order_relaxed);
+    m->free_bytes.fetch_sub(size, std::memory_order_relaxed);
+  }
+  return p;
+}
+
+// Carves `bytes` as a kTlab block owned by `owner`, placed by its kind (heap.hpp, "Placement").
+// Returns its address or 0.
+std::uintptr_t carve(Metadata* m, std::size_t bytes, std::uint32_t owner, Request kind) {
+  HeapLockGuard g(m);
+  Placement c = choose_chunk(m, bytes, kind);
+  return c.chunk == 0 ? 0 : carve_from(m, c.chunk, bytes, owner, c.tail);
 }
 
 std::atomic<HeapPressureHook> g_pressure_hook{nullptr};
@@ -128,10 +183,10 @@ void await_relief(Metadata* m, std::uint32_t seen) {
 // Invariants: carve() holds heap_lock only inside itself, so neither the hook nor the waits run
 // under it; the relief (signal and hook) runs at most once per call, only after a cycle finished
 // (a collector runs); the hook is not called from inside itself.
-std::uintptr_t carve_or_collect(Metadata* m, std::size_t bytes, std::uint32_t owner, std::size_t want) {
+std::uintptr_t carve_or_collect(Metadata* m, std::size_t bytes, std::uint32_t owner, Request kind, std::size_t want) {
   bool relieved = false;
   for (int cycles = 0;;) {
-    if (std::uintptr_t p = carve(m, bytes, owner)) return p;
+    if (std::uintptr_t p = carve(m, bytes, owner, kind)) return p;
     if (cycles == 2) {
       if (relieved) break;
       relieved = true;
@@ -215,32 +270,31 @@ void freelist_unlink(Metadata* m, std::uintptr_t p) {
 }
 
 void repair_freelist(Metadata* m) {
-  // Keep the chunks still reachable through `next` that are kFree, within the objects space,
-  // without cycles; rebuild `prev` and the counters. Blocks dropped here are no longer kFree
-  // (see the invariant above), so nothing is lost that a walk cannot find again.
+  // The list is rebuilt from a walk of the heap: every kFree block, in address order, with its
+  // counters. Whatever order of single stores the dead holder was in, each one left the heap
+  // parsable with kFree only on genuinely free blocks (heap.hpp), so the walk finds exactly the
+  // free chunks, including one it had not linked yet; a block it had taken but not published is
+  // kTlab and carries its client id, so the server reclaims it with the client's TLABs. Walkers
+  // that rewrite blocks (the sweep, dead-client reclamation) do so only under heap_lock, which
+  // the caller holds.
   std::uint64_t prev = 0, bytes = 0, chunks = 0;
   std::atomic<std::uint64_t>* link = &m->freelist_head;
-  std::uint64_t p = link->load(std::memory_order_acquire);
-  const std::uint64_t limit = (m->objects_end - m->objects_begin) / kTlabSize + 1;
-  while (p != 0) {
-    bool ok = p >= m->objects_begin && p < m->objects_end && p % kGranule == 0 && chunks < limit &&
-              BlockHeader::kind_of(header_at(p)->load()) == BlockKind::kFree;
-    if (!ok) {
-      // Skip it: splice its successor (if it is one of ours) or end the list here.
-      std::uint64_t next = (p >= m->objects_begin && p < m->objects_end && p % kGranule == 0 && chunks < limit)
-                               ? free_next(p)->load(std::memory_order_relaxed)
-                               : 0;
-      link->store(next, std::memory_order_release);
-      p = next;
-      continue;
+  std::uintptr_t p = m->objects_begin;
+  while (p < m->objects_end) {
+    std::uint64_t w = header_at(p)->load();
+    std::size_t size = BlockHeader::size_of(w);
+    if (size == 0 || size > m->objects_end - p) break;  // corrupt; the verifier reports it
+    if (BlockHeader::kind_of(w) == BlockKind::kFree) {
+      free_prev(p)->store(prev, std::memory_order_relaxed);
+      link->store(p, std::memory_order_release);
+      link = free_next(p);
+      prev = p;
+      bytes += size;
+      ++chunks;
     }
-    free_prev(p)->store(prev, std::memory_order_relaxed);
-    bytes += BlockHeader::size_of(header_at(p)->load());
-    ++chunks;
-    prev = p;
-    link = free_next(p);
-    p = link->load(std::memory_order_acquire);
+    p += size;
   }
+  link->store(0, std::memory_order_release);
   m->free_bytes.store(bytes, std::memory_order_relaxed);
   m->free_chunks.store(chunks, std::memory_order_relaxed);
 }
@@ -306,7 +360,8 @@ BlockHeader* reserve_block_slow(Metadata* m, std::uint32_t client_id, std::size_
     return h;
   }
   if (bytes > kTlabSize / 4) {
-    std::uintptr_t p = carve_or_collect(m, bytes, client_id, bytes);
+    std::uintptr_t p =
+        carve_or_collect(m, bytes, client_id, bytes >= kLargeObjectBytes ? Request::kLarge : Request::kMedium, bytes);
     BlockHeader* h = header_at(p);
     std::memset(h->payload(), 0, bytes - sizeof(BlockHeader));
     return h;
@@ -314,7 +369,7 @@ BlockHeader* reserve_block_slow(Metadata* m, std::uint32_t client_id, std::size_
   // Retire the current TLAB (its rest becomes filler) and take a fresh one.
   if (t.cur != 0) header_at(t.cur)->publish(t.end - t.cur, BlockKind::kFiller);
   t.cur = t.end = 0;
-  std::uintptr_t p = carve_or_collect(m, kTlabSize, client_id, bytes);
+  std::uintptr_t p = carve_or_collect(m, kTlabSize, client_id, Request::kTlab, bytes);
   t.cur = p;
   t.end = p + kTlabSize;
   return reserve_block(m, client_id, bytes);  // fits: bytes <= kTlabSize / 4

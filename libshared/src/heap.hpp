@@ -1,23 +1,42 @@
-// Allocation in the objects space: per-thread TLABs, and a first-fit freelist for new TLABs and
-// large objects.
+// Allocation in the objects space: per-thread TLABs for small objects, and freelist chunks
+// placed by the kind of request for new TLABs, medium and large objects.
+//
+// Placement. Objects never move, so where a block is carved decides how fragmented the heap can
+// get. Small objects (TLABs) fill the space from its low end upward, large objects
+// (kLargeObjectBytes and more) from its high end downward, both address-ordered first fit:
+//  * a TLAB takes the lowest-addressed chunk that fits, carved from its front;
+//  * a large object takes the highest-addressed chunk that fits, carved from its tail;
+//  * a medium object (too large for a TLAB, below kLargeObjectBytes) takes the lowest-addressed
+//    chunk that fits, carved from its tail: a hole among small objects holds it there, and in the
+//    free space between the two ends it goes next to the large objects, not among small ones.
+// So long-lived small objects pack at the low end and never pepper the space large objects leave
+// behind, the free space gathers between the two ends, and a freed large object coalesces with
+// its free neighbours (across the sweep's partitions too, gc/sweeper.hpp) into a chunk that holds
+// a large object again. Finding a chunk walks the freelist (chunks of 32 KiB and more), once per
+// TLAB or medium/large object.
 //
 // Invariants (besides parsability, see block.hpp):
-//  * A block whose header says kFree is on the freelist, and has size >= kTlabSize. The list is
-//    changed only under Metadata::heap_lock (HeapLockGuard). Pushing links a block before its
-//    header turns kFree; taking a chunk off makes its header something else before unlinking it;
-//    counters are updated last. So a holder killed mid-operation (a client, kill -9) leaves at
-//    worst list entries that are no longer kFree and stale counters, which the next holder
-//    repairs (repair_freelist) when the robust lock reports the death.
-//  * Free chunks are split from their tail: the new block's header is written inside the chunk
-//    first, then the chunk's size shrinks with one release store. The chunk stays where it is in
-//    the list.
+//  * A walkable block whose header says kFree is genuinely free, and has size >= kTlabSize; it is
+//    on the freelist except while a holder of heap_lock is between the two stores that move a
+//    chunk's place in the list to its rest (front carving). The list is changed only under
+//    Metadata::heap_lock (HeapLockGuard). Pushing links a block before its header turns kFree;
+//    taking a chunk off makes its header something else before unlinking it; counters are
+//    updated last. So a holder killed mid-operation (a client, kill -9) leaves list entries that
+//    are no longer kFree, a kFree block not yet listed, and stale counters; the next holder
+//    rebuilds the list and counters from a walk of the heap (repair_freelist) when the robust
+//    lock reports the death.
+//  * Free chunks are split from their tail (the new block's header is written inside the chunk
+//    first, then the chunk's size shrinks with one release store, and the chunk stays where it is
+//    in the list) or from their front (the rest's header and links are written inside the chunk
+//    first, then the front turns kTlab with one release store, then the rest takes the chunk's
+//    place in the list).
 //  * The rest of a thread's TLAB is always one block of kind kTlab whose `owner` is the thread's
 //    client id. Allocating from it writes the header of the shrunk rest first, then turns the front
 //    into the object. So a dead client's TLABs are exactly the kTlab blocks carrying its id.
 //  * Objects are born `recent` (see gc/README.md) and zero-filled; the payload is initialised
 //    before the header turns kObject (release). A reserved, unpublished block is never of a kind
-//    the sweeper frees: inside a TLAB it is covered by the kTlab rest block, and a large block is
-//    carved as a kTlab block owned by the client until it is published.
+//    the sweeper frees: inside a TLAB it is covered by the kTlab rest block, and a block carved
+//    from a chunk is a kTlab block owned by the client until it is published.
 //  * When no space is left, the allocator asks the collector for a cycle and retries before it
 //    raises OutOfMemoryError; after two such cycles it signals heap pressure to every process
 //    (signal_heap_pressure), calls its own heap-pressure hook once (if set) and asks for three
@@ -31,6 +50,11 @@
 namespace colors::detail {
 
 void init_objects_space(Metadata* m);
+
+// Objects of this size and more are large (see "Placement" above).
+inline constexpr std::size_t kLargeObjectBytes = std::size_t{1} << 20;
+// What a block is carved for, which decides where it is placed.
+enum class Request { kTlab, kMedium, kLarge };
 
 // The calling thread's TLAB cursor: `cur` is the kTlab block holding the unallocated rest, which
 // ends at `end`; `epoch` ties it to one attachment of this process (a stale epoch means "none").
@@ -95,7 +119,7 @@ void freelist_push(Metadata* m, std::uintptr_t p, std::size_t size);
 void freelist_unlink(Metadata* m, std::uintptr_t p);
 // Unlinks the listed block whose links were `next` and `prev`; the caller fixes the counters.
 void freelist_unlink_links(Metadata* m, std::uint64_t next, std::uint64_t prev);
-// Rebuilds the list's back links and counters, dropping entries that are not kFree.
+// Rebuilds the list and its counters from a walk of the heap: every kFree block, in address order.
 void repair_freelist(Metadata* m);
 inline std::atomic<std::uint64_t>* free_next(std::uintptr_t p) {
   return reinterpret_cast<std::atomic<std::uint64_t>*>(header_at(p)->payload());

@@ -67,6 +67,30 @@ TEST_CASE("garbage is freed - what values, repositories and channels hold surviv
   REQUIRE(gc::last_cycle_stats(m).cycle == 3);
 }
 
+TEST_CASE("the sweep coalesces free space across its partitions: an emptied heap is one free chunk") {
+  test::TestSegment seg(16 << 20);
+  Metadata* m = seg.meta();
+  gc::Collector c(m, opts(2));  // 16 partitions
+  {
+    // Fill most of the heap with small and medium objects, so the partitions are cut across it.
+    List keep = new_list(100000);
+    for (int i = 0; i < 100000 && heap_usage(m).free_bytes > (2u << 20); ++i) {
+      keep.append(i % 10 == 0 ? new_binary(std::vector<std::uint8_t>(20000, 1)) : Value("object " + std::to_string(i)));
+    }
+    checked_cycle(c, m);  // the cycle walks the full heap into partitions
+  }
+  retire_thread_tlab();
+  checked_cycle(c, m);
+  checked_cycle(c, m);
+  HeapUsage u = heap_usage(m);
+  INFO(u.free_chunks << " free chunks, largest " << u.largest_free << " of " << u.free_bytes);
+  // All that stays is this process's root-table chunk (one object); the free space on both of its
+  // sides is one chunk each at most.
+  REQUIRE(u.free_chunks <= 2);
+  REQUIRE(u.largest_free >= u.capacity / 2);
+  REQUIRE(u.free_bytes >= u.capacity - (64u << 10));
+}
+
 TEST_CASE("cycles, DAGs and evolved objects are collected as a whole when dropped") {
   test::TestSegment seg(16 << 20);
   Metadata* m = seg.meta();

@@ -50,6 +50,31 @@ TEST_CASE("small objects come from a TLAB owned by the client, large ones from t
   REQUIRE(r.objects == 3 + 1);  // + this process's root-table chunk
 }
 
+TEST_CASE("placement: TLABs come from the low end of the space, large objects from its high end") {
+  test::TestSegment seg(8 << 20);
+  Metadata* m = seg.meta();
+  std::atomic<Word>* warm = root_acquire(kNull);  // this process's first root-table chunk
+  root_release(warm);
+  Rooted small = new_string(m, "low");
+  Rooted large = new_binary(m, nullptr, kLargeObjectBytes);
+  Rooted medium = new_binary(m, nullptr, 100000);
+  const std::uintptr_t s = small.word(), l = large.word(), md = medium.word();  // block starts
+  // The first TLAB is the front of the space; the large object is at the top of the space (below
+  // only the root-table chunk, a medium object carved before it); the medium object goes to the
+  // top of the free space, next to the large object; the free space between is one chunk.
+  REQUIRE(s < m->objects_begin + kTlabSize);
+  REQUIRE(l + block_size_of(l) + (16u << 10) >= m->objects_end);
+  REQUIRE(md + block_size_of(md) == l);
+  HeapUsage u = heap_usage(m);
+  REQUIRE(u.free_chunks == 1);
+  const std::uintptr_t chunk = m->freelist_head.load();
+  REQUIRE(chunk == s + kTlabSize);
+  REQUIRE(chunk + u.free_bytes == md);
+  VerifyReport r = verify_heap(m);
+  INFO(r.summary());
+  REQUIRE(r.ok());
+}
+
 TEST_CASE("allocation until out of memory fails cleanly and leaves a verifiable heap") {
   test::TestSegment seg(1 << 20);
   Metadata* m = seg.meta();
@@ -146,6 +171,43 @@ TEST_CASE("threads allocating concurrently keep the heap parsable") {
   CHECK(chunks >= 1);
   CHECK(chunks <= 3);
   REQUIRE(r.objects == 60000 + chunks);
+}
+
+TEST_CASE("a client killed between the stores of a front carve leaves a free block the next holder lists") {
+  test::TestSegment seg(8 << 20);
+  Metadata* m = seg.meta();
+  Rooted keep = new_string(m, "before");
+  pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    // A front carve up to the front turning kTlab: the rest is a kFree block (with the chunk's
+    // links) that the list does not reach yet; the list still holds the carved front.
+    m->heap_lock.lock();
+    std::uint64_t p = m->freelist_head.load();
+    std::size_t size = BlockHeader::size_of(header_at(p)->load());
+    std::uintptr_t r = p + kTlabSize;
+    free_next(r)->store(free_next(p)->load());
+    free_prev(r)->store(free_prev(p)->load());
+    header_at(r)->word.store(BlockHeader::pack(size - kTlabSize, BlockKind::kFree));
+    header_at(p)->owner.store(99);
+    header_at(p)->publish(kTlabSize, BlockKind::kTlab);
+    ::_exit(0);
+  }
+  int st = 0;
+  REQUIRE(::waitpid(pid, &st, 0) == pid);
+  // The next holder rebuilds the list from the heap: the rest is listed, the carved front is not,
+  // and the counters match the list.
+  Rooted big = new_binary(m, nullptr, 20000);
+  HeapUsage u = heap_usage(m);
+  REQUIRE(u.free_chunks == 1);
+  REQUIRE(m->free_chunks.load() == 1);
+  REQUIRE(m->free_bytes.load() == u.free_bytes);
+  REQUIRE(BlockHeader::kind_of(header_at(m->freelist_head.load())->load()) == BlockKind::kFree);
+  // The dead client's block is an ordinary kTlab block: reclaimed with its TLABs.
+  REQUIRE(reclaim_client_tlabs(m, 99) == kTlabSize);
+  VerifyReport r = verify_heap(m);
+  INFO(r.summary());
+  REQUIRE(r.ok());
 }
 
 TEST_CASE("a client killed while holding the heap lock leaves a freelist the next holder repairs") {
