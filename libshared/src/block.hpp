@@ -32,7 +32,7 @@ struct BlockHeader {
   // size in bytes << 8 | kind. Single-store publication point of the block.
   std::atomic<std::uint64_t> word;
   // GC flags, one byte each so that mutators and collector threads never race on a shared word.
-  std::uint8_t unused;                // was a pending flag; the pending set is pending_bits.hpp
+  std::uint8_t unused;                // free for a future flag (the pending set is pending_bits.hpp)
   std::atomic<std::uint8_t> marked;   // has been marked in this cycle
   std::atomic<std::uint8_t> recent;   // allocated since the cycle's flag clearing
   std::uint8_t reserved;

@@ -4,8 +4,9 @@
 // Lifetime rule: every shared reference held by Python is a GC root of this process: a
 // colors::Value inside a `Ref`, or the pooled root slot of a user proxy's hidden handle
 // (classes.cpp). Container proxies (pure Python, _proxies.py) own exactly one Ref in their `_ref`
-// slot; their identity cache (values.cpp) maps the raw word to a weak reference to the proxy, and
-// user proxies have a table of their own (classes.cpp), so one shared object has at most one live
+// slot; an identity table (values.cpp's wrap: live_other_proxy / track_other_proxy) maps the raw
+// word to the live proxy, whose hidden handle erases the entry when the proxy dies, and user
+// proxies have a table of their own (classes.cpp), so one shared object has at most one live
 // proxy.
 #pragma once
 #include <pybind11/pybind11.h>

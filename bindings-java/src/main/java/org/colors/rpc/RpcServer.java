@@ -231,7 +231,7 @@ public final class RpcServer implements AutoCloseable {
         } catch (RuntimeException | OutOfMemoryError e) {
           // The call was taken but its arguments could not be made into Java values (the JVM's
           // heap is full, a class mapping fails): that caller learns why, the thread serves on.
-          // Without a call taken the error is the queue's own, and the thread ends as before.
+          // Without a call taken the error is the queue's own, and the thread ends with it.
           if (!failTaken(w, e)) throw e;
           continue;
         }
