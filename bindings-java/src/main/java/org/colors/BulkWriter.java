@@ -17,7 +17,7 @@ import java.util.Set;
  * (stored as they are). Anything else — sets, maps, objects of unsupported classes, strings with
  * lone surrogates — and every case the native side declines (a value a field's type refuses, a
  * field the version lacks) goes to the {@link Copier} instead ({@link #copy} returns
- * {@link #FALLBACK}), which gives the same results and the same exceptions as this path. Nothing is
+ * {@link #FALLBACK}), which gives the same results and the same exceptions. Nothing is
  * written to the heap before the encoding is complete, and a declined native build leaves only
  * unreachable garbage behind.
  *
