@@ -24,6 +24,8 @@ std::optional<Claim> claim_client_slot(detail::Metadata* m, pid_t pid) {
     s.pid.store(static_cast<std::int32_t>(pid), std::memory_order_relaxed);
     s.pressure_watchers.store(0, std::memory_order_relaxed);
     s.roots.store(detail::kNull, std::memory_order_relaxed);
+    s.live_bytes.store(0, std::memory_order_relaxed);
+    s.allocated_since.store(0, std::memory_order_relaxed);
     s.state.store(static_cast<std::uint32_t>(ClientState::kActive), std::memory_order_release);
     return Claim{id, i};
   }

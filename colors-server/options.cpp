@@ -113,6 +113,10 @@ std::string usage_text() {
       "  --max-clients-per-uid N\n"
       "                       client slots one user may hold at once (default: 0, no limit but the\n"
       "                       table's " + std::to_string(kMaxClients) + ")\n"
+      "  --client-live-limit SIZE\n"
+      "                       live objects one client may have allocated, as the last collection counted\n"
+      "                       them plus what it allocated since; past it its allocations fail with an\n"
+      "                       out-of-memory error naming the largest holders (default: 0, no limit)\n"
       "  --help               print this text and exit\n"
       "\n"
       "Clients find the socket through the same default, or the COLORS_SOCKET environment variable.\n";
@@ -153,7 +157,7 @@ ParseResult parse_options(int argc, char** argv) {
     static const char* const kKnown[] = {"--name",       "--socket",      "--heap-size", "--classes-size",
                                          "--address",    "--gc-threshold", "--gc-threads", "--log-level",
                                          "--allow-group", "--gc-pacing",   "--gc-min-trigger",
-                                         "--heap-dir",    "--max-clients-per-uid"};
+                                         "--heap-dir",    "--max-clients-per-uid", "--client-live-limit"};
     bool known = false;
     for (const char* k : kKnown) known = known || flag == k;
     if (!known) return fail("unknown flag '" + flag + "' (see --help)");
@@ -206,6 +210,10 @@ ParseResult parse_options(int argc, char** argv) {
         return fail("--max-clients-per-uid '" + value + "': expected a number 0-" + std::to_string(kMaxClients) +
                     " (0: no limit)");
       o.max_clients_per_uid = static_cast<std::uint32_t>(*v);
+    } else if (flag == "--client-live-limit") {
+      auto v = parse_size(value);
+      if (!v) return fail("--client-live-limit '" + value + "': expected a size like 64M or 1G (0: no limit)");
+      o.client_live_limit = *v;
     } else if (flag == "--allow-group") {
       if (value.empty()) return fail("--allow-group needs a group name or number");
       o.allow_group = value;

@@ -25,6 +25,7 @@ struct Options {
   LogLevel log_level = LogLevel::kInfo;
   std::optional<std::string> allow_group;  // group name or number allowed besides the owner
   std::uint32_t max_clients_per_uid = 0;   // client slots one uid may hold; 0: no limit but the table
+  std::size_t client_live_limit = 0;       // live bytes one client may have allocated; 0: no limit
   bool help = false;
 
   Options();  // fills the defaults that depend on config.hpp and the machine

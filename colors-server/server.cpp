@@ -260,6 +260,7 @@ bool Server::start() {
   }
   meta_ = segment_->meta();
   meta_->gc_threshold_percent.store(opt_.gc_threshold, std::memory_order_relaxed);
+  meta_->client_live_limit.store(opt_.client_live_limit, std::memory_order_relaxed);
   meta_->server_pid.store(static_cast<std::int32_t>(::getpid()), std::memory_order_relaxed);
 
   gc::Options gopt;

@@ -107,6 +107,7 @@ struct PartSweep {
       if (BlockHeader::kind_of(w) == BlockKind::kObject) {
         std::uint8_t rec = h->recent.load(std::memory_order_relaxed);
         if (rec != 0 && rec != epoch) h->recent.store(0, std::memory_order_relaxed);
+        r.count_live(h->owner.load(std::memory_order_relaxed), size);
       }
       p += size;
     }
@@ -160,6 +161,21 @@ struct PartSweep {
 
 }  // namespace
 
+// What each attached client holds (ClientSlot::live_bytes): the bytes of surviving objects it
+// allocated, counted by the sweep just finished; what it allocated since starts again from 0.
+// Objects of clients that are gone count for nobody, so a reused slot starts clean.
+static void publish_client_live_bytes(Metadata* m, const SweepResult& r) {
+  for (ClientSlot& s : m->clients) {
+    if (s.state.load(std::memory_order_acquire) != static_cast<std::uint32_t>(ClientState::kActive)) continue;
+    const std::uint32_t id = s.client_id.load(std::memory_order_relaxed);
+    std::uint64_t live = 0;
+    for (const auto& [owner, bytes] : r.live_by_client)
+      if (owner == id) live = bytes;
+    s.live_bytes.store(live, std::memory_order_release);
+    s.allocated_since.store(0, std::memory_order_relaxed);
+  }
+}
+
 SweepResult sweep(Metadata* m, WorkerPool& pool, std::vector<Partition>& parts, std::uint8_t epoch, bool poison) {
   std::atomic<std::size_t> next{0};
   std::vector<SweepResult> results(pool.size());
@@ -195,7 +211,9 @@ SweepResult sweep(Metadata* m, WorkerPool& pool, std::vector<Partition>& parts, 
   for (auto& r : results) {
     total.objects_freed += r.objects_freed;
     total.bytes_freed += r.bytes_freed;
+    for (const auto& [owner, bytes] : r.live_by_client) total.count_live(owner, bytes);
   }
+  publish_client_live_bytes(m, total);
   return total;
 }
 

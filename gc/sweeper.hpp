@@ -29,6 +29,22 @@ namespace colors::gc {
 
 struct SweepResult {
   std::uint64_t objects_freed = 0, bytes_freed = 0;
+  // Bytes of surviving objects per allocating client id (a block's `owner`), unordered.
+  std::vector<std::pair<std::uint32_t, std::uint64_t>> live_by_client;
+  void count_live(std::uint32_t owner, std::uint64_t bytes) {
+    // Objects of one client lie in runs (its TLABs): the last entry is almost always the one.
+    if (!live_by_client.empty() && live_by_client.back().first == owner) {
+      live_by_client.back().second += bytes;
+      return;
+    }
+    for (auto& e : live_by_client)
+      if (e.first == owner) {
+        e.second += bytes;
+        std::swap(e, live_by_client.back());
+        return;
+      }
+    live_by_client.emplace_back(owner, bytes);
+  }
 };
 
 // Sweeps `parts` and moves their boundaries where it merges free space across them.

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_set>
+#include <vector>
 
 #include "colors/errors.hpp"
 #include "futex.hpp"
@@ -35,6 +36,49 @@ std::string out_of_memory_message(Metadata* m, std::size_t bytes) {
   return "shared heap exhausted: needed " + std::to_string(bytes) + " bytes, " + std::to_string(u.free_bytes) +
          " bytes free in " + std::to_string(u.free_chunks) + " chunks (largest " + std::to_string(u.largest_free) +
          "); drop references you no longer need or restart colors-server with a larger --heap-size";
+}
+
+// The per-client limit (heap.hpp, "Per-client limit"). Charges `want` new bytes to this thread's
+// client; over the limit, first a collector cycle measures again what the client holds, then
+// OutOfMemoryError names the largest holders. Runs on the slow path only (a refill or a medium or
+// large object), so the fast path pays nothing.
+std::string client_limit_message(Metadata* m, std::uint32_t slot, std::uint64_t held, std::uint64_t limit) {
+  struct Holder {
+    std::uint64_t bytes;
+    std::uint32_t id;
+    std::int32_t pid;
+  };
+  std::vector<Holder> holders;
+  for (ClientSlot& s : m->clients) {
+    if (s.state.load(std::memory_order_acquire) != static_cast<std::uint32_t>(ClientState::kActive)) continue;
+    holders.push_back({s.live_bytes.load(std::memory_order_acquire) + s.allocated_since.load(std::memory_order_relaxed),
+                       s.client_id.load(std::memory_order_relaxed), s.pid.load(std::memory_order_relaxed)});
+  }
+  std::sort(holders.begin(), holders.end(), [](const Holder& a, const Holder& b) { return a.bytes > b.bytes; });
+  std::string msg = "client " + std::to_string(m->clients[slot].client_id.load(std::memory_order_relaxed)) + " (pid " +
+                    std::to_string(m->clients[slot].pid.load(std::memory_order_relaxed)) + ") would hold " +
+                    std::to_string(held) + " bytes of live objects it allocated, over the per-client limit of " +
+                    std::to_string(limit) + " bytes (colors-server --client-live-limit); largest holders:";
+  for (std::size_t i = 0; i < holders.size() && i < 3; ++i)
+    msg += (i ? ", " : " ") + std::string("client ") + std::to_string(holders[i].id) + " (pid " +
+           std::to_string(holders[i].pid) + ") " + std::to_string(holders[i].bytes) + " bytes";
+  return msg + "; drop references this client no longer needs, or ask the operator to raise the limit";
+}
+
+void charge_client(Metadata* m, std::uint64_t want) {
+  const std::uint64_t limit = m->client_live_limit.load(std::memory_order_relaxed);
+  const std::uint32_t slot = current_client_slot();
+  if (limit == 0 || current_client_id() == 0 || slot >= kMaxClients) return;
+  ClientSlot& s = m->clients[slot];
+  auto held = [&s] {
+    return s.live_bytes.load(std::memory_order_acquire) + s.allocated_since.load(std::memory_order_relaxed);
+  };
+  if (held() + want > limit) {
+    // What it allocated may be garbage by now: a cycle counts again (and resets allocated_since).
+    request_gc_and_wait(m, std::int64_t{10'000'000'000});
+    if (held() + want > limit) throw OutOfMemoryError(client_limit_message(m, slot, held() + want, limit));
+  }
+  s.allocated_since.fetch_add(want, std::memory_order_relaxed);
 }
 
 // Placement (heap.hpp, "Placement"): the chunk a request is carved from, and from which end.
@@ -360,6 +404,7 @@ BlockHeader* reserve_block_slow(Metadata* m, std::uint32_t client_id, std::size_
     return h;
   }
   if (bytes > kTlabSize / 4) {
+    charge_client(m, bytes);
     std::uintptr_t p =
         carve_or_collect(m, bytes, client_id, bytes >= kLargeObjectBytes ? Request::kLarge : Request::kMedium, bytes);
     BlockHeader* h = header_at(p);
@@ -369,6 +414,7 @@ BlockHeader* reserve_block_slow(Metadata* m, std::uint32_t client_id, std::size_
   // Retire the current TLAB (its rest becomes filler) and take a fresh one.
   if (t.cur != 0) header_at(t.cur)->publish(t.end - t.cur, BlockKind::kFiller);
   t.cur = t.end = 0;
+  charge_client(m, kTlabSize);
   std::uintptr_t p = carve_or_collect(m, kTlabSize, client_id, Request::kTlab, bytes);
   t.cur = p;
   t.end = p + kTlabSize;

@@ -133,6 +133,20 @@ inline std::atomic<std::uint64_t>* free_prev(std::uintptr_t p) {
 // allocator before it gives up with OutOfMemoryError.
 bool request_gc_and_wait(Metadata* m, std::int64_t timeout_ns);
 
+// Per-client limit (Metadata::client_live_limit, set by colors-server --client-live-limit; 0: none).
+// What a client holds is measured by what it allocated: every object's header keeps the id of the
+// client that allocated it (`owner`), each sweep sums the surviving bytes per client id into its
+// slot's `live_bytes` and zeroes `allocated_since`, and every refill or medium/large allocation
+// adds its bytes to `allocated_since` (heap.cpp, charge_client). When live_bytes + allocated_since
+// would pass the limit, the allocating thread asks for one cycle (what it allocated may be garbage
+// by now) and then throws OutOfMemoryError naming the three largest holders. Bounds:
+//  * An object is charged to the client that allocated it, whoever keeps it alive afterwards (an
+//    object handed to another client through a repository still counts for its allocator); the
+//    objects of a client that is gone count for nobody, so a reused slot starts at 0.
+//  * The figure is as of the last sweep plus what was charged since: allocations made during a
+//    sweep after it passed them may be missed once (one cycle's allocation at most).
+//  * TLAB refills are charged whole (32 KiB), so the limit has TLAB granularity.
+
 // ---- heap pressure ----
 // A process-wide hook that lets a binding's own garbage collector drop its dead references to
 // shared objects (the JNI library: System.gc() and the release of the roots of dead proxies) when

@@ -198,6 +198,11 @@ struct ClientSlot {
   std::atomic<std::int32_t> pid;
   std::atomic<std::uint32_t> pressure_watchers;  // heap-pressure watchers this client runs (heap.hpp)
   std::atomic<Word> roots;               // first ArrayObject chunk of this client's root table
+  // What the client holds, for the per-client limit (heap.hpp, "Per-client limit"): bytes of the
+  // live objects it allocated, as the last sweep counted them (the collector writes it), and the
+  // bytes carved for it since (its own threads add to it; the sweep resets it).
+  std::atomic<std::uint64_t> live_bytes;
+  std::atomic<std::uint64_t> allocated_since;
 };
 
 // Statistics of one collector cycle, published in the segment for clients (seqlock).
@@ -264,6 +269,8 @@ struct Metadata {
   RobustMutex gc_cycle_lock;
   // GC configuration and state (the collector owns these fields; gc/README.md).
   std::atomic<std::uint32_t> gc_threshold_percent;
+  // Per-client limit on live bytes allocated (colors-server --client-live-limit); 0: none.
+  std::atomic<std::uint64_t> client_live_limit;
   std::atomic<std::uint32_t> gc_request_seq;  // futex word: bumped to ask for a cycle
   std::atomic<std::uint32_t> gc_started_seq;  // cycles started
   std::atomic<std::uint32_t> gc_done_seq;     // futex word: cycles finished

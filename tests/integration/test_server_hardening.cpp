@@ -426,3 +426,52 @@ TEST_CASE("detach after the server died is clean, and a later attach works", "[s
   CHECK(colors::is_attached());
   colors::detach();
 }
+
+// ---- 7. One client cannot take everything ------------------------------------------------------
+
+TEST_CASE("a per-client limit of live bytes (--client-live-limit) stops one client, not the others", "[server][abuse]") {
+  Running r({"--heap-size", "64M", "--client-live-limit", "8M"});
+  ::setenv("COLORS_SOCKET", r.cfg.socket.c_str(), 1);
+  colors::attach();
+  // The greedy client keeps everything it allocates, until the limit stops it.
+  colors::List held = colors::new_list();
+  std::size_t kept = 0;
+  std::string message;
+  try {
+    for (int i = 0; i < 100'000; ++i) {
+      held.append(colors::new_binary(std::string(4000, 'g').data(), 4000));
+      kept += 4000;
+    }
+  } catch (const colors::OutOfMemoryError& e) {
+    message = e.what();
+  }
+  INFO(message);
+  REQUIRE(!message.empty());
+  CHECK(kept >= (std::size_t{6} << 20));
+  CHECK(kept <= (std::size_t{9} << 20));
+  CHECK(message.find("--client-live-limit") != std::string::npos);
+  CHECK(message.find("largest holders: client ") != std::string::npos);
+  CHECK(message.find("(pid " + std::to_string(::getpid()) + ")") != std::string::npos);
+
+  // Another client still allocates (the heap is far from full).
+  ChildResult other = run_in_child([&](std::string& out) {
+    colors::attach();
+    colors::List l = colors::new_list();
+    for (int i = 0; i < 1500; ++i) l.append(colors::new_binary(std::string(4000, 'o').data(), 4000));
+    out = "allocated";
+    return 0;
+  });
+  INFO(other.output);
+  CHECK(other.exit_code == 0);
+  CHECK(other.output == "allocated");
+
+  // What it drops no longer counts once a cycle has seen it go.
+  held = colors::List(colors::new_list());
+  colors::collect();
+  CHECK_NOTHROW([] {
+    colors::List again = colors::new_list();
+    for (int i = 0; i < 1000; ++i) again.append(colors::new_binary(std::string(4000, 'a').data(), 4000));
+  }());
+  colors::detach();
+  ::unsetenv("COLORS_SOCKET");
+}
