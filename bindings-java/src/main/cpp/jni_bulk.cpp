@@ -51,6 +51,7 @@
 
 #include "barrier.hpp"
 #include "classes.hpp"
+#include "container_lock.hpp"
 #include "jni_class_record.hpp"
 #include "jni_common.hpp"
 #include "layout.hpp"
@@ -223,7 +224,8 @@ struct Retry {};
 //    inside the classes space with the class magic, lengths and slot indices within the block
 //    the header gives), which keeps every read inside the mapping; gc_started_seq is checked
 //    every kCheckEvery values and at the end, and any doubt throws Retry, which discards the
-//    result. Maps and sets (which become proxies, each with a root) also throw Retry.
+//    result. Maps and sets (which become proxies, each with a root) and lists (read under their
+//    container lock, which only the rooted mode may take) also throw Retry.
 //  * rooted: every reference followed is read with root_load (rooted, then the slot re-read: it
 //    was in the slot at an instant when this thread already held the root) and its Rooted kept in
 //    `pins` until the walk ends (user objects, lists and their storage arrays) or until its
@@ -410,9 +412,16 @@ void out_object(JNIEnv* env, Flat& f, std::size_t k) {
     return;
   }
   if (cls->kind != colors::TypeKind::kList) throw Retry{};  // only the optimistic mode can see this
-  // A list: its storage array rooted too (a racing append may replace it; the old one stays ours).
+  // A list is read under its container lock (libshared containers.hpp): every list operation
+  // holds it, so the copy sees the list between two operations, never half of one (a shifted
+  // insert or a pop from the front would otherwise show an element twice, or a null nobody
+  // stored). Only the rooted mode takes it: the optimistic mode may be reading memory that a
+  // starting cycle frees, where no lock word may be written, so a list sends it to the rooted one.
+  if (f.optimistic) throw Retry{};
   f.block(w, sizeof(cd::ListObject));
-  auto* l = reinterpret_cast<const cd::ListObject*>(w);
+  auto* l = reinterpret_cast<cd::ListObject*>(w);
+  cd::ContainerGuard guard(&l->lock);
+  // Its storage array is rooted too (the old one stays ours if a later append replaces it).
   cd::Rooted ar;
   cd::Word arr = load(f, &l->array, ar);
   std::size_t n = l->size.load(std::memory_order_acquire);
