@@ -128,7 +128,11 @@ def attach(socket: str | None = None) -> None:
     ``socket`` is the server's Unix socket path; ``None`` uses ``$COLORS_SOCKET`` or else the
     server's default path. Does nothing if already attached. Calls that need the heap attach
     implicitly, so calling this is only needed to choose the socket or to fail early.
-    Raises :class:`ServerGoneError` when no server listens there.
+    Raises :class:`ServerGoneError` when no server listens there, and :class:`RefusedError` when
+    the process behind the socket runs as a user this client does not trust (its own user, root,
+    or a uid listed in ``$COLORS_TRUSTED_UIDS``), or stays busy for ``$COLORS_ATTACH_TIMEOUT_MS``
+    (default 5000). After the server died, ``attach()`` replaces the dead attachment once a new
+    server answers (proxies of the old one then raise :class:`NotAttachedError`).
     """
     _ext.attach(socket)
 
@@ -140,7 +144,10 @@ def detach() -> None:
 
 
 def is_attached() -> bool:
-    """Whether this process is attached to a colors server."""
+    """Whether this process is attached to a colors server that is alive. Turns False within
+    microseconds of the server's death; shared objects held stay readable and writable, while
+    what needs the server (allocation beyond the current buffer, repositories, channels, rpc)
+    raises :class:`ServerGoneError`."""
     return _ext.is_attached()
 
 
