@@ -52,19 +52,6 @@ void stop_abuser(pid_t pid) {
   ::waitpid(pid, &st, 0);
 }
 
-int raw_connect_or_minus_one(const std::string& path) {
-  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  sockaddr_un a{};
-  a.sun_family = AF_UNIX;
-  std::strncpy(a.sun_path, path.c_str(), sizeof a.sun_path - 1);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
-
 std::size_t count_lines(const std::string& path) {
   std::ifstream in(path);
   std::size_t n = 0;
@@ -245,7 +232,7 @@ TEST_CASE("64 idle half-open connections do not keep a real client out", "[serve
     std::vector<int> fds;
     for (;;) {  // keep 64 connections open that never say hello; reopen the ones dropped
       while (fds.size() < 64) {
-        int fd = raw_connect_or_minus_one(socket);
+        int fd = try_raw_connect(socket);
         if (fd >= 0) fds.push_back(fd);
       }
       ::usleep(200'000);
@@ -285,7 +272,7 @@ TEST_CASE("a connect/close loop neither fails real attaches nor floods the log",
   const std::string socket = r.cfg.socket;
   pid_t abuser = start_abuser([socket] {
     for (;;) {
-      int fd = raw_connect_or_minus_one(socket);
+      int fd = try_raw_connect(socket);
       if (fd >= 0) ::close(fd);
     }
   });
