@@ -159,15 +159,12 @@ jobject to_java(JNIEnv* env, colors::Value&& v) {
       check_pending(env);
       if (cached != nullptr) return cached;
       auto* h = new JValue(std::move(v));
-      // Proxies.wrap adopts the handle, or releases it (Native.release) when a live proxy of the
-      // same object exists already.
+      // Proxies.wrap owns the handle from the call on: it adopts it into a new proxy's Root, or
+      // releases it (Native.release) when a live proxy of the same object exists or when it
+      // fails. Never released here: a second release would free it twice.
       r = env->CallStaticObjectMethod(g.proxies_cls, g.wrap, static_cast<jlong>(reinterpret_cast<std::intptr_t>(h)),
                                       raw, static_cast<jint>(k));
-      if (env->ExceptionCheck()) {
-        // wrap failed before adopting (e.g. OutOfMemoryError): the handle is still ours.
-        delete h;
-        throw JavaPending{};
-      }
+      check_pending(env);
       return r;
     }
   }
@@ -181,12 +178,10 @@ jobject to_java_transient(JNIEnv* env, colors::Value&& v) {
     throw colors::InvalidArgumentError("a transient proxy is made only for a container or user object (binding bug)");
   const jlong raw = static_cast<jlong>(v.raw());
   auto* h = new JValue(std::move(v));
+  // Proxies.wrapTransient owns the handle from the call on (as wrap above).
   jobject r = env->CallStaticObjectMethod(g.proxies_cls, g.wrap_transient,
                                           static_cast<jlong>(reinterpret_cast<std::intptr_t>(h)), raw, static_cast<jint>(k));
-  if (env->ExceptionCheck()) {
-    delete h;  // wrapTransient failed before adopting the handle
-    throw JavaPending{};
-  }
+  check_pending(env);
   return r;
 }
 

@@ -417,23 +417,18 @@ final class Proxies {
    * {@code ptr} into a new proxy, or releases it and returns the live proxy of the same object.
    */
   static Object wrap(long ptr, long raw, int kind) {
-    Object live = lookup(raw);
-    if (live != null) {
-      Native.release(ptr);
-      return live;
-    }
-    Handle h = new Handle(raw, kind, Direct.epoch);
-    Object proxy = createAdopting(h, ptr);
-    return publishNew(h, proxy, new Root(h, QUEUE, ptr, 0, null));
-  }
-
-  /** The proxy of {@code h}; if that fails, the native handle {@code ptr} is released (still ours). */
-  private static Object createAdopting(Handle h, long ptr) {
+    // Owns ptr from the call on, whatever happens: released here until a Root holds it (the
+    // natives never release it after calling this, even when it throws).
+    Root root = null;
     try {
-      return create(h, null);
-    } catch (RuntimeException | Error e) {
-      Native.release(ptr);
-      throw e;
+      Object live = lookup(raw);
+      if (live != null) return live;
+      Handle h = new Handle(raw, kind, Direct.epoch);
+      Object proxy = create(h, null);
+      root = new Root(h, QUEUE, ptr, 0, null);
+      return publishNew(h, proxy, root);
+    } finally {
+      if (root == null) Native.release(ptr);
     }
   }
 
@@ -445,10 +440,17 @@ final class Proxies {
    * as any proxy's.
    */
   static Object wrapTransient(long ptr, long raw, int kind) {
-    Handle h = new Handle(raw, kind, Direct.epoch);
-    Object proxy = createAdopting(h, ptr);
-    h.root = new Root(h, QUEUE, ptr, 0, null);
-    return proxy;
+    // Owns ptr from the call on, as wrap does.
+    Root root = null;
+    try {
+      Handle h = new Handle(raw, kind, Direct.epoch);
+      Object proxy = create(h, null);
+      root = new Root(h, QUEUE, ptr, 0, null);
+      h.root = root;
+      return proxy;
+    } finally {
+      if (root == null) Native.release(ptr);
+    }
   }
 
   /**
@@ -500,11 +502,24 @@ final class Proxies {
     h.root = root;
     Object live = publish(entry);
     if (live != null) {
-      root.clear();  // never enqueued: released here
-      root.release(true);
+      PUBLISH_CONFLICTS.increment();
+      // The JVM may already have found the Root's Handle unreachable (h and proxy are dead
+      // locals by now) and enqueued it before clear() runs: the queue's consumer and this thread
+      // then race to release the same root, so whoever claims it releases it (Root#claim).
+      if (root.claim()) {
+        root.clear();
+        root.release(true);
+      }
       return live;
     }
     return proxy;
+  }
+
+  private static final java.util.concurrent.atomic.LongAdder PUBLISH_CONFLICTS = new java.util.concurrent.atomic.LongAdder();
+
+  /** New proxies that lost their publication to a live proxy of the same object (tests). */
+  static long publishConflicts() {
+    return PUBLISH_CONFLICTS.sum();
   }
 
   /** What {@link #readRef} returns for a value the fast path does not read (take the JNI path). */

@@ -24,6 +24,12 @@ import java.lang.ref.ReferenceQueue;
  *       processing unlinks; entries forgotten at detach are kept in {@link Proxies}' orphan set.
  *   <li>{@link #ptr} changes 0 → JValue at most once, under the natives' adoption lock, while the
  *       Handle is reachable (inside a native call), so never concurrently with {@link #release}.
+ *   <li>A root is released at most once: only by the one caller whose {@link #claim} succeeded.
+ *       Several may try (the queue's consumers, a heap-pressure call, a proxy that lost its
+ *       publication while the JVM enqueued its Root), and a second release would free a native
+ *       JValue twice or hand one root slot to two owners. {@link #release} and
+ *       {@link #releaseUnderPressure} check it: an unclaimed release is refused (the root leaks)
+ *       and counted ({@link #unclaimedReleases}, which the tests require to stay 0).
  * </ul>
  */
 final class Root extends PhantomReference<Handle> {
@@ -57,6 +63,19 @@ final class Root extends PhantomReference<Handle> {
     return CLAIMED.compareAndSet(this, false, true);
   }
 
+  private static final java.util.concurrent.atomic.LongAdder UNCLAIMED = new java.util.concurrent.atomic.LongAdder();
+
+  /** Releases refused because the caller had not claimed the root (a binding bug; tests: 0). */
+  static long unclaimedReleases() {
+    return UNCLAIMED.sum();
+  }
+
+  private boolean checkClaimed() {
+    if (claimed) return true;
+    UNCLAIMED.increment();
+    return false;
+  }
+
   Root(Handle h, ReferenceQueue<Handle> q, long ptr, long slot, Direct.View view) {
     super(h, q);
     this.ptr = ptr;
@@ -66,17 +85,15 @@ final class Root extends PhantomReference<Handle> {
   }
 
   /**
-   * Releases the root (REQUIRES: dequeued, so the Handle is unreachable). {@code mutator}: called by
-   * a thread using shared objects (the Java slot goes to its own cache), else by the daemon thread.
-   */
-  /**
    * Releases the root on the heap-pressure path ({@link Proxies#onHeapPressure}, inside an
    * allocation): takes no lock of libshared and not {@link Roots#LOCK}; the emptied slot becomes a
    * spare of the JNI library (jni_module.cpp; a Java-held one through {@code spares}, flushed by
    * the caller), which Roots takes first when it needs slots.
-   * REQUIRES: dequeued; the calling thread uses shared objects (no detach concurrently).
+   * REQUIRES: claimed by the caller; dequeued; the calling thread uses shared objects (no detach
+   * concurrently).
    */
   void releaseUnderPressure(Roots.Spares spares) {
+    if (!checkClaimed()) return;
     long p = ptr;
     if (p != 0) {
       Native.releaseUnderPressure(p);
@@ -86,7 +103,13 @@ final class Root extends PhantomReference<Handle> {
     }
   }
 
+  /**
+   * Releases the root. REQUIRES: claimed by the caller ({@link #claim}), and the Handle unreachable
+   * (dequeued) or never handed out. {@code mutator}: called by a thread using shared objects (the
+   * Java slot goes to its own cache), else by the daemon thread.
+   */
   void release(boolean mutator) {
+    if (!checkClaimed()) return;
     long p = ptr;
     if (p != 0) {
       Native.release(p);  // under the library's attach lock
