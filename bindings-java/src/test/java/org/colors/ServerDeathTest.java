@@ -33,7 +33,10 @@ class ServerDeathTest {
       }
       String noticed = out.readLine();
       long ms = Long.parseLong(noticed.substring("noticed ".length()));
-      assertTrue(ms >= 0 && ms <= 100, noticed);
+      // The watcher thread wakes within microseconds of the kill; the child JVM's threads must
+      // still be scheduled to report it, which took 267 ms once on a 2-vCPU machine running five
+      // builds. 1 s still tells "noticed by itself" from waiting for an operation's timeout (5 s).
+      assertTrue(ms >= 0 && ms <= 1000, noticed);
       assertEquals("held 7", out.readLine());
       assertEquals("repo.set ServerGoneException", out.readLine());
       assertEquals("channel.send ServerGoneException", out.readLine());
