@@ -8,6 +8,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "check.hpp"
 #include "colors/errors.hpp"
 #include "futex.hpp"
 #include "pending_bits.hpp"
@@ -93,6 +94,7 @@ Placement choose_chunk(Metadata* m, std::size_t bytes, Request kind) {
   std::uintptr_t best = 0;
   for (std::uint64_t p = m->freelist_head.load(std::memory_order_acquire); p != 0;
        p = free_next(p)->load(std::memory_order_acquire)) {
+    COLORS_CHECK(p >= m->objects_begin && p < m->objects_end && p % kGranule == 0, "a freelist link points into the objects space");
     std::uint64_t w = header_at(p)->load();
     if (BlockHeader::kind_of(w) != BlockKind::kFree) continue;  // only after a holder died; repaired
     if (BlockHeader::size_of(w) < bytes) continue;
@@ -113,7 +115,10 @@ void init_carved(BlockHeader* h, std::uint32_t owner) {
 // REQUIRES: heap_lock held, p a listed kFree chunk of at least `bytes`.
 std::uintptr_t carve_from(Metadata* m, std::uintptr_t p, std::size_t bytes, std::uint32_t owner, bool tail) {
   BlockHeader* h = header_at(p);
-  const std::size_t size = BlockHeader::size_of(h->load());
+  const std::uint64_t w = h->load();
+  const std::size_t size = BlockHeader::size_of(w);
+  COLORS_CHECK(BlockHeader::kind_of(w) == BlockKind::kFree && size >= bytes && size <= m->objects_end - p,
+               "a chunk chosen from the freelist is free, inside the space and large enough");
   const std::size_t rest = size - bytes;
   // The chunk's links live in its first payload words, which a carved header may overwrite: read
   // them first. Structure first, counters last (a holder killed in between leaves counters that
@@ -178,6 +183,7 @@ std::uintptr_t carve_from(Metadata* m, std::uintptr_t p, std::size_t bytes, std:
 // Returns its address or 0.
 std::uintptr_t carve(Metadata* m, std::size_t bytes, std::uint32_t owner, Request kind) {
   HeapLockGuard g(m);
+  COLORS_CHECK_EXPENSIVE(freelist_sound(m), "the freelist is a chain of free chunks in the space, linked both ways");
   Placement c = choose_chunk(m, bytes, kind);
   return c.chunk == 0 ? 0 : carve_from(m, c.chunk, bytes, owner, c.tail);
 }
@@ -341,6 +347,21 @@ void repair_freelist(Metadata* m) {
   link->store(0, std::memory_order_release);
   m->free_bytes.store(bytes, std::memory_order_relaxed);
   m->free_chunks.store(chunks, std::memory_order_relaxed);
+}
+
+// No cycle: at most one chunk per kTlabSize of space.
+bool freelist_sound(Metadata* m) {
+  const std::uint64_t max_chunks = (m->objects_end - m->objects_begin) / kTlabSize + 1;
+  std::uint64_t prev = 0, n = 0;
+  for (std::uint64_t p = m->freelist_head.load(std::memory_order_acquire); p != 0;
+       p = free_next(p)->load(std::memory_order_acquire)) {
+    if (p < m->objects_begin || p >= m->objects_end || p % kGranule != 0 || ++n > max_chunks) return false;
+    const std::uint64_t w = header_at(p)->load();
+    if (BlockHeader::kind_of(w) != BlockKind::kFree || BlockHeader::size_of(w) < kTlabSize) return false;
+    if (free_prev(p)->load(std::memory_order_relaxed) != prev) return false;
+    prev = p;
+  }
+  return true;
 }
 
 HeapLockGuard::HeapLockGuard(Metadata* m) : m_(m) {

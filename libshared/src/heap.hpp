@@ -121,6 +121,10 @@ void freelist_unlink(Metadata* m, std::uintptr_t p);
 void freelist_unlink_links(Metadata* m, std::uint64_t next, std::uint64_t prev);
 // Rebuilds the list and its counters from a walk of the heap: every kFree block, in address order.
 void repair_freelist(Metadata* m);
+// Whether the freelist's structure is sound (the level-3 check of every carve, check.hpp): links
+// inside the objects space, listed chunks kFree and at least kTlabSize, back links naming each
+// predecessor, no cycle. REQUIRES: heap_lock held.
+bool freelist_sound(Metadata* m);
 inline std::atomic<std::uint64_t>* free_next(std::uintptr_t p) {
   return reinterpret_cast<std::atomic<std::uint64_t>*>(header_at(p)->payload());
 }

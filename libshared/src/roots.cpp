@@ -101,6 +101,7 @@ std::atomic<Word>* root_acquire_slow(Word value) {
   RootCache& c = current_cache();
   if (c.n == 0) refill(c);
   std::atomic<Word>* slot = c.slots[--c.n];
+  COLORS_CHECK_INTERNAL(slot->load(std::memory_order_relaxed) == kNull, "a free root slot is empty");
   slot->store(value, std::memory_order_seq_cst);  // as root_acquire
   return slot;
 }

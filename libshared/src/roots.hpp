@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "barrier.hpp"
+#include "check.hpp"
 #include "layout.hpp"
 
 namespace colors::detail {
@@ -40,6 +41,7 @@ inline std::atomic<Word>* root_acquire(Word value) {
   RootCache& c = t_root_cache;
   if (__builtin_expect(c.n != 0 && c.gen == g_roots_gen.load(std::memory_order_acquire), 1)) {
     std::atomic<Word>* slot = c.slots[--c.n];
+    COLORS_CHECK_INTERNAL(slot->load(std::memory_order_relaxed) == kNull, "a cached root slot is empty");
     // The slot is null: no deletion barrier needed. seq_cst (a full barrier on x86): the root must
     // be visible before this thread's next load of the GC epoch (publish_object), pairing with the
     // collector's flip-then-scan. Otherwise a thread could stamp a new object with the old epoch
