@@ -64,7 +64,8 @@ public final class Load {
       }
       return 0;
     }
-    System.out.println("oo7 size=" + p.name() + " seed=" + seed + " lang=java" + (check ? " (check of the published database)" : ""));
+    if (check) System.out.println("checking the database published in " + p.repository());
+    System.out.println("oo7 size=" + p.name() + " seed=" + seed + " lang=java");
     Checks.Summary s = Checks.summary(db, ops);
     System.out.println(s.lines());
     int rc = compare("shared", Checks.expected(p, seed), s);
