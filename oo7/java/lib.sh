@@ -1,9 +1,7 @@
 # Shared by oo7/java/load, bench and run-tests.sh (sourced): finds or builds what the Java OO7
 # programs need, and sets REPO, BUILD_DIR, COLORS_JAR, AGENT_JAR, COLORS_JNI_LIB, OO7_CLASSES.
 #
-#   oo7_java_prepare [build]   # "build": build what is missing (CMake targets, agent jar, classes)
-#
-# Without "build" nothing is built: a missing piece is an error naming the command that builds it.
+#   oo7_java_prepare   # builds what is missing: the CMake targets, the agent jar, the classes
 
 OO7_JAVA="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$OO7_JAVA/../.." && pwd)"
@@ -13,6 +11,12 @@ COLORS_JAR="$BUILD_DIR/bindings-java/colors.jar"
 AGENT_JAR="$BUILD_DIR/bindings-java/colors-agent.jar"
 export COLORS_JNI_LIB="$BUILD_DIR/bindings-java/libcolors_jni.so"
 OO7_CLASSES="$OO7_JAVA/target/classes"
+
+# Runs mvn quietly (Maven 3.8 prints colour codes even with -q -B): its output only if it fails.
+oo7_java_mvn() {
+    local out
+    out="$(mvn -q -B "$@" 2>&1)" || { printf '%s\n' "$out" >&2; oo7_java_fail "mvn $* failed"; }
+}
 
 oo7_java_fail() {
     echo "oo7/java: $*" >&2
@@ -28,12 +32,10 @@ oo7_java_classes_stale() {
 }
 
 oo7_java_prepare() {
-    local build="${1:-}"
     for tool in java mvn; do
         command -v "$tool" >/dev/null 2>&1 || oo7_java_fail "'$tool' not found: install default-jdk-headless and maven (make bootstrap)"
     done
     if [ ! -f "$COLORS_JAR" ] || [ ! -f "$COLORS_JNI_LIB" ] || [ ! -x "$BUILD_DIR/colors-server/colors-server" ]; then
-        [ "$build" = build ] || oo7_java_fail "the colors build is missing in $BUILD_DIR: cmake --build $BUILD_DIR --target colors-server colors_java"
         if [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
             cmake -S "$REPO" -B "$BUILD_DIR" >/dev/null
         fi
@@ -41,13 +43,11 @@ oo7_java_prepare() {
         [ -f "$COLORS_JAR" ] || oo7_java_fail "$COLORS_JAR was not built (no JDK found by CMake? see the configure output)"
     fi
     if [ ! -f "$AGENT_JAR" ]; then
-        [ "$build" = build ] || oo7_java_fail "the agent jar $AGENT_JAR is missing: mvn -q -B -f bindings-java/agent/pom.xml package"
-        mvn -q -B -f "$REPO/bindings-java/agent/pom.xml" package >&2
+        oo7_java_mvn -f "$REPO/bindings-java/agent/pom.xml" package
         cp "$REPO/bindings-java/agent/target/colors-agent.jar" "$AGENT_JAR"
     fi
     if oo7_java_classes_stale; then
-        [ "$build" = build ] || oo7_java_fail "the OO7 classes are missing or stale: run oo7/java/load once (it builds them)"
-        mvn -q -B -f "$OO7_JAVA/pom.xml" -Dcolors.build.dir="$BUILD_DIR" compile >&2
+        oo7_java_mvn -f "$OO7_JAVA/pom.xml" -Dcolors.build.dir="$BUILD_DIR" compile
         touch "$OO7_CLASSES/.built"
     fi
 }
