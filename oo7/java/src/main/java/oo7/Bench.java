@@ -1,5 +1,6 @@
 package oo7;
 
+import java.lang.ref.Reference;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -16,10 +17,13 @@ import org.colors.SharedMemory;
  * operation on both models, alternating which goes first); per round the ratio shared / private;
  * the table gives the medians.
  *
- * <pre>bench [--size small|medium] [--seed N] [--rounds R] [--min-ms M] [--ops t1,t6,t2b,q7]</pre>
+ * <pre>bench [--size small|medium] [--seed N] [--rounds R] [--min-ms M] [--ops t1,t6,t2b,q7] [--breakdown]</pre>
  *
  * Each timing repeats the operation until {@code --min-ms} (default 50) have passed and gives the
- * time per run.
+ * time per run. {@code --breakdown} adds the same rounds for the shared operations run while a
+ * Java list holds every bound instance and list proxy they read ("pinned"): each reference read
+ * is then an identity-cache hit, so the difference to the normal run is the cost of making
+ * proxies (and collecting them) per read.
  */
 public final class Bench {
   private Bench() {}
@@ -27,7 +31,7 @@ public final class Bench {
   public static void main(String[] argv) {
     Args a;
     try {
-      a = new Args(argv, Set.of("--size", "--seed", "--rounds", "--min-ms", "--ops"), Set.of());
+      a = new Args(argv, Set.of("--size", "--seed", "--rounds", "--min-ms", "--ops"), Set.of("--breakdown"));
     } catch (IllegalArgumentException e) {
       System.err.println("bench: " + e.getMessage());
       System.exit(2);
@@ -58,6 +62,9 @@ public final class Bench {
       time(po, mine, op, minNanos * 4);
       time(so, shared, op, minNanos * 4);
     }
+    boolean breakdown = a.has("--breakdown");
+    List<Object> pins = breakdown ? pin(shared) : null;
+    double[][] pinnedNs = new double[ops.length][rounds];
     double[][] ratio = new double[ops.length][rounds];
     double[][] privNs = new double[ops.length][rounds];
     double[][] sharedNs = new double[ops.length][rounds];
@@ -71,6 +78,7 @@ public final class Bench {
           st = time(so, shared, ops[i], minNanos);
           pt = time(po, mine, ops[i], minNanos);
         }
+        if (breakdown) pinnedNs[i][r] = time(so, shared, ops[i], minNanos);
         privNs[i][r] = pt;
         sharedNs[i][r] = st;
         ratio[i][r] = st / pt;
@@ -85,6 +93,117 @@ public final class Bench {
           median(sharedNs[i]) / 1e6, median(ratio[i]), rs[0], rs[rs.length - 1]);
     }
     System.out.println("(ms per run, medians over rounds; ratio = median of per-round shared/private)");
+    if (breakdown) {
+      System.out.println();
+      System.out.printf("%-4s %14s %18s %22s%n", "op", "shared ms", "pinned shared ms", "pinned/private ratio");
+      for (int i = 0; i < ops.length; i++) {
+        double[] pr = new double[rounds];
+        for (int r = 0; r < rounds; r++) pr[r] = pinnedNs[i][r] / privNs[i][r];
+        System.out.printf("%-4s %14.3f %18.3f %21.1fx%n", ops[i], median(sharedNs[i]) / 1e6, median(pinnedNs[i]) / 1e6,
+            median(pr));
+      }
+      System.out.printf("(pinned: %d proxies held; T1 makes %d object accesses on the small database)%n", pins.size(),
+          178241);
+      accessCosts(shared, mine, minNanos);
+      Reference.reachabilityFence(pins);
+    }
+  }
+
+  /**
+   * Every bound instance and list proxy the operations read (assemblies and their lists, composite
+   * parts, their parts lists, parts, their {@code to} lists, connections), held by the list returned.
+   */
+  private static List<Object> pin(Schema.Database db) {
+    List<Object> pins = new ArrayList<>();
+    pins.add(db);
+    pins.add(db.module());
+    pins.add(db.composites());
+    for (Schema.Assembly a : db.assemblies()) {
+      pins.add(a);
+      pins.add(a instanceof Schema.ComplexAssembly ? ((Schema.ComplexAssembly) a).subAssemblies()
+          : ((Schema.BaseAssembly) a).components());
+    }
+    for (Schema.CompositePart c : db.composites()) {
+      pins.add(c);
+      pins.add(c.parts());
+      for (Schema.AtomicPart p : c.parts()) {
+        pins.add(p);
+        pins.add(p.to());
+        for (Schema.Connection k : p.to()) pins.add(k);
+      }
+    }
+    return pins;
+  }
+
+  /**
+   * ns per access of T1's three kinds of access over all 10,000 parts (shared parts pinned by the
+   * caller, so references read live proxies): a scalar field, a reference field, and iterating a
+   * part's {@code to} list (3 connections).
+   */
+  private static void accessCosts(Schema.Database shared, Schema.Database mine, long minNanos) {
+    List<oo7.shared.AtomicPart> sp = new ArrayList<>();
+    for (oo7.shared.CompositePart c : ((oo7.shared.Database) shared).composites) sp.addAll(c.parts);
+    List<oo7.plain.AtomicPart> pp = new ArrayList<>();
+    for (oo7.plain.CompositePart c : ((oo7.plain.Database) mine).composites) pp.addAll(c.parts);
+    oo7.shared.AtomicPart[] s = sp.toArray(new oo7.shared.AtomicPart[0]);
+    oo7.plain.AtomicPart[] q = pp.toArray(new oo7.plain.AtomicPart[0]);
+    System.out.println();
+    System.out.printf("%-34s %12s %12s %8s%n", "access (ns, all parts, median of 5)", "private", "shared", "ratio");
+    String[] names = {"scalar field (p.x)", "reference field (p.partOf)", "list field for-each (p.to, 3 items)"};
+    for (int k = 0; k < names.length; k++) {
+      double[] pt = new double[5];
+      double[] st = new double[5];
+      for (int r = 0; r < 5; r++) {
+        pt[r] = accessNs(k, q, null, minNanos);
+        st[r] = accessNs(k, null, s, minNanos);
+      }
+      System.out.printf("%-34s %12.1f %12.1f %7.1fx%n", names[k], median(pt), median(st), median(st) / median(pt));
+    }
+  }
+
+  private static long sink;
+
+  // The two models' loops are separate methods so that each is compiled with its own profile.
+  private static double accessNs(int kind, oo7.plain.AtomicPart[] q, oo7.shared.AtomicPart[] s, long minNanos) {
+    long n = 0;
+    long acc = 0;
+    long start = System.nanoTime();
+    long now;
+    do {
+      acc += q != null ? plainAccess(kind, q) : sharedAccess(kind, s);
+      n += q != null ? q.length : s.length;
+      now = System.nanoTime();
+    } while (now - start < minNanos);
+    sink += acc;
+    return (double) (now - start) / n;
+  }
+
+  private static long plainAccess(int kind, oo7.plain.AtomicPart[] q) {
+    long acc = 0;
+    for (oo7.plain.AtomicPart p : q) {
+      if (kind == 0) {
+        acc += p.x;
+      } else if (kind == 1) {
+        if (p.partOf != null) acc++;
+      } else {
+        for (oo7.plain.Connection c : p.to) if (c != null) acc++;
+      }
+    }
+    return acc;
+  }
+
+  private static long sharedAccess(int kind, oo7.shared.AtomicPart[] q) {
+    long acc = 0;
+    for (oo7.shared.AtomicPart p : q) {
+      if (kind == 0) {
+        acc += p.x;
+      } else if (kind == 1) {
+        if (p.partOf != null) acc++;
+      } else {
+        for (oo7.shared.Connection c : p.to) if (c != null) acc++;
+      }
+    }
+    return acc;
   }
 
   /** Nanoseconds per run of {@code op}, repeated until {@code minNanos} passed. */
