@@ -42,6 +42,26 @@ final class SwapCheck {
     return bad;
   }
 
+  /** The parts whose (x, y) is neither the generated pair nor the swapped one. */
+  static List<String> torn(Schema.Database generated, Schema.Database db) {
+    List<String> bad = new ArrayList<>();
+    Object[] gs = generated.composites().toArray();
+    int c = 0;
+    for (Schema.CompositePart cp : db.composites()) {
+      Object[] gp = ((Schema.CompositePart) gs[c++]).parts().toArray();
+      int j = 0;
+      for (Schema.AtomicPart p : cp.parts()) {
+        Schema.AtomicPart g = (Schema.AtomicPart) gp[j++];
+        long x = p.x();
+        long y = p.y();
+        if (!(x == g.x() && y == g.y()) && !(x == g.y() && y == g.x())) {
+          bad.add("part " + p.id() + ": generated x=" + g.x() + " y=" + g.y() + ", found x=" + x + " y=" + y);
+        }
+      }
+    }
+    return bad;
+  }
+
   /** How many times T1's walk visits composite part {@code c} (its usedIn count). */
   static long visitsOf(Schema.Database generated, int c) {
     return generated.composites().get(c).usedIn().size();

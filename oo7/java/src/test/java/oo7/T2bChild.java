@@ -10,6 +10,7 @@ import org.colors.SharedMonitor;
  * A second process for {@link ConcurrentT2bTest}: reads the published database, prints "ready",
  * waits until the repository {@code go} is set, runs T2b {@code repeat} times, and prints the wall
  * clock interval it ran in ("ran START END", ms) so the test can check that the runs overlapped.
+ * It prints "done I" after each run I when {@code REPEAT} is 0 (then it runs until it is killed).
  *
  * <pre>T2bChild SIZE REPEAT GO_REPOSITORY</pre>
  */
@@ -30,6 +31,13 @@ public final class T2bChild {
     }
     long start = System.currentTimeMillis();
     SharedOps ops = new SharedOps();
+    if (repeat == 0) {
+      for (long i = 0;; i++) {
+        ops.t2b(db);
+        System.out.println("done " + i);
+        System.out.flush();
+      }
+    }
     for (int i = 0; i < repeat; i++) {
       OpResult r = ops.t2b(db);
       if (r.count() != Checks.SMALL_42.visits() && p == Params.SMALL) throw new IllegalStateException("T2b visited " + r.count());
