@@ -58,6 +58,10 @@ public final class PlainOps implements Ops {
     }
 
     void composite(CompositePart c) {
+      search(c);  // SharedOps takes the composite's monitor here for the T2s
+    }
+
+    private void search(CompositePart c) {
       AtomicPart root = c.rootPart;
       if (mode == T6) {
         visit(root);

@@ -16,6 +16,10 @@ import org.colors.SharedMonitor;
  * shared monitor is held (T2a/T2b/T2c hold it for the whole visit of the composite, from its root
  * part's swap through the search), so concurrent T2 runs in other processes cannot interleave a
  * read-modify-write of the same part; T1, T6 and Q7 only read and take no monitor.
+ *
+ * <p>If a process died holding a composite's monitor, {@link SharedMemory#lock} throws
+ * {@link org.colors.OwnerDiedException} (once; the monitor is free again) and the operation ends
+ * with it: that composite's parts may hold a half-done swap, which only the caller can judge.
  */
 public final class SharedOps implements Ops {
   private static final int T1 = 0, T6 = 1, T2A = 2, T2B = 3, T2C = 4;
