@@ -15,25 +15,36 @@ import oo7.shared.SharedFactory;
 import oo7.shared.SharedOps;
 import org.colors.SharedMemory;
 import org.colors.SharedType;
-import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * The small database, seed 42, built in a fresh server and as POJOs: the SPEC's three values on
- * both, the shared schema, and every operation once on each with the same results.
+ * both, the shared schema, and every operation once on each with the same results. The databases
+ * built once for the class are only read (a test that changes one restores it); tests that run
+ * updates build their own.
  */
 @ExtendWith(Oo7Server.class)
 class SmallDatabaseTest {
-  private Schema.Database shared;
-  private Schema.Database mine;
+  private static Schema.Database shared;
+  private static Schema.Database mine;
 
-  @BeforeEach
-  void build() {
+  @BeforeAll
+  static void build() {
+    shared = freshShared();
+    mine = freshPrivate();
+  }
+
+  /** A new shared database, published in oo7.small and read back from the repository. */
+  private static Schema.Database freshShared() {
     Schema.Database built = Builder.build(Params.SMALL, 42, new SharedFactory());
     SharedMemory.findOrCreateRepository("oo7.small").set(built);
-    shared = Load.published(Params.SMALL);  // read back from the repository
-    mine = Builder.build(Params.SMALL, 42, new PlainFactory());
+    return Load.published(Params.SMALL);
+  }
+
+  private static Schema.Database freshPrivate() {
+    return Builder.build(Params.SMALL, 42, new PlainFactory());
   }
 
   @Test
@@ -95,6 +106,8 @@ class SmallDatabaseTest {
 
   @Test
   void everyOperationAgreesOnBothModels() {
+    Schema.Database shared = freshShared();
+    Schema.Database mine = freshPrivate();
     Ops so = new SharedOps();
     Ops po = new PlainOps();
     for (String op : Ops.NAMES) {
@@ -112,7 +125,9 @@ class SmallDatabaseTest {
 
   @Test
   void t2SwapsEveryVisitedPartAsOftenAsItsCompositeIsVisited() {
-    Schema.Database generated = Builder.build(Params.SMALL, 42, new PlainFactory());
+    Schema.Database shared = freshShared();
+    Schema.Database mine = freshPrivate();
+    Schema.Database generated = freshPrivate();
     Ops so = new SharedOps();
     Ops po = new PlainOps();
     // T2a: the root part of each composite, once per visit of the composite.
@@ -140,7 +155,8 @@ class SmallDatabaseTest {
 
   @Test
   void swapCheckReportsOneLostSwap() {
-    Schema.Database generated = Builder.build(Params.SMALL, 42, new PlainFactory());
+    Schema.Database mine = freshPrivate();
+    Schema.Database generated = freshPrivate();
     new PlainOps().t2b(mine);
     SwapCheck.Swaps all = (c, j) -> SwapCheck.visitsOf(generated, c);
     assertEquals(List.of(), SwapCheck.mismatches(generated, mine, all));
