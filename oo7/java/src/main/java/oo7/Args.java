@@ -31,6 +31,17 @@ final class Args {
     return values.getOrDefault(name, dflt);
   }
 
+  /** An unsigned 64-bit integer (0 .. 2^64-1, as a long's bits). */
+  long getUnsigned(String name, long dflt) {
+    String v = values.get(name);
+    if (v == null) return dflt;
+    try {
+      return Long.parseUnsignedLong(v);
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException(name + " needs an integer from 0 to 2^64-1, got '" + v + "'");
+    }
+  }
+
   long getLong(String name, long dflt) {
     String v = values.get(name);
     if (v == null) return dflt;

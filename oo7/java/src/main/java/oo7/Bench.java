@@ -38,7 +38,7 @@ public final class Bench {
       return;
     }
     Params p = Params.of(a.get("--size", "small"));
-    long seed = a.getLong("--seed", 42);
+    long seed = a.getUnsigned("--seed", 42);
     int rounds = (int) a.getLong("--rounds", 11);
     long minNanos = a.getLong("--min-ms", 50) * 1_000_000L;
     String[] ops = a.get("--ops", "t1,t6,t2b,q7").split(",");
@@ -49,7 +49,7 @@ public final class Bench {
     long t1 = System.nanoTime();
     Schema.Database mine = Builder.build(p, seed, new PlainFactory());
     long t2 = System.nanoTime();
-    System.out.printf("oo7 bench size=%s seed=%d lang=java rounds=%d%n", p.name(), seed, rounds);
+    System.out.printf("oo7 bench size=%s seed=%s lang=java rounds=%d%n", p.name(), Long.toUnsignedString(seed), rounds);
     System.out.printf("build: shared %.0f ms, private %.0f ms%n", (t1 - t0) / 1e6, (t2 - t1) / 1e6);
     Ops so = new SharedOps();
     Ops po = new PlainOps();

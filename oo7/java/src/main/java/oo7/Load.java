@@ -43,7 +43,7 @@ public final class Load {
   static int run(String[] argv) {
     Args a = new Args(argv, Set.of("--size", "--seed", "--op", "--repeat"), Set.of("--check", "--private"));
     Params p = Params.of(a.get("--size", "small"));
-    long seed = a.getLong("--seed", 42);
+    long seed = a.getUnsigned("--seed", 42);
     long repeat = a.getLong("--repeat", 1);
     if (repeat < 1) throw new IllegalArgumentException("--repeat needs a count >= 1");
     boolean check = a.has("--check");
@@ -65,7 +65,7 @@ public final class Load {
       return 0;
     }
     if (check) System.out.println("checking the database published in " + p.repository());
-    System.out.println("oo7 size=" + p.name() + " seed=" + seed + " lang=java");
+    System.out.println("oo7 size=" + p.name() + " seed=" + Long.toUnsignedString(seed) + " lang=java");
     Checks.Summary s = Checks.summary(db, ops);
     System.out.println(s.lines());
     int rc = compare("shared", Checks.expected(p, seed), s);
