@@ -1,7 +1,6 @@
 package oo7;
 
 import java.io.BufferedReader;
-import java.io.File;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
@@ -70,13 +69,18 @@ public final class Oo7Server implements BeforeAllCallback, AfterAllCallback {
   @Override
   public void afterAll(ExtensionContext context) throws Exception {
     SharedMemory.detach();
-    proc.destroy();  // SIGTERM: the server removes its segment and socket
-    if (!proc.waitFor(10, TimeUnit.SECONDS)) {
-      proc.destroyForcibly();
-      proc.waitFor(5, TimeUnit.SECONDS);
+    if (proc != null) {
+      proc.destroy();  // SIGTERM: the server removes its segment and socket
+      if (!proc.waitFor(10, TimeUnit.SECONDS)) {
+        proc.destroyForcibly();
+        proc.waitFor(5, TimeUnit.SECONDS);
+      }
+      proc = null;
     }
+    if (dir == null) return;
     for (String f : new String[] {"server.log", "colors.sock", "colors.sock.lock"}) Files.deleteIfExists(dir.resolve(f));
     Files.deleteIfExists(dir);
+    dir = null;
   }
 
   static Path serverBinary() {
@@ -127,9 +131,5 @@ public final class Oo7Server implements BeforeAllCallback, AfterAllCallback {
     String s = new String(out, StandardCharsets.UTF_8);
     if (p.exitValue() != 0) throw new AssertionError(pb.command() + " exited with " + p.exitValue() + ":\n" + s);
     return s;
-  }
-
-  static boolean exists(Path p) {
-    return new File(p.toString()).exists();
   }
 }
