@@ -1,0 +1,237 @@
+package oo7;
+
+import java.lang.ref.Reference;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Set;
+import oo7.plain.PlainFactory;
+import oo7.plain.PlainOps;
+import oo7.shared.SharedFactory;
+import oo7.shared.SharedOps;
+import org.colors.SharedMemory;
+
+/**
+ * The benchmark (not a test): T1, T6, T2b and Q7 over the POJOs and over the agent-bound shared
+ * database, both built in this JVM from the same seed. Interleaved rounds (each round times every
+ * operation on both models, alternating which goes first); per round the ratio shared / private;
+ * the table gives the medians.
+ *
+ * <pre>bench [--size small|medium] [--seed N] [--rounds R] [--min-ms M] [--ops t1,t6,t2b,q7] [--breakdown]</pre>
+ *
+ * Each timing repeats the operation until {@code --min-ms} (default 50) have passed and gives the
+ * time per run. {@code --breakdown} adds the same rounds for the shared operations run while a
+ * Java list holds every bound instance and list proxy they read ("pinned"): each reference read
+ * is then an identity-cache hit, so the difference to the normal run is the cost of making
+ * proxies (and collecting them) per read.
+ */
+public final class Bench {
+  private Bench() {}
+
+  public static void main(String[] argv) {
+    Args a;
+    try {
+      a = new Args(argv, Set.of("--size", "--seed", "--rounds", "--min-ms", "--ops"), Set.of("--breakdown"));
+    } catch (IllegalArgumentException e) {
+      System.err.println("bench: " + e.getMessage());
+      System.exit(2);
+      return;
+    }
+    Params p = Params.of(a.get("--size", "small"));
+    long seed = a.getUnsigned("--seed", 42);
+    int rounds = (int) a.getLong("--rounds", 11);
+    long minNanos = a.getLong("--min-ms", 50) * 1_000_000L;
+    String[] ops = a.get("--ops", "t1,t6,t2b,q7").split(",");
+
+    SharedMemory.attach();
+    long t0 = System.nanoTime();
+    Schema.Database shared = Builder.build(p, seed, new SharedFactory());
+    long t1 = System.nanoTime();
+    Schema.Database mine = Builder.build(p, seed, new PlainFactory());
+    long t2 = System.nanoTime();
+    System.out.printf("oo7 bench size=%s seed=%s lang=java rounds=%d%n", p.name(), Long.toUnsignedString(seed), rounds);
+    System.out.printf("build: shared %.0f ms, private %.0f ms%n", (t1 - t0) / 1e6, (t2 - t1) / 1e6);
+    Ops so = new SharedOps();
+    Ops po = new PlainOps();
+    Checks.Summary ss = Checks.summary(shared, so);
+    Checks.Summary ps = Checks.summary(mine, po);
+    if (!ss.equals(ps)) throw new IllegalStateException("the two databases differ: " + ss + " vs " + ps);
+
+    // Warm-up: both models' code compiled before the first timed round.
+    for (String op : ops) {
+      time(po, mine, op, minNanos * 4);
+      time(so, shared, op, minNanos * 4);
+    }
+    boolean breakdown = a.has("--breakdown");
+    List<Object> pins = breakdown ? pin(shared) : null;
+    double[][] pinnedNs = new double[ops.length][rounds];
+    double[][] ratio = new double[ops.length][rounds];
+    double[][] privNs = new double[ops.length][rounds];
+    double[][] sharedNs = new double[ops.length][rounds];
+    for (int r = 0; r < rounds; r++) {
+      for (int i = 0; i < ops.length; i++) {
+        double pt, st;
+        if (r % 2 == 0) {
+          pt = time(po, mine, ops[i], minNanos);
+          st = time(so, shared, ops[i], minNanos);
+        } else {
+          st = time(so, shared, ops[i], minNanos);
+          pt = time(po, mine, ops[i], minNanos);
+        }
+        if (breakdown) pinnedNs[i][r] = time(so, shared, ops[i], minNanos);
+        privNs[i][r] = pt;
+        sharedNs[i][r] = st;
+        ratio[i][r] = st / pt;
+      }
+    }
+    System.out.println();
+    System.out.printf("%-4s %14s %14s %10s %18s%n", "op", "private ms", "shared ms", "ratio", "ratio range");
+    for (int i = 0; i < ops.length; i++) {
+      double[] rs = ratio[i].clone();
+      Arrays.sort(rs);
+      System.out.printf("%-4s %14.3f %14.3f %9.1fx %8.1fx-%.1fx%n", ops[i], median(privNs[i]) / 1e6,
+          median(sharedNs[i]) / 1e6, median(ratio[i]), rs[0], rs[rs.length - 1]);
+    }
+    System.out.println("(ms per run, medians over rounds; ratio = median of per-round shared/private)");
+    if (breakdown) {
+      System.out.println();
+      System.out.printf("%-4s %14s %18s %22s%n", "op", "shared ms", "pinned shared ms", "pinned/private ratio");
+      for (int i = 0; i < ops.length; i++) {
+        double[] pr = new double[rounds];
+        for (int r = 0; r < rounds; r++) pr[r] = pinnedNs[i][r] / privNs[i][r];
+        System.out.printf("%-4s %14.3f %18.3f %21.1fx%n", ops[i], median(sharedNs[i]) / 1e6, median(pinnedNs[i]) / 1e6,
+            median(pr));
+      }
+      System.out.printf("(pinned: %d proxies held; T1 makes %d object accesses on the small database)%n", pins.size(),
+          178241);
+      accessCosts(shared, mine, minNanos);
+      Reference.reachabilityFence(pins);
+    }
+  }
+
+  /**
+   * Every bound instance and list proxy the operations read (assemblies and their lists, composite
+   * parts, their parts lists, parts, their {@code to} lists, connections), held by the list returned.
+   */
+  private static List<Object> pin(Schema.Database db) {
+    List<Object> pins = new ArrayList<>();
+    pins.add(db);
+    pins.add(db.module());
+    pins.add(db.composites());
+    for (Schema.Assembly a : db.assemblies()) {
+      pins.add(a);
+      pins.add(a instanceof Schema.ComplexAssembly ? ((Schema.ComplexAssembly) a).subAssemblies()
+          : ((Schema.BaseAssembly) a).components());
+    }
+    for (Schema.CompositePart c : db.composites()) {
+      pins.add(c);
+      pins.add(c.parts());
+      for (Schema.AtomicPart p : c.parts()) {
+        pins.add(p);
+        pins.add(p.to());
+        for (Schema.Connection k : p.to()) pins.add(k);
+      }
+    }
+    return pins;
+  }
+
+  /**
+   * ns per access of T1's three kinds of access over all 10,000 parts (shared parts pinned by the
+   * caller, so references read live proxies): a scalar field, a reference field, and iterating a
+   * part's {@code to} list (3 connections); and the list's size (one JNI call for a shared list,
+   * no element read), which separates a list read's per-call cost from its per-element cost.
+   */
+  private static void accessCosts(Schema.Database shared, Schema.Database mine, long minNanos) {
+    List<oo7.shared.AtomicPart> sp = new ArrayList<>();
+    for (oo7.shared.CompositePart c : ((oo7.shared.Database) shared).composites) sp.addAll(c.parts);
+    List<oo7.plain.AtomicPart> pp = new ArrayList<>();
+    for (oo7.plain.CompositePart c : ((oo7.plain.Database) mine).composites) pp.addAll(c.parts);
+    oo7.shared.AtomicPart[] s = sp.toArray(new oo7.shared.AtomicPart[0]);
+    oo7.plain.AtomicPart[] q = pp.toArray(new oo7.plain.AtomicPart[0]);
+    System.out.println();
+    System.out.printf("%-34s %12s %12s %8s%n", "access (ns, all parts, median of 5)", "private", "shared", "ratio");
+    String[] names = {"scalar field (p.x)", "reference field (p.partOf)", "list field for-each (p.to, 3 items)",
+        "list field size (p.to.size())"};
+    for (int k = 0; k < names.length; k++) {
+      double[] pt = new double[5];
+      double[] st = new double[5];
+      for (int r = 0; r < 5; r++) {
+        pt[r] = accessNs(k, q, null, minNanos);
+        st[r] = accessNs(k, null, s, minNanos);
+      }
+      System.out.printf("%-34s %12.1f %12.1f %7.1fx%n", names[k], median(pt), median(st), median(st) / median(pt));
+    }
+  }
+
+  private static long sink;
+
+  // The two models' loops are separate methods so that each is compiled with its own profile.
+  private static double accessNs(int kind, oo7.plain.AtomicPart[] q, oo7.shared.AtomicPart[] s, long minNanos) {
+    long n = 0;
+    long acc = 0;
+    long start = System.nanoTime();
+    long now;
+    do {
+      acc += q != null ? plainAccess(kind, q) : sharedAccess(kind, s);
+      n += q != null ? q.length : s.length;
+      now = System.nanoTime();
+    } while (now - start < minNanos);
+    sink += acc;
+    return (double) (now - start) / n;
+  }
+
+  private static long plainAccess(int kind, oo7.plain.AtomicPart[] q) {
+    long acc = 0;
+    for (oo7.plain.AtomicPart p : q) {
+      if (kind == 0) {
+        acc += p.x;
+      } else if (kind == 1) {
+        if (p.partOf != null) acc++;
+      } else if (kind == 2) {
+        for (oo7.plain.Connection c : p.to) if (c != null) acc++;
+      } else {
+        acc += p.to.size();
+      }
+    }
+    return acc;
+  }
+
+  private static long sharedAccess(int kind, oo7.shared.AtomicPart[] q) {
+    long acc = 0;
+    for (oo7.shared.AtomicPart p : q) {
+      if (kind == 0) {
+        acc += p.x;
+      } else if (kind == 1) {
+        if (p.partOf != null) acc++;
+      } else if (kind == 2) {
+        for (oo7.shared.Connection c : p.to) if (c != null) acc++;
+      } else {
+        acc += p.to.size();
+      }
+    }
+    return acc;
+  }
+
+  /** Nanoseconds per run of {@code op}, repeated until {@code minNanos} passed. */
+  private static double time(Ops ops, Schema.Database db, String op, long minNanos) {
+    List<OpResult> sink = new ArrayList<>(1);
+    long n = 0;
+    long start = System.nanoTime();
+    long now;
+    do {
+      OpResult r = ops.run(op, db);
+      if (sink.isEmpty()) sink.add(r);
+      n++;
+      now = System.nanoTime();
+    } while (now - start < minNanos);
+    if (sink.get(0).count() <= 0) throw new IllegalStateException(op + " visited nothing");
+    return (double) (now - start) / n;
+  }
+
+  private static double median(double[] xs) {
+    double[] s = xs.clone();
+    Arrays.sort(s);
+    int n = s.length;
+    return n % 2 == 1 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+  }
+}

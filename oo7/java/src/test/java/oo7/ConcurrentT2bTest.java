@@ -1,0 +1,131 @@
+package oo7;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import oo7.plain.PlainFactory;
+import oo7.shared.SharedFactory;
+import org.colors.ObjectRepository;
+import org.colors.OwnerDiedException;
+import org.colors.SharedMemory;
+import org.colors.SharedMonitor;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/**
+ * Two JVMs run T2b on the same shared database at once (each composite visit under the composite
+ * part's monitor). Process A runs it 3 times, B 4 times: every part of a composite visited v times
+ * is swapped 7v times, so parts of composites with an odd v must end swapped and the others not;
+ * one lost (or torn) swap breaks that for its part ({@link SwapCheck}, checked by
+ * {@link SmallDatabaseTest#swapCheckReportsOneLostSwap}).
+ */
+@ExtendWith(Oo7Server.class)
+class ConcurrentT2bTest {
+  @Test
+  void twoProcessesRunningT2bLoseNoUpdate() throws Exception {
+    Schema.Database db = Builder.build(Params.SMALL, 42, new SharedFactory());
+    SharedMemory.findOrCreateRepository("oo7.small").set(db);
+    Schema.Database generated = Builder.build(Params.SMALL, 42, new PlainFactory());
+    int oddComposites = 0;
+    for (int c = 0; c < 500; c++) oddComposites += SwapCheck.visitsOf(generated, c) % 2;
+    assertTrue(oddComposites > 0 && oddComposites < 500, "the check needs both parities: " + oddComposites);
+
+    String goName = "oo7.test.go";
+    ObjectRepository go = SharedMemory.findOrCreateRepository(goName);
+    List<Process> procs = new ArrayList<>();
+    List<BufferedReader> outs = new ArrayList<>();
+    int[] repeats = {3, 4};
+    try {
+      for (int r : repeats) {
+        Process p = Oo7Server.javaProcess("oo7.T2bChild", "small", Integer.toString(r), goName).start();
+        p.getOutputStream().close();
+        procs.add(p);
+        outs.add(new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8)));
+      }
+      for (BufferedReader out : outs) assertEquals("ready", firstLineOf(out), "child output");
+      try (SharedMonitor m = SharedMemory.lock(go)) {
+        go.set(1L);
+        m.signalAll();
+      }
+      long[][] ran = new long[procs.size()][];
+      for (int i = 0; i < procs.size(); i++) {
+        String line = firstLineOf(outs.get(i));
+        assertTrue(line.startsWith("ran "), "child output: " + line);
+        String[] f = line.split(" ");
+        ran[i] = new long[] {Long.parseLong(f[1]), Long.parseLong(f[2])};
+        assertTrue(procs.get(i).waitFor(60, TimeUnit.SECONDS), "child " + i + " did not exit");
+        assertEquals(0, procs.get(i).exitValue(), "child " + i + " exit code");
+      }
+      // The runs overlapped (both start at the same signal and each takes several T2b runs).
+      assertTrue(ran[0][0] < ran[1][1] && ran[1][0] < ran[0][1],
+          "the two T2b runs did not overlap: " + ran[0][0] + "-" + ran[0][1] + " and " + ran[1][0] + "-" + ran[1][1]);
+    } finally {
+      for (Process p : procs) p.destroyForcibly();
+    }
+    long total = repeats[0] + repeats[1];
+    SwapCheck.Swaps swaps = (c, j) -> total * SwapCheck.visitsOf(generated, c);
+    List<String> bad = SwapCheck.mismatches(generated, db, swaps);
+    assertEquals(List.of(), bad.size() > 10 ? bad.subList(0, 10) : bad, bad.size() + " parts lost or tore a swap");
+  }
+
+  /**
+   * A process killed (SIGKILL) in the middle of T2b runs, most likely holding a composite part's
+   * monitor: T2b in this JVM still completes (the dead owner's monitor is given back, reported once
+   * as OwnerDiedException, after which T2b is run again), and every part holds its generated
+   * (x, y) or the swapped pair, except at most the one part whose swap the kill cut in half.
+   */
+  @Test
+  void aProcessKilledInT2bLeavesTheMonitorsUsable() throws Exception {
+    Schema.Database db = Builder.build(Params.SMALL, 42, new SharedFactory());
+    SharedMemory.findOrCreateRepository("oo7.small").set(db);
+    Schema.Database generated = Builder.build(Params.SMALL, 42, new PlainFactory());
+    String goName = "oo7.test.go.kill";
+    ObjectRepository go = SharedMemory.findOrCreateRepository(goName);
+    Process p = Oo7Server.javaProcess("oo7.T2bChild", "small", "0", goName).start();
+    try {
+      p.getOutputStream().close();
+      BufferedReader out = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
+      assertEquals("ready", firstLineOf(out));
+      try (SharedMonitor m = SharedMemory.lock(go)) {
+        go.set(1L);
+        m.signalAll();
+      }
+      assertEquals("done 0", firstLineOf(out));  // it is in its second run now
+      p.destroyForcibly();  // SIGKILL
+      assertTrue(p.waitFor(30, TimeUnit.SECONDS));
+    } finally {
+      p.destroyForcibly();
+    }
+    oo7.shared.SharedOps ops = new oo7.shared.SharedOps();
+    boolean ownerDied = false;
+    try {
+      ops.t2b(db);
+    } catch (OwnerDiedException e) {
+      ownerDied = true;  // the killed process held a composite's monitor: it is free again
+    }
+    assertEquals(Checks.SMALL_42.visits(), ops.t2b(db).count());
+    System.out.println("aProcessKilledInT2bLeavesTheMonitorsUsable: the killed process held a monitor: " + ownerDied);
+    List<String> torn = SwapCheck.torn(generated, db);
+    assertTrue(torn.size() <= 1, "owner died: " + ownerDied + "; parts neither as generated nor swapped: " + torn);
+  }
+
+  private static String firstLineOf(BufferedReader out) throws Exception {
+    String line;
+    // Skip JVM warnings; the child prints its lines in order.
+    while ((line = out.readLine()) != null) {
+      if (line.equals("ready") || line.startsWith("ran ") || line.startsWith("done ")) return line;
+      if (line.startsWith("Exception") || line.startsWith("\tat ")) {
+        StringBuilder sb = new StringBuilder(line);
+        while ((line = out.readLine()) != null) sb.append('\n').append(line);
+        throw new AssertionError("child failed:\n" + sb);
+      }
+    }
+    throw new AssertionError("child ended without output");
+  }
+}
