@@ -12,8 +12,9 @@
     python3 oo7/python/load.py --op t1|t6|t2a|t2b|t2c|q7 [--repeat N] [--check] [--size ...]
         runs an operation N times on the published database (after --check's checks if given);
         updates run under the monitor of the composite part they update. Prints
-        "op NAME result R" per run. --wait-stdin: print "ready" and read one line before the first
-        run (lets a test start several processes' operations at once).
+        "op NAME result R start T end T seconds S" per run (T: wall clock). --wait-stdin: print
+        "ready" and read one line before the first run (lets a test start several processes'
+        operations at once).
 
 PYTHONPATH must contain the colors_shm package (<build>/bindings-python); this script adds its
 own directory (for the oo7py package) to sys.path.
@@ -91,9 +92,10 @@ def main(argv=None) -> int:
                 sys.stdin.readline()
             sync = models.SHARED.synchronized
             for _ in range(a.repeat):
-                t0 = time.perf_counter()
+                t0, w0 = time.perf_counter(), time.time()
                 r = ops.run(a.op, db, sync)
-                print(f"op {a.op} result {r} seconds {time.perf_counter() - t0:.3f}", flush=True)
+                t1, w1 = time.perf_counter(), time.time()
+                print(f"op {a.op} result {r} start {w0:.6f} end {w1:.6f} seconds {t1 - t0:.3f}", flush=True)
     except (cs.SharedMemoryError, LookupError, TypeError) as e:
         print(f"oo7: {type(e).__name__}: {e}", file=sys.stderr)
         return 2
