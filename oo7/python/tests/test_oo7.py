@@ -4,14 +4,13 @@ update, and a database built by the C++ loader read from Python."""
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 
 import colors_shm as cs
 import pytest
 
-from conftest import build_dir, child_env
+from oo7_harness import build_dir, child_env, oo7_server, run_load, spawn_load  # noqa: F401  (fixtures)
 from oo7py import build, checks, models, ops, params, publish
 
 SMALL = params.params("small")

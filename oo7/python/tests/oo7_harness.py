@@ -1,9 +1,13 @@
-"""Fixtures of the OO7 Python tests: one fresh colors-server for this directory's tests, this
+"""Fixtures and helpers of the OO7 Python tests: one fresh colors-server for these tests, this
 process attached to it, and helpers that run the loaders against it.
 
+Not a conftest.py: run-tests.sh collects this directory in the same pytest session as
+bindings-python/tests, whose test files import their helpers with ``from conftest import ...``; a
+second conftest.py would take that module name. Test files import the fixtures from here.
+
 The server binary: $COLORS_SERVER_BIN, else $BUILD_DIR/colors-server/colors-server, else
-<repo>/build/colors-server/colors-server. The build dir (for <build>/oo7/oo7-load and the
-colors_shm package) is $BUILD_DIR, else the one the server binary lies in.
+<repo>/build/colors-server/colors-server. The build dir (for <build>/oo7/oo7-load) is $BUILD_DIR,
+else the one the server binary lies in.
 """
 
 from __future__ import annotations
@@ -20,8 +24,7 @@ import uuid
 
 import pytest
 
-HERE = pathlib.Path(__file__).resolve().parent
-OO7_PY = HERE.parent  # oo7/python
+OO7_PY = pathlib.Path(__file__).resolve().parents[1]  # oo7/python
 REPO = OO7_PY.parents[1]
 LOAD_PY = OO7_PY / "load.py"
 
@@ -42,6 +45,17 @@ def server_binary() -> pathlib.Path:
     if not (p.is_file() and os.access(p, os.X_OK)):
         raise RuntimeError(f"colors-server not found at {p}: build it or set COLORS_SERVER_BIN / BUILD_DIR")
     return p
+
+
+def child_env(socket: str) -> dict:
+    import colors_shm
+
+    env = dict(os.environ)
+    pkg_root = str(pathlib.Path(colors_shm.__file__).resolve().parents[1])
+    env["PYTHONPATH"] = pkg_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["COLORS_SOCKET"] = socket
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
 
 
 class Server:
@@ -98,17 +112,6 @@ def oo7_server():
     else:
         os.environ["COLORS_SOCKET"] = old
     srv.stop()
-
-
-def child_env(socket: str) -> dict:
-    import colors_shm
-
-    env = dict(os.environ)
-    pkg_root = str(pathlib.Path(colors_shm.__file__).resolve().parents[1])
-    env["PYTHONPATH"] = pkg_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    env["COLORS_SOCKET"] = socket
-    env["PYTHONUNBUFFERED"] = "1"
-    return env
 
 
 @pytest.fixture
