@@ -74,27 +74,40 @@ def test_shared_database_has_the_spec_values():
     assert_spec_values(db)
 
 
+I, S, L = "integer", "string", "list"
+
+
+def obj(cls: str) -> tuple[str, str]:
+    return "object", f"oo7.{cls}"
+
+
+# The SPEC's shared schema with this loader's field types (the cross-language contract).
+SCHEMA = {
+    "oo7.Module": [("id", I), ("type", S), ("buildDate", I), ("designRoot", obj("ComplexAssembly"))],
+    "oo7.ComplexAssembly": [("id", I), ("type", S), ("buildDate", I), ("superAssembly", obj("ComplexAssembly")),
+                            ("subAssemblies", L)],
+    "oo7.BaseAssembly": [("id", I), ("type", S), ("buildDate", I), ("superAssembly", obj("ComplexAssembly")),
+                         ("components", L)],
+    "oo7.CompositePart": [("id", I), ("type", S), ("buildDate", I), ("document", S), ("rootPart", obj("AtomicPart")),
+                          ("parts", L), ("usedIn", L)],
+    "oo7.AtomicPart": [("id", I), ("x", I), ("y", I), ("buildDate", I), ("type", S), ("to", L), ("from_", L),
+                       ("partOf", obj("CompositePart"))],
+    "oo7.Connection": [("id", I), ("type", S), ("length", I), ("from_", obj("AtomicPart")), ("to", obj("AtomicPart"))],
+    "oo7.Database": [("module", obj("Module")), ("composites", L), ("assemblies", L)],
+}
+
+
 def test_shared_classes_have_the_spec_fields_in_order():
     db = shared_db()
     cp = db.composites[0]
     objs = {"oo7.Database": db, "oo7.Module": db.module, "oo7.ComplexAssembly": db.module.designRoot,
             "oo7.BaseAssembly": cp.usedIn[0], "oo7.CompositePart": cp, "oo7.AtomicPart": cp.rootPart,
             "oo7.Connection": cp.rootPart.to[0]}
-    spec = {
-        "oo7.Module": ["id", "type", "buildDate", "designRoot"],
-        "oo7.ComplexAssembly": ["id", "type", "buildDate", "superAssembly", "subAssemblies"],
-        "oo7.BaseAssembly": ["id", "type", "buildDate", "superAssembly", "components"],
-        "oo7.CompositePart": ["id", "type", "buildDate", "document", "rootPart", "parts", "usedIn"],
-        "oo7.AtomicPart": ["id", "x", "y", "buildDate", "type", "to", "from_", "partOf"],
-        "oo7.Connection": ["id", "type", "length", "from_", "to"],
-        "oo7.Database": ["module", "composites", "assemblies"],
-    }
-    for name, obj in objs.items():
-        t = cs.shared_type(obj)
+    for name, o in objs.items():
+        t = cs.shared_type(o)
         assert t.name == name
-        assert [f.name for f in t.fields] == spec[name]
-        for f in t.fields:
-            assert f.type in ("integer", "string", "list", "object"), (name, f.name, f.type)
+        got = [(f.name, f.type if f.type != "object" else (f.type, f.class_name)) for f in t.fields]
+        assert got == SCHEMA[name], name
 
 
 def test_every_operation_agrees_on_both_models():
