@@ -79,7 +79,9 @@ def build(model, p: Params, seed: int) -> Database:
 
     # 3. The assembly tree in preorder from the root.
     assemblies = new_list()
-    by_index = list(composites) if not isinstance(composites, list) else composites
+    # Components are drawn by index: a Python list of the composite parts (for the shared model,
+    # their proxies) instead of an indexed read of the shared list per draw.
+    by_index = list(composites)
     next_id = 0
 
     def assembly(level: int, parent):
