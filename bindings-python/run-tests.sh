@@ -54,4 +54,4 @@ fi
 export COLORS_SERVER_BIN="${COLORS_SERVER_BIN:-$BUILD_DIR/colors-server/colors-server}"
 export PYTHONPATH="$PKG_DIR${PYTHONPATH:+:$PYTHONPATH}"
 cd "$HERE"
-exec "$PYTHON" -m pytest -q -p no:cacheprovider "$HERE/tests" "$@"
+exec "$PYTHON" -m pytest -q -p no:cacheprovider "$HERE/tests" "$REPO/oo7/python/tests" "$@"

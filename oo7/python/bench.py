@@ -1,0 +1,212 @@
+#!/usr/bin/env python3
+"""OO7 operations in Python: the shared database vs the same database in private objects.
+
+    python3 oo7/python/bench.py [--rounds N] [--size small|medium] [--quick] [--profile OP]
+
+Starts its own colors-server ($COLORS_SERVER_BIN, else $BUILD_DIR/colors-server/colors-server,
+else <repo>/build/...; or --socket PATH to use a running one), builds the database of --size from
+seed 42 twice in this process, once in private objects (``__dict__`` instances, Python lists) and
+once in the shared heap (allocated object by object, as the loader does), checks both against the
+SPEC, then runs T1, T6, T2b and Q7 in interleaved rounds: each round times every operation on both
+databases (which goes first alternates), and the table gives the median time of each side and the
+median of the per-round ratios shared / private. Operations much shorter than T1 are repeated
+within a timing (the "x" column) so each timing lasts milliseconds. T2b on the shared database
+takes the composite part's monitor per composite part visit (as the loader's T2b does); the private
+one takes a no-op context manager at the same place.
+
+--profile OP: instead of the table, cProfile OP on the shared database and print the top entries.
+--breakdown: also time, on both databases, the accesses T1 is made of (a field read that returns an
+int, a list, a live or a new object proxy; iterating a list: its fixed cost and its cost per
+element whose proxy is live or new) and multiply them by how often T1 does each, to show where the
+shared T1's extra time goes.
+A benchmark, not a test: nothing is asserted about the timings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import pathlib
+import statistics
+import sys
+import time
+import timeit
+
+HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE / "tests"))
+
+import colors_shm as cs  # noqa: E402
+
+from oo7py import build, checks, models, ops, params  # noqa: E402
+
+TARGETS = {"t1": "<= 1.5"}
+# op -> (callable(db, model), repetitions per timing)
+OPS = {
+    "t1": (lambda db, m: ops.t1(db), 1),
+    "t6": (lambda db, m: ops.t6(db), 40),
+    "t2b": (lambda db, m: ops.t2b(db, m.synchronized), 1),
+    "q7": (lambda db, m: ops.q7(db), 10),
+}
+
+
+def timed(op: str, db, model) -> float:
+    fn, reps = OPS[op]
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        fn(db, model)
+    return (time.perf_counter() - t0) / reps
+
+
+def check(db, size: str) -> None:
+    want = checks.expected(size, 42)
+    got = (*checks.visits_and_order(db), checks.fingerprint(db))
+    if want is not None and got != (want[0], want[2], want[1]):
+        sys.exit(f"bench: database does not match the SPEC: {got} vs {want}")
+
+
+def table(db_p, db_s, rounds: int) -> None:
+    times = {op: ([], [], []) for op in OPS}  # private, shared, ratio
+    for op in OPS:  # warm-up: proxies' classes, code paths
+        timed(op, db_p, models.PRIVATE)
+        timed(op, db_s, models.SHARED)
+    for r in range(rounds):
+        for op in OPS:
+            gc.collect()
+            if r % 2:
+                ts = timed(op, db_s, models.SHARED)
+                tp = timed(op, db_p, models.PRIVATE)
+            else:
+                tp = timed(op, db_p, models.PRIVATE)
+                ts = timed(op, db_s, models.SHARED)
+            p, s, q = times[op]
+            p.append(tp)
+            s.append(ts)
+            q.append(ts / tp)
+    print(f"{'op':<5} {'x':>3} {'private ms':>11} {'shared ms':>10} {'ratio':>6} {'target':>7}")
+    for op, (p, s, q) in times.items():
+        print(f"{op:<5} {OPS[op][1]:>3} {statistics.median(p) * 1e3:>11.3f} {statistics.median(s) * 1e3:>10.3f}"
+              f" {statistics.median(q):>6.2f} {TARGETS.get(op, '-'):>7}")
+    print(f"(median of {rounds} interleaved rounds; ratio = median of per-round shared/private)")
+
+
+def _ns(stmt: str, env: dict, number: int = 20000, repeat: int = 7) -> float:
+    return min(timeit.repeat(stmt, globals=env, number=number, repeat=repeat)) / number * 1e9
+
+
+def _access_costs(db) -> dict[str, float]:
+    """ns per access kind on ``db``. What ``env`` names is held (its proxy live); the "new proxy"
+    accesses reach objects whose proxies nothing holds, so each access makes and drops one."""
+    cp = db.composites[11]
+    part = cp.rootPart  # held: conn.from_ reads a live proxy
+    conn = part.to[0]  # conn.to is parts[1], held by nothing
+    live_list = db.composites[12].rootPart.to
+    live_elements = list(live_list)  # noqa: F841  (keeps the elements' proxies live)
+    env = dict(part=part, conn=conn, live_list=live_list, fresh_list=db.composites[13].rootPart.to,
+               empty=cs.allocate(list) if cs.is_shared(db) else [])
+    c = {
+        "int field (part.x)": _ns("part.x", env),
+        "list field (part.to), dropped": _ns("part.to", env),
+        "object field, live proxy (conn.from_)": _ns("conn.from_", env),
+        "object field, new proxy (conn.to)": _ns("conn.to", env),
+        "iterate an empty list (fixed cost)": _ns("for e in empty: pass", env),
+    }
+    fixed = c["iterate an empty list (fixed cost)"]
+    c["list element, live proxy"] = (_ns("for e in live_list: pass", env) - fixed) / 3
+    c["list element, new proxy"] = (_ns("for e in fresh_list: pass", env) - fixed) / 3
+    return c
+
+
+def t1_counts(db) -> dict[str, int]:
+    """How often one T1 over ``db`` does each access kind of _access_costs."""
+    visits = ops.t1(db)
+    complex_ = [a for a in db.assemblies if isinstance(a, ops.ComplexAssembly)]
+    base = [a for a in db.assemblies if not isinstance(a, ops.ComplexAssembly)]
+    comps = sum(len(a.components) for a in base)  # composite part visits, one rootPart read each
+    lists = visits + len(complex_) + len(base)  # every part's `to`, subAssemblies, components
+    return {
+        "int field (part.x)": 0,
+        "list field (part.to), dropped": lists,
+        "iterate an empty list (fixed cost)": lists,
+        # Connections, sub-assemblies and components are reached only through their lists, and
+        # no proxy of them is alive at that moment: each element makes a new proxy.
+        "list element, new proxy": 3 * visits + 3 * len(complex_) + comps,
+        "list element, live proxy": 0,
+        # conn.to makes a new proxy when it first reaches a part (every visited part but the
+        # roots); later reaches find it live in the visited set. rootPart and designRoot: new.
+        "object field, new proxy (conn.to)": (visits - comps) + comps + 1,
+        "object field, live proxy (conn.from_)": 3 * visits - (visits - comps),
+    }
+
+
+def breakdown(db_p, db_s) -> None:
+    counts = t1_counts(db_p)
+    cp_, cs_ = _access_costs(db_p), _access_costs(db_s)
+    print("\nwhere a shared T1 spends its extra time (ns per access measured here, x count per T1):")
+    print(f"{'access':<40} {'private':>8} {'shared':>8} {'count':>8} {'extra ms':>9}")
+    total = 0.0
+    for k in cs_:
+        n = counts[k]
+        extra = (cs_[k] - cp_[k]) * n / 1e6
+        total += extra
+        print(f"{k:<40} {cp_[k]:>8.1f} {cs_[k]:>8.1f} {n:>8} {extra:>9.1f}")
+    print(f"{'sum (compare: shared - private T1 above)':<40} {'':>8} {'':>8} {'':>8} {total:>9.1f}")
+
+
+def profile(db_s, op: str) -> None:
+    import cProfile
+    import pstats
+
+    timed(op, db_s, models.SHARED)
+    pr = cProfile.Profile()
+    pr.enable()
+    for _ in range(5):
+        timed(op, db_s, models.SHARED)
+    pr.disable()
+    pstats.Stats(pr).sort_stats("tottime").print_stats(15)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--size", default="small", choices=sorted(params.SIZES))
+    ap.add_argument("--rounds", type=int, default=21)
+    ap.add_argument("--quick", action="store_true", help="5 rounds")
+    ap.add_argument("--socket", help="use the running server at this socket instead of starting one")
+    ap.add_argument("--profile", choices=sorted(OPS), help="cProfile this operation on the shared database")
+    ap.add_argument("--breakdown", action="store_true", help="also time the accesses T1 is made of")
+    a = ap.parse_args()
+    rounds = 5 if a.quick else a.rounds
+    srv = None
+    if a.socket:
+        cs.attach(a.socket)
+    else:
+        from oo7_harness import Server
+
+        srv = Server(heap="1G" if a.size == "medium" else "256M")
+        cs.attach(srv.socket)
+    try:
+        p = params.params(a.size)
+        t0 = time.perf_counter()
+        db_p = build.build(models.PRIVATE, p, 42)
+        t1 = time.perf_counter()
+        db_s = build.build(models.SHARED, p, 42)
+        t2 = time.perf_counter()
+        print(f"oo7 {a.size} seed 42: built private in {t1 - t0:.2f} s, shared in {t2 - t1:.2f} s")
+        check(db_p, a.size)
+        check(db_s, a.size)
+        if a.profile:
+            profile(db_s, a.profile)
+        else:
+            table(db_p, db_s, rounds)
+            if a.breakdown:
+                breakdown(db_p, db_s)
+    finally:
+        cs.detach()
+        if srv is not None:
+            srv.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

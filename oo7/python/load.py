@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""OO7 loader and checker in Python (SPEC: /work/shared/oo7/SPEC.md).
+
+    python3 oo7/python/load.py [--size small|medium] [--seed N]
+        builds the database in the heap of the server COLORS_SOCKET names (or the default one),
+        publishes its oo7.Database in the repository oo7.<size>, reads it back and prints
+        "oo7 size=... seed=... lang=python", "visits N", "fingerprint H", "visit-order H";
+        for (small, 42) checks them against the SPEC (exit 1 on a mismatch).
+    python3 oo7/python/load.py --check [--size ...] [--seed N]
+        builds nothing: reads the database published in oo7.<size> (by any language), prints and
+        checks the same lines (--seed names the seed it is expected to have been built from).
+    python3 oo7/python/load.py --op t1|t6|t2a|t2b|t2c|q7 [--repeat N] [--check] [--size ...]
+        runs an operation N times on the published database (after --check's checks if given);
+        updates run under the monitor of the composite part they update. Prints
+        "op NAME result R start T end T seconds S" per run (T: wall clock). --wait-stdin: print
+        "ready" and read one line before the first run (lets a test start several processes'
+        operations at once).
+
+PYTHONPATH must contain the colors_shm package (<build>/bindings-python); this script adds its
+own directory (for the oo7py package) to sys.path.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import colors_shm as cs  # noqa: E402
+
+from oo7py import build, checks, models, ops, params, publish  # noqa: E402
+
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--size", default="small", choices=sorted(params.SIZES))
+    ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--check", action="store_true", help="check the published database, build nothing")
+    ap.add_argument("--op", choices=ops.NAMES, help="run this operation on the published database")
+    ap.add_argument("--repeat", type=int, default=1, help="runs of --op (default 1)")
+    ap.add_argument("--wait-stdin", action="store_true", help="print 'ready', read a line, then run --op")
+    a = ap.parse_args(argv)
+    if a.repeat < 1:
+        ap.error("--repeat must be at least 1")
+    if a.seed < 0 or a.seed >= 1 << 64:
+        ap.error("--seed must be an unsigned 64-bit integer")
+    if a.wait_stdin and not a.op:
+        ap.error("--wait-stdin needs --op")
+    return a
+
+
+def report_and_check(db, size: str, seed: int) -> bool:
+    """Prints the contract's lines computed from ``db``; checks them if the SPEC gives values."""
+    visits, order = checks.visits_and_order(db)
+    fp = checks.fingerprint(db)
+    print(f"oo7 size={size} seed={seed} lang=python")
+    print(f"visits {visits}")
+    print(f"fingerprint {fp}")
+    print(f"visit-order {order}", flush=True)
+    want = checks.expected(size, seed)
+    if want is None:
+        return True
+    ok = True
+    for name, w, got in zip(("visits", "fingerprint", "visit-order"), want, (visits, fp, order)):
+        if w != got:
+            print(f"oo7: {name} mismatch: expected {w}, found {got}", file=sys.stderr)
+            ok = False
+    return ok
+
+
+def main(argv=None) -> int:
+    a = parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        if a.check or a.op:
+            db = publish.fetch(a.size)
+        else:
+            t0 = time.perf_counter()
+            db = build.build(models.SHARED, params.params(a.size), a.seed)
+            publish.publish(db, a.size)
+            print(f"built and published {publish.repository_name(a.size)} in {time.perf_counter() - t0:.2f} s")
+            db = None  # read back what was published, not the builder's proxy
+            db = publish.fetch(a.size)
+        if not a.op or a.check:
+            if not report_and_check(db, a.size, a.seed):
+                return 1
+        if a.op:
+            if a.wait_stdin:
+                print("ready", flush=True)
+                sys.stdin.readline()
+            sync = models.SHARED.synchronized
+            for _ in range(a.repeat):
+                t0, w0 = time.perf_counter(), time.time()
+                r = ops.run(a.op, db, sync)
+                t1, w1 = time.perf_counter(), time.time()
+                print(f"op {a.op} result {r} start {w0:.6f} end {w1:.6f} seconds {t1 - t0:.3f}", flush=True)
+    except (cs.SharedMemoryError, LookupError, TypeError) as e:
+        print(f"oo7: {type(e).__name__}: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
