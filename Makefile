@@ -49,6 +49,7 @@ test: build
 	ctest --test-dir $(BUILD_DIR) $(CTEST_FLAGS)
 	BUILD_DIR=$(BUILD_DIR) JOBS=$(JOBS) bash bindings-python/run-tests.sh
 	BUILD_DIR=$(BUILD_DIR) JOBS=$(JOBS) bash bindings-java/run-tests.sh
+	BUILD_DIR=$(BUILD_DIR) JOBS=$(JOBS) bash oo7/java/run-tests.sh
 	BUILD_DIR=$(BUILD_DIR) bash rpc-bench/run --smoke
 
 # The demo script is run with the build environment loaded (colors-server
