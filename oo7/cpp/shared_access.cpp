@@ -2,8 +2,12 @@
 
 namespace oo7 {
 
+// Only null and scalars are refused here: a reference to anything but a user object is safe to
+// hold as an Object, because Object::get/set compare the object's class with the Field's and fall
+// back to a lookup by name, which raises KeyError for a list, a string or any other builtin. This
+// spares a kind() lookup on every reference read.
 colors::Object SharedAccess::object(colors::Value&& v) {
-  if (v.kind() != colors::TypeKind::kObject)
+  if (!v.is_shared_object())
     throw colors::TypeMismatchError("OO7 database: expected a shared object, found " + v.repr());
   colors::Object o;
   o.Value::operator=(std::move(v));  // no second root, unlike Object(const Value&)
