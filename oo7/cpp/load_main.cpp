@@ -118,11 +118,12 @@ int main_checked(const std::vector<std::string>& args) {
   LoadOptions o = parse_load_options(args);
   Params p = params_for(o.size);
   colors::attach();
-  Schema s = define_schema();
   if (o.check_only) {
     colors::Object db = published_database(p.repository());
+    Schema s = schema_of(db);
     return o.op ? run_ops(o, p, s, db) : print_and_check(o, p, s, db);
   }
+  Schema s = define_schema();
   auto t0 = std::chrono::steady_clock::now();
   colors::Object built = build_shared(s, p, o.seed);
   publish(p, built);

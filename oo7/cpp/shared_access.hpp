@@ -135,7 +135,7 @@ class SharedAccess {
   static colors::List list(colors::Value&& v);
 
  private:
-  const Schema& s_;
+  const Schema s_;  // a copy: an accessor never outlives its schema
   colors::Object db_;
   bool use_monitors_ = true;
   // Class versions seen, with whether they are oo7.ComplexAssembly (another language may have

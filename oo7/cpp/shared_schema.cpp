@@ -19,6 +19,9 @@ colors::Field field(const colors::Class& c, const char* name) { return colors::F
 
 }  // namespace
 
+// Resolves every field of `s` against the classes already set in it.
+void resolve_fields(Schema& s);
+
 Schema define_schema() {
   Schema s;
   s.module.cls = colors::define_class(
@@ -38,7 +41,57 @@ Schema define_schema() {
                                                              ref("from_", "oo7.AtomicPart"), ref("to", "oo7.AtomicPart")});
   s.database.cls = colors::define_class(
       "oo7.Database", {ref("module", "oo7.Module"), list("composites"), list("assemblies")});
+  resolve_fields(s);
+  return s;
+}
 
+namespace {
+
+colors::Value field_value(const colors::Object& o, const char* name) { return o.get(name); }
+
+colors::Object object_in(colors::Value v, const char* what) {
+  if (v.kind() != TypeKind::kObject) throw colors::TypeMismatchError(std::string("OO7 database: ") + what + " is " + v.repr() + ", not an object");
+  return colors::Object(v);
+}
+
+colors::Object first_of(const colors::Object& o, const char* list_field) {
+  colors::Value v = field_value(o, list_field);
+  if (v.kind() != TypeKind::kList) throw colors::TypeMismatchError(std::string("OO7 database: field ") + list_field + " is not a list");
+  colors::List l(v);
+  if (l.size() == 0) throw colors::TypeMismatchError(std::string("OO7 database: list ") + list_field + " is empty");
+  return object_in(l.get(0), list_field);
+}
+
+colors::Class class_named(const colors::Object& o, const char* name) {
+  colors::Class c = o.cls();
+  if (c.name() != name) throw colors::TypeMismatchError("OO7 database: expected an " + std::string(name) + ", found a " + c.name());
+  return c;
+}
+
+}  // namespace
+
+Schema schema_of(const colors::Object& db) {
+  Schema s;
+  s.database.cls = class_named(db, "oo7.Database");
+  colors::Object module = object_in(field_value(db, "module"), "module");
+  s.module.cls = class_named(module, "oo7.Module");
+  colors::Object a = object_in(field_value(module, "designRoot"), "designRoot");
+  s.complex.cls = class_named(a, "oo7.ComplexAssembly");
+  for (int depth = 0; a.cls().name() == "oo7.ComplexAssembly"; ++depth) {
+    if (depth > 64) throw colors::TypeMismatchError("OO7 database: no base assembly below 64 levels of complex assemblies");
+    a = first_of(a, "subAssemblies");
+  }
+  s.base.cls = class_named(a, "oo7.BaseAssembly");
+  colors::Object comp = first_of(db, "composites");
+  s.composite.cls = class_named(comp, "oo7.CompositePart");
+  colors::Object part = first_of(comp, "parts");
+  s.part.cls = class_named(part, "oo7.AtomicPart");
+  s.connection.cls = class_named(first_of(part, "to"), "oo7.Connection");
+  resolve_fields(s);
+  return s;
+}
+
+void resolve_fields(Schema& s) {
   const auto& m = s.module.cls;
   s.module.id = field(m, "id");
   s.module.type = field(m, "type");
@@ -83,7 +136,6 @@ Schema define_schema() {
   s.database.module = field(db, "module");
   s.database.composites = field(db, "composites");
   s.database.assemblies = field(db, "assemblies");
-  return s;
 }
 
 }  // namespace oo7

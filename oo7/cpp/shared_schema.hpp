@@ -41,4 +41,11 @@ struct Schema {
 // Defines (or finds) the seven classes in the attached heap. REQUIRES: attached.
 Schema define_schema();
 
+// The schema an existing database was built with: the class versions of its objects (another
+// language may have typed a field differently, which makes another version of the class), so that
+// reading it takes the resolved-field path. Objects of yet other versions are still read, by
+// name. colors::KeyError when a class lacks one of the SPEC's fields, TypeMismatchError when the
+// database is not shaped as the SPEC says.
+Schema schema_of(const colors::Object& db);
+
 }  // namespace oo7

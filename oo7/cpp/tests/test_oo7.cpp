@@ -114,6 +114,51 @@ TEST_CASE("OO7 small seed 42: the shared and the private database pass SPEC's ch
   colors::detach();
 }
 
+TEST_CASE("a database whose classes are other versions (another language's typing) reads the same") {
+  Server srv;
+  colors::attach(srv.cfg.socket);
+  const oo7::Params p = oo7::params_for("small");
+  // As a loader that types AtomicPart.partOf as any object would build it: another version.
+  oo7::Schema other = oo7::define_schema();
+  using colors::TypeKind;
+  other.part.cls = colors::define_class(
+      "oo7.AtomicPart", {{"id", TypeKind::kInteger, ""}, {"x", TypeKind::kInteger, ""}, {"y", TypeKind::kInteger, ""},
+                         {"buildDate", TypeKind::kInteger, ""}, {"type", TypeKind::kString, ""},
+                         {"to", TypeKind::kList, ""}, {"from_", TypeKind::kList, ""}, {"partOf", TypeKind::kObject, ""}});
+  REQUIRE(!(other.part.cls == oo7::define_schema().part.cls));
+  auto& f = other.part;
+  f.id = colors::Field(f.cls, "id");
+  f.x = colors::Field(f.cls, "x");
+  f.y = colors::Field(f.cls, "y");
+  f.build_date = colors::Field(f.cls, "buildDate");
+  f.type = colors::Field(f.cls, "type");
+  f.to = colors::Field(f.cls, "to");
+  f.from = colors::Field(f.cls, "from_");
+  f.part_of = colors::Field(f.cls, "partOf");
+  colors::Object db = oo7::build_shared(other, p, 42);
+
+  const oo7::Schema found = oo7::schema_of(db);
+  CHECK(found.part.cls == other.part.cls);
+  CHECK(found.composite.cls == other.composite.cls);
+  // Through the database's own versions, and by field name through the C++ loader's versions.
+  for (const oo7::Schema* s : {&found, static_cast<const oo7::Schema*>(&other)}) {
+    oo7::SharedAccess sa(*s, db);
+    CHECK(oo7::hex16(oo7::fingerprint(sa)) == "e0381c302e05b74a");
+  }
+  oo7::SharedAccess by_name(oo7::define_schema(), db);
+  CHECK(oo7::hex16(oo7::fingerprint(by_name)) == "e0381c302e05b74a");
+  CHECK(oo7::hex16(oo7::visit_order(by_name).fold) == "2c0f1a48f8151d7d");
+  CHECK(oo7::run_op(by_name, oo7::Op::kT2b) == oo7::OpResult{43740, 0});
+  oo7::SharedAccess fast(found, db);
+  CHECK(oo7::run_op(fast, oo7::Op::kT2b) == oo7::OpResult{43740, 0});
+  CHECK(oo7::hex16(oo7::fingerprint(fast)) == "e0381c302e05b74a");  // two T2b runs: back again
+
+  // A database that is not shaped as the SPEC says is refused with a clear error.
+  colors::Object bare = colors::new_object(other.database.cls);
+  CHECK_THROWS_AS(oo7::schema_of(bare), colors::TypeMismatchError);
+  colors::detach();
+}
+
 TEST_CASE("oo7-load builds, publishes and checks, and --check reads what it published") {
   Server srv;
   require_contract_lines(srv.load_and_wait({}, "load"), "cpp");
