@@ -55,6 +55,10 @@ class Command {
     }
   }
 
+  void signal(int sig) { ::kill(pid_, sig); }
+  // What the process wrote on stdout so far.
+  std::string out_so_far() const { return slurp(out_path_); }
+
   Finished wait(int timeout_ms = 120000) {
     Finished f;
     auto t0 = std::chrono::steady_clock::now();

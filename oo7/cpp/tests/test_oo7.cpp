@@ -1,6 +1,8 @@
 // OO7 smoke tests against a fresh colors-server: the database built by the C++ generator in the
 // heap and in private structs matches SPEC.md's checks, every operation agrees between the two,
 // oo7-load keeps the loader contract, and T2b from two processes at once loses no update.
+#include <csignal>
+
 #include <catch2/catch.hpp>
 #include <colors/colors.hpp>
 #include <memory>
@@ -265,3 +267,47 @@ TEST_CASE("a database the Java loader published passes the C++ checks") {
                     {"BUILD_DIR=" OO7_BUILD_DIR});
 }
 #endif
+
+TEST_CASE("a T2b process killed with SIGKILL leaves at most one half-swapped part and the monitors usable") {
+  Server srv;
+  REQUIRE(srv.load_and_wait({}, "load").exit_code == 0);
+  {
+    Command victim = srv.load({"--check", "--op", "t2b", "--repeat", "100000"}, "victim");
+    REQUIRE(colors::test::eventually([&] { return victim.out_so_far().find("op t2b run 2 ") != std::string::npos; }, 60000));
+    victim.signal(SIGKILL);
+    REQUIRE(victim.wait().exit_code == 128 + SIGKILL);
+  }
+  // The next T2b may meet the monitor the victim held: it is told once, and the run after works.
+  Finished next = srv.load_and_wait({"--check", "--op", "t2b"}, "next");
+  if (next.exit_code != 0) {
+    CHECK(next.exit_code == 2);
+    CHECK(next.err.find("died while holding the monitor") != std::string::npos);
+    REQUIRE(srv.load_and_wait({"--check", "--op", "t2b"}, "again").exit_code == 0);
+  }
+  // Every part holds its generated x/y, swapped or not, but for at most one the victim was
+  // swapping (x already written, y not yet).
+  colors::attach(srv.cfg.socket);
+  colors::Object db = oo7::published_database("oo7.small");
+  oo7::SharedAccess sa(oo7::schema_of(db), db);
+  auto priv = oo7::build_private(oo7::params_for("small"), 42);
+  std::size_t whole = 0, half = 0, other = 0;
+  const auto comps = sa.composites();
+  for (std::size_t c = 0; c < oo7::SharedAccess::size(comps); ++c) {
+    const auto parts = sa.parts(oo7::SharedAccess::at(comps, c));
+    for (std::size_t k = 0; k < oo7::SharedAccess::size(parts); ++k) {
+      const auto part = oo7::SharedAccess::at(parts, k);
+      const std::int64_t x = sa.x(part), y = sa.y(part);
+      const std::int64_t x0 = priv->composites[c]->parts[k]->x, y0 = priv->composites[c]->parts[k]->y;
+      if ((x == x0 && y == y0) || (x == y0 && y == x0)) ++whole;
+      else if (x == y0 && y == y0) ++half;
+      else ++other;
+    }
+  }
+  CHECK(whole + half == 10000);
+  CHECK(half <= 1);
+  CHECK(other == 0);
+  colors::VerifyResult v{false, ""};
+  CHECK(colors::test::eventually([&] { return (v = colors::verify_heap()).ok; }, 10000));
+  INFO(v.report);
+  colors::detach();
+}
