@@ -93,7 +93,7 @@ int print_and_check(const LoadOptions& o, const Params& p, const Schema& s, cons
   return ok ? 0 : 1;
 }
 
-int run_ops(const LoadOptions& o, const Params& p, const Schema& s, const colors::Object& db) {
+int run_ops(const LoadOptions& o, const Schema& s, const colors::Object& db) {
   SharedAccess shared(s, db);
   shared.set_use_monitors(o.use_monitors);
   OpResult first{};
@@ -110,7 +110,6 @@ int run_ops(const LoadOptions& o, const Params& p, const Schema& s, const colors
       return 1;
     }
   }
-  (void)p;
   return 0;
 }
 
@@ -121,7 +120,7 @@ int main_checked(const std::vector<std::string>& args) {
   if (o.check_only) {
     colors::Object db = published_database(p.repository());
     Schema s = schema_of(db);
-    return o.op ? run_ops(o, p, s, db) : print_and_check(o, p, s, db);
+    return o.op ? run_ops(o, s, db) : print_and_check(o, p, s, db);
   }
   Schema s = define_schema();
   auto t0 = std::chrono::steady_clock::now();

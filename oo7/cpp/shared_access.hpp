@@ -5,8 +5,9 @@
 //
 // Handles wrap colors::Object (a GC root while held) in one type per OO7 class, so the same
 // operation template reads private and shared databases. Values read from the heap are checked
-// for their kind before use: a database written by another program with a wrong kind in a field
-// gives colors::TypeMismatchError, never a wild read.
+// before use (a reference where an object is expected, a list where a list is): a database written
+// by another program with a wrong kind in a field gives colors::TypeMismatchError or KeyError,
+// never a wild read.
 #pragma once
 #include <colors/colors.hpp>
 #include <cstdint>

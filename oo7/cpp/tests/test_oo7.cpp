@@ -120,13 +120,13 @@ TEST_CASE("a database whose classes are other versions (another language's typin
   Server srv;
   colors::attach(srv.cfg.socket);
   const oo7::Params p = oo7::params_for("small");
-  // As a loader that types AtomicPart.partOf as any object would build it: another version.
+  // As a loader that leaves AtomicPart.partOf untyped would build it: another version.
   oo7::Schema other = oo7::define_schema();
   using colors::TypeKind;
   other.part.cls = colors::define_class(
       "oo7.AtomicPart", {{"id", TypeKind::kInteger, ""}, {"x", TypeKind::kInteger, ""}, {"y", TypeKind::kInteger, ""},
                          {"buildDate", TypeKind::kInteger, ""}, {"type", TypeKind::kString, ""},
-                         {"to", TypeKind::kList, ""}, {"from_", TypeKind::kList, ""}, {"partOf", TypeKind::kObject, ""}});
+                         {"to", TypeKind::kList, ""}, {"from_", TypeKind::kList, ""}, {"partOf", TypeKind::kAny, ""}});
   REQUIRE(!(other.part.cls == oo7::define_schema().part.cls));
   auto& f = other.part;
   f.id = colors::Field(f.cls, "id");
@@ -154,6 +154,16 @@ TEST_CASE("a database whose classes are other versions (another language's typin
   oo7::SharedAccess fast(found, db);
   CHECK(oo7::run_op(fast, oo7::Op::kT2b) == oo7::OpResult{43740, 0});
   CHECK(oo7::hex16(oo7::fingerprint(fast)) == "e0381c302e05b74a");  // two T2b runs: back again
+
+  // A wrong kind in a field is an error, never a wild read: an integer where a reference belongs,
+  // a string where an object with an id belongs.
+  const auto comps = fast.composites();
+  const auto parts = fast.parts(oo7::SharedAccess::at(comps, 0));
+  const auto part = oo7::SharedAccess::at(parts, 0);
+  part.obj.set(other.part.part_of, colors::Value(5));
+  CHECK_THROWS_AS(oo7::fingerprint(fast), colors::TypeMismatchError);
+  part.obj.set(other.part.part_of, colors::Value("not a composite part"));
+  CHECK_THROWS_AS(oo7::fingerprint(fast), colors::KeyError);
 
   // A database that is not shaped as the SPEC says is refused with a clear error.
   colors::Object bare = colors::new_object(other.database.cls);
