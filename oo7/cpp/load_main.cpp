@@ -104,6 +104,7 @@ int run_ops(const LoadOptions& o, const Schema& s, const colors::Object& db) {
     if (i == 0) first = r;
     std::printf("op %s run %d count %llu sum %lld ms %.2f\n", op_name(*o.op), i + 1,
                 static_cast<unsigned long long>(r.count), static_cast<long long>(r.sum), ms);
+    std::fflush(stdout);  // a line per run as it ends, also into a file or a pipe
     if (r.count != first.count) {
       std::fprintf(stderr, "oo7-load: %s counted %llu on run %d, %llu on run 1\n", op_name(*o.op),
                    static_cast<unsigned long long>(r.count), i + 1, static_cast<unsigned long long>(first.count));
