@@ -8,8 +8,8 @@
 # 2. `mvn -q -B test` in oo7/java with COLORS_JNI_LIB and COLORS_SERVER_BIN pointing into the
 #    build. Each test class starts its own colors-server. The cross-language tests read a database
 #    the Python loader (oo7/python/load.py, colors_shm from COLORS_PYTHONPATH, default
-#    <build>/bindings-python) or the C++ loader (<build>/oo7/oo7-load) published, and are skipped,
-#    with the reason, when those are absent. Exits non-zero on any failure.
+#    <build>/bindings-python) or the C++ loader (<build>/oo7/oo7-load) published, and fail, with
+#    the reason, when those are absent. Exits non-zero on any failure.
 set -euo pipefail
 . "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib.sh"
 oo7_java_prepare

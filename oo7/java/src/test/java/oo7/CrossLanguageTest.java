@@ -11,14 +11,14 @@ import oo7.plain.PlainFactory;
 import oo7.plain.PlainOps;
 import oo7.shared.SharedOps;
 import org.colors.SharedMemory;
-import org.junit.jupiter.api.Assumptions;
+
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * A database another language built and published, read by Java: the SPEC's values, and every
- * operation with the results of the Java POJO model. Skipped (with the reason) when that
- * language's loader is not there: {@code <repo>/oo7/python/load.py} (with colors_shm in
+ * operation with the results of the Java POJO model. Fails (with the reason) when that language's
+ * loader is not there: {@code <repo>/oo7/python/load.py} (with colors_shm in
  * {@code $COLORS_PYTHONPATH}, default {@code <build>/bindings-python}) and {@code <build>/oo7/oo7-load}
  * ({@code $OO7_PYTHON_LOADER} and {@code $OO7_CPP_LOADER} name others).
  */
@@ -38,7 +38,7 @@ class CrossLanguageTest {
   @Test
   void readsTheDatabasePythonPublished() throws Exception {
     Path loader = loader("OO7_PYTHON_LOADER", Oo7Server.REPO.resolve("oo7/python/load.py"));
-    Assumptions.assumeTrue(Files.isRegularFile(loader), "no Python loader at " + loader);
+    assertTrue(Files.isRegularFile(loader), "no Python loader at " + loader);
     String pyPath = System.getenv("COLORS_PYTHONPATH");
     if (pyPath == null || pyPath.isEmpty()) pyPath = buildDir().resolve("bindings-python").toString();
     boolean hasBinding;
@@ -47,7 +47,7 @@ class CrossLanguageTest {
     } catch (java.io.IOException e) {
       hasBinding = false;
     }
-    Assumptions.assumeTrue(hasBinding, "colors_shm is not built in " + pyPath + " (cmake --build <build> --target _colors_shm)");
+    assertTrue(hasBinding, "colors_shm is not built in " + pyPath + " (cmake --build <build> --target _colors_shm)");
     List<String> cmd = new ArrayList<>(List.of("python3", loader.toString(), "--size", "small", "--seed", "42"));
     ProcessBuilder pb = Oo7Server.process(cmd);
     pb.environment().put("PYTHONPATH", pyPath);
@@ -58,7 +58,7 @@ class CrossLanguageTest {
   @Test
   void readsTheDatabaseCppPublished() throws Exception {
     Path loader = loader("OO7_CPP_LOADER", buildDir().resolve("oo7/oo7-load"));
-    Assumptions.assumeTrue(Files.isExecutable(loader), "no C++ loader at " + loader + " (cmake --build <build> --target oo7-load)");
+    assertTrue(Files.isExecutable(loader), "no C++ loader at " + loader + " (cmake --build <build> --target oo7-load)");
     checkPublished(Oo7Server.runToEnd(Oo7Server.process(List.of(loader.toString(), "--size", "small", "--seed", "42")), 120),
         "cpp");
   }
