@@ -16,7 +16,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-colors-server --name "demo-$$" --socket "$COLORS_SOCKET" --heap-size 64M --log-level info >"$work/server.out" 2>"$work/server.log" &
+colors-server --name "demo-$$" --socket "$COLORS_SOCKET" --heap-size 256M --log-level info >"$work/server.out" 2>"$work/server.log" &
 server_pid=$!
 for _ in $(seq 100); do
   grep -q "colors-server ready" "$work/server.out" 2>/dev/null && break
@@ -47,6 +47,27 @@ wait "$payroll_pid"
 if [ -n "$audit_pid" ]; then
   exec 3>&-
   wait "$audit_pid" || true
+fi
+# OO7 (oo7/README.md): the C++ loader builds the database in this server's heap and publishes it;
+# each language then runs T1 on that one shared database directly, and a short benchmark against
+# the same database in its own private objects.
+repo=$(cd "$(dirname "$0")/.." && pwd)
+echo "--- OO7: one database in the heap, used directly by C++, Python and Java ---"
+BUILD_DIR="$build" "$repo/oo7/load" --lang cpp
+"$build/oo7/oo7-load" --check --op t1
+if [ -d "$build/bindings-python/colors_shm" ]; then
+  PYTHONPATH="$build/bindings-python" python3 "$repo/oo7/python/load.py" --check --op t1
+fi
+if [ -n "$audit_pid" ]; then
+  BUILD_DIR="$build" bash "$repo/oo7/java/load" --check --op t1
+fi
+echo "--- OO7 T1/T6/T2b/Q7: shared database vs the language's private objects (ratio = shared/private) ---"
+"$build/oo7/oo7-bench" --rounds 3
+if [ -d "$build/bindings-python/colors_shm" ]; then
+  PYTHONPATH="$build/bindings-python" python3 "$repo/oo7/python/bench.py" --rounds 3 --socket "$COLORS_SOCKET"
+fi
+if [ -n "$audit_pid" ]; then
+  BUILD_DIR="$build" bash "$repo/oo7/java/bench" --rounds 3
 fi
 echo "--- server log ---"
 cat "$work/server.log"
