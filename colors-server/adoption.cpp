@@ -1,6 +1,9 @@
 #include "adoption.hpp"
 
+#include <signal.h>
 #include <sys/sysmacros.h>
+
+#include <cerrno>
 
 #include <cstdio>
 #include <string>
@@ -10,7 +13,12 @@ namespace colors::server {
 bool process_maps_heap(pid_t pid, std::uint64_t dev, std::uint64_t ino) {
   const std::string path = "/proc/" + std::to_string(pid) + "/maps";
   std::FILE* f = std::fopen(path.c_str(), "re");
-  if (f == nullptr) return false;  // no such process (or not ours to read: not one of our clients)
+  if (f == nullptr) {
+    if (errno == ENOENT || errno == ESRCH) return false;  // no such process
+    // Another user's process (an --allow-group client) hides its maps from us: whether it
+    // exists is all we can tell, and reclaiming a live client's TLABs would corrupt it.
+    return ::kill(pid, 0) == 0 || errno == EPERM;
+  }
   char line[4096];
   bool found = false;
   const unsigned want_major = major(static_cast<dev_t>(dev)), want_minor = minor(static_cast<dev_t>(dev));

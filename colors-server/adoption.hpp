@@ -22,7 +22,9 @@ struct KeptClient {
 
 // Whether process `pid` exists and has the file (dev, ino) mapped shared, as an attached client
 // maps its heap (/proc/PID/maps). A client that detached keeps only a private view, a process
-// that reused a dead client's pid maps nothing of it: both answer false.
+// that reused a dead client's pid maps nothing of it: both answer false. The maps of another
+// user's process (an --allow-group client) are not readable: then it answers whether the process
+// exists, so a pid reused by another user's process keeps the slot until that process exits.
 bool process_maps_heap(pid_t pid, std::uint64_t dev, std::uint64_t ino);
 
 }  // namespace colors::server

@@ -22,7 +22,8 @@ std::uint64_t attachment_epoch();
 using InterruptHook = bool (*)();
 inline constexpr std::int64_t kInterruptSliceNs = 50'000'000;
 void set_interrupt_hook(InterruptHook hook);
-// Throws InterruptedError if the hook asks to. Also throws ServerGoneError when the server stopped.
+// Throws InterruptedError if the hook asks to. Also throws ServerGoneError when the server stopped
+// (kStopped), and after a server's death waits for a successor (check_server_link).
 void check_wait_interrupts(Metadata* m);
 
 // Throws ServerGoneError when the server has shut down (its state in the segment) or its

@@ -4,6 +4,7 @@
 // successor by themselves with their slots, roots and objects.
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -412,4 +413,48 @@ TEST_CASE("a reattach is granted only to the slot's own process, for the same he
   CHECK(child.exit_code == 0);
   CHECK(child.output.find("belongs to pid " + std::to_string(::getpid())) != std::string::npos);
   CHECK(colors::is_attached());
+}
+
+TEST_CASE("a kept client that ends before reattaching has its slot and TLABs reclaimed by the successor",
+          "[server][survival]") {
+  Running r;
+  int go[2], ready[2];
+  REQUIRE(::pipe(go) == 0);
+  REQUIRE(::pipe(ready) == 0);
+  pid_t kid = ::fork();
+  REQUIRE(kid >= 0);
+  if (kid == 0) {
+    int code = 0;
+    try {
+      colors::attach(r.cfg.socket);
+      colors::List l = colors::new_list();  // a TLAB of its own
+      l.append(colors::Value("kid"));
+      char c = 'r';
+      if (::write(ready[1], &c, 1) != 1) code = 2;
+      if (::read(go[0], &c, 1) != 1) code = 3;  // the successor has adopted the heap
+    } catch (const std::exception&) {
+      code = 1;
+    }
+    ::_exit(code);  // without detaching, while no server knows it
+  }
+  char c;
+  REQUIRE(::read(ready[0], &c, 1) == 1);
+  kill9(*r.server);
+  ServerProcess next(r.cfg, r.cfg.args(), r.dir.path() + "/next.log");
+  REQUIRE(next.wait_ready());
+  CHECK(next.log().find("1 live client(s) keep their slots") != std::string::npos);
+  REQUIRE(::write(go[1], &c, 1) == 1);
+  int status = 0;
+  REQUIRE(::waitpid(kid, &status, 0) == kid);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+  const std::string log_path = r.dir.path() + "/next.log";
+  CHECK(eventually([&] { return read_file(log_path).find("ended without reattaching") != std::string::npos; }, 5000));
+  INFO(read_file(log_path));
+  // Its TLAB went back to the heap: the quiescent verifier accepts only active clients' TLABs.
+  Attached a(r.cfg);
+  colors::VerifyResult v = colors::verify_heap();
+  INFO(v.report);
+  CHECK(v.ok);
+  for (int fd : {go[0], go[1], ready[0], ready[1]}) ::close(fd);
 }

@@ -78,6 +78,8 @@ public final class ColorsServer implements BeforeAllCallback {
     final String name;
     final Process proc;
     private final Path log;
+    /** More environment for the children this server spawns. */
+    final Map<String, String> childEnv = new java.util.HashMap<>();
 
     Server() {
       this("64M");
@@ -198,6 +200,7 @@ public final class ColorsServer implements BeforeAllCallback {
       ProcessBuilder pb = new ProcessBuilder(cmd);
       Map<String, String> env = pb.environment();
       env.put("COLORS_SOCKET", socketPath);
+      env.putAll(childEnv);
       pb.redirectError(ProcessBuilder.Redirect.INHERIT);
       return pb.start();
     }

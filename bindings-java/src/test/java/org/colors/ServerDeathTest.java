@@ -15,7 +15,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
 /**
  * A client notices its server's death (colors-server/README.md): {@link SharedMemory#isAttached()}
  * turns false within 100 ms, objects held stay usable, and what needs the server throws {@link
- * ServerGoneException}.
+ * ServerGoneException} once no successor took the client back within COLORS_ATTACH_TIMEOUT_MS.
  */
 @ExtendWith(ColorsServer.class)
 class ServerDeathTest {
@@ -23,6 +23,7 @@ class ServerDeathTest {
   void aClientNoticesItsServersDeathAndWhatNeedsItFails() throws Exception {
     ColorsServer.Server own = new ColorsServer.Server("16M");  // this JVM stays on the main server
     try {
+      own.childEnv.put("COLORS_ATTACH_TIMEOUT_MS", "300");  // no successor comes
       Process child = own.spawnWithSocket(own.socket.toString(), "server-death", "death-" + UUID.randomUUID());
       BufferedReader out = new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8));
       assertEquals("ready", out.readLine());
