@@ -143,6 +143,7 @@ void reattach_after_server_death() {
   if (!server_lost()) return;  // another thread reattached meanwhile
   Metadata* m = current_meta_or_null();
   if (m == nullptr || g_link_fd < 0) throw NotAttachedError("not attached to a colors server: call colors::attach() first");
+  check_server_state(m);  // a shutdown without --keep-heap removed the heap: no successor adopts it
   ServerLink link = reattach_to_server(g_socket_path, current_client_slot(), current_client_id(), m->heap_id,
                                        attach_timeout_ms());
   struct stat st {};

@@ -351,7 +351,7 @@ TEST_CASE("a per-user limit of client slots (--max-clients-per-uid) refuses one 
 // Since servers adopt the heap of a dead predecessor (test_server_survival.cpp), what needs the
 // server waits for a successor up to COLORS_ATTACH_TIMEOUT_MS before it fails; here no successor
 // comes within it, then one does and the client gets its objects back by attach().
-TEST_CASE("a client notices within 100 ms that its server died; what needs the server fails after its timeout", "[server][liveness]") {
+TEST_CASE("a client notices within 100 ms that its server died, and what needs the server fails after its timeout", "[server][liveness]") {
   Running r;
   ::setenv("COLORS_SOCKET", r.cfg.socket.c_str(), 1);
   colors::attach();

@@ -88,7 +88,7 @@ void kill9(ServerProcess& s) {
 
 }  // namespace
 
-TEST_CASE("a client survives its server's kill -9: it works on while none runs and reattaches to the successor",
+TEST_CASE("a client survives its server's kill -9, works on while none runs and reattaches to the successor",
           "[server][survival]") {
   Running r({"--heap-size", "32M"});
   Attached a(r.cfg);
@@ -299,7 +299,7 @@ TEST_CASE("a damaged heap is refused with what failed, set aside and never delet
   }
 }
 
-TEST_CASE("--keep-heap: SIGTERM keeps the heap and the clients' slots for a successor", "[server][survival]") {
+TEST_CASE("a SIGTERM with --keep-heap keeps the heap and the clients' slots for a successor", "[server][survival]") {
   Running r({"--keep-heap"});
   Attached a(r.cfg);
   write_graph("survival.keep", 100);
@@ -352,7 +352,7 @@ TEST_CASE("no successor: what needs the server fails with ServerGoneError after 
   CHECK(list.get(0).as_int() == 1);  // what it holds stays readable
 }
 
-TEST_CASE("--fresh-heap: clients of the discarded heap are told at once, and attach() starts over", "[server][survival]") {
+TEST_CASE("a successor with --fresh-heap: clients of the discarded heap are told at once, and attach() starts over", "[server][survival]") {
   Running r;
   Attached a(r.cfg);
   colors::repository("survival.fresh").set(colors::Value("old"));
