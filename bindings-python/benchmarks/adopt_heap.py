@@ -19,6 +19,7 @@ import argparse
 import os
 import pathlib
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -74,7 +75,8 @@ def one_round(heap: str, live_mib: int) -> tuple[float, float, int]:
     t0 = time.monotonic()
     second = start(name, sock, heap, log2)
     start_ms = (time.monotonic() - t0) * 1e3
-    m = re.search(r"verified \((\w+)\) in (\d+) ms", open(log2).read())
+    m = re.search(r"verified \((\w+)\) in (\d+) ms \(checks (\d+) ms, recovery (\d+) ms, verifier (\d+) ms\)",
+                  open(log2).read())
     if not m:
         raise RuntimeError(open(log2).read())
     adopt_ms = float(m.group(2))
@@ -83,7 +85,9 @@ def one_round(heap: str, live_mib: int) -> tuple[float, float, int]:
     filler.communicate(timeout=120)
     second.send_signal(signal.SIGTERM)
     second.wait()
-    print(f"  adoption {adopt_ms:.0f} ms ({m.group(1)} verifier; successor ready after {start_ms:.0f} ms), "
+    shutil.rmtree(d, ignore_errors=True)
+    print(f"  adoption {adopt_ms:.0f} ms (checks {m.group(3)}, recovery {m.group(4)}, {m.group(1)} verifier "
+          f"{m.group(5)}; successor ready after {start_ms:.0f} ms), "
           f"one collector cycle {cycle_ms:.0f} ms, {objects} live objects", flush=True)
     return adopt_ms, cycle_ms, objects
 
