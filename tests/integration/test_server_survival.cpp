@@ -4,11 +4,14 @@
 // successor by themselves with their slots, roots and objects.
 #include <signal.h>
 #include <sys/stat.h>
+#include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <glob.h>
@@ -156,32 +159,84 @@ TEST_CASE("a client survives its server's kill -9, works on while none runs and 
   CHECK(child.exit_code == 0);
 }
 
+// Replaces random elements of `list` with new strings and makes garbage until `stop()`;
+// version[i] is the step whose string element i holds (-1: the initial item(i)). Calls that need
+// a server wait for the successor, so this runs on through server kills.
+template <typename Stop>
+void churn(colors::List& list, std::vector<int>& version, unsigned seed, Stop stop) {
+  std::mt19937 rng(seed);
+  const int n = static_cast<int>(version.size());
+  for (int step = 0; !stop(); ++step) {
+    const int i = static_cast<int>(rng() % static_cast<unsigned>(n));
+    list.set(static_cast<std::size_t>(i), colors::Value(item(i) + "/" + std::to_string(step)));
+    version[static_cast<std::size_t>(i)] = step;
+    colors::Value garbage(std::string(200 + rng() % 2000, 'g'));
+  }
+}
+
+std::string check_churned(const colors::List& list, const std::vector<int>& version) {
+  for (std::size_t i = 0; i < version.size(); ++i) {
+    const int k = static_cast<int>(i);
+    const std::string want = version[i] < 0 ? item(k) : item(k) + "/" + std::to_string(version[i]);
+    if (list.get(i).as_string() != want) return "element " + std::to_string(i) + " is " + list.get(i).as_string() + ", not " + want;
+  }
+  return {};
+}
+
+colors::List churn_list(const std::string& repo, int n) {
+  colors::List list = colors::new_list();
+  for (int i = 0; i < n; ++i) list.append(colors::Value(item(i)));
+  colors::repository(repo).set(list);
+  return list;
+}
+
 TEST_CASE("a server killed mid-collection, again and again: the successor finishes or abandons the cycle, nothing reachable is lost",
           "[server][survival]") {
   // Cycles back to back: a cycle every 64 KiB allocated, freed memory poisoned, verifier after each.
   const std::vector<std::string> flags = {"--heap-size", "16M", "--gc-pacing", "1", "--gc-min-trigger", "64K",
                                           "--gc-debug"};
+  const char* kills_env = std::getenv("SURVIVAL_KILLS");  // more kills for a longer run
+  const int kills = kills_env != nullptr ? std::atoi(kills_env) : 4;
   Running r(flags);
-  Attached a(r.cfg);
   const int n = 500;
-  colors::List list = colors::new_list();
-  for (int i = 0; i < n; ++i) list.append(colors::Value(item(i)));
-  colors::repository("survival.churn").set(list);
 
-  // The mutator replaces list elements and makes garbage all the time; version[i] is what slot i
-  // must hold. It runs on through the kills: what needs a server waits for the successor.
-  std::vector<int> version(n, -1);
+  // A second client process churns its own list and checks it itself at the end.
+  int stop_pipe[2];
+  REQUIRE(::pipe(stop_pipe) == 0);
+  pid_t kid = ::fork();
+  REQUIRE(kid >= 0);
+  if (kid == 0) {
+    ::close(stop_pipe[1]);
+    int code = 0;
+    try {
+      colors::attach(r.cfg.socket);
+      colors::List list = churn_list("survival.churn.child", n);
+      std::vector<int> version(static_cast<std::size_t>(n), -1);
+      int polls = 0;
+      churn(list, version, 1234, [&] {
+        if (++polls % 64 != 0) return false;
+        pollfd p{stop_pipe[0], POLLIN, 0};
+        return ::poll(&p, 1, 0) > 0;
+      });
+      colors::collect(30000);
+      if (!check_churned(list, version).empty()) code = 1;
+      else if (!check_churned(colors::List(colors::repository("survival.churn.child").get()), version).empty()) code = 2;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "churn child: %s\n", e.what());
+      code = 3;
+    }
+    ::_exit(code);
+  }
+  ::close(stop_pipe[0]);
+
+  Attached a(r.cfg);
+  colors::List list = churn_list("survival.churn", n);
+  std::vector<int> version(static_cast<std::size_t>(n), -1);
   std::atomic<bool> stop{false};
   std::string mutator_error;
   std::thread mutator([&] {
     try {
-      std::mt19937 rng(42);
-      for (int step = 0; !stop.load(); ++step) {
-        const int i = static_cast<int>(rng() % n);
-        list.set(static_cast<std::size_t>(i), colors::Value(item(i) + "/" + std::to_string(step)));
-        version[static_cast<std::size_t>(i)] = step;
-        colors::Value garbage(std::string(200 + rng() % 2000, 'g'));
-      }
+      churn(list, version, 42, [&] { return stop.load(); });
     } catch (const std::exception& e) {
       mutator_error = e.what();
     }
@@ -190,7 +245,7 @@ TEST_CASE("a server killed mid-collection, again and again: the successor finish
   std::mt19937 rng(7);
   std::string recoveries;
   std::unique_ptr<ServerProcess> server = std::move(r.server);
-  for (int round = 0; round < 4; ++round) {
+  for (int round = 0; round < kills; ++round) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50 + rng() % 300));
     kill9(*server);
     std::this_thread::sleep_for(std::chrono::milliseconds(rng() % 100));
@@ -205,15 +260,19 @@ TEST_CASE("a server killed mid-collection, again and again: the successor finish
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   stop.store(true);
   mutator.join();
+  REQUIRE(::write(stop_pipe[1], "s", 1) == 1);
+  int status = 0;
+  REQUIRE(::waitpid(kid, &status, 0) == kid);
+  ::close(stop_pipe[1]);
   INFO("recoveries: " << recoveries);
   INFO("mutator: " << mutator_error);
   REQUIRE(mutator_error.empty());
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
   colors::collect(30000);
-  for (int i = 0; i < n; ++i) {
-    const std::string want =
-        version[static_cast<std::size_t>(i)] < 0 ? item(i) : item(i) + "/" + std::to_string(version[static_cast<std::size_t>(i)]);
-    REQUIRE(list.get(static_cast<std::size_t>(i)).as_string() == want);
-  }
+  const std::string wrong = check_churned(list, version);
+  INFO(wrong);
+  CHECK(wrong.empty());
   colors::VerifyResult v = colors::verify_heap();
   INFO(v.report);
   CHECK(v.ok);
