@@ -16,6 +16,7 @@
 #include <functional>
 #include <glob.h>
 #include <cstddef>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -516,4 +517,54 @@ TEST_CASE("a kept client that ends before reattaching has its slot and TLABs rec
   INFO(v.report);
   CHECK(v.ok);
   for (int fd : {go[0], go[1], ready[0], ready[1]}) ::close(fd);
+}
+
+TEST_CASE("threads blocked or busy through a server's kill -9 go on with the successor: one reattach for all",
+          "[server][survival]") {
+  Running r;
+  Attached a(r.cfg);
+  colors::Channel ch = colors::channel("survival.blocked", 4);
+  const std::uint32_t slot = colors::detail::current_client_slot();
+  std::atomic<bool> received{false};
+  std::string receive_error;
+  std::thread receiver([&] {
+    try {
+      std::optional<colors::Value> v = ch.receive(30000);  // blocked across the kill and the restart
+      received.store(v.has_value() && v->as_string() == "after the restart");
+    } catch (const std::exception& e) {
+      receive_error = e.what();
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  kill9(*r.server);
+  REQUIRE(eventually([] { return !colors::is_attached(); }, 2000));
+
+  // Several threads need the server at once while none runs: they all wait, one reattaches.
+  std::vector<std::thread> callers;
+  std::atomic<int> ok{0};
+  for (int t = 0; t < 4; ++t)
+    callers.emplace_back([&, t] {
+      try {
+        colors::repository("survival.thread" + std::to_string(t)).set(colors::Value(t));
+        ok.fetch_add(1);
+      } catch (const std::exception&) {
+      }
+    });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ServerProcess next(r.cfg, r.cfg.args(), r.dir.path() + "/next.log");
+  REQUIRE(next.wait_ready());
+  for (std::thread& t : callers) t.join();
+  CHECK(ok.load() == 4);
+  CHECK(colors::detail::current_client_slot() == slot);
+  ch.send(colors::Value("after the restart"), 5000);
+  receiver.join();
+  INFO(receive_error);
+  CHECK(received.load());
+  const std::string log = read_file(r.dir.path() + "/next.log");
+  INFO(log);
+  std::size_t reattaches = 0;
+  for (std::size_t at = log.find("reattached in slot"); at != std::string::npos; at = log.find("reattached in slot", at + 1))
+    ++reattaches;
+  CHECK(reattaches == 1);
+  for (int t = 0; t < 4; ++t) CHECK(colors::repository("survival.thread" + std::to_string(t)).get().as_int() == t);
 }
