@@ -40,9 +40,10 @@ std::unique_ptr<Segment>& g_segment = *new std::unique_ptr<Segment>();  // GUARD
 // The connection to the server, its watcher, and what a reattach needs. Taken after g_attach_mu
 // (attach, detach) or alone (reattach_after_server_death); no other lock is taken under it.
 std::mutex g_link_mu;
-int g_link_fd = -1;                        // GUARDED_BY(g_link_mu), written also under g_attach_mu
-std::string g_socket_path;                 // GUARDED_BY(g_link_mu): the socket of this attachment
-std::uint64_t g_segment_dev = 0, g_segment_ino = 0;  // GUARDED_BY(g_link_mu): the mapped file
+int g_link_fd = -1;                        // GUARDED_BY(g_link_mu)
+// What a reattach needs. Written only by attach, under both locks, so either lock reads them.
+std::string g_socket_path;                 // the socket of this attachment
+std::uint64_t g_segment_dev = 0, g_segment_ino = 0;  // the mapped file
 std::atomic<std::uint64_t> g_epoch{0};     // bumped at every attach and detach
 
 // Every API entry that touches shared state goes through here: attached, and server not stopped.
@@ -103,8 +104,11 @@ void on_fork_child() {
 // connection is the parent's: only our copy of the descriptor is closed).
 void drop_inherited_attachment() {
   if (!g_inherited.exchange(false, std::memory_order_acq_rel)) return;
-  if (g_link_fd >= 0) ::close(g_link_fd);
-  g_link_fd = -1;
+  {
+    std::lock_guard<std::mutex> link(g_link_mu);
+    if (g_link_fd >= 0) ::close(g_link_fd);
+    g_link_fd = -1;
+  }
   g_segment.reset();  // unmaps the child's view only
 }
 
@@ -130,6 +134,8 @@ void end_attachment() {
   set_current_meta(nullptr);
 }
 }  // namespace
+
+namespace {
 
 // The server of this attachment died (the watcher's flag): waits up to the attach timeout for a
 // successor that adopted the heap, and takes this client's slot back from it, keeping the mapping,
@@ -167,6 +173,8 @@ void remember_link(const ServerLink& link) {
   g_segment_dev = g_segment_ino = 0;
   if (g_segment) g_segment->file_id(g_segment_dev, g_segment_ino);
 }
+
+}  // namespace
 
 void attach(const std::string& socket) {
   static const bool fork_handler = (pthread_atfork(nullptr, nullptr, &on_fork_child) == 0);
