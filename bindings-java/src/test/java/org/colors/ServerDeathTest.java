@@ -47,6 +47,38 @@ class ServerDeathTest {
   }
 
   /**
+   * A client survives its server's kill -9 (colors-server/README.md, "Surviving the server"): it
+   * writes and allocates while no server runs, a successor adopts the heap, and the client's next
+   * call that needs the server (a repository store) takes its slot back by itself with everything
+   * it wrote.
+   */
+  @Test
+  void aClientSurvivesAServerRestartWithItsObjects() throws Exception {
+    ColorsServer.Server own = new ColorsServer.Server("16M");
+    ColorsServer.Server successor = null;
+    try {
+      Process child = own.spawnWithSocket(own.socket.toString(), "server-restart", "restart-" + UUID.randomUUID());
+      BufferedReader out = new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8));
+      assertEquals("ready", out.readLine());
+      own.proc.destroyForcibly();  // SIGKILL
+      assertTrue(own.proc.waitFor(10, TimeUnit.SECONDS));
+      OutputStream in = child.getOutputStream();
+      in.write("killed\n".getBytes(StandardCharsets.UTF_8));
+      in.flush();
+      assertEquals("gap", out.readLine());
+      successor = new ColorsServer.Server(own);
+      in.write("restarted\n".getBytes(StandardCharsets.UTF_8));
+      in.close();
+      assertEquals("size 101 first 1000 last written while no server ran attached true", out.readLine());
+      assertTrue(child.waitFor(60, TimeUnit.SECONDS));
+      assertEquals(0, child.exitValue());
+    } finally {
+      if (successor != null) successor.close();
+      own.close();
+    }
+  }
+
+  /**
    * Threads that keep using shared objects while another thread detaches and attaches again do
    * not crash the JVM: a detach leaves a private view of the old segment where it was mapped
    * (libshared segment.hpp), so a stale access neither faults nor reaches the shared heap.
