@@ -173,10 +173,11 @@ public final class ColorsServer implements BeforeAllCallback {
       } catch (java.nio.file.DirectoryNotEmptyException e) {
         // a successor of this server (same dir) is still there; its close() removes the dir
       }
-      // A server killed with SIGKILL leaves its shared memory objects (/dev/shm/colors.NAME and
-      // its lock) behind: remove ours.
-      Files.deleteIfExists(Path.of("/dev/shm/colors." + name));
-      Files.deleteIfExists(Path.of("/dev/shm/colors-lock." + name));
+      // A server killed with SIGKILL leaves its heap and the name's lock in its heap directory
+      // (/dev/shm/colors-EUID, colors-server/README.md): remove ours.
+      Path heapDir = Path.of("/dev/shm/colors-" + Files.getAttribute(Path.of("/proc/self"), "unix:uid"));
+      Files.deleteIfExists(heapDir.resolve(name + ".heap"));
+      Files.deleteIfExists(heapDir.resolve(name + ".lock"));
     }
 
     /** Starts {@code java org.colors.ChildMain args...} with the test class path and COLORS_SOCKET. */
