@@ -617,9 +617,15 @@ HeapStats heap_stats() {
 GcStats gc_stats() {
   Metadata* m = current_meta();
   GcCycleStats c;
-  for (;;) {
+  for (std::uint64_t spins = 0;; ++spins) {
     std::uint32_t a = m->gc_stats_seq.load(std::memory_order_acquire);
-    if (a % 2 != 0) continue;  // the collector is writing
+    if (a % 2 != 0) {
+      // The collector is writing, or its server died while writing: then only a successor
+      // closes the seqlock (gc/recovery.hpp), so wait for it, or give up as for any call that
+      // needs the server.
+      if (spins % 4096 == 4095 && server_lost()) check_server_link();
+      continue;
+    }
     std::memcpy(&c, const_cast<const GcCycleStats*>(&m->gc_last), sizeof c);
     std::atomic_thread_fence(std::memory_order_acquire);
     if (m->gc_stats_seq.load(std::memory_order_relaxed) == a) break;
