@@ -14,7 +14,7 @@ namespace {
 std::uint32_t state_of(const ClientSlot& s) { return s.state.load(std::memory_order_acquire); }
 }  // namespace
 
-std::optional<Claim> claim_client_slot(detail::Metadata* m, pid_t pid) {
+std::optional<Claim> claim_client_slot(detail::Metadata* m, pid_t pid, uid_t uid) {
   for (std::uint32_t i = 0; i < kMaxClients; ++i) {
     ClientSlot& s = m->clients[i];
     if (state_of(s) != static_cast<std::uint32_t>(ClientState::kFree)) continue;
@@ -22,6 +22,7 @@ std::optional<Claim> claim_client_slot(detail::Metadata* m, pid_t pid) {
     if (id == 0) id = m->next_client_id.fetch_add(1, std::memory_order_relaxed);  // wrapped: skip 0
     s.client_id.store(id, std::memory_order_relaxed);
     s.pid.store(static_cast<std::int32_t>(pid), std::memory_order_relaxed);
+    s.uid.store(static_cast<std::uint32_t>(uid), std::memory_order_relaxed);
     s.pressure_watchers.store(0, std::memory_order_relaxed);
     s.roots.store(detail::kNull, std::memory_order_relaxed);
     s.live_bytes.store(0, std::memory_order_relaxed);

@@ -4,7 +4,7 @@
 // Invariants:
 //  * Only the server's event-loop thread changes slot states and ids (single writer), so claiming
 //    needs no CAS. Other threads and processes (clients, later the collector) only read them.
-//  * A slot's client_id and pid are written before its state turns kActive (release), so a reader
+//  * A slot's client_id, pid and uid are written before its state turns kActive (release), so a reader
 //    that sees kActive (acquire) sees the right owner.
 //  * A slot goes kActive -> kReclaiming -> kFree. While kReclaiming the server reclaims the dead
 //    client's TLABs and roots; the slot is reused only once it is kFree, after the cleanup
@@ -31,7 +31,7 @@ struct Claim {
 };
 
 // nullopt when every slot is taken.
-std::optional<Claim> claim_client_slot(detail::Metadata* m, pid_t pid);
+std::optional<Claim> claim_client_slot(detail::Metadata* m, pid_t pid, uid_t uid);
 
 struct Cleanup {
   bool ok = true;

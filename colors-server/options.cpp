@@ -79,7 +79,8 @@ std::string usage_text() {
       "\n"
       "Creates the colors shared heap (a shared-memory segment mapped at a fixed address), accepts\n"
       "clients on a Unix socket, reclaims what dead clients leave behind, and removes the segment\n"
-      "on SIGTERM/SIGINT. Prints 'colors-server ready: ...' on stdout once clients may connect.\n"
+      "on SIGTERM/SIGINT (unless --keep-heap). A heap left by a server that died is adopted: checked, then\n"
+      "served again with its objects and attached clients. Prints 'colors-server ready: ...' on stdout once clients may connect.\n"
       "\n"
       "Flags (\"--flag value\" or \"--flag=value\"):\n"
       "  --name NAME          segment name; the segment is the file HEAP_DIR/NAME.heap (default: colors)\n"
@@ -106,6 +107,11 @@ std::string usage_text() {
       ")\n"
       "  --gc-debug           debug mode: fill freed memory with 0xdeadbeef and run the heap verifier\n"
       "                       after every collection, logging what it finds (default: off)\n"
+      "  --keep-heap          on SIGTERM/SIGINT keep the heap file for a successor server, which adopts\n"
+      "                       it, and let attached clients wait for that successor (default: off: the\n"
+      "                       heap is removed and clients get a server-gone error)\n"
+      "  --fresh-heap         discard a heap a server that is gone left under this name and start with an\n"
+      "                       empty one (default: off: adopt it, after checking it)\n"
       "  --log-level LEVEL    error, warn, info or debug (default: info)\n"
       "  --allow-group GROUP  also accept clients whose primary group is GROUP (name or number); the\n"
       "                       socket directory becomes 0750 and the socket 0660, owned by GROUP\n"
@@ -138,6 +144,14 @@ ParseResult parse_options(int argc, char** argv) {
     }
     if (arg == "--gc-debug") {
       o.gc_debug = true;
+      continue;
+    }
+    if (arg == "--keep-heap") {
+      o.keep_heap = true;
+      continue;
+    }
+    if (arg == "--fresh-heap") {
+      o.fresh_heap = true;
       continue;
     }
     if (arg.rfind("--", 0) != 0) return fail("unexpected argument '" + arg + "'");

@@ -16,7 +16,10 @@
 
 #include "client_table.hpp"
 #include "collector.hpp"
+#include "recovery.hpp"
+#include "adoption.hpp"
 #include "format.hpp"
+#include "futex.hpp"
 #include "verifier.hpp"
 #include "colors/config.hpp"
 #include "colors/errors.hpp"
@@ -25,6 +28,7 @@
 #include "log.hpp"
 #include "protocol.hpp"
 #include "segment.hpp"
+#include "segment_check.hpp"
 #include "server_link.hpp"
 #include "shutdown.hpp"
 
@@ -102,8 +106,11 @@ struct Connection {
   PeerCred peer;
   std::string refusal;            // non-empty: credentials refused, answered once Hello arrived
   std::int64_t deadline_ns = 0;   // handshake only: dropped after it
-  std::array<std::uint8_t, 16> buf{};  // a Hello or a Request being received
+  std::array<std::uint8_t, detail::kHelloFullSize> buf{};  // a Hello or a Request being received
   std::size_t have = 0;
+  // Bytes of the message being received: the hello's frozen part first (so a client of another
+  // version is answered without waiting for more), then the rest of the hello, then requests.
+  std::size_t need = detail::kHelloSize;
   Claim claim;                    // attached only
   bool detaching = false;         // got kDetach: the close that follows is an orderly detach
   // Output not yet taken by the socket (non-blocking writes only). `out_fd`, when >= 0, is the
@@ -113,7 +120,8 @@ struct Connection {
   bool close_when_sent = false;   // a refused handshake: close once its reply is out
   bool reading() const { return !close_when_sent && out.size() < kMaxOutput / 2; }
 };
-static_assert(detail::kHelloSize == 16 && detail::kRequestSize == 16, "Connection::buf holds one message");
+static_assert(detail::kHelloSize == 16 && detail::kRequestSize == 16 && detail::kHelloFullSize <= 64,
+              "Connection::buf holds one message");
 
 class Server {
  public:
@@ -122,6 +130,11 @@ class Server {
 
  private:
   bool start();
+  bool open_segment();
+  bool adopt_segment();
+  bool recover_adopted();
+  void reject_heap(const std::string& why);
+  void check_kept_clients();
   detail::SegmentConfig segment_config() const;
   void loop();
   void stop();
@@ -132,7 +145,9 @@ class Server {
   void on_peer_closed(Connection& c);
   void queue(Connection& c, const std::uint8_t* bytes, std::size_t n, int pass_fd);
   void flush(Connection& c);
+  bool on_hello_prefix(Connection& c);
   void on_hello(Connection& c);
+  void on_reattach(Connection& c, const detail::Hello& h);
   void on_request(Connection& c);
   void reply(Connection& c, AttachReply r);
   void refuse(Connection& c, AttachStatus status, const std::string& why);
@@ -148,18 +163,32 @@ class Server {
   int listen_fd_ = -1;
   std::int64_t accept_paused_until_ = 0;
   std::vector<Connection> conns_;
+  // Exit code of a failed start: 1, or kExitHeapRefused when an adopted heap failed its checks.
+  int exit_code_ = 1;
+  // The segment was formatted by this server (a failed start removes it; an adopted heap stays).
+  bool formatted_ = false;
+  bool adopted_ = false;
+  // Clients of an adopted heap whose processes live on: their slots wait for their reattach
+  // (adoption.hpp). Checked every kKeptCheckNs; a slot whose process is gone is reclaimed.
+  std::vector<KeptClient> kept_;
+  std::int64_t next_kept_check_ = 0;
+  std::uint64_t heap_dev_ = 0, heap_ino_ = 0;
+  std::int64_t check_ns_ = 0;  // adoption's read-only checks, for the log
 };
+
+constexpr std::int64_t kKeptCheckNs = 1'000'000'000;
 
 int Server::run() {
   if (!start()) {
     // Undo whatever part of the startup happened, but never another server's files: the
     // segment and socket are only ours once both locks are held.
-    if (segment_) detail::Segment::remove(segment_config());
+    // An adopted (or refused) heap is never removed: it holds its clients' data.
+    if (segment_ && formatted_) detail::Segment::remove(segment_config());
     if (listen_fd_ >= 0) {
       ::close(listen_fd_);
       ::unlink(opt_.socket.c_str());
     }
-    return 1;
+    return exit_code_;
   }
   loop();
   stop();
@@ -249,16 +278,9 @@ bool Server::start() {
       log_error(error);
       return false;
   }
-  if (::access(segment_path.c_str(), F_OK) == 0)
-    log_warn("found stale segment ", segment_path, " left by a server that is no longer running; replacing it");
-
-  try {
-    segment_ = detail::Segment::create(cfg);
-  } catch (const std::exception& e) {
-    log_error("cannot create the segment: ", e.what());
-    return false;
-  }
-  meta_ = segment_->meta();
+  if (!open_segment()) return false;
+  const detail::SegmentConfig used = segment_config();  // an adopted heap's own geometry
+  meta_->gc_poison.store(opt_.gc_debug ? 1 : 0, std::memory_order_relaxed);
   meta_->gc_threshold_percent.store(opt_.gc_threshold, std::memory_order_relaxed);
   meta_->client_live_limit.store(opt_.client_live_limit, std::memory_order_relaxed);
   meta_->server_pid.store(static_cast<std::int32_t>(::getpid()), std::memory_order_relaxed);
@@ -286,7 +308,14 @@ bool Server::start() {
     }
   };
   gc_ = std::make_unique<gc::Collector>(meta_, std::move(gopt));
+  if (adopted_ && !recover_adopted()) return false;
   gc_->start();
+  if (adopted_) {
+    // A client may have asked for a cycle while no server ran (a full heap): its request predates
+    // the collector's start, so ask again, once, on its behalf.
+    meta_->gc_request_seq.fetch_add(1, std::memory_order_seq_cst);
+    detail::futex_wake_all(&meta_->gc_request_seq);
+  }
 
   listen_fd_ = listen_on(opt_.socket, policy_, error);
   if (listen_fd_ < 0) {
@@ -296,7 +325,7 @@ bool Server::start() {
   // Release: a client that sees kRunning sees the formatted segment and the fields above.
   meta_->server_state.store(static_cast<std::uint32_t>(detail::ServerState::kRunning), std::memory_order_release);
 
-  log_info("listening on ", opt_.socket, ", segment ", segment_path, " at ", hex(opt_.address), " (",
+  log_info("listening on ", opt_.socket, ", segment ", detail::heap_file(used.dir, used.name), " at ", hex(opt_.address), " (",
            segment_->size(), " bytes: heap ", opt_.heap_size, ", classes ", opt_.classes_size, "), gc threshold ",
            opt_.gc_threshold, "%, gc pacing ", opt_.gc_pacing, "% (from ", opt_.gc_min_trigger, " B), gc threads ",
            opt_.gc_threads,
@@ -305,6 +334,162 @@ bool Server::start() {
               hex(opt_.address).c_str(), opt_.heap_size);
   std::fflush(stdout);
   return true;
+}
+
+// Adopts the heap a server that is gone left under our name (unless --fresh-heap), else formats
+// a new one. Both instance locks are held: nothing else uses the file.
+bool Server::open_segment() {
+  const detail::SegmentConfig cfg = segment_config();
+  const std::string path = detail::heap_file(cfg.dir, cfg.name);
+  if (::access(path.c_str(), F_OK) == 0) {
+    if (!opt_.fresh_heap) return adopt_segment();
+    log_warn("--fresh-heap: discarding the heap ", path, " left by a server that is no longer running");
+  }
+  try {
+    segment_ = detail::Segment::create(cfg);
+  } catch (const std::exception& e) {
+    log_error("cannot create the segment: ", e.what());
+    return false;
+  }
+  formatted_ = true;
+  meta_ = segment_->meta();
+  return true;
+}
+
+// The first half of adopting: every check that reads only (header before mapping, metadata,
+// tiling). Nothing is written to the heap before they pass.
+bool Server::adopt_segment() {
+  const detail::SegmentConfig cfg = segment_config();
+  const std::string path = detail::heap_file(cfg.dir, cfg.name);
+  std::string refusal;
+  const auto t0 = now_ns();
+  try {
+    segment_ = detail::Segment::adopt(cfg, refusal);
+  } catch (const std::exception& e) {
+    log_error("cannot adopt the heap ", path, " left by a server that is no longer running: ", e.what(),
+              " (the heap is left as it is)");
+    return false;
+  }
+  if (!segment_) {
+    reject_heap(refusal);
+    return false;
+  }
+  meta_ = segment_->meta();
+  if (std::string why = detail::check_segment_metadata(meta_); !why.empty()) {
+    reject_heap(why);
+    return false;
+  }
+  if (std::string why = detail::check_heap_tiling(meta_); !why.empty()) {
+    reject_heap(why);
+    return false;
+  }
+  // The heap's own geometry wins: every pointer in it is absolute.
+  const std::size_t heap = meta_->objects_end - meta_->objects_begin;
+  const std::size_t classes = meta_->classes_end - meta_->classes_begin;
+  if (heap != opt_.heap_size || classes != opt_.classes_size || meta_->base != opt_.address)
+    log_warn("the adopted heap keeps its own geometry (address ", hex(meta_->base), ", heap ", heap, ", classes ",
+             classes, "), not the flags' (address ", hex(opt_.address), ", heap ", opt_.heap_size, ", classes ",
+             opt_.classes_size, ")");
+  opt_.heap_size = heap;
+  opt_.classes_size = classes;
+  opt_.address = meta_->base;
+  segment_->file_id(heap_dev_, heap_ino_);
+  check_ns_ = now_ns() - t0;
+  adopted_ = true;
+  return true;
+}
+
+// The second half of adopting, once the collector exists and before it starts: the interrupted
+// cycle, the dead clients, then the full verifier.
+bool Server::recover_adopted() {
+  const auto t0 = now_ns();
+  const std::string path = segment_->path();
+  std::string cycle = gc::recover_interrupted_cycle(meta_, opt_.gc_threads);
+  std::size_t reclaimed = 0, tlab_bytes = 0;
+  for (std::uint32_t i = 0; i < kMaxClients; ++i) {
+    detail::ClientSlot& s = meta_->clients[i];
+    const auto state = static_cast<detail::ClientState>(s.state.load(std::memory_order_acquire));
+    if (state == detail::ClientState::kFree) continue;
+    Claim claim{s.client_id.load(std::memory_order_relaxed), i};
+    const pid_t pid = s.pid.load(std::memory_order_relaxed);
+    if (state == detail::ClientState::kActive && process_maps_heap(pid, heap_dev_, heap_ino_)) {
+      kept_.push_back({claim, pid});
+      continue;
+    }
+    // Died meanwhile, or its cleanup was cut short by the server's death (kReclaiming): both
+    // steps of the cleanup are idempotent.
+    Cleanup done = release_client_slot(meta_, claim, [this](std::uint32_t id, std::uint32_t slot) {
+      std::size_t bytes = 0;
+      gc_->reclaim_client(id, slot, &bytes);
+      return bytes;
+    });
+    if (!done.ok) {
+      reject_heap("cleaning up after dead client " + std::to_string(claim.client_id) + " failed: " + done.error);
+      return false;
+    }
+    ++reclaimed;
+    tlab_bytes += done.tlab_bytes;
+    log_info("client ", claim.client_id, " (pid ", pid, ") of the previous server is gone; slot ", i, " freed, ",
+             done.tlab_bytes, " TLAB bytes reclaimed");
+  }
+  const auto t1 = now_ns();
+  // Kept clients may be running: the verifier leaves out what they can change under it.
+  const detail::VerifyMode mode = kept_.empty() ? detail::VerifyMode::kQuiescent : detail::VerifyMode::kConcurrent;
+  detail::VerifyReport r = detail::verify_heap(meta_, mode);
+  if (!r.ok()) {
+    reject_heap("the heap verifier found " + r.summary());
+    return false;
+  }
+  const auto t2 = now_ns();
+  log_info("adopted the heap ", path, " (heap id ", hex(meta_->heap_id), ", ", r.objects, " objects, ", r.object_bytes,
+           " B): ", cycle, "; ", reclaimed, " dead client(s) reclaimed (", tlab_bytes, " TLAB bytes), ", kept_.size(),
+           " live client(s) keep their slots until they reattach; verified (",
+           mode == detail::VerifyMode::kQuiescent ? "quiescent" : "concurrent", ") in ", (t2 - t0 + check_ns_) / 1'000'000,
+           " ms (checks ", check_ns_ / 1'000'000, " ms, recovery ", (t1 - t0) / 1'000'000, " ms, verifier ",
+           (t2 - t1) / 1'000'000, " ms)");
+  next_kept_check_ = now_ns() + kKeptCheckNs;
+  return true;
+}
+
+// A heap that failed a check: unmapped, renamed aside for inspection, never deleted.
+void Server::reject_heap(const std::string& why) {
+  const detail::SegmentConfig cfg = segment_config();
+  const std::string path = detail::heap_file(cfg.dir, cfg.name);
+  if (gc_) gc_.reset();
+  segment_.reset();
+  meta_ = nullptr;
+  detail::set_current_meta(nullptr);
+  adopted_ = false;
+  exit_code_ = kExitHeapRefused;
+  std::string error;
+  const std::string aside = detail::Segment::set_aside(cfg, error);
+  if (aside.empty()) {
+    log_error("refusing the heap ", path, " left by a server that is no longer running: ", why,
+              ". It could not be set aside (", error, "); it is left in place");
+    return;
+  }
+  log_error("refusing the heap ", path, " left by a server that is no longer running: ", why, ". Kept it as ", aside,
+            " for inspection; start colors-server again to begin with a fresh heap");
+}
+
+// Kept slots whose process exited (or detached) before reattaching are reclaimed like a dead
+// client's.
+void Server::check_kept_clients() {
+  std::erase_if(kept_, [this](const KeptClient& k) {
+    if (process_maps_heap(k.pid, heap_dev_, heap_ino_)) return false;
+    Cleanup done = release_client_slot(meta_, k.claim, [this](std::uint32_t id, std::uint32_t slot) {
+      std::size_t bytes = 0;
+      gc_->reclaim_client(id, slot, &bytes);
+      return bytes;
+    });
+    if (done.ok)
+      log_info("client ", k.claim.client_id, " (pid ", k.pid, ") of the previous server ended without reattaching; slot ",
+               k.claim.slot, " freed, ", done.tlab_bytes, " TLAB bytes reclaimed");
+    else
+      log_error("client ", k.claim.client_id, " (pid ", k.pid, ") ended, but cleaning up after it failed: ", done.error,
+                "; slot ", k.claim.slot, " stays unused");
+    return true;
+  });
 }
 
 void Server::loop() {
@@ -365,6 +550,10 @@ void Server::loop() {
       }
     }
     std::erase_if(conns_, [](const Connection& c) { return c.fd < 0; });
+    if (!kept_.empty() && now >= next_kept_check_) {
+      check_kept_clients();
+      next_kept_check_ = now + kKeptCheckNs;
+    }
     flush_suppressed_logs(LogLevel::kWarn);
   }
 }
@@ -480,12 +669,18 @@ void Server::on_readable(Connection& c) {
   // Drain what is there. Invariant: at most one 16-byte message is buffered at a time, so a
   // Hello is processed before anything sent after it is read.
   while (c.fd >= 0 && c.reading()) {
-    ssize_t n = ::recv(c.fd, c.buf.data() + c.have, c.buf.size() - c.have, MSG_DONTWAIT);
+    ssize_t n = ::recv(c.fd, c.buf.data() + c.have, c.need - c.have, MSG_DONTWAIT);
     if (n > 0) {
       c.have += static_cast<std::size_t>(n);
-      if (c.have < c.buf.size()) continue;
+      if (c.have < c.need) continue;
+      if (c.phase == Connection::Phase::kHandshake && c.need == detail::kHelloSize) {
+        if (on_hello_prefix(c)) c.need = detail::kHelloFullSize;  // refused: reading() is false now
+        if (c.fd < 0) return;
+        continue;
+      }
       c.have = 0;
       if (c.phase == Connection::Phase::kHandshake) {
+        c.need = detail::kRequestSize;
         on_hello(c);
         if (c.fd < 0) return;  // refused
       } else {
@@ -506,17 +701,18 @@ void Server::on_readable(Connection& c) {
   }
 }
 
-void Server::on_hello(Connection& c) {
+// The frozen 16 bytes of a hello: answered at once when they are not ours. True: read the rest.
+bool Server::on_hello_prefix(Connection& c) {
   detail::Hello h = detail::decode_hello(c.buf.data());
   if (h.magic != detail::kWireMagic) {
     log_limited(g_log_refused, LogLevel::kWarn, "process ", c.peer.pid, " is not a colors client (bad magic 0x",
                 std::hex, h.magic, std::dec, "); closing its connection");
     refuse(c, AttachStatus::kBadHello, "not a colors client hello (bad magic)");
-    return;
+    return false;
   }
   if (!c.refusal.empty()) {
     refuse(c, AttachStatus::kCredentials, c.refusal);
-    return;
+    return false;
   }
   if (h.protocol_version != kProtocolVersion || h.layout_version != kLayoutVersion) {
     std::string why = "version mismatch: the client (pid " + std::to_string(c.peer.pid) + ") speaks protocol version " +
@@ -526,6 +722,22 @@ void Server::on_hello(Connection& c) {
                       "; use a client library and colors-server from the same build";
     log_limited(g_log_refused, LogLevel::kWarn, "refusing connection: ", why);
     refuse(c, AttachStatus::kVersionMismatch, why);
+    return false;
+  }
+  return true;
+}
+
+void Server::on_hello(Connection& c) {
+  detail::Hello h = detail::decode_hello(c.buf.data());
+  detail::decode_hello_extension(c.buf.data() + detail::kHelloSize, h);
+  if (h.mode == detail::HelloMode::kReattach) {
+    on_reattach(c, h);
+    return;
+  }
+  if (h.mode != detail::HelloMode::kAttach) {
+    log_limited(g_log_refused, LogLevel::kWarn, "process ", c.peer.pid, " sent an unknown hello mode ",
+                static_cast<std::uint32_t>(h.mode), "; closing its connection");
+    refuse(c, AttachStatus::kBadHello, "unknown hello mode");
     return;
   }
   if (opt_.max_clients_per_uid != 0) {
@@ -540,7 +752,7 @@ void Server::on_hello(Connection& c) {
       return;
     }
   }
-  auto claim = claim_client_slot(meta_, c.peer.pid);
+  auto claim = claim_client_slot(meta_, c.peer.pid, c.peer.uid);
   if (!claim) {
     std::string why = "the client table is full (" + std::to_string(kMaxClients) +
                       " clients attached); detach a client or wait for one to exit";
@@ -563,6 +775,52 @@ void Server::on_hello(Connection& c) {
   if (c.fd < 0) return;  // could not answer: reply() already cleaned up
   log_limited(g_log_attach, LogLevel::kInfo, "client ", c.claim.client_id, " (pid ", c.peer.pid, ", uid ", c.peer.uid, ") attached in slot ",
            c.claim.slot, "; ", active_clients(meta_), " attached");
+}
+
+// A client of a server that died asks for its slot back (adoption.hpp). Granted only to the
+// process the slot records (pid and uid from SO_PEERCRED), for this very heap, while no other
+// connection holds the slot.
+void Server::on_reattach(Connection& c, const detail::Hello& h) {
+  std::string why;
+  const detail::ClientSlot* s = h.slot < kMaxClients ? &meta_->clients[h.slot] : nullptr;
+  if (h.heap_id != meta_->heap_id) {
+    why = "this server serves heap " + hex(meta_->heap_id) + ", not the client's heap " + hex(h.heap_id) +
+          " (that heap was discarded with --fresh-heap or set aside after failing its checks)";
+  } else if (s == nullptr) {
+    why = "there is no client slot " + std::to_string(h.slot);
+  } else if (s->state.load(std::memory_order_acquire) != static_cast<std::uint32_t>(detail::ClientState::kActive) ||
+             s->client_id.load(std::memory_order_relaxed) != h.client_id) {
+    why = "slot " + std::to_string(h.slot) + " no longer belongs to client " + std::to_string(h.client_id) +
+          " (its process was taken for dead and the slot reclaimed)";
+  } else if (s->pid.load(std::memory_order_relaxed) != c.peer.pid ||
+             s->uid.load(std::memory_order_relaxed) != static_cast<std::uint32_t>(c.peer.uid)) {
+    why = "slot " + std::to_string(h.slot) + " belongs to pid " + std::to_string(s->pid.load(std::memory_order_relaxed)) +
+          " / uid " + std::to_string(s->uid.load(std::memory_order_relaxed)) + ", not to pid " +
+          std::to_string(c.peer.pid) + " / uid " + std::to_string(c.peer.uid);
+  } else {
+    for (const Connection& o : conns_)
+      if (&o != &c && o.fd >= 0 && o.phase == Connection::Phase::kAttached && o.claim.slot == h.slot)
+        why = "slot " + std::to_string(h.slot) + " is attached on another connection";
+  }
+  if (!why.empty()) {
+    log_limited(g_log_refused, LogLevel::kWarn, "refusing the reattach of process ", c.peer.pid, ": ", why);
+    refuse(c, AttachStatus::kNotReattached, why);
+    return;
+  }
+  std::erase_if(kept_, [&](const KeptClient& k) { return k.claim.slot == h.slot; });
+  c.claim = Claim{h.client_id, h.slot};
+  c.phase = Connection::Phase::kAttached;
+  AttachReply r;
+  r.status = AttachStatus::kOk;
+  r.client_id = h.client_id;
+  r.slot = h.slot;
+  r.address = opt_.address;
+  r.size = segment_->size();
+  r.segment_name = opt_.name;
+  reply(c, std::move(r));
+  if (c.fd < 0) return;
+  log_limited(g_log_attach, LogLevel::kInfo, "client ", h.client_id, " (pid ", c.peer.pid, ", uid ", c.peer.uid,
+              ") reattached in slot ", h.slot, " after its server's death; ", active_clients(meta_), " attached");
 }
 
 void Server::on_request(Connection& c) {
@@ -633,8 +891,10 @@ void Server::close_conn(Connection& c) {
 
 void Server::stop() {
   // Order matters: clients learn the state from the segment, so it is set (release) before the
-  // waiters are woken and before the connections close (see shutdown.hpp).
-  meta_->server_state.store(static_cast<std::uint32_t>(detail::ServerState::kStopped), std::memory_order_release);
+  // waiters are woken and before the connections close (see shutdown.hpp). With --keep-heap the
+  // state tells them to wait for a successor, as after a crash, and their slots stay theirs.
+  const auto state = opt_.keep_heap ? detail::ServerState::kAwaitingSuccessor : detail::ServerState::kStopped;
+  meta_->server_state.store(static_cast<std::uint32_t>(state), std::memory_order_release);
   if (gc_) gc_->stop();  // before the segment goes: its threads work on it
   detail::wake_all_waiters(meta_);
   std::size_t attached = 0;
@@ -646,12 +906,17 @@ void Server::stop() {
   ::close(listen_fd_);
   listen_fd_ = -1;
   ::unlink(opt_.socket.c_str());
-  detail::Segment::remove(segment_config());
+  if (!opt_.keep_heap) detail::Segment::remove(segment_config());
   // Locks last: until here a new server on the same name/socket must not start.
   socket_lock_.release();
   name_lock_.release();
-  log_info("stopped: segment ", detail::heap_file(opt_.heap_dir, opt_.name), " and socket ", opt_.socket, " removed, ",
-           attached, " client connection(s) closed");
+  if (opt_.keep_heap)
+    log_info("stopped with --keep-heap: segment ", detail::heap_file(opt_.heap_dir, opt_.name),
+             " kept for a successor, socket ", opt_.socket, " removed, ", attached,
+             " client connection(s) closed (their slots wait for the successor)");
+  else
+    log_info("stopped: segment ", detail::heap_file(opt_.heap_dir, opt_.name), " and socket ", opt_.socket, " removed, ",
+             attached, " client connection(s) closed");
   segment_.reset();  // unmaps; clients keep their own mappings until they detach
 }
 

@@ -100,6 +100,9 @@ struct Collector::Impl {
 
     // Snapshot: objects published from now on are recent in this cycle.
     std::uint8_t epoch = static_cast<std::uint8_t>(m->gc_epoch.load(std::memory_order_relaxed) % 255 + 1);
+    // The phase names the cycle of gc_epoch, for a successor server (recovery.hpp): marking
+    // before the flip, so a death right after it is never taken for a finished marking.
+    m->gc_phase.store(static_cast<std::uint8_t>(GcPhase::kMarking), std::memory_order_seq_cst);
     m->gc_epoch.store(epoch, std::memory_order_seq_cst);
     // Store-load order with the mutators' "store root, then load epoch": either a mutator sees
     // the new epoch (its object is recent) or the root pass below sees its root.
@@ -124,12 +127,15 @@ struct Collector::Impl {
     }
     auto t3 = clock::now();
     if (after_mark) after_mark(epoch);
+    // Marking terminated: from here a successor may finish this sweep with this epoch's marks.
+    m->gc_phase.store(static_cast<std::uint8_t>(GcPhase::kSweeping), std::memory_order_seq_cst);
 
     SweepResult sw;
     {
       std::lock_guard<std::mutex> walk(walk_mu);
       sw = sweep(m, pool, parts, epoch, opt.poison || m->gc_poison.load(std::memory_order_relaxed) != 0);
     }
+    m->gc_phase.store(static_cast<std::uint8_t>(GcPhase::kIdle), std::memory_order_release);
     auto t4 = clock::now();
 
     s.cycle = ++cycles;

@@ -64,16 +64,15 @@ struct PartSweep {
     }
     std::size_t size = p - start;
     if (size == 0) return start;
-    if (poison) fill_poison(start + sizeof(BlockHeader) + 16, p);
     BlockHeader* h = header_at(start);
     h->marked.store(0, std::memory_order_relaxed);
     h->recent.store(0, std::memory_order_relaxed);
     h->owner.store(0, std::memory_order_relaxed);
-    if (size >= kTlabSize) {
-      freelist_push(m, start, size);
-    } else {
-      h->publish(size, BlockKind::kFiller);
-    }
+    // The run is one filler before anything inside it is overwritten: a server killed from here
+    // on leaves a parsable heap to its successor (gc/README.md, "A server that dies mid-cycle").
+    h->publish(size, BlockKind::kFiller);
+    if (poison) fill_poison(start + sizeof(BlockHeader) + 16, p);
+    if (size >= kTlabSize) freelist_push(m, start, size);
     return p;
   }
 

@@ -41,11 +41,14 @@ def server_binary() -> pathlib.Path:
 class Server:
     """A colors-server process started for tests."""
 
-    def __init__(self, heap: str = "64M", extra: tuple[str, ...] = (), log: str | None = None):
-        """`extra`: more colors-server flags; `log`: a file for its log (stderr), else a pipe."""
+    def __init__(self, heap: str = "64M", extra: tuple[str, ...] = (), log: str | None = None,
+                 successor_of: "Server | None" = None):
+        """`extra`: more colors-server flags; `log`: a file for its log (stderr), else a pipe;
+        `successor_of`: a server that is gone, whose name and socket this one takes (it adopts
+        the heap that server left)."""
         self.dir = tempfile.mkdtemp(prefix="colors-py-")
-        self.name = f"pytest-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        self.socket = os.path.join(self.dir, "colors.sock")
+        self.name = successor_of.name if successor_of else f"pytest-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.socket = successor_of.socket if successor_of else os.path.join(self.dir, "colors.sock")
         self.log = open(log, "w") if log else None
         self.proc = subprocess.Popen(
             [str(server_binary()), "--name", self.name, "--socket", self.socket, "--heap-size", heap,

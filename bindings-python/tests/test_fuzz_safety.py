@@ -66,6 +66,9 @@ class FuzzServer:
 def run_program(srv: Server, program) -> None:
     env = child_env(srv.socket)
     env["FUZZ_SERVER_PID"] = str(srv.proc.pid)
+    # After kill_server no successor comes: each call that needs the server waits this long for
+    # one before it raises ServerGoneError (colors-server/README.md, "Surviving the server").
+    env["COLORS_ATTACH_TIMEOUT_MS"] = "100"
     p = subprocess.run([sys.executable, CHILD, json.dumps(program)], env=env, capture_output=True, text=True,
                        timeout=120)
     why = ""

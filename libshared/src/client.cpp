@@ -1,6 +1,7 @@
 // The public C++ API (include/colors/colors.hpp) over the internal modules.
 #include <pthread.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -36,7 +37,13 @@ std::mutex g_attach_mu;
 // be inside the library while static destructors run, and would fault on an unmapped segment. The
 // kernel unmaps it and closes the connection when the process ends.
 std::unique_ptr<Segment>& g_segment = *new std::unique_ptr<Segment>();  // GUARDED_BY(g_attach_mu)
-int g_link_fd = -1;                        // GUARDED_BY(g_attach_mu)
+// The connection to the server, its watcher, and what a reattach needs. Taken after g_attach_mu
+// (attach, detach) or alone (reattach_after_server_death); no other lock is taken under it.
+std::mutex g_link_mu;
+int g_link_fd = -1;                        // GUARDED_BY(g_link_mu)
+// What a reattach needs. Written only by attach, under both locks, so either lock reads them.
+std::string g_socket_path;                 // the socket of this attachment
+std::uint64_t g_segment_dev = 0, g_segment_ino = 0;  // the mapped file
 std::atomic<std::uint64_t> g_epoch{0};     // bumped at every attach and detach
 
 // Every API entry that touches shared state goes through here: attached, and server not stopped.
@@ -83,6 +90,7 @@ std::atomic<bool> g_inherited{false};  // the child still has the parent's mappi
 void on_fork_child() {
   if (current_meta_or_null() == nullptr) return;
   new (&g_attach_mu) std::mutex();
+  new (&g_link_mu) std::mutex();
   g_inherited.store(true, std::memory_order_relaxed);
   forget_all_tlabs();
   roots_forget_after_fork();
@@ -96,8 +104,11 @@ void on_fork_child() {
 // connection is the parent's: only our copy of the descriptor is closed).
 void drop_inherited_attachment() {
   if (!g_inherited.exchange(false, std::memory_order_acq_rel)) return;
-  if (g_link_fd >= 0) ::close(g_link_fd);
-  g_link_fd = -1;
+  {
+    std::lock_guard<std::mutex> link(g_link_mu);
+    if (g_link_fd >= 0) ::close(g_link_fd);
+    g_link_fd = -1;
+  }
   g_segment.reset();  // unmaps the child's view only
 }
 
@@ -112,22 +123,81 @@ void end_attachment() {
   forget_all_tlabs();
   roots_forget_process_state();
   g_epoch.fetch_add(1, std::memory_order_acq_rel);
-  stop_server_watch();  // before the fd closes: the watcher polls it
-  close_link(g_link_fd);
-  g_link_fd = -1;
+  {
+    std::lock_guard<std::mutex> link(g_link_mu);
+    stop_server_watch();  // before the fd closes: the watcher polls it
+    close_link(g_link_fd);
+    g_link_fd = -1;
+  }
   set_current_client(0, 0);
   g_segment.reset();
   set_current_meta(nullptr);
 }
 }  // namespace
 
+namespace {
+
+// The server of this attachment died (the watcher's flag): waits up to the attach timeout for a
+// successor that adopted the heap, and takes this client's slot back from it, keeping the mapping,
+// the client id, the roots and every object (colors-server/README.md, "Surviving the server").
+// Throws ServerGoneError after the timeout, HeapReplacedError when the server there runs another
+// heap. Called by every operation that needs the server (session.hpp, check_server_link).
+// Invariant: the lost flag is cleared only here and by attach, under g_link_mu, by starting a new
+// watcher on the new connection; the dead connection is closed only after its watcher was joined.
+void reattach_after_server_death() {
+  std::lock_guard<std::mutex> link_lock(g_link_mu);
+  if (!server_lost()) return;  // another thread reattached meanwhile
+  Metadata* m = current_meta_or_null();
+  if (m == nullptr || g_link_fd < 0) throw NotAttachedError("not attached to a colors server: call colors::attach() first");
+  check_server_state(m);  // a shutdown without --keep-heap removed the heap: no successor adopts it
+  ServerLink link = reattach_to_server(g_socket_path, current_client_slot(), current_client_id(), m->heap_id,
+                                       attach_timeout_ms());
+  struct stat st {};
+  const bool same_file = ::fstat(link.segment_fd, &st) == 0 && static_cast<std::uint64_t>(st.st_dev) == g_segment_dev &&
+                         static_cast<std::uint64_t>(st.st_ino) == g_segment_ino;
+  ::close(link.segment_fd);
+  if (!same_file || link.address != m->base || link.size != m->total_size) {
+    close_link(link.fd);
+    throw HeapReplacedError("the colors server at " + link.socket_path +
+                            " took this client back but serves another segment file; its objects are lost to it");
+  }
+  stop_server_watch();  // the dead connection's watcher has exited: join it
+  ::close(g_link_fd);   // no detach message: the slot goes on, on the new connection
+  g_link_fd = link.fd;
+  start_server_watch(link.fd);  // clears the lost flag
+}
+
+// Remembers what a reattach needs. REQUIRES: g_link_mu held.
+void remember_link(const ServerLink& link) {
+  g_socket_path = link.socket_path;
+  g_segment_dev = g_segment_ino = 0;
+  if (g_segment) g_segment->file_id(g_segment_dev, g_segment_ino);
+}
+
+}  // namespace
+
 void attach(const std::string& socket) {
   static const bool fork_handler = (pthread_atfork(nullptr, nullptr, &on_fork_child) == 0);
   (void)fork_handler;
+  static const bool reconnect_hook = (set_reconnect_hook(&reattach_after_server_death), true);
+  (void)reconnect_hook;
   std::lock_guard<std::mutex> g(g_attach_mu);
   drop_inherited_attachment();
   if (g_segment && !server_lost()) return;
-  ServerLink link = connect_to_server(resolve_socket_path(socket));
+  const std::string path = resolve_socket_path(socket);
+  if (g_segment && path == g_socket_path &&
+      g_segment->meta()->server_state.load(std::memory_order_acquire) !=
+          static_cast<std::uint32_t>(ServerState::kStopped)) {
+    // The server died (or stopped with --keep-heap): its successor takes this client back with
+    // its objects. Only a server with another heap makes this attachment end (below); no server
+    // at all is ServerGoneError after the attach timeout.
+    try {
+      reattach_after_server_death();
+      return;
+    } catch (const HeapReplacedError&) {
+    }
+  }
+  ServerLink link = connect_to_server(path);
   // The server died and a new one answered: the old attachment ends only now, so that a failed
   // attach leaves the client its objects to read.
   if (g_segment) end_attachment();
@@ -137,6 +207,7 @@ void attach(const std::string& socket) {
     close_link(link.fd);
     throw;
   }
+  std::lock_guard<std::mutex> link_lock(g_link_mu);
   try {
     start_server_watch(link.fd);
   } catch (...) {
@@ -146,6 +217,7 @@ void attach(const std::string& socket) {
     throw;
   }
   g_link_fd = link.fd;
+  remember_link(link);
   set_current_client(link.client_id, link.slot);
   g_epoch.fetch_add(1, std::memory_order_acq_rel);
   forget_all_tlabs();
@@ -164,6 +236,8 @@ bool has_segment() { return current_meta_or_null() != nullptr; }
 void ping() {
   std::lock_guard<std::mutex> g(g_attach_mu);
   if (!g_segment) throw NotAttachedError("not attached to a colors server: call colors::attach() first");
+  check_server_link();  // after a server's death: its successor, or ServerGoneError
+  std::lock_guard<std::mutex> link(g_link_mu);
   if (!ping_server(g_link_fd)) throw ServerGoneError("the colors server does not answer (it died or shut down); restart it and attach again");
 }
 
@@ -543,9 +617,15 @@ HeapStats heap_stats() {
 GcStats gc_stats() {
   Metadata* m = current_meta();
   GcCycleStats c;
-  for (;;) {
+  for (std::uint64_t spins = 0;; ++spins) {
     std::uint32_t a = m->gc_stats_seq.load(std::memory_order_acquire);
-    if (a % 2 != 0) continue;  // the collector is writing
+    if (a % 2 != 0) {
+      // The collector is writing, or its server died while writing: then only a successor
+      // closes the seqlock (gc/recovery.hpp), so wait for it, or give up as for any call that
+      // needs the server.
+      if (spins % 4096 == 4095 && server_lost()) check_server_link();
+      continue;
+    }
     std::memcpy(&c, const_cast<const GcCycleStats*>(&m->gc_last), sizeof c);
     std::atomic_thread_fence(std::memory_order_acquire);
     if (m->gc_stats_seq.load(std::memory_order_relaxed) == a) break;

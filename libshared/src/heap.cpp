@@ -370,7 +370,12 @@ HeapLockGuard::HeapLockGuard(Metadata* m) : m_(m) {
 HeapLockGuard::~HeapLockGuard() { m_->heap_lock.unlock(); }
 
 bool request_gc_and_wait(Metadata* m, std::int64_t timeout_ns) {
-  if (m->gc_running.load(std::memory_order_acquire) == 0) return false;  // nobody would answer
+  if (m->gc_running.load(std::memory_order_acquire) == 0) {
+    // A server stopped with --keep-heap stopped its collector: wait for its successor (which
+    // starts its collector before it takes clients back), or fail after the attach timeout.
+    check_server(m);
+    if (m->gc_running.load(std::memory_order_acquire) == 0) return false;  // nobody would answer
+  }
   // A cycle that starts after this point sees everything dropped before it.
   std::uint32_t target = m->gc_started_seq.load(std::memory_order_acquire) + 1;
   m->gc_request_seq.fetch_add(1, std::memory_order_seq_cst);
@@ -412,7 +417,9 @@ void init_objects_space(Metadata* m) {
 }
 
 BlockHeader* reserve_block_slow(Metadata* m, std::uint32_t client_id, std::size_t bytes) {
-  check_server_link();  // new memory from a dead server's heap would reach nobody
+  // No server needed: a refill carves from the freelist in the segment, which a successor
+  // adopts with the heap. Only a full heap waits for the collector (carve_or_collect), and that
+  // wait reattaches to a successor or gives up (check_wait_interrupts).
   TlabCursor& t = t_tlab_cursor;
   const std::uint64_t epoch = g_tlab_epoch.load(std::memory_order_relaxed);
   if (t.epoch != epoch) t = TlabCursor{0, 0, epoch};

@@ -196,6 +196,10 @@ struct ClientSlot {
   std::atomic<std::uint32_t> state;      // ClientState
   std::atomic<std::uint32_t> client_id;  // unique per attachment, never 0
   std::atomic<std::int32_t> pid;
+  // The owner's effective uid: a successor server lets only this uid and pid reattach to the slot
+  // (colors-server/README.md, "Surviving the server").
+  std::atomic<std::uint32_t> uid;
+  std::uint32_t reserved;
   std::atomic<std::uint32_t> pressure_watchers;  // heap-pressure watchers this client runs (heap.hpp)
   std::atomic<Word> roots;               // first ArrayObject chunk of this client's root table
   // What the client holds, for the per-client limit (heap.hpp, "Per-client limit"): bytes of the
@@ -218,7 +222,13 @@ struct GcCycleStats {
   std::uint64_t pending_objects;     // objects the pending passes took from the pending set
 };
 
-enum class ServerState : std::uint32_t { kStarting = 0, kRunning = 1, kStopped = 2 };
+// kAwaitingSuccessor: a server stopped with --keep-heap; clients keep the heap and wait for a
+// successor like after a crash (a crashed server leaves kRunning behind).
+enum class ServerState : std::uint32_t { kStarting = 0, kRunning = 1, kStopped = 2, kAwaitingSuccessor = 3 };
+
+// Metadata::gc_phase: what the collector was doing, so that a successor server can finish or
+// abandon a cycle its predecessor died in (gc/README.md, "A server that dies mid-cycle").
+enum class GcPhase : std::uint8_t { kIdle = 0, kMarking = 1, kSweeping = 2 };
 
 struct Metadata {
   std::uint64_t magic;
@@ -230,6 +240,12 @@ struct Metadata {
   std::uint64_t objects_begin, objects_end;
   // The collector's pending set (pending_bits.hpp): one bit per granule of the objects space.
   std::uint64_t pending_bits_begin, pending_bits_end;
+  // Random at formatting, never changed: a successor server that adopted the heap keeps it, so a
+  // client reattaching after a server's death can tell its own heap from a fresh one.
+  std::uint64_t heap_id;
+  // Checksum of the immutable header above (magic .. heap_id), written last by the formatting
+  // (segment_check.hpp): a successor refuses a heap whose header does not match it.
+  std::uint64_t header_checksum;
 
   std::atomic<std::uint32_t> server_state;  // ServerState
   std::atomic<std::int32_t> server_pid;
@@ -280,7 +296,7 @@ struct Metadata {
   std::atomic<std::uint8_t> gc_epoch;
   std::atomic<std::uint8_t> gc_poison;        // debug: freed memory is filled with a pattern
   std::atomic<std::uint8_t> gc_running;       // a collector serves this segment
-  std::uint8_t reserved1;
+  std::atomic<std::uint8_t> gc_phase;         // GcPhase of the cycle gc_epoch names
   std::atomic<std::uint32_t> gc_stats_seq;    // seqlock over gc_last (odd while being written)
   GcCycleStats gc_last;                       // statistics of the last finished cycle
 

@@ -119,13 +119,24 @@ IoResult write_until(int fd, const void* buf, std::size_t n, bool bounded, Clock
 
 }  // namespace
 
-std::array<std::uint8_t, kHelloSize> encode_hello(const Hello& h) {
-  std::array<std::uint8_t, kHelloSize> b{};
+std::array<std::uint8_t, kHelloFullSize> encode_hello(const Hello& h) {
+  std::array<std::uint8_t, kHelloFullSize> b{};
   put_u32(&b[0], h.magic);
   put_u32(&b[4], h.protocol_version);
   put_u32(&b[8], h.layout_version);
   put_u32(&b[12], static_cast<std::uint32_t>(h.pid));
+  put_u32(&b[16], static_cast<std::uint32_t>(h.mode));
+  put_u32(&b[20], h.slot);
+  put_u32(&b[24], h.client_id);
+  put_u64(&b[32], h.heap_id);
   return b;
+}
+
+void decode_hello_extension(const std::uint8_t* b, Hello& h) {
+  h.mode = static_cast<HelloMode>(get_u32(b));
+  h.slot = get_u32(b + 4);
+  h.client_id = get_u32(b + 8);
+  h.heap_id = get_u64(b + 16);
 }
 
 Hello decode_hello(const std::uint8_t* b) {
@@ -254,6 +265,7 @@ const char* attach_status_name(AttachStatus s) {
     case AttachStatus::kShuttingDown: return "server shutting down";
     case AttachStatus::kInternal: return "internal server error";
     case AttachStatus::kBusy: return "server busy";
+    case AttachStatus::kNotReattached: return "not reattached";
   }
   return "unknown status";
 }

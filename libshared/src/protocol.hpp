@@ -8,8 +8,12 @@
 // Format: fixed-size little-endian integer fields, strings as a u32 length plus that many bytes
 // (no NUL), at most kMaxWireString bytes each.
 //
-//   Hello (client -> server, 16 bytes, sent once right after connect):
+//   Hello (client -> server, kHelloFullSize = 40 bytes, sent once right after connect):
 //     u32 magic (kWireMagic) | u32 protocol version | u32 layout version | i32 client pid
+//     u32 mode (HelloMode) | u32 slot | u32 client id | u32 reserved | u64 heap id
+//   The server reads the first 16 bytes, answers a version mismatch at once, and reads the rest
+//   only from a client of its own versions. Mode kReattach asks for the client's old slot back
+//   after its server died (slot, client id and heap id are its attachment's); kAttach ignores them.
 //   AttachReply (server -> client, kReplyFixedSize bytes, then the two strings; with status kOk
 //   its first byte carries the segment's descriptor as an SCM_RIGHTS message):
 //     u32 magic | u32 status (AttachStatus) | u32 server protocol version | u32 server layout version
@@ -34,7 +38,8 @@
 namespace colors::detail {
 
 inline constexpr std::uint32_t kWireMagic = 0x53524c43;  // "CLRS" as little-endian bytes
-inline constexpr std::size_t kHelloSize = 16;
+inline constexpr std::size_t kHelloSize = 16;      // the frozen part
+inline constexpr std::size_t kHelloFullSize = 40;  // the whole hello of this protocol version
 inline constexpr std::size_t kReplyFixedSize = 48;
 inline constexpr std::size_t kRequestSize = 16;
 inline constexpr std::size_t kMaxWireString = 4096;
@@ -42,11 +47,21 @@ inline constexpr std::size_t kMaxWireString = 4096;
 // How long the server waits for a connected peer's Hello before dropping it.
 inline constexpr int kHandshakeTimeoutMs = 2000;
 
+enum class HelloMode : std::uint32_t {
+  kAttach = 0,    // a new client: any free slot
+  kReattach = 1,  // the client of a server that died: its slot in the heap the successor adopted
+};
+
 struct Hello {
   std::uint32_t magic = kWireMagic;
   std::uint32_t protocol_version = 0;
   std::uint32_t layout_version = 0;
   std::int32_t pid = 0;
+  // Extension (not in the frozen 16 bytes).
+  HelloMode mode = HelloMode::kAttach;
+  std::uint32_t slot = 0;
+  std::uint32_t client_id = 0;
+  std::uint64_t heap_id = 0;
 };
 
 enum class AttachStatus : std::uint32_t {
@@ -58,6 +73,8 @@ enum class AttachStatus : std::uint32_t {
   kShuttingDown = 5,     // the server is stopping
   kInternal = 6,         // the server failed while attaching (message says how)
   kBusy = 7,             // too many connections of this peer wait for their handshake: retry
+  kNotReattached = 8,    // a reattach the server cannot grant (another heap, the slot is not the
+                         // client's any more); message says why. The client's objects are lost to it.
 };
 
 struct AttachReply {
@@ -85,8 +102,10 @@ struct Request {
   std::uint64_t arg = 0;
 };
 
-std::array<std::uint8_t, kHelloSize> encode_hello(const Hello& h);
-Hello decode_hello(const std::uint8_t* bytes);  // exactly kHelloSize bytes
+std::array<std::uint8_t, kHelloFullSize> encode_hello(const Hello& h);
+Hello decode_hello(const std::uint8_t* bytes);  // the frozen part: exactly kHelloSize bytes
+// The extension: bytes [kHelloSize, kHelloFullSize) of a hello, into `h`.
+void decode_hello_extension(const std::uint8_t* bytes, Hello& h);
 
 // Strings longer than kMaxWireString are truncated.
 std::vector<std::uint8_t> encode_reply(const AttachReply& r);

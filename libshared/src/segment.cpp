@@ -1,12 +1,15 @@
 #include "segment.hpp"
 
 #include <sys/mman.h>
+#include <sys/random.h>
 
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <cstring>
 #include <new>
@@ -16,6 +19,7 @@
 #include "format.hpp"
 #include "heap.hpp"
 #include "pending_bits.hpp"
+#include "segment_check.hpp"
 
 namespace colors::detail {
 
@@ -160,6 +164,13 @@ static void format(Metadata* m, const SegmentConfig& cfg, std::size_t total) {
 
   init_classes_space(m);
   init_objects_space(m);
+  std::uint64_t id = 0;
+  if (::getrandom(&id, sizeof id, 0) != static_cast<ssize_t>(sizeof id) || id == 0)
+    id = static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
+         (static_cast<std::uint64_t>(::getpid()) << 32) ^ 1;
+  m->heap_id = id;
+  // Last: a successor refuses a heap whose formatting did not finish (segment_check.hpp).
+  m->header_checksum = segment_header_checksum(*m);
   m->server_state.store(static_cast<std::uint32_t>(ServerState::kStarting), std::memory_order_release);
 }
 
@@ -213,6 +224,63 @@ std::unique_ptr<Segment> Segment::open_fd(int fd, std::uintptr_t address, std::s
   }
   set_current_meta(s->meta_);
   return s;
+}
+
+std::unique_ptr<Segment> Segment::adopt(const SegmentConfig& cfg, std::string& refusal) {
+  const std::string dir = cfg.dir.empty() ? default_heap_dir() : cfg.dir;
+  if (std::string why = ensure_private_dir(dir); !why.empty()) throw RefusedError(why);
+  const std::string path = heap_file(dir, cfg.name);
+  int fd = ::open(path.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) throw Error(ErrorCode::kGeneric, "cannot open the segment file " + path + ": " + std::strerror(errno));
+  std::unique_ptr<Segment> s(new Segment());
+  s->fd_ = fd;  // closed by ~Segment on every early return
+  s->path_ = path;
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) throw Error(ErrorCode::kGeneric, "cannot stat " + path + ": " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode) || st.st_uid != ::geteuid()) {
+    refusal = "it is not a regular file of this server's user";
+    return nullptr;
+  }
+  // The header is read from the file, not mapped: a damaged header must not choose what we map.
+  alignas(Metadata) unsigned char raw[sizeof(Metadata)] = {};
+  ssize_t got = ::pread(fd, raw, sizeof raw, 0);
+  if (got < 0) throw Error(ErrorCode::kGeneric, "cannot read " + path + ": " + std::strerror(errno));
+  if (static_cast<std::size_t>(got) < sizeof raw) {
+    refusal = "the file is too short (" + std::to_string(got) + " bytes) to hold the heap's metadata";
+    return nullptr;
+  }
+  const Metadata& h = *reinterpret_cast<const Metadata*>(raw);
+  refusal = check_segment_header(h, static_cast<std::size_t>(st.st_size));
+  if (!refusal.empty()) return nullptr;
+  s->meta_ = static_cast<Metadata*>(map_fixed_noreplace(fd, h.base, h.total_size));
+  s->size_ = h.total_size;
+  set_current_meta(s->meta_);
+  return s;
+}
+
+std::string Segment::set_aside(const SegmentConfig& cfg, std::string& error) {
+  const std::string from = heap_file(cfg.dir, cfg.name);
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  ::gmtime_r(&now, &tm);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+  std::string to = from + ".rejected-" + stamp;
+  // Never overwrite an earlier rejected heap (two refusals within one second).
+  for (int i = 1; ::access(to.c_str(), F_OK) == 0; ++i) to = from + ".rejected-" + stamp + "-" + std::to_string(i);
+  if (::rename(from.c_str(), to.c_str()) != 0) {
+    error = "cannot rename " + from + " to " + to + ": " + std::strerror(errno);
+    return {};
+  }
+  return to;
+}
+
+bool Segment::file_id(std::uint64_t& dev, std::uint64_t& ino) const {
+  struct stat st {};
+  if (fd_ < 0 || ::fstat(fd_, &st) != 0) return false;
+  dev = st.st_dev;
+  ino = st.st_ino;
+  return true;
 }
 
 void Segment::remove(const SegmentConfig& cfg) { ::unlink(heap_file(cfg.dir, cfg.name).c_str()); }

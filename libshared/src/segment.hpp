@@ -46,6 +46,15 @@ class Segment {
   // Server side: creates and formats a fresh segment file, replacing a stale one of the same name.
   // REQUIRES: the caller holds the name's instance lock (no live server uses the file).
   static std::unique_ptr<Segment> create(const SegmentConfig& cfg);
+  // Server side: opens the segment file a server that is gone left under cfg's name, checks its
+  // header (segment_check.hpp) before mapping anything, and maps it at the address its header
+  // names (the heap's own geometry wins over cfg's sizes and address). Writes nothing. When a
+  // check fails, returns nullptr with `refusal` saying what failed. Throws Error on I/O failures.
+  // REQUIRES: the caller holds the name's instance lock.
+  static std::unique_ptr<Segment> adopt(const SegmentConfig& cfg, std::string& refusal);
+  // Server side: renames the segment file of cfg aside, to `<name>.heap.rejected-<UTC time>`, for
+  // inspection. Returns the new path, or an empty string with `error` set.
+  static std::string set_aside(const SegmentConfig& cfg, std::string& error);
   // Client side: maps the segment behind `fd` (received from the server) at `address` without
   // clobbering any mapping other than the view a detach left there. Takes ownership of `fd`.
   // Destroying it (detach) leaves the range as a private copy-on-write view (see ~Segment).
@@ -61,6 +70,8 @@ class Segment {
   std::size_t size() const { return size_; }
   // Server side: the open segment file, passed to clients at attach. -1 on the client side.
   int fd() const { return fd_; }
+  // The file's identity (st_dev, st_ino), for telling this heap's mappings from others.
+  bool file_id(std::uint64_t& dev, std::uint64_t& ino) const;
   // Server side: the file's path. Empty on the client side.
   const std::string& path() const { return path_; }
 

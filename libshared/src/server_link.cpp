@@ -93,7 +93,10 @@ using Clock = std::chrono::steady_clock;
 // One connection attempt. Returns the link, or nullopt when the server answered "busy" or closed
 // the connection before answering (the caller retries); `why` then says which. Throws for every
 // final outcome.
-std::optional<ServerLink> try_attach(const std::string& path, const sockaddr_un& addr, std::string& why) {
+// With `hello.mode == kReattach`, a missing socket or a refused connection is retried too (the
+// successor may not have started yet).
+std::optional<ServerLink> try_attach(const std::string& path, const sockaddr_un& addr, const Hello& hello,
+                                     std::string& why) {
   int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) throw Error(ErrorCode::kGeneric, std::string("socket() failed: ") + std::strerror(errno));
   int segment_fd = -1;
@@ -116,6 +119,10 @@ std::optional<ServerLink> try_attach(const std::string& path, const sockaddr_un&
       throw RefusedError("permission denied connecting to " + path +
                          ": the server belongs to another user; ask its owner to start it with --allow-group "
                          "for one of your groups, or run your own colors-server");
+    if (hello.mode == HelloMode::kReattach && (e == ENOENT || e == ECONNREFUSED)) {
+      why = std::string("no server listens (") + std::strerror(e) + ")";
+      return std::nullopt;
+    }
     throw_gone(path, std::strerror(e));
   }
 
@@ -132,10 +139,6 @@ std::optional<ServerLink> try_attach(const std::string& path, const sockaddr_un&
                        "this client's user (uid " + std::to_string(::geteuid()) + "), as root, or as a uid listed in " +
                        "COLORS_TRUSTED_UIDS. Refusing to attach.");
 
-  Hello hello;
-  hello.protocol_version = kProtocolVersion;
-  hello.layout_version = kLayoutVersion;
-  hello.pid = static_cast<std::int32_t>(::getpid());
   auto hb = encode_hello(hello);
   // A failed write (EPIPE) is not final: a refusing server may already have answered and closed,
   // and its reason is still waiting in our receive queue.
@@ -168,6 +171,9 @@ std::optional<ServerLink> try_attach(const std::string& path, const sockaddr_un&
                                  versions(reply.protocol_version, reply.layout_version) +
                                  ". Use a client library and colors-server from the same build. Server said: " +
                                  reply.message);
+    case AttachStatus::kNotReattached:
+      throw HeapReplacedError("the colors server at " + path + " cannot take this client back: " + reply.message +
+                              ". Its objects are lost to it; attach again to use the server's heap.");
     case AttachStatus::kShuttingDown:
       throw ServerGoneError("the colors server at " + path + " is shutting down: " + reply.message +
                             ". Start colors-server again.");
@@ -201,7 +207,9 @@ std::optional<ServerLink> try_attach(const std::string& path, const sockaddr_un&
 
 }  // namespace
 
-ServerLink connect_to_server(const std::string& socket_path) {
+namespace {
+
+ServerLink connect_with(const std::string& socket_path, const Hello& hello, std::int64_t timeout_ms) {
   const std::string path = resolve_socket_path(socket_path);
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
@@ -213,14 +221,13 @@ ServerLink connect_to_server(const std::string& socket_path) {
   // A busy server (its pending-handshake slots for this peer are taken, e.g. by a flood of idle
   // connections) answers kBusy at once; retrying with a growing pause until the attach timeout
   // lets a real client in as soon as the server drops the idle ones.
-  const std::int64_t timeout_ms = attach_timeout_ms();
   const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
   std::int64_t pause_ms = 5;
   std::string why;
   int attempts = 0;
   for (;;) {
     ++attempts;
-    if (auto link = try_attach(path, addr, why)) return std::move(*link);
+    if (auto link = try_attach(path, addr, hello, why)) return std::move(*link);
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
     if (left <= 0) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(std::min<std::int64_t>(pause_ms, left)));
@@ -229,8 +236,43 @@ ServerLink connect_to_server(const std::string& socket_path) {
   std::string tried = " (" + std::to_string(attempts) + " attempts in " + std::to_string(timeout_ms) +
                       " ms, COLORS_ATTACH_TIMEOUT_MS)";
   if (why.rfind("busy: ", 0) == 0) throw RefusedError("the colors server at " + path + " is running but " + why + tried);
+  if (hello.mode == HelloMode::kReattach)
+    throw ServerGoneError("the colors server at " + path + " died and no successor took this client back: " + why +
+                          tried + ". Restart colors-server (it adopts the heap) and attach again.");
   throw ServerGoneError("the colors server at " + path + " did not complete the handshake: " + why + tried +
                         ". If it keeps happening, check the server's log.");
+}
+
+Hello base_hello() {
+  Hello hello;
+  hello.protocol_version = kProtocolVersion;
+  hello.layout_version = kLayoutVersion;
+  hello.pid = static_cast<std::int32_t>(::getpid());
+  return hello;
+}
+
+}  // namespace
+
+ServerLink connect_to_server(const std::string& socket_path) {
+  return connect_with(socket_path, base_hello(), attach_timeout_ms());
+}
+
+ServerLink reattach_to_server(const std::string& socket_path, std::uint32_t slot, std::uint32_t client_id,
+                              std::uint64_t heap_id, std::int64_t timeout_ms) {
+  Hello hello = base_hello();
+  hello.mode = HelloMode::kReattach;
+  hello.slot = slot;
+  hello.client_id = client_id;
+  hello.heap_id = heap_id;
+  ServerLink link = connect_with(socket_path, hello, timeout_ms);
+  if (link.slot != slot || link.client_id != client_id) {
+    ::close(link.segment_fd);
+    ::close(link.fd);
+    throw HeapReplacedError("the colors server at " + link.socket_path + " answered a reattach with slot " +
+                            std::to_string(link.slot) + " / client " + std::to_string(link.client_id) +
+                            " instead of slot " + std::to_string(slot) + " / client " + std::to_string(client_id));
+  }
+  return link;
 }
 
 bool server_link_alive(int fd) {

@@ -19,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "colors/errors.hpp"
+
 namespace colors::detail {
 
 // $XDG_RUNTIME_DIR/colors/<name>.sock, or /tmp/colors-<uid>/<name>.sock without XDG_RUNTIME_DIR.
@@ -60,6 +62,21 @@ struct ServerLink {
 //    names both sides' versions.
 //  * InvalidArgumentError: the path does not fit in a sockaddr_un.
 ServerLink connect_to_server(const std::string& socket_path);
+
+// The successor of a dead server answered a reattach with "not this heap" or "not your slot"
+// (AttachStatus::kNotReattached): waiting longer will not help.
+class HeapReplacedError : public ServerGoneError {
+ public:
+  using ServerGoneError::ServerGoneError;
+};
+
+// After the server of this attachment died: connects to its successor at `socket_path` (the
+// path of the attachment) and asks for `slot` back (client id and heap id as recorded). Retries a
+// missing socket, a refused connection, a busy server and a closed handshake until `timeout_ms`
+// has passed, then throws ServerGoneError. HeapReplacedError: the server there runs another heap
+// or does not recognise the slot. Other errors as connect_to_server.
+ServerLink reattach_to_server(const std::string& socket_path, std::uint32_t slot, std::uint32_t client_id,
+                              std::uint64_t heap_id, std::int64_t timeout_ms);
 
 // Non-blocking check: false once the server closed the connection (shut down or died) or the fd
 // is in error. Never consumes data.

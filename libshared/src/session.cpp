@@ -32,9 +32,19 @@ void check_server_state(Metadata* m) {
   }
 }
 
+namespace {
+std::atomic<ReconnectHook> g_reconnect{nullptr};
+}  // namespace
+
+void set_reconnect_hook(ReconnectHook hook) { g_reconnect.store(hook, std::memory_order_release); }
+
 void check_server_link() {
-  if (server_lost())
-    throw ServerGoneError("the colors server died (its connection closed); restart colors-server and attach again");
+  if (!server_lost()) return;
+  if (ReconnectHook hook = g_reconnect.load(std::memory_order_acquire); hook != nullptr) {
+    hook();  // back with the successor, or ServerGoneError
+    return;
+  }
+  throw ServerGoneError("the colors server died (its connection closed); restart colors-server and attach again");
 }
 
 void check_server(Metadata* m) {

@@ -22,16 +22,23 @@ std::uint64_t attachment_epoch();
 using InterruptHook = bool (*)();
 inline constexpr std::int64_t kInterruptSliceNs = 50'000'000;
 void set_interrupt_hook(InterruptHook hook);
-// Throws InterruptedError if the hook asks to. Also throws ServerGoneError when the server stopped.
+// Throws InterruptedError if the hook asks to. Also throws ServerGoneError when the server stopped
+// (kStopped), and after a server's death waits for a successor (check_server_link).
 void check_wait_interrupts(Metadata* m);
 
 // Throws ServerGoneError when the server has shut down (its state in the segment) or its
 // connection is gone (the watcher's flag, server_watch.hpp). No system call.
 void check_server(Metadata* m);
-// The connection half of check_server: ServerGoneError once the server's connection closed.
-// Operations that allocate new memory or publish (TLAB refill, repositories, channels, classes,
-// rpc) call it; reads and writes of objects already held do not need the server.
+// The connection half of check_server. Once the server's connection closed it runs the
+// reconnect hook, which waits (up to the attach timeout) for a successor server that adopted the
+// heap and reattaches this client's slot to it, or throws ServerGoneError. Operations that need
+// the server (repositories, channels, classes, rpc, collect, blocking waits) call it; reads and
+// writes of objects already held, and allocation while the heap has room, do not need it.
 void check_server_link();
+// Installed by attach (client.cpp): the reattach after a server's death. Throws ServerGoneError
+// when no successor takes the client back in time.
+using ReconnectHook = void (*)();
+void set_reconnect_hook(ReconnectHook hook);
 // The cheap half of check_server: only the server state word (no system call). Every API entry
 // point that touches shared state calls it, so a clean shutdown is noticed at once.
 void check_server_state(Metadata* m);

@@ -8,6 +8,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <glob.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -265,6 +266,11 @@ struct LeftoverCleaner {
   ~LeftoverCleaner() {
     ::unlink(cfg.shm_path().c_str());
     ::unlink(cfg.name_lock_path().c_str());
+    // Heaps a successor refused and set aside (<name>.heap.rejected-<time>).
+    glob_t g{};
+    if (::glob((cfg.shm_path() + ".rejected-*").c_str(), 0, nullptr, &g) == 0)
+      for (std::size_t i = 0; i < g.gl_pathc; ++i) ::unlink(g.gl_pathv[i]);
+    ::globfree(&g);
   }
 };
 

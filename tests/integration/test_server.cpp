@@ -56,11 +56,21 @@ TEST_CASE("socket path resolution", "[server_link]") {
 
 TEST_CASE("wire format round trips", "[protocol]") {
   Hello h{kWireMagic, 3, 4, 12345};
+  h.mode = HelloMode::kReattach;
+  h.slot = 17;
+  h.client_id = 99;
+  h.heap_id = 0x0123456789abcdefULL;
   Hello h2 = decode_hello(encode_hello(h).data());
   CHECK(h2.magic == kWireMagic);
   CHECK(h2.protocol_version == 3);
   CHECK(h2.layout_version == 4);
   CHECK(h2.pid == 12345);
+  CHECK(h2.mode == HelloMode::kAttach);  // the frozen part alone
+  decode_hello_extension(encode_hello(h).data() + kHelloSize, h2);
+  CHECK(h2.mode == HelloMode::kReattach);
+  CHECK(h2.slot == 17);
+  CHECK(h2.client_id == 99);
+  CHECK(h2.heap_id == 0x0123456789abcdefULL);
   auto b = encode_hello(h);
   CHECK(b[0] == 0x43);  // little-endian "CLRS"
   CHECK(b[4] == 3);
@@ -280,7 +290,9 @@ TEST_CASE("a second server on the same name or socket is refused", "[server]") {
   close_link(l.fd);
 }
 
-TEST_CASE("leftovers of a crashed server are replaced", "[server]") {
+// A crashed server's socket is replaced; its heap is adopted (test_server_survival.cpp has what
+// adoption keeps), or discarded with --fresh-heap.
+TEST_CASE("leftovers of a crashed server: the socket is replaced, the heap adopted", "[server]") {
   TempDir dir;
   ServerConfig cfg = ServerConfig::fresh(dir.path());
   LeftoverCleaner cleaner{cfg};
@@ -298,11 +310,21 @@ TEST_CASE("leftovers of a crashed server are replaced", "[server]") {
   INFO(next.log());
   REQUIRE(next.wait_ready());
   CHECK(next.log().find("stale socket " + cfg.socket) != std::string::npos);
-  CHECK(next.log().find("stale segment " + cfg.shm_path()) != std::string::npos);
+  CHECK(next.log().find("adopted the heap " + cfg.shm_path()) != std::string::npos);
   ServerLink l = connect_to_server(cfg.socket);
   CHECK(l.client_id != 0);
   CHECK(ping_server(l.fd));
   close_link(l.fd);
+  ::close(l.segment_fd);
+  next.signal(SIGKILL);
+  REQUIRE(next.wait_exit() == 128 + SIGKILL);
+
+  // --fresh-heap: the heap is replaced, and says so.
+  ServerProcess fresh(cfg, cfg.args({"--fresh-heap"}), dir.path() + "/third.log");
+  INFO(fresh.log());
+  REQUIRE(fresh.wait_ready());
+  CHECK(fresh.log().find("--fresh-heap: discarding the heap " + cfg.shm_path()) != std::string::npos);
+  CHECK(fresh.log().find("adopted") == std::string::npos);
 }
 
 TEST_CASE("a client of another protocol or layout version is refused naming both versions", "[server]") {

@@ -131,8 +131,10 @@ def attach(socket: str | None = None) -> None:
     Raises :class:`ServerGoneError` when no server listens there, and :class:`RefusedError` when
     the process behind the socket runs as a user this client does not trust (its own user, root,
     or a uid listed in ``$COLORS_TRUSTED_UIDS``), or stays busy for ``$COLORS_ATTACH_TIMEOUT_MS``
-    (default 5000). After the server died, ``attach()`` replaces the dead attachment once a new
-    server answers (proxies of the old one then raise :class:`NotAttachedError`).
+    (default 5000). After the server died, ``attach()`` waits as long for a successor that
+    adopted the heap and takes this client back with its proxies intact; only a server with
+    another heap (started with ``--fresh-heap``) makes it replace the old attachment (proxies of
+    the old one then raise :class:`NotAttachedError`).
     """
     _ext.attach(socket)
 
@@ -145,9 +147,10 @@ def detach() -> None:
 
 def is_attached() -> bool:
     """Whether this process is attached to a colors server that is alive. Turns False within
-    microseconds of the server's death; shared objects held stay readable and writable, while
-    what needs the server (allocation beyond the current buffer, repositories, channels, rpc)
-    raises :class:`ServerGoneError`."""
+    microseconds of the server's death; shared objects held stay readable and writable and
+    allocation goes on while the heap has room, while what needs the server (repositories,
+    channels, rpc, collections, blocking waits) waits up to ``$COLORS_ATTACH_TIMEOUT_MS`` for a
+    successor, reattaches (True again) or raises :class:`ServerGoneError`."""
     return _ext.is_attached()
 
 

@@ -5,14 +5,16 @@
 
 namespace colors {
 
-// Bumped whenever the attach handshake changes. A client and a server must agree exactly.
-inline constexpr std::uint32_t kProtocolVersion = 2;
+// Bumped whenever the attach handshake changes (3: the hello's reattach form). A client and a
+// server must agree exactly.
+inline constexpr std::uint32_t kProtocolVersion = 3;
 // Bumped whenever anything in the segment's binary layout changes (metadata, block headers,
 // object layouts, class records) or in how processes share it (5: container lock words, monitor
 // entries that name the objects held, repository/channel generations; front carving may leave a
-// free block off the freelist after a death, which only the walk-based repair lists). A client
+// free block off the freelist after a death, which only the walk-based repair lists; 6: heap id
+// and header checksum, the collector's phase, the owner uid of a client slot, kAwaitingSuccessor). A client
 // and a server must agree exactly.
-inline constexpr std::uint32_t kLayoutVersion = 5;
+inline constexpr std::uint32_t kLayoutVersion = 6;
 
 // Default fixed address of the segment. High in the user half of the x86-64 address space,
 // below where the kernel places mmap()s top-down (0x7f..) and far above where executables, their

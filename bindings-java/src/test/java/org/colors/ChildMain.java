@@ -23,6 +23,7 @@ public final class ChildMain {
       case "no-server": noServer(args[1]); break;
       case "receive-until-gone": receiveUntilGone(args[1]); break;
       case "server-death": serverDeath(args[1]); break;
+      case "server-restart": serverRestart(args[1]); break;
       case "use-during-detach": useDuringDetach(Integer.parseInt(args[1])); break;
       case "rpc-serve": rpcServe(args[1], Integer.parseInt(args[2])); break;
       case "rpc-serve-exit": rpcServeExit(args[1]); break;
@@ -218,6 +219,33 @@ public final class ChildMain {
     System.out.println("allocate " + thrown(() -> {
       for (int i = 0; i < 200_000; i++) held.add("x".repeat(200));
     }));
+  }
+
+  /**
+   * ServerDeathTest's survivor: builds a list, and after the parent killed the server ("killed")
+   * writes and allocates while none runs ("gap"); after the parent started a successor
+   * ("restarted") its next repository store reattaches, and it prints what it finds.
+   */
+  @SuppressWarnings("unchecked")
+  private static void serverRestart(String name) throws Exception {
+    List<Object> held = SharedMemory.allocate(List.class);
+    for (long i = 0; i < 100; i++) held.add(i);
+    SharedMemory.findOrCreateRepository(name).set(held);
+    System.out.println("ready");
+    System.out.flush();
+    java.io.BufferedReader in = new java.io.BufferedReader(new java.io.InputStreamReader(System.in));
+    in.readLine();
+    while (SharedMemory.isAttached()) Thread.sleep(1);
+    held.set(0, 1000L);
+    held.add("written while no server ran");
+    System.out.println("gap");
+    System.out.flush();
+    in.readLine();
+    ObjectRepository repo = SharedMemory.findOrCreateRepository(name);  // cached: no server needed
+    List<Object> again = (List<Object>) repo.get();
+    repo.set(again);  // a repository store needs the server: reattaches to the successor
+    System.out.println("size " + again.size() + " first " + again.get(0) + " last " + again.get(100) + " attached "
+        + SharedMemory.isAttached());
   }
 
   /**

@@ -78,6 +78,8 @@ public final class ColorsServer implements BeforeAllCallback {
     final String name;
     final Process proc;
     private final Path log;
+    /** More environment for the children this server spawns. */
+    final Map<String, String> childEnv = new java.util.HashMap<>();
 
     Server() {
       this("64M");
@@ -85,14 +87,27 @@ public final class ColorsServer implements BeforeAllCallback {
 
     /** A server with an objects space of {@code heapSize} ({@code --heap-size}, e.g. "16M"). */
     Server(String heapSize) {
+      this(heapSize, null);
+    }
+
+    /**
+     * A successor of {@code predecessor}, a server that is gone: same name and socket, so it adopts
+     * the heap that server left (colors-server/README.md, "Surviving the server").
+     */
+    Server(Server predecessor) {
+      this("16M", predecessor);
+    }
+
+    private Server(String heapSize, Server predecessor) {
       try {
         if (System.getProperty(Native.LIBRARY_PROPERTY) == null && System.getenv(Native.LIBRARY_ENV) == null) {
           System.setProperty(Native.LIBRARY_PROPERTY, jniLibrary());
         }
-        dir = Files.createTempDirectory("colors-java-");
+        dir = predecessor != null ? predecessor.dir : Files.createTempDirectory("colors-java-");
         socket = dir.resolve("colors.sock");
-        name = "junit-" + ProcessHandle.current().pid() + "-" + UUID.randomUUID().toString().substring(0, 8);
-        log = dir.resolve("server.log");
+        name = predecessor != null ? predecessor.name
+                                   : "junit-" + ProcessHandle.current().pid() + "-" + UUID.randomUUID().toString().substring(0, 8);
+        log = dir.resolve(predecessor != null ? "successor.log" : "server.log");
         ProcessBuilder pb = new ProcessBuilder(serverBinary().toString(), "--name", name, "--socket", socket.toString(),
             "--heap-size", heapSize, "--log-level", "warn");
         pb.redirectError(log.toFile());
@@ -153,11 +168,16 @@ public final class ColorsServer implements BeforeAllCallback {
       Files.deleteIfExists(log);
       Files.deleteIfExists(socket);
       Files.deleteIfExists(Path.of(socket + ".lock"));
-      Files.deleteIfExists(dir);
-      // A server killed with SIGKILL leaves its shared memory objects (/dev/shm/colors.NAME and
-      // its lock) behind: remove ours.
-      Files.deleteIfExists(Path.of("/dev/shm/colors." + name));
-      Files.deleteIfExists(Path.of("/dev/shm/colors-lock." + name));
+      try {
+        Files.deleteIfExists(dir);
+      } catch (java.nio.file.DirectoryNotEmptyException e) {
+        // a successor of this server (same dir) is still there; its close() removes the dir
+      }
+      // A server killed with SIGKILL leaves its heap and the name's lock in its heap directory
+      // (/dev/shm/colors-EUID, colors-server/README.md): remove ours.
+      Path heapDir = Path.of("/dev/shm/colors-" + Files.getAttribute(Path.of("/proc/self"), "unix:uid"));
+      Files.deleteIfExists(heapDir.resolve(name + ".heap"));
+      Files.deleteIfExists(heapDir.resolve(name + ".lock"));
     }
 
     /** Starts {@code java org.colors.ChildMain args...} with the test class path and COLORS_SOCKET. */
@@ -198,6 +218,7 @@ public final class ColorsServer implements BeforeAllCallback {
       ProcessBuilder pb = new ProcessBuilder(cmd);
       Map<String, String> env = pb.environment();
       env.put("COLORS_SOCKET", socketPath);
+      env.putAll(childEnv);
       pb.redirectError(ProcessBuilder.Redirect.INHERIT);
       return pb.start();
     }

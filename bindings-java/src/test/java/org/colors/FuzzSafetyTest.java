@@ -82,6 +82,9 @@ class FuzzSafetyTest {
           server.close();
           server = new ColorsServer.Server();
         }
+        // After a server kill no successor comes: each call that needs the server waits this
+        // long for one before it throws ServerGoneException (colors-server/README.md).
+        server.childEnv.put("COLORS_ATTACH_TIMEOUT_MS", "100");
         long s = seed + runs;
         Process p = server.spawn("fuzz", Long.toString(s), Integer.toString(ops),
             Long.toString(killServer ? server.proc.pid() : 0));

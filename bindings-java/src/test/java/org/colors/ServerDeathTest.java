@@ -15,7 +15,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
 /**
  * A client notices its server's death (colors-server/README.md): {@link SharedMemory#isAttached()}
  * turns false within 100 ms, objects held stay usable, and what needs the server throws {@link
- * ServerGoneException}.
+ * ServerGoneException} once no successor took the client back within COLORS_ATTACH_TIMEOUT_MS.
  */
 @ExtendWith(ColorsServer.class)
 class ServerDeathTest {
@@ -23,6 +23,7 @@ class ServerDeathTest {
   void aClientNoticesItsServersDeathAndWhatNeedsItFails() throws Exception {
     ColorsServer.Server own = new ColorsServer.Server("16M");  // this JVM stays on the main server
     try {
+      own.childEnv.put("COLORS_ATTACH_TIMEOUT_MS", "300");  // no successor comes
       Process child = own.spawnWithSocket(own.socket.toString(), "server-death", "death-" + UUID.randomUUID());
       BufferedReader out = new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8));
       assertEquals("ready", out.readLine());
@@ -44,6 +45,38 @@ class ServerDeathTest {
       assertTrue(child.waitFor(60, TimeUnit.SECONDS));
       assertEquals(0, child.exitValue());
     } finally {
+      own.close();
+    }
+  }
+
+  /**
+   * A client survives its server's kill -9 (colors-server/README.md, "Surviving the server"): it
+   * writes and allocates while no server runs, a successor adopts the heap, and the client's next
+   * call that needs the server (a repository store) takes its slot back by itself with everything
+   * it wrote.
+   */
+  @Test
+  void aClientSurvivesAServerRestartWithItsObjects() throws Exception {
+    ColorsServer.Server own = new ColorsServer.Server("16M");
+    ColorsServer.Server successor = null;
+    try {
+      Process child = own.spawnWithSocket(own.socket.toString(), "server-restart", "restart-" + UUID.randomUUID());
+      BufferedReader out = new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8));
+      assertEquals("ready", out.readLine());
+      own.proc.destroyForcibly();  // SIGKILL
+      assertTrue(own.proc.waitFor(10, TimeUnit.SECONDS));
+      OutputStream in = child.getOutputStream();
+      in.write("killed\n".getBytes(StandardCharsets.UTF_8));
+      in.flush();
+      assertEquals("gap", out.readLine());
+      successor = new ColorsServer.Server(own);
+      in.write("restarted\n".getBytes(StandardCharsets.UTF_8));
+      in.close();
+      assertEquals("size 101 first 1000 last written while no server ran attached true", out.readLine());
+      assertTrue(child.waitFor(60, TimeUnit.SECONDS));
+      assertEquals(0, child.exitValue());
+    } finally {
+      if (successor != null) successor.close();
       own.close();
     }
   }

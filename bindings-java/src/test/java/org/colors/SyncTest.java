@@ -329,6 +329,7 @@ class SyncTest {
   @Test
   void serverGoneUnderABlockedReceive() throws Exception {
     ColorsServer.Server own = new ColorsServer.Server();  // this JVM stays on the main server
+    own.childEnv.put("COLORS_ATTACH_TIMEOUT_MS", "300");  // the receive waits this long for a successor
     try (Child child = new Child(own.spawnWithSocket(own.socket.toString(), "receive-until-gone", unique("gone")))) {
       assertEquals("receiving", child.line());
       Thread.sleep(100);
