@@ -10,9 +10,10 @@ inline constexpr std::uint32_t kProtocolVersion = 2;
 // Bumped whenever anything in the segment's binary layout changes (metadata, block headers,
 // object layouts, class records) or in how processes share it (5: container lock words, monitor
 // entries that name the objects held, repository/channel generations; front carving may leave a
-// free block off the freelist after a death, which only the walk-based repair lists). A client
-// and a server must agree exactly.
-inline constexpr std::uint32_t kLayoutVersion = 5;
+// free block off the freelist after a death, which only the walk-based repair lists; 6: the
+// sorted map kind, one more builtin class in Metadata::builtin). A client and a server must agree
+// exactly.
+inline constexpr std::uint32_t kLayoutVersion = 6;
 
 // Default fixed address of the segment. High in the user half of the x86-64 address space,
 // below where the kernel places mmap()s top-down (0x7f..) and far above where executables, their
