@@ -362,7 +362,7 @@ bool sorted_contains(Word map, Word key) {
   return find(mo, key, &leaf, &pos);
 }
 
-bool sorted_put(Metadata* m, Word map, Word key, Word value, Rooted* old) {
+bool sorted_put(Metadata* m, Word map, Word key, Word value, Rooted* old, bool replace) {
   SortedMapObject* mo = as_map(map);
   MapLock lock(mo);
   check_key(mo, key);
@@ -381,9 +381,9 @@ bool sorted_put(Metadata* m, Word map, Word key, Word value, Rooted* old) {
   bool found = false;
   const std::size_t pos = leaf_search(d.leaf, key, false, &found);
   if (found) {
-    // The one change to a published leaf: its value slot, in place.
     if (old != nullptr) *old = root_locked(&d.leaf.s[2 + 2 * pos]);
-    store_ref(&d.leaf.s[2 + 2 * pos], value);
+    // The one change to a published leaf: its value slot, in place.
+    if (replace) store_ref(&d.leaf.s[2 + 2 * pos], value);
     return false;
   }
   Content cur = read_content(d.leaf);
@@ -421,10 +421,10 @@ bool sorted_put(Metadata* m, Word map, Word key, Word value, Rooted* old) {
   return true;
 }
 
-bool sorted_remove(Metadata* m, Word map, Word key, Rooted* value) {
-  SortedMapObject* mo = as_map(map);
-  MapLock lock(mo);
-  check_key(mo, key);
+namespace {
+
+// REQUIRES: the lock; a checked key.
+bool remove_locked(Metadata* m, SortedMapObject* mo, Word key, Rooted* value) {
   const Word root = mo->root.load(std::memory_order_acquire);
   if (root == kNull) return false;
   const std::size_t size = mo->size.load(std::memory_order_acquire);
@@ -479,6 +479,15 @@ bool sorted_remove(Metadata* m, Word map, Word key, Rooted* value) {
   }
   mo->size.store(size - 1, std::memory_order_release);
   return true;
+}
+
+}  // namespace
+
+bool sorted_remove(Metadata* m, Word map, Word key, Rooted* value) {
+  SortedMapObject* mo = as_map(map);
+  MapLock lock(mo);
+  check_key(mo, key);
+  return remove_locked(m, mo, key, value);
 }
 
 void sorted_clear(Word map) {
@@ -549,9 +558,10 @@ std::size_t sorted_rank(Word map, Word key, bool inclusive) {
   return n;
 }
 
-std::pair<Rooted, Rooted> sorted_entry_at(Word map, std::int64_t i) {
-  SortedMapObject* mo = as_map(map);
-  MapLock lock(mo);
+namespace {
+
+// REQUIRES: the lock.
+std::pair<Rooted, Rooted> entry_at_locked(SortedMapObject* mo, std::int64_t i) {
   const auto size = static_cast<std::int64_t>(mo->size.load(std::memory_order_acquire));
   const std::int64_t j = i < 0 ? i + size : i;
   if (j < 0 || j >= size)
@@ -570,6 +580,22 @@ std::pair<Rooted, Rooted> sorted_entry_at(Word map, std::int64_t i) {
   });
   if (!got) corrupt("the size exceeds the entries");
   return out;
+}
+
+}  // namespace
+
+std::pair<Rooted, Rooted> sorted_entry_at(Word map, std::int64_t i) {
+  SortedMapObject* mo = as_map(map);
+  MapLock lock(mo);
+  return entry_at_locked(mo, i);
+}
+
+std::pair<Rooted, Rooted> sorted_pop_at(Metadata* m, Word map, std::int64_t i) {
+  SortedMapObject* mo = as_map(map);
+  MapLock lock(mo);
+  std::pair<Rooted, Rooted> e = entry_at_locked(mo, i);
+  remove_locked(m, mo, e.first.word(), nullptr);
+  return e;
 }
 
 // ---- verification ----

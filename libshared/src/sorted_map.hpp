@@ -64,9 +64,10 @@ int sorted_compare_keys(Word a, Word b);
 std::size_t sorted_size(Word map);
 bool sorted_load(Word map, Word key, Rooted* value);  // rooted value when present
 bool sorted_contains(Word map, Word key);
-// Inserts or replaces. Returns true when the key was new; else, if `old` != nullptr, the value it
-// replaced, rooted. An equal key already present is kept (put(1.0) replaces the value of 1).
-bool sorted_put(Metadata* m, Word map, Word key, Word value, Rooted* old = nullptr);
+// Inserts or replaces (only inserts when !replace). Returns true when the key was new; else, if
+// `old` != nullptr, the value it had, rooted. An equal key already present is kept (put(1.0)
+// replaces the value of 1).
+bool sorted_put(Metadata* m, Word map, Word key, Word value, Rooted* old = nullptr, bool replace = true);
 // Removes the key; returns whether it was there (and its value, rooted, if `value` != nullptr).
 bool sorted_remove(Metadata* m, Word map, Word key, Rooted* value = nullptr);
 void sorted_clear(Word map);
@@ -80,6 +81,8 @@ std::size_t sorted_rank(Word map, Word key, bool inclusive);
 // The entry at position i (0-based, ascending; i < 0 counts from the end) rooted; IndexError when
 // out of range. O(leaves before it).
 std::pair<Rooted, Rooted> sorted_entry_at(Word map, std::int64_t i);
+// Removes the entry at position i (as sorted_entry_at) and returns it, in one operation.
+std::pair<Rooted, Rooted> sorted_pop_at(Metadata* m, Word map, std::int64_t i);
 
 // The structure check of the heap verifier (quiescent heap only): shapes, levels, key order,
 // separators and size (unless the lock is held: a dead owner's operation may not be counted yet).

@@ -1,0 +1,122 @@
+// The primitive operations of shared sorted maps (libshared/src/sorted_map.hpp), as methods of
+// _Ref; the pure-Python SharedSortedDict (_proxies.py) builds the SortedDict-like behaviour on
+// them. Each primitive is one operation under the map's lock. Python values are converted before
+// the lock is taken (converting may run Python code), results after it is released.
+#include "common.hpp"
+#include "objects.hpp"
+#include "segment.hpp"
+#include "sorted_map.hpp"
+
+namespace colors_py {
+
+namespace cd = colors::detail;
+
+namespace {
+
+// The map's word, after checking the attachment and the kind.
+cd::Word map_word(Ref& r) {
+  r.check();
+  if (r.kind != colors::TypeKind::kSortedMap)
+    throw colors::TypeMismatchError("expected a shared sorted map, got a shared " + std::string(colors::type_name(r.kind)));
+  return r.value().raw();
+}
+
+[[noreturn]] void key_error(py::handle key) {
+  PyErr_SetObject(PyExc_KeyError, key.ptr());
+  throw py::error_already_set();
+}
+
+py::object py_of(cd::Rooted&& r) {
+  cd::Word w = r.word();
+  return from_rooted(w, r.take());
+}
+
+// A range bound: None is unbounded (None is never a key).
+cd::SortedBound bound(const colors::Value& v, bool given, bool inclusive) {
+  if (!given) return {};
+  return {v.raw(), true, inclusive};
+}
+
+enum RangeMode { kKeys = 0, kValues = 1, kItems = 2 };
+
+}  // namespace
+
+void init_sorted_map(py::module_& m) {
+  auto cls = py::reinterpret_borrow<py::class_<Ref>>(m.attr("_Ref"));
+  cls.def("tlen", [](Ref& r) { return cd::sorted_size(map_word(r)); });
+  cls.def("tclear", [](Ref& r) { cd::sorted_clear(map_word(r)); });
+  cls.def("tget", [](Ref& r, py::handle key) {
+    colors::Value k = to_value(key);
+    cd::Rooted v;
+    if (!cd::sorted_load(map_word(r), k.raw(), &v)) key_error(key);
+    return py_of(std::move(v));
+  });
+  cls.def("tget_default", [](Ref& r, py::handle key, py::object dflt) {
+    colors::Value k = to_value(key);
+    cd::Rooted v;
+    if (!cd::sorted_load(map_word(r), k.raw(), &v)) return dflt;
+    return py_of(std::move(v));
+  });
+  cls.def("tcontains", [](Ref& r, py::handle key) {
+    colors::Value k = to_value(key);
+    return cd::sorted_contains(map_word(r), k.raw());
+  });
+  cls.def("tput", [](Ref& r, py::handle key, py::handle v) {
+    colors::Value k = to_value(key);
+    colors::Value sv = to_value(v);
+    return cd::sorted_put(cd::current_meta(), map_word(r), k.raw(), sv.raw());
+  });
+  // dict.setdefault: the existing value, or `dflt` after storing it (one operation).
+  cls.def("tsetdefault", [](Ref& r, py::handle key, py::handle dflt) {
+    colors::Value k = to_value(key);
+    colors::Value d = to_value(dflt);
+    cd::Rooted existing;
+    if (cd::sorted_put(cd::current_meta(), map_word(r), k.raw(), d.raw(), &existing, false)) return from_value(std::move(d));
+    return py_of(std::move(existing));
+  });
+  cls.def("tremove", [](Ref& r, py::handle key) {
+    colors::Value k = to_value(key);
+    return cd::sorted_remove(cd::current_meta(), map_word(r), k.raw());
+  });
+  cls.def("tpop", [](Ref& r, py::handle key) {  // KeyError when missing
+    colors::Value k = to_value(key);
+    cd::Rooted v;
+    if (!cd::sorted_remove(cd::current_meta(), map_word(r), k.raw(), &v)) key_error(key);
+    return py_of(std::move(v));
+  });
+  // Up to `limit` keys, values or (key, value) tuples between lo and hi (None: unbounded), one
+  // instant, ascending or descending.
+  cls.def("trange", [](Ref& r, py::handle lo, py::handle hi, bool lo_incl, bool hi_incl, bool reverse, std::size_t limit, int mode) {
+    const bool lo_given = !lo.is_none(), hi_given = !hi.is_none();
+    colors::Value l = lo_given ? to_value(lo) : colors::Value();
+    colors::Value h = hi_given ? to_value(hi) : colors::Value();
+    auto rows = cd::sorted_range(map_word(r), bound(l, lo_given, lo_incl), bound(h, hi_given, hi_incl), reverse, limit, mode != kKeys);
+    py::list out(static_cast<Py_ssize_t>(rows.size()));
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      py::object item;
+      if (mode == kKeys) item = py_of(std::move(rows[i].first));
+      else if (mode == kValues) item = py_of(std::move(rows[i].second));
+      else item = py::make_tuple(py_of(std::move(rows[i].first)), py_of(std::move(rows[i].second)));
+      PyList_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(i), item.release().ptr());
+    }
+    return out;
+  });
+  cls.def("trank", [](Ref& r, py::handle key, bool inclusive) {
+    colors::Value k = to_value(key);
+    return cd::sorted_rank(map_word(r), k.raw(), inclusive);
+  });
+  cls.def("tat", [](Ref& r, std::int64_t i) {
+    auto [k, v] = cd::sorted_entry_at(map_word(r), i);
+    return py::make_tuple(py_of(std::move(k)), py_of(std::move(v)));
+  });
+  cls.def("tpopat", [](Ref& r, std::int64_t i) {
+    auto [k, v] = cd::sorted_pop_at(cd::current_meta(), map_word(r), i);
+    return py::make_tuple(py_of(std::move(k)), py_of(std::move(v)));
+  });
+  m.def("_new_sorted_map", [] {
+    ensure_attached();
+    return from_value(colors::new_sorted_map());
+  });
+}
+
+}  // namespace colors_py
