@@ -99,6 +99,14 @@ int sorted_compare_keys(Word a, Word b) {
   return compare_bytes(x->bytes, x->length, y->bytes, y->length);
 }
 
+int sorted_compare_checked(Word a, Word b) {
+  const KeyCategory ca = category(a), cb = category(b);
+  if (ca != cb)
+    throw TypeMismatchError("sorted map keys " + describe(a) + " and " + describe(b) + " cannot be compared: " +
+                            category_name(ca) + " and " + category_name(cb));
+  return sorted_compare_keys(a, b);
+}
+
 namespace {
 
 int cmp(Word a, Word b) { return sorted_compare_keys(a, b); }

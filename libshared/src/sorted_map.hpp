@@ -60,6 +60,8 @@ struct SortedBound {
 void sorted_check_key(Word key);
 // <0, 0, >0. REQUIRES: both valid keys of the same category.
 int sorted_compare_keys(Word a, Word b);
+// The same for any two words: TypeMismatchError unless both are valid keys of one category.
+int sorted_compare_checked(Word a, Word b);
 
 std::size_t sorted_size(Word map);
 bool sorted_load(Word map, Word key, Rooted* value);  // rooted value when present
