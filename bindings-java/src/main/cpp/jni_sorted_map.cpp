@@ -2,9 +2,11 @@
 // org.colors.SortedNative; org.colors.SharedSortedMap builds java.util.NavigableMap on them. Each
 // native is one operation under the map's lock; Java values are decoded before it, results are
 // converted after it.
+#include <cstring>
 #include <vector>
 
 #include "jni_common.hpp"
+#include "objects.hpp"
 #include "segment.hpp"
 #include "sorted_map.hpp"
 
@@ -30,6 +32,23 @@ cd::Word map_word(JNIEnv* env, jobject h) {
   return r->value().raw();
 }
 
+// Scalars go back to Java as (tag, bits) without an upcall per value (Long.valueOf through JNI
+// costs more than the lookup); strings, binaries and shared objects as Java objects.
+// REQUIRES: w rooted (or a non-reference).
+jint flat_tag(cd::Word w, jlong* bits) {
+  switch (cd::kind_of(w)) {
+    case colors::TypeKind::kNull: *bits = 0; return kTagNull;
+    case colors::TypeKind::kInteger: *bits = cd::integer_value(w); return kTagInt;
+    case colors::TypeKind::kFloat: {
+      double d = cd::float_value(w);
+      std::memcpy(bits, &d, sizeof d);
+      return kTagFloat;
+    }
+    case colors::TypeKind::kBoolean: *bits = cd::bool_value(w) ? 1 : 0; return kTagBool;
+    default: *bits = 0; return kTagRef;
+  }
+}
+
 jobject JNICALL n_new_map(JNIEnv* env, jclass) {
   return guarded<jobject>(env, nullptr, [&] { return to_java(env, colors::new_sorted_map()); });
 }
@@ -45,12 +64,23 @@ void JNICALL n_clear(JNIEnv* env, jclass, jobject h) {
   guarded_void(env, [&] { cd::sorted_clear(map_word(env, h)); });
 }
 
-jobject JNICALL n_get(JNIEnv* env, jclass, jobject h, jint t, jlong b, jobject o) {
-  return guarded<jobject>(env, nullptr, [&]() -> jobject {
+// The value's tag (-1 when the key is absent); its bits in bits_out[0] for a scalar, else the
+// object in obj_out[0].
+jint JNICALL n_get(JNIEnv* env, jclass, jobject h, jint t, jlong b, jobject o, jlongArray bits_out, jobjectArray obj_out) {
+  return guarded<jint>(env, -1, [&]() -> jint {
     Arg k = decode(env, t, b, o);
     cd::Rooted v;
-    if (!cd::sorted_load(map_word(env, h), k.get().raw(), &v)) return nullptr;
-    return to_java(env, adopt(std::move(v)));
+    if (!cd::sorted_load(map_word(env, h), k.get().raw(), &v)) return -1;
+    jlong bits = 0;
+    const jint tag = flat_tag(v.word(), &bits);
+    if (tag == kTagRef) {
+      jobject x = to_java(env, adopt(std::move(v)));
+      env->SetObjectArrayElement(obj_out, 0, x);
+      check_pending(env);
+    } else {
+      env->SetLongArrayRegion(bits_out, 0, 1, &bits);
+    }
+    return tag;
   });
 }
 
@@ -89,11 +119,12 @@ jobjectArray JNICALL n_remove(JNIEnv* env, jclass, jobject h, jint t, jlong b, j
   });
 }
 
-// Keys (and values after each key, when withValues) between the bounds, at most `limit`.
+// Keys (and values after each key, when withValues) between the bounds, at most `limit`, flat:
+// {byte[] tags, long[] bits, Object[] objects (null where the tag says scalar)}.
 jobjectArray JNICALL n_range(JNIEnv* env, jclass, jobject h, jint lt, jlong lb, jobject lo, jboolean lo_given,
                              jboolean lo_incl, jint ht, jlong hb, jobject hi, jboolean hi_given, jboolean hi_incl,
                              jboolean reverse, jint limit, jboolean with_values) {
-  return guarded<jobjectArray>(env, nullptr, [&] {
+  return guarded<jobjectArray>(env, nullptr, [&]() -> jobjectArray {
     Arg l = lo_given ? decode(env, lt, lb, lo) : Arg();
     Arg u = hi_given ? decode(env, ht, hb, hi) : Arg();
     cd::SortedBound lob, hib;
@@ -101,13 +132,39 @@ jobjectArray JNICALL n_range(JNIEnv* env, jclass, jobject h, jint lt, jlong lb, 
     if (hi_given) hib = {u.get().raw(), true, hi_incl != JNI_FALSE};
     auto rows = cd::sorted_range(map_word(env, h), lob, hib, reverse != JNI_FALSE,
                                  limit < 0 ? 0 : static_cast<std::size_t>(limit), with_values != JNI_FALSE);
-    std::vector<colors::Value> out;
-    out.reserve(rows.size() * (with_values ? 2 : 1));
+    const std::size_t n = rows.size() * (with_values ? 2 : 1);
+    std::vector<jbyte> tags(n);
+    std::vector<jlong> bits(n);
+    jobjectArray objs = env->NewObjectArray(static_cast<jsize>(n), g.object_cls, nullptr);
+    check_pending(env);
+    std::size_t i = 0;
+    auto put = [&](cd::Rooted& r) {
+      const jint tag = flat_tag(r.word(), &bits[i]);
+      tags[i] = static_cast<jbyte>(tag);
+      if (tag == kTagRef) {
+        jobject x = to_java(env, adopt(std::move(r)));
+        env->SetObjectArrayElement(objs, static_cast<jsize>(i), x);
+        if (x != nullptr) env->DeleteLocalRef(x);
+        check_pending(env);
+      }
+      ++i;
+    };
     for (auto& [k, v] : rows) {
-      out.push_back(adopt(std::move(k)));
-      if (with_values) out.push_back(adopt(std::move(v)));
+      put(k);
+      if (with_values) put(v);
     }
-    return to_java_array(env, std::move(out));
+    jbyteArray ta = env->NewByteArray(static_cast<jsize>(n));
+    check_pending(env);
+    if (n != 0) env->SetByteArrayRegion(ta, 0, static_cast<jsize>(n), tags.data());
+    jlongArray ba = env->NewLongArray(static_cast<jsize>(n));
+    check_pending(env);
+    if (n != 0) env->SetLongArrayRegion(ba, 0, static_cast<jsize>(n), bits.data());
+    jobjectArray out = env->NewObjectArray(3, g.object_cls, nullptr);
+    check_pending(env);
+    env->SetObjectArrayElement(out, 0, ta);
+    env->SetObjectArrayElement(out, 1, ba);
+    env->SetObjectArrayElement(out, 2, objs);
+    return out;
   });
 }
 
@@ -146,11 +203,11 @@ bool register_sorted_map_natives(JNIEnv* env) {
       N("newMap", "()Ljava/lang/Object;", n_new_map),
       N("size", "(Lorg/colors/Handle;)I", n_size),
       N("clear", "(Lorg/colors/Handle;)V", n_clear),
-      N("get", "(Lorg/colors/Handle;IJLjava/lang/Object;)Ljava/lang/Object;", n_get),
+      N("getTagged", "(Lorg/colors/Handle;IJLjava/lang/Object;[J[Ljava/lang/Object;)I", n_get),
       N("contains", "(Lorg/colors/Handle;IJLjava/lang/Object;)Z", n_contains),
       N("put", "(Lorg/colors/Handle;IJLjava/lang/Object;IJLjava/lang/Object;)Ljava/lang/Object;", n_put),
       N("remove", "(Lorg/colors/Handle;IJLjava/lang/Object;)[Ljava/lang/Object;", n_remove),
-      N("range", "(Lorg/colors/Handle;IJLjava/lang/Object;ZZIJLjava/lang/Object;ZZZIZ)[Ljava/lang/Object;", n_range),
+      N("rangeFlat", "(Lorg/colors/Handle;IJLjava/lang/Object;ZZIJLjava/lang/Object;ZZZIZ)[Ljava/lang/Object;", n_range),
       N("popAt", "(Lorg/colors/Handle;J)[Ljava/lang/Object;", n_pop_at),
       N("compare", "(IJLjava/lang/Object;IJLjava/lang/Object;)I", n_compare),
   };
