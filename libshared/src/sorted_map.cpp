@@ -1,5 +1,6 @@
 #include "sorted_map.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -109,7 +110,11 @@ int sorted_compare_checked(Word a, Word b) {
 
 namespace {
 
-int cmp(Word a, Word b) { return sorted_compare_keys(a, b); }
+// The hot case inline: small integers.
+inline int cmp(Word a, Word b) {
+  if (is_small_int(a) && is_small_int(b)) return sign(small_value(a), small_value(b));
+  return sorted_compare_keys(a, b);
+}
 
 // ---- nodes ----
 
@@ -243,8 +248,26 @@ struct Step {
   std::size_t child;
 };
 
+// A path from the root, on the stack: a valid tree of 2^64 entries is at most 16 levels deep
+// (kFanMin children per node), so more levels than kMaxDepth means a corrupt tree.
+constexpr std::size_t kMaxDepth = 24;
+struct Path {
+  Step steps[kMaxDepth];
+  std::size_t n = 0;
+  void push_back(const Step& st) {
+    if (n == kMaxDepth) corrupt("the tree is deeper than any valid one");
+    steps[n++] = st;
+  }
+  void pop_back() { --n; }
+  bool empty() const { return n == 0; }
+  std::size_t size() const { return n; }
+  Step& back() { return steps[n - 1]; }
+  Step& operator[](std::size_t i) { return steps[i]; }
+  const Step& operator[](std::size_t i) const { return steps[i]; }
+};
+
 struct Descent {
-  std::vector<Step> path;  // internal nodes, root first
+  Path path;  // internal nodes, root first
   Node leaf;
 };
 
@@ -263,7 +286,7 @@ Descent descend(Word root, Word key) {
 
 // The one publishing store of a structural change: `w` replaces the node at `depth` of the path
 // (0 = the root) in its parent's child slot, or becomes the root.
-void publish(SortedMapObject* mo, const std::vector<Step>& path, std::size_t depth, Word w) {
+void publish(SortedMapObject* mo, const Path& path, std::size_t depth, Word w) {
   if (depth == 0) store_ref(&mo->root, w);
   else store_ref(&path[depth - 1].node.s[1 + 2 * path[depth - 1].child], w);
 }
@@ -288,7 +311,7 @@ void check_bound(SortedMapObject* mo, const SortedBound& b) {
 // leaf when !has_key); `f(leaf)` returns false to stop.
 template <class F>
 void walk_leaves(Word root, bool has_key, Word key, bool reverse, F&& f) {
-  std::vector<Step> stack;
+  Path stack;
   Node nd = load_node(root, -1);
   auto down = [&](Node x, bool by_key) {
     while (!x.leaf()) {
@@ -514,6 +537,7 @@ std::vector<std::pair<Rooted, Rooted>> sorted_range(Word map, const SortedBound&
   std::vector<std::pair<Rooted, Rooted>> out;
   const Word root = mo->root.load(std::memory_order_acquire);
   if (root == kNull || limit == 0) return out;
+  out.reserve(std::min<std::size_t>(limit, 64));
   const SortedBound& start = reverse ? hi : lo;
   const SortedBound& end = reverse ? lo : hi;
   auto past_end = [&](Word k) {
