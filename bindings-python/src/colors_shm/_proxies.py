@@ -12,6 +12,8 @@ private Python containers, as they would be for the private types; use ``copy_to
 
 from __future__ import annotations
 
+import abc
+import itertools
 import operator
 import reprlib
 import sys
@@ -632,21 +634,27 @@ _RANGE_BATCH = 256  # entries fetched per locked read while iterating
 def _scan(ref, lo, hi, lo_incl, hi_incl, reverse, mode):
     """Iterates a key range in batches: each batch is one locked read that starts after the last
     key of the previous one, so the iteration sees each key once, in order, and sees changes made
-    ahead of it (never a RuntimeError for a changed size, unlike ``dict``)."""
+    ahead of it (never a RuntimeError for a changed size, unlike ``dict``). The first batch is read
+    at once (like ``SortedDict.irange``, which finds its bounds when called), the others lazily."""
     fetch = _ITEMS if mode == _VALUES else mode
-    while True:
-        batch = ref.trange(lo, hi, lo_incl, hi_incl, reverse, _RANGE_BATCH, fetch)
-        if mode == _VALUES:
-            yield from [kv[1] for kv in batch]
-        else:
-            yield from batch
-        if len(batch) < _RANGE_BATCH:
-            return
+    batch = ref.trange(lo, hi, lo_incl, hi_incl, reverse, _RANGE_BATCH, fetch)
+    first = [kv[1] for kv in batch] if mode == _VALUES else batch
+    if len(batch) < _RANGE_BATCH:
+        return iter(first)
+    return itertools.chain(first, itertools.chain.from_iterable(_more_batches(ref, batch, lo, hi, lo_incl, hi_incl, reverse, mode)))
+
+
+def _more_batches(ref, batch, lo, hi, lo_incl, hi_incl, reverse, mode):
+    """The batches after a full one (a list per locked read), for _scan."""
+    fetch = _ITEMS if mode == _VALUES else mode
+    while len(batch) == _RANGE_BATCH:
         last = batch[-1] if mode == _KEYS else batch[-1][0]
         if reverse:
             hi, hi_incl = last, False
         else:
             lo, lo_incl = last, False
+        batch = ref.trange(lo, hi, lo_incl, hi_incl, reverse, _RANGE_BATCH, fetch)
+        yield [kv[1] for kv in batch] if mode == _VALUES else batch
 
 
 class _SortedKeysView(KeysView):
@@ -714,26 +722,14 @@ class SharedSortedDict(SharedProxy, MutableMapping):
     __slots__ = ()
     __hash__ = None  # type: ignore[assignment]
 
-    def __len__(self) -> int:
-        return self._ref.tlen()
-
-    def __getitem__(self, key):
-        return self._ref.tget(key)
-
-    def get(self, key, default=None):
-        return self._ref.tget_default(key, default)
-
-    def __contains__(self, key) -> bool:
-        return self._ref.tcontains(key)
+    # __getitem__, get, __contains__, __setitem__ and __len__ are C methods the extension installs
+    # on the class below (_install_sorted_fast_paths): one map operation each.
 
     def __iter__(self):
         return _scan(self._ref, None, None, True, True, False, _KEYS)
 
     def __reversed__(self):
         return _scan(self._ref, None, None, True, True, True, _KEYS)
-
-    def __setitem__(self, key, value) -> None:
-        self._ref.tput(key, value)
 
     def __delitem__(self, key) -> None:
         if not self._ref.tremove(key):
@@ -826,3 +822,5 @@ class SharedSortedDict(SharedProxy, MutableMapping):
 
 _ext._register_proxies(SharedProxy, SharedList, SharedDict, SharedSet, SharedObject)
 _ext._register_sorted_proxy(SharedSortedDict)
+_ext._install_sorted_fast_paths(SharedSortedDict)
+abc.update_abstractmethods(SharedSortedDict)

@@ -39,33 +39,103 @@ cd::SortedBound bound(const colors::Value& v, bool given, bool inclusive) {
 
 enum RangeMode { kKeys = 0, kValues = 1, kItems = 2 };
 
+// ---- the hot methods of SharedSortedDict, as C methods of the class ----
+// Installed on the class by _install_sorted_fast_paths: Python calls them through a method
+// descriptor (vectorcall), without the Python-level wrapper and pybind11's dispatch that the other
+// primitives pay (together several hundred ns per lookup).
+
+Ref& self_ref(PyObject* self) {
+  Ref* r = ref_of(self);
+  if (r == nullptr) throw colors::TypeMismatchError("not a shared sorted map proxy");
+  return *r;
+}
+
+PyObject* fast_getitem(PyObject* self, PyObject* key) {
+  try {
+    Ref& r = self_ref(self);
+    colors::Value k = to_value(key);
+    cd::Rooted v;
+    if (!cd::sorted_load(map_word(r), k.raw(), &v)) {
+      PyErr_SetObject(PyExc_KeyError, key);
+      return nullptr;
+    }
+    return py_of(std::move(v)).release().ptr();
+  } catch (...) {
+    set_python_error();
+    return nullptr;
+  }
+}
+
+PyObject* fast_get(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs < 1 || nargs > 2) {
+    PyErr_SetString(PyExc_TypeError, "get() takes a key and an optional default");
+    return nullptr;
+  }
+  try {
+    Ref& r = self_ref(self);
+    colors::Value k = to_value(args[0]);
+    cd::Rooted v;
+    if (!cd::sorted_load(map_word(r), k.raw(), &v)) return Py_NewRef(nargs == 2 ? args[1] : Py_None);
+    return py_of(std::move(v)).release().ptr();
+  } catch (...) {
+    set_python_error();
+    return nullptr;
+  }
+}
+
+PyObject* fast_contains(PyObject* self, PyObject* key) {
+  try {
+    Ref& r = self_ref(self);
+    colors::Value k = to_value(key);
+    return PyBool_FromLong(cd::sorted_contains(map_word(r), k.raw()));
+  } catch (...) {
+    set_python_error();
+    return nullptr;
+  }
+}
+
+PyObject* fast_setitem(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 2) {
+    PyErr_SetString(PyExc_TypeError, "__setitem__ takes a key and a value");
+    return nullptr;
+  }
+  try {
+    Ref& r = self_ref(self);
+    colors::Value k = to_value(args[0]);
+    colors::Value v = to_value(args[1]);
+    cd::sorted_put(cd::current_meta(), map_word(r), k.raw(), v.raw());
+    Py_RETURN_NONE;
+  } catch (...) {
+    set_python_error();
+    return nullptr;
+  }
+}
+
+PyObject* fast_len(PyObject* self, PyObject*) {
+  try {
+    return PyLong_FromSize_t(cd::sorted_size(map_word(self_ref(self))));
+  } catch (...) {
+    set_python_error();
+    return nullptr;
+  }
+}
+
+PyMethodDef g_fast_methods[] = {
+    {"__getitem__", fast_getitem, METH_O, "d[key]: the value of key; KeyError when absent."},
+    {"get", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(fast_get)), METH_FASTCALL,
+     "get(key, default=None): the value of key, or default."},
+    {"__contains__", fast_contains, METH_O, "key in d"},
+    {"__setitem__", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(fast_setitem)), METH_FASTCALL,
+     "d[key] = value (one operation)."},
+    {"__len__", fast_len, METH_NOARGS, "len(d): the number of entries."},
+    {nullptr, nullptr, 0, nullptr},
+};
+
 }  // namespace
 
 void init_sorted_map(py::module_& m) {
   auto cls = py::reinterpret_borrow<py::class_<Ref>>(m.attr("_Ref"));
-  cls.def("tlen", [](Ref& r) { return cd::sorted_size(map_word(r)); });
   cls.def("tclear", [](Ref& r) { cd::sorted_clear(map_word(r)); });
-  cls.def("tget", [](Ref& r, py::handle key) {
-    colors::Value k = to_value(key);
-    cd::Rooted v;
-    if (!cd::sorted_load(map_word(r), k.raw(), &v)) key_error(key);
-    return py_of(std::move(v));
-  });
-  cls.def("tget_default", [](Ref& r, py::handle key, py::object dflt) {
-    colors::Value k = to_value(key);
-    cd::Rooted v;
-    if (!cd::sorted_load(map_word(r), k.raw(), &v)) return dflt;
-    return py_of(std::move(v));
-  });
-  cls.def("tcontains", [](Ref& r, py::handle key) {
-    colors::Value k = to_value(key);
-    return cd::sorted_contains(map_word(r), k.raw());
-  });
-  cls.def("tput", [](Ref& r, py::handle key, py::handle v) {
-    colors::Value k = to_value(key);
-    colors::Value sv = to_value(v);
-    return cd::sorted_put(cd::current_meta(), map_word(r), k.raw(), sv.raw());
-  });
   // dict.setdefault: the existing value, or `dflt` after storing it (one operation).
   cls.def("tsetdefault", [](Ref& r, py::handle key, py::handle dflt) {
     colors::Value k = to_value(key);
@@ -112,6 +182,15 @@ void init_sorted_map(py::module_& m) {
   cls.def("tpopat", [](Ref& r, std::int64_t i) {
     auto [k, v] = cd::sorted_pop_at(cd::current_meta(), map_word(r), i);
     return py::make_tuple(py_of(std::move(k)), py_of(std::move(v)));
+  });
+  m.def("_install_sorted_fast_paths", [](py::object cls) {
+    if (!PyType_Check(cls.ptr()) || !(reinterpret_cast<PyTypeObject*>(cls.ptr())->tp_flags & Py_TPFLAGS_HEAPTYPE))
+      throw py::type_error("_install_sorted_fast_paths takes the SharedSortedDict class");
+    for (PyMethodDef* d = g_fast_methods; d->ml_name != nullptr; ++d) {
+      py::object descr = py::reinterpret_steal<py::object>(PyDescr_NewMethod(reinterpret_cast<PyTypeObject*>(cls.ptr()), d));
+      if (!descr) throw py::error_already_set();
+      if (PyObject_SetAttrString(cls.ptr(), d->ml_name, descr.ptr()) != 0) throw py::error_already_set();
+    }
   });
   m.def("_new_sorted_map", [] {
     ensure_attached();
