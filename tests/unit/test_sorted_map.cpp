@@ -267,6 +267,19 @@ TEST_CASE("a sorted map cursor sees each key once, in order, while the map chang
   REQUIRE(key_of(r.next()->first) == next);
 }
 
+TEST_CASE("a field of the sorted map type holds sorted maps only") {
+  test::TestSegment seg;
+  Class cls = define_class("t.Indexed", {{"by_id", TypeKind::kSortedMap, ""}});
+  REQUIRE(cls.fields()[0].type == TypeKind::kSortedMap);
+  Object o = new_object(cls);
+  SortedMap sm = new_sorted_map();
+  sm.put(Value(1), Value("one"));
+  o.set("by_id", sm);
+  REQUIRE(SortedMap(o.get("by_id")).at(Value(1)).as_string() == "one");
+  REQUIRE_THROWS_AS(o.set("by_id", new_map()), TypeMismatchError);
+  REQUIRE(verify_heap().ok);
+}
+
 namespace {
 
 std::uint64_t held_by(std::uint32_t id, std::uint32_t slot) {

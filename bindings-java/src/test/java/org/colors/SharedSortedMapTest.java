@@ -239,6 +239,18 @@ class SharedSortedMapTest {
   }
 
   @Test
+  void aSortedMapTypedFieldHoldsASharedSortedMap() {
+    SharedObject o = SharedMemory.allocateObject(demo.Indexed.class);
+    assertEquals(SharedType.Kind.SORTED_MAP, SharedMemory.getSharedType(o).field("byId").kind());
+    SharedSortedMap m = SharedMemory.newSortedMap();
+    m.put(7L, "seven");
+    o.set("byId", m);
+    assertSame(m, o.get("byId"));
+    assertThrows(TypeMismatchException.class, () -> o.set("byId", SharedMemory.allocate(Map.class, 0)));
+    assertSame(m, o.get("byId"));
+  }
+
+  @Test
   void aMapMadeInPythonReadsAsANavigableMap() throws Exception {
     CrossLanguageTest.findPythonBinding();
     String name = CrossLanguageTest.unique("sorted");

@@ -20,7 +20,8 @@ public final class SortedMapBench {
   private SortedMapBench() {}
 
   static final int N = 10_000;
-  static final int ROUNDS = Integer.getInteger("bench.rounds", 15);
+  static final int ROUNDS = Integer.getInteger("bench.rounds", 21);
+  static final int WARMUP = Integer.getInteger("bench.warmup", 15);
   static long sink;
 
   static long lookups(Map<Object, Object> m, long[] keys) {
@@ -58,7 +59,7 @@ public final class SortedMapBench {
       ratios.add(new ArrayList<>());
       sharedNs.add(new ArrayList<>());
     }
-    for (int round = -5; round < ROUNDS; round++) {  // the first 5 rounds warm the JIT up
+    for (int round = -WARMUP; round < ROUNDS; round++) {  // the first rounds warm the JIT up
       long[] keys = new long[20_000];
       for (int i = 0; i < keys.length; i++) keys[i] = 3L * r.nextInt(N);
       long[] los1 = new long[400];
