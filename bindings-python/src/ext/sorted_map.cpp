@@ -5,6 +5,7 @@
 #include "common.hpp"
 #include "objects.hpp"
 #include "segment.hpp"
+#include "word.hpp"
 #include "sorted_map.hpp"
 
 namespace colors_py {
@@ -44,6 +45,32 @@ enum RangeMode { kKeys = 0, kValues = 1, kItems = 2 };
 // descriptor (vectorcall), without the Python-level wrapper and pybind11's dispatch that the other
 // primitives pay (together several hundred ns per lookup).
 
+// A lookup key as a word: immediates (most int and float keys) directly, with no Value (its
+// attachment check and root bookkeeping); anything else through to_value, kept alive in *hold.
+cd::Word key_word(PyObject* key, colors::Value* hold) {
+  if (PyLong_CheckExact(key)) {
+    int overflow = 0;
+    const long long x = PyLong_AsLongLongAndOverflow(key, &overflow);
+    if (overflow == 0 && !(x == -1 && PyErr_Occurred()) && cd::fits_small(x)) return cd::make_small(x);
+    PyErr_Clear();  // to_value reports it
+  } else if (PyFloat_CheckExact(key)) {
+    const double d = PyFloat_AS_DOUBLE(key);
+    if (cd::fits_small_float(d)) return cd::make_small_float(d);
+  }
+  *hold = to_value(key);
+  return hold->raw();
+}
+
+// A value read under the map's lock, as a Python object: immediates decoded in place.
+PyObject* py_result(cd::Rooted&& v) {
+  const cd::Word w = v.word();
+  if (cd::is_small_int(w)) return PyLong_FromLongLong(cd::small_value(w));
+  if (cd::is_small_float(w)) return PyFloat_FromDouble(cd::small_float_value(w));
+  if (w == cd::kNull) return Py_NewRef(Py_None);
+  if (cd::is_bool(w)) return PyBool_FromLong(cd::bool_value(w));
+  return py_of(std::move(v)).release().ptr();
+}
+
 Ref& self_ref(PyObject* self) {
   Ref* r = ref_of(self);
   if (r == nullptr) throw colors::TypeMismatchError("not a shared sorted map proxy");
@@ -53,13 +80,14 @@ Ref& self_ref(PyObject* self) {
 PyObject* fast_getitem(PyObject* self, PyObject* key) {
   try {
     Ref& r = self_ref(self);
-    colors::Value k = to_value(key);
+    colors::Value hold;
+    const cd::Word k = key_word(key, &hold);
     cd::Rooted v;
-    if (!cd::sorted_load(map_word(r), k.raw(), &v)) {
+    if (!cd::sorted_load(map_word(r), k, &v)) {
       PyErr_SetObject(PyExc_KeyError, key);
       return nullptr;
     }
-    return py_of(std::move(v)).release().ptr();
+    return py_result(std::move(v));
   } catch (...) {
     set_python_error();
     return nullptr;
@@ -73,10 +101,11 @@ PyObject* fast_get(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
   }
   try {
     Ref& r = self_ref(self);
-    colors::Value k = to_value(args[0]);
+    colors::Value hold;
+    const cd::Word k = key_word(args[0], &hold);
     cd::Rooted v;
-    if (!cd::sorted_load(map_word(r), k.raw(), &v)) return Py_NewRef(nargs == 2 ? args[1] : Py_None);
-    return py_of(std::move(v)).release().ptr();
+    if (!cd::sorted_load(map_word(r), k, &v)) return Py_NewRef(nargs == 2 ? args[1] : Py_None);
+    return py_result(std::move(v));
   } catch (...) {
     set_python_error();
     return nullptr;
@@ -86,8 +115,9 @@ PyObject* fast_get(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
 PyObject* fast_contains(PyObject* self, PyObject* key) {
   try {
     Ref& r = self_ref(self);
-    colors::Value k = to_value(key);
-    return PyBool_FromLong(cd::sorted_contains(map_word(r), k.raw()));
+    colors::Value hold;
+    const cd::Word k = key_word(key, &hold);
+    return PyBool_FromLong(cd::sorted_contains(map_word(r), k));
   } catch (...) {
     set_python_error();
     return nullptr;
