@@ -221,6 +221,12 @@ void init_sorted_map(py::module_& m) {
       if (!descr) throw py::error_already_set();
       if (PyObject_SetAttrString(cls.ptr(), d->ml_name, descr.ptr()) != 0) throw py::error_already_set();
     }
+    // d[key] straight through the type's slot: setting __getitem__ above left CPython's generic
+    // slot function, which looks the method up by name on every call (~10% of a lookup). The class
+    // is final in practice (only the extension makes its instances) and its __getitem__ is never
+    // set again, which would reset the slot to the generic one (still correct).
+    auto* t = reinterpret_cast<PyTypeObject*>(cls.ptr());
+    if (t->tp_as_mapping != nullptr) t->tp_as_mapping->mp_subscript = fast_getitem;
   });
   m.def("_new_sorted_map", [] {
     ensure_attached();
