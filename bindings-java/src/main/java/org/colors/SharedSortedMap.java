@@ -111,6 +111,11 @@ public final class SharedSortedMap extends AbstractMap<Object, Object> implement
    * ascending order, or descending when {@code rev}, starting at {@code from} when given.
    */
   private Object[] scan(Object from, boolean fromGiven, boolean fromIncl, boolean rev, int limit, boolean values) {
+    return SortedNative.decodeAll(scanFlat(from, fromGiven, fromIncl, rev, limit, values));
+  }
+
+  /** {@link #scan} as SortedNative.rangeFlat returns it: {byte[] tags, long[] bits, Object[] objects}. */
+  private Object[] scanFlat(Object from, boolean fromGiven, boolean fromIncl, boolean rev, int limit, boolean values) {
     Object l = lo, u = hi;
     boolean lg = loGiven, li = loIncl, ug = hiGiven, ui = hiIncl;
     if (fromGiven) {
@@ -136,7 +141,7 @@ public final class SharedSortedMap extends AbstractMap<Object, Object> implement
     }
     int lt = lg ? Codec.tag(l) : Codec.NULL;
     int ut = ug ? Codec.tag(u) : Codec.NULL;
-    return SortedNative.range(handle, lt, lg ? Codec.bits(l, lt) : 0, lg ? Codec.obj(l, lt) : null, lg, li, ut,
+    return SortedNative.rangeFlat(handle, lt, lg ? Codec.bits(l, lt) : 0, lg ? Codec.obj(l, lt) : null, lg, li, ut,
         ug ? Codec.bits(u, ut) : 0, ug ? Codec.obj(u, ut) : null, ug, ui, rev, limit, values);
   }
 
@@ -430,7 +435,10 @@ public final class SharedSortedMap extends AbstractMap<Object, Object> implement
   private final class ScanIterator<T> implements Iterator<T> {
     private final boolean rev;
     private final Mode mode;
-    private Object[] buf = new Object[0];
+    // The current batch, flat (decoded one element at a time by next()).
+    private byte[] tags = new byte[0];
+    private long[] bits;
+    private Object[] objs;
     private int pos;
     private boolean done;
     private Object cursor;
@@ -447,15 +455,22 @@ public final class SharedSortedMap extends AbstractMap<Object, Object> implement
       return mode == Mode.KEYS ? 1 : 2;
     }
 
+    private Object at(int i) {
+      return SortedNative.decode(tags[i], bits[i], objs[i]);
+    }
+
     @Override
     public boolean hasNext() {
-      if (pos < buf.length) return true;
+      if (pos < tags.length) return true;
       if (done) return false;
-      buf = scan(cursor, cursorGiven, false, rev, BATCH, mode != Mode.KEYS);
+      Object[] flat = scanFlat(cursor, cursorGiven, false, rev, BATCH, mode != Mode.KEYS);
+      tags = (byte[]) flat[0];
+      bits = (long[]) flat[1];
+      objs = (Object[]) flat[2];
       pos = 0;
-      if (buf.length < BATCH * stride()) done = true;
-      if (buf.length == 0) return false;
-      cursor = buf[buf.length - stride()];
+      if (tags.length < BATCH * stride()) done = true;
+      if (tags.length == 0) return false;
+      cursor = at(tags.length - stride());
       cursorGiven = true;
       return true;
     }
@@ -464,8 +479,8 @@ public final class SharedSortedMap extends AbstractMap<Object, Object> implement
     @SuppressWarnings("unchecked")
     public T next() {
       if (!hasNext()) throw new NoSuchElementException();
-      Object k = buf[pos];
-      Object v = mode == Mode.KEYS ? null : buf[pos + 1];
+      Object k = at(pos);  // also for values: remove() needs it
+      Object v = mode == Mode.KEYS ? null : at(pos + 1);
       pos += stride();
       lastKey = k;
       canRemove = true;

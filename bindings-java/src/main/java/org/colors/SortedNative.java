@@ -45,7 +45,11 @@ final class SortedNative {
   /** Keys between the bounds (each followed by its value when withValues), at most limit. */
   static Object[] range(Handle h, int lt, long lb, Object lo, boolean loGiven, boolean loIncl, int ht, long hb,
       Object hi, boolean hiGiven, boolean hiIncl, boolean reverse, int limit, boolean withValues) {
-    Object[] flat = rangeFlat(h, lt, lb, lo, loGiven, loIncl, ht, hb, hi, hiGiven, hiIncl, reverse, limit, withValues);
+    return decodeAll(rangeFlat(h, lt, lb, lo, loGiven, loIncl, ht, hb, hi, hiGiven, hiIncl, reverse, limit, withValues));
+  }
+
+  /** The values of a flat range, decoded. */
+  static Object[] decodeAll(Object[] flat) {
     byte[] tags = (byte[]) flat[0];
     long[] bits = (long[]) flat[1];
     Object[] objs = (Object[]) flat[2];
@@ -55,7 +59,7 @@ final class SortedNative {
   }
 
   /** A value from its (tag, bits) or, for strings, binaries and shared objects, the object itself. */
-  private static Object decode(int tag, long bits, Object obj) {
+  static Object decode(int tag, long bits, Object obj) {
     switch (tag) {
       case Codec.NULL: return null;
       case Codec.INT: return bits;
