@@ -6,7 +6,8 @@
 # operations of a derivation); ratios measured in the same run.
 #
 #   bindings-java/run-bench.sh            (BUILD_DIR defaults to <repo>/build)
-#   JAVA_BENCH=tree bindings-java/run-bench.sh (only TreeBench; JAVA_BENCH=field: only FieldBench; extra
+#   JAVA_BENCH=tree bindings-java/run-bench.sh (only TreeBench; JAVA_BENCH=field: only FieldBench;
+#                                          JAVA_BENCH=sortedmap: only SortedMapBench, vs TreeMap; extra
 #                                          arguments go to the selected benchmark's main)
 #   JAVA_OPTS_BENCH="-Dbench.trees=1" ...      (extra JVM options, e.g. TreeBench's tree count)
 #   SRVARGS="--gc-pacing=0" ...                (extra colors-server flags)
@@ -38,6 +39,10 @@ JAVA=(java ${JAVA_OPTS_BENCH:-} -Dcolors.jni.library="$LIB" -Dcolors.socket="$TM
       -cp "$HERE/target/classes:$HERE/target/test-classes")
 AGENT=-javaagent:"$HERE/agent/target/colors-agent.jar"
 JAVA_BENCH="${JAVA_BENCH:-all}"
+if [ "$JAVA_BENCH" = sortedmap ]; then
+  "${JAVA[@]}" org.colors.SortedMapBench "$@"
+  exit 0
+fi
 if [ "$JAVA_BENCH" = tree ]; then
   "${JAVA[@]}" "$AGENT" org.colors.TreeBench "$@"
   exit 0

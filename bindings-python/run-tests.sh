@@ -4,7 +4,7 @@
 #   bindings-python/run-tests.sh [pytest args...]
 #
 # 1. installs what the tests need into the project's python3 (pybind11, scikit-build-core,
-#    hypothesis, pytest) if missing — idempotent and quiet;
+#    hypothesis, pytest, sortedcontainers: the sorted map's reference) if missing — idempotent and quiet;
 # 2. builds: the top-level build in $BUILD_DIR (default <repo>/build; it must include
 #    add_subdirectory(bindings-python)), or, when that build has no Python module, a standalone
 #    CMake build of bindings-python/ in $BUILD_DIR/bindings-python-standalone;
@@ -24,6 +24,7 @@ missing=()
 "$PYTHON" -c "import pybind11" 2>/dev/null || missing+=(pybind11)
 "$PYTHON" -c "import scikit_build_core" 2>/dev/null || missing+=(scikit-build-core)
 "$PYTHON" -c "import hypothesis" 2>/dev/null || missing+=(hypothesis)
+"$PYTHON" -c "import sortedcontainers" 2>/dev/null || missing+=(sortedcontainers)
 "$PYTHON" -c "import pytest" 2>/dev/null || missing+=(pytest)
 if [ ${#missing[@]} -gt 0 ]; then
     echo "run-tests.sh: installing ${missing[*]} into $("$PYTHON" -c 'import sys; print(sys.executable)')"

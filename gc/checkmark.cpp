@@ -63,6 +63,7 @@ std::vector<std::string> checkmark(Metadata* m, std::uint8_t epoch) {
       case TypeKind::kList: push(reinterpret_cast<ListObject*>(o)->array.load(), "list storage"); break;
       case TypeKind::kSet:
       case TypeKind::kMap: push(reinterpret_cast<HashObject*>(o)->table.load(), "hash storage"); break;
+      case TypeKind::kSortedMap: push(reinterpret_cast<SortedMapObject*>(o)->root.load(), "sorted map root"); break;
       case TypeKind::kTable: {
         auto* t = reinterpret_cast<TableObject*>(o);
         for (std::size_t i = 0; i < t->capacity; ++i) {

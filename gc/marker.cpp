@@ -62,6 +62,7 @@ void Marker::trace(Worker& w, Word obj) {
     case TypeKind::kList: visit(w, reinterpret_cast<ListObject*>(obj)->array.load(std::memory_order_acquire)); break;
     case TypeKind::kSet:
     case TypeKind::kMap: visit(w, reinterpret_cast<HashObject*>(obj)->table.load(std::memory_order_acquire)); break;
+    case TypeKind::kSortedMap: visit(w, reinterpret_cast<SortedMapObject*>(obj)->root.load(std::memory_order_acquire)); break;
     case TypeKind::kTable: {
       auto* t = reinterpret_cast<TableObject*>(obj);
       std::size_t n = t->capacity;

@@ -199,7 +199,7 @@ void check_fields(const std::vector<FieldSpec>& fields) {
   for (std::size_t i = 0; i < fields.size(); ++i) {
     check_name(fields[i].name, "field name");
     TypeKind t = fields[i].type;
-    if (static_cast<int>(t) > static_cast<int>(TypeKind::kObject))
+    if (static_cast<int>(t) > static_cast<int>(TypeKind::kObject) && t != TypeKind::kSortedMap)
       throw InvalidArgumentError("field '" + fields[i].name + "' has an internal type that fields cannot have");
     if (!fields[i].class_name.empty()) {
       if (t != TypeKind::kObject)

@@ -24,6 +24,7 @@
 #include "server_link.hpp"
 #include "server_watch.hpp"
 #include "session.hpp"
+#include "sorted_map.hpp"
 #include "verifier.hpp"
 
 namespace colors {
@@ -443,6 +444,73 @@ std::vector<std::pair<Value, Value>> Map::items() const {
   return out;
 }
 Map new_map(std::size_t capacity) { return Map(adopt(detail::new_map(meta(), capacity))); }
+
+static detail::SortedBound bound_of(const SortedMap::Bound& b) {
+  if (!b.key) return {};
+  return {b.key->raw(), true, b.inclusive};
+}
+
+SortedMap::SortedMap(const Value& v) : Value(v) { expect(*this, TypeKind::kSortedMap); }
+std::size_t SortedMap::size() const { return sorted_size(word_); }
+bool SortedMap::contains(const Value& k) const { return sorted_contains(word_, k.raw()); }
+std::optional<Value> SortedMap::get(const Value& k) const {
+  Rooted v;
+  if (!sorted_load(word_, k.raw(), &v)) return std::nullopt;
+  return adopt(std::move(v));
+}
+Value SortedMap::at(const Value& k) const {
+  auto v = get(k);
+  if (!v) throw KeyError("key " + k.repr() + " not in sorted map");
+  return *v;
+}
+bool SortedMap::put(const Value& k, const Value& v) { return sorted_put(meta(), word_, k.raw(), v.raw()); }
+bool SortedMap::remove(const Value& k) { return sorted_remove(meta(), word_, k.raw()); }
+void SortedMap::clear() { sorted_clear(word_); }
+std::vector<SortedMap::Entry> SortedMap::range(const Bound& lo, const Bound& hi, bool reverse, std::size_t limit) const {
+  std::vector<Entry> out;
+  auto rows = sorted_range(word_, bound_of(lo), bound_of(hi), reverse, limit);
+  out.reserve(rows.size());
+  for (auto& [k, v] : rows) out.emplace_back(adopt(std::move(k)), adopt(std::move(v)));
+  return out;
+}
+std::vector<Value> SortedMap::keys(const Bound& lo, const Bound& hi, bool reverse, std::size_t limit) const {
+  std::vector<Value> out;
+  auto rows = sorted_range(word_, bound_of(lo), bound_of(hi), reverse, limit, false);
+  out.reserve(rows.size());
+  for (auto& kv : rows) out.push_back(adopt(std::move(kv.first)));
+  return out;
+}
+static std::optional<SortedMap::Entry> one(std::vector<SortedMap::Entry> v) {
+  if (v.empty()) return std::nullopt;
+  return std::move(v[0]);
+}
+std::optional<SortedMap::Entry> SortedMap::first() const { return one(range({}, {}, false, 1)); }
+std::optional<SortedMap::Entry> SortedMap::last() const { return one(range({}, {}, true, 1)); }
+std::optional<SortedMap::Entry> SortedMap::floor(const Value& k) const { return one(range({}, Bound::at(k), true, 1)); }
+std::optional<SortedMap::Entry> SortedMap::ceiling(const Value& k) const { return one(range(Bound::at(k), {}, false, 1)); }
+std::optional<SortedMap::Entry> SortedMap::lower(const Value& k) const { return one(range({}, Bound::at(k, false), true, 1)); }
+std::optional<SortedMap::Entry> SortedMap::higher(const Value& k) const { return one(range(Bound::at(k, false), {}, false, 1)); }
+SortedMap::Cursor SortedMap::cursor(const Bound& lo, const Bound& hi, bool reverse, std::size_t batch) const {
+  return Cursor(*this, lo, hi, reverse, batch == 0 ? 1 : batch);
+}
+std::optional<SortedMap::Entry> SortedMap::Cursor::next() {
+  if (at_ == buf_.size()) {
+    if (done_) return std::nullopt;
+    buf_ = map_.range(lo_, hi_, reverse_, batch_);
+    at_ = 0;
+    if (buf_.size() < batch_) done_ = true;
+    if (buf_.empty()) return std::nullopt;
+    // The next batch starts after the last key returned.
+    (reverse_ ? hi_ : lo_) = Bound::at(buf_.back().first, false);
+  }
+  return std::move(buf_[at_++]);
+}
+std::size_t SortedMap::rank(const Value& k, bool inclusive) const { return sorted_rank(word_, k.raw(), inclusive); }
+SortedMap::Entry SortedMap::entry_at(std::int64_t i) const {
+  auto [k, v] = sorted_entry_at(word_, i);
+  return {adopt(std::move(k)), adopt(std::move(v))};
+}
+SortedMap new_sorted_map() { return SortedMap(adopt(detail::new_sorted_map(meta()))); }
 
 // ---- classes ----
 

@@ -30,6 +30,7 @@
 #include <cstdint>
 
 #include "layout.hpp"
+#include "roots.hpp"
 
 namespace colors::detail {
 
@@ -76,5 +77,16 @@ class ContainerGuard {
   std::atomic<std::uint64_t>* word_;
   std::uint64_t dead_owner_ = 0;
 };
+
+// root_load for a slot of a container whose lock the caller holds: the slot cannot change until the
+// lock is released (every mutator store to it is made under the lock; the collector never writes
+// container slots), and the root is published (a seq_cst store) before that, so the value was in
+// the slot at an instant when this process already held it as a root, which is what root_load
+// re-reads the slot to establish (roots.hpp).
+inline Rooted root_locked(const std::atomic<Word>* slot) {
+  Word w = slot->load(std::memory_order_acquire);
+  if (!is_ref(w)) return Rooted(w, nullptr);
+  return Rooted(w, root_acquire(w));
+}
 
 }  // namespace colors::detail

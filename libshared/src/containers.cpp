@@ -21,17 +21,6 @@ TableObject* as_table(Word w) { return reinterpret_cast<TableObject*>(w); }
   throw IndexError("list index " + std::to_string(i) + " out of range (size " + std::to_string(n) + ")");
 }
 
-// root_load for a slot of a container whose lock the caller holds: the slot cannot change until the
-// lock is released (every mutator store to it is made under the lock; the collector never writes
-// container slots), and the root is published (a seq_cst store) before that, so the value was in
-// the slot at an instant when this process already held it as a root, which is what root_load
-// re-reads the slot to establish (roots.hpp).
-Rooted root_locked(const std::atomic<Word>* slot) {
-  Word w = slot->load(std::memory_order_acquire);
-  if (!is_ref(w)) return Rooted(w, nullptr);
-  return Rooted(w, root_acquire(w));
-}
-
 std::size_t array_capacity(Word a) { return a == kNull ? 0 : as_array(a)->capacity; }
 
 // A list's lock for one operation. If the lock was taken over from a process that died inside a

@@ -146,6 +146,14 @@ struct HashObject {
   std::atomic<std::uint64_t> lock;  // container_lock.hpp: every operation holds it
 };
 
+// Ordered maps: a B+tree whose nodes are kArray objects (sorted_map.hpp has their format).
+struct SortedMapObject {
+  ObjectHead head;
+  std::atomic<std::uint64_t> size;
+  std::atomic<Word> root;  // root node (kArray) or null when empty
+  std::atomic<std::uint64_t> lock;  // container_lock.hpp: every operation holds it
+};
+
 // User objects: `inline_slots` slots were reserved at allocation (from the block size); a version
 // with more slots keeps the rest in an extension array, swapped (copy + publish) under
 // Metadata::classes_lock so the object never moves.

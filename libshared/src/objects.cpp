@@ -115,6 +115,12 @@ static Rooted new_hash(Metadata* m, TypeKind kind, std::size_t capacity) {
 Rooted new_set(Metadata* m, std::size_t capacity) { return new_hash(m, TypeKind::kSet, capacity); }
 Rooted new_map(Metadata* m, std::size_t capacity) { return new_hash(m, TypeKind::kMap, capacity); }
 
+Rooted new_sorted_map(Metadata* m) {
+  // Size 0, no root, lock free: the zeroed payload.
+  return allocate(m, TypeKind::kSortedMap, builtin_class(m, TypeKind::kSortedMap),
+                  sizeof(SortedMapObject) - sizeof(ObjectHead), [](ObjectHead*) {});
+}
+
 Rooted new_user_object(Metadata* m, ClassRecord* cls) {
   if (cls == nullptr || cls->kind != TypeKind::kObject) throw InvalidArgumentError("not a user class");
   return allocate(m, TypeKind::kObject, cls, 8 + std::size_t{cls->slot_count} * sizeof(Word), [](ObjectHead*) {});

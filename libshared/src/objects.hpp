@@ -20,6 +20,7 @@ Rooted new_binary(Metadata* m, const void* data, std::size_t n);
 Rooted new_list(Metadata* m, std::size_t capacity);
 Rooted new_set(Metadata* m, std::size_t capacity);
 Rooted new_map(Metadata* m, std::size_t capacity);
+Rooted new_sorted_map(Metadata* m);  // an empty ordered map (sorted_map.hpp)
 Rooted new_user_object(Metadata* m, ClassRecord* cls);
 // A slot array (list storage, extension) of `capacity` null slots.
 Rooted new_array(Metadata* m, TypeKind kind, std::size_t capacity);

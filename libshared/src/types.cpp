@@ -19,6 +19,7 @@ std::string_view type_name(TypeKind k) {
     case TypeKind::kExtension: return "$extension";
     case TypeKind::kRootChunk: return "$roots";
     case TypeKind::kNull: return "null";
+    case TypeKind::kSortedMap: return "sortedmap";
   }
   return "?";
 }

@@ -9,6 +9,7 @@
 #include "objects.hpp"
 #include "pending_bits.hpp"
 #include "robust_mutex.hpp"
+#include "sorted_map.hpp"
 
 namespace colors::detail {
 
@@ -92,6 +93,18 @@ struct Checker {
         Word t = reinterpret_cast<HashObject*>(p)->table.load();
         check_word(t, at + ".table");
         if (t != kNull && objects.count(t) && class_of(t)->kind != TypeKind::kTable) error(at + ": hash storage is not a table");
+        break;
+      }
+      case TypeKind::kSortedMap: {
+        Word root = reinterpret_cast<SortedMapObject*>(p)->root.load();
+        check_word(root, at + ".root");
+        if (root != kNull && objects.count(root) && class_of(root)->kind != TypeKind::kArray) error(at + ": sorted map root is not an array");
+        // The tree itself only when quiescent: a racing operation replaces nodes while we walk.
+        if (!concurrent && (root == kNull || objects.count(root))) {
+          std::vector<std::string> found;
+          sorted_verify(p, [this](Word w) { return objects.count(w) != 0; }, &found);
+          for (auto& e : found) error(e);
+        }
         break;
       }
       case TypeKind::kTable: {

@@ -1,6 +1,6 @@
 // colors-bench: every core benchmark, each against its baseline measured in the same run.
 //
-//   colors-bench [--quick] [alloc] [sync] [gc] [containers]
+//   colors-bench [--quick] [alloc] [sync] [gc] [containers] [sortedmap]
 //
 // With no names every benchmark runs. --quick (or COLORS_BENCH_QUICK=1) shortens the long ones.
 #include <cstdlib>
@@ -16,6 +16,7 @@ void bench_roots(std::ostream& out);
 void bench_sync(std::ostream& out);
 void bench_gc(std::ostream& out);
 void bench_containers(std::ostream& out);
+void bench_sorted_map(std::ostream& out);
 
 int main(int argc, char** argv) {
   std::set<std::string> only;
@@ -23,10 +24,10 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--quick") == 0) {
       setenv("COLORS_BENCH_QUICK", "1", 1);
     } else if (std::strcmp(argv[i], "alloc") == 0 || std::strcmp(argv[i], "sync") == 0 || std::strcmp(argv[i], "gc") == 0 ||
-               std::strcmp(argv[i], "containers") == 0) {
+               std::strcmp(argv[i], "containers") == 0 || std::strcmp(argv[i], "sortedmap") == 0) {
       only.insert(argv[i]);
     } else {
-      std::cerr << "usage: colors-bench [--quick] [alloc] [sync] [gc] [containers]\n";
+      std::cerr << "usage: colors-bench [--quick] [alloc] [sync] [gc] [containers] [sortedmap]\n";
       return 2;
     }
   }
@@ -40,5 +41,6 @@ int main(int argc, char** argv) {
   if (want("sync")) bench_sync(std::cout);
   if (want("gc")) bench_gc(std::cout);
   if (want("containers")) bench_containers(std::cout);
+  if (want("sortedmap")) bench_sorted_map(std::cout);
   return 0;
 }

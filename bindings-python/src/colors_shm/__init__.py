@@ -54,7 +54,7 @@ from ._colors_shm import (
     VersionMismatchError,
 )
 from ._colors_shm import SharedClass, SharedField
-from ._proxies import SharedDict, SharedList, SharedObject, SharedProxy, SharedSet
+from ._proxies import SharedDict, SharedList, SharedObject, SharedProxy, SharedSet, SharedSortedDict
 from ._classes import SharedInstance, register, shared_name
 
 # A forked child (multiprocessing's default on Linux) must not use its parent's attachment: it
@@ -99,6 +99,7 @@ __all__ = [
     "SharedList",
     "SharedDict",
     "SharedSet",
+    "SharedSortedDict",
     "SharedObject",
     "SharedMemoryError",
     "NotAttachedError",
@@ -161,13 +162,22 @@ def copy_to(obj):
     """Deep-copies a private object graph into the shared heap and returns the shared copy.
 
     ``list`` and ``tuple`` become :class:`SharedList`, ``dict`` :class:`SharedDict`, ``set`` and
-    ``frozenset`` :class:`SharedSet`; scalars, ``str`` and ``bytes`` are copied by value (and come
-    back as plain Python values). Sharing and cycles of the private graph are preserved: an object
-    reachable twice is copied once. Shared objects inside the graph are referenced, not copied.
+    ``frozenset`` :class:`SharedSet`, a ``sortedcontainers.SortedDict`` a :class:`SharedSortedDict`;
+    scalars, ``str`` and ``bytes`` are copied by value (and come back as plain Python values).
+    Sharing and cycles of the private graph are preserved: an object reachable twice is copied once. Shared objects inside the graph are referenced, not copied.
     Raises :class:`TypeMismatchError` for objects with no shared mapping and
     :class:`SharedOverflowError` for ints beyond 64 bits.
     """
     return _ext.copy_to(obj)
+
+
+def _is_sorted_dict_class(cls) -> bool:
+    """Whether cls is sortedcontainers.SortedDict (without importing sortedcontainers)."""
+    return (
+        isinstance(cls, type)
+        and cls.__name__ == "SortedDict"
+        and getattr(cls, "__module__", "").startswith("sortedcontainers")
+    )
 
 
 def allocate(cls, *args, **kwargs):
@@ -175,6 +185,8 @@ def allocate(cls, *args, **kwargs):
 
     * ``allocate(list)``, ``allocate(dict)``, ``allocate(set)``: an empty shared container
       (``allocate(list, n)``: ``n`` is a capacity hint); ``allocate(bytes, n)``: ``n`` zero bytes.
+    * ``allocate(SharedSortedDict)`` (or ``allocate(sortedcontainers.SortedDict)``): an empty
+      shared sorted map.
     * ``allocate(UserClass)``: a shared instance of a user class, with the class's declared fields
       (dataclass fields, else annotations, plus ``__slots__``) all ``None``. With arguments,
       ``allocate(UserClass, *args, **kwargs)`` then runs ``UserClass.__init__`` on the shared
@@ -188,6 +200,10 @@ def allocate(cls, *args, **kwargs):
         if len(args) > 1 or kwargs:
             raise TypeError(f"allocate({cls.__name__}, n=0) takes at most one size argument")
         return _ext.allocate(cls, n)
+    if cls is SharedSortedDict or _is_sorted_dict_class(cls):
+        if args or kwargs:
+            raise TypeError("allocate(SharedSortedDict) takes no other argument")
+        return _ext._new_sorted_map()
     if not isinstance(cls, type):
         raise _ext.TypeMismatchError(f"allocate() takes a class, not {cls!r}")
     from . import _classes

@@ -12,6 +12,8 @@ private Python containers, as they would be for the private types; use ``copy_to
 
 from __future__ import annotations
 
+import abc
+import itertools
 import operator
 import reprlib
 import sys
@@ -621,4 +623,204 @@ class SharedObject(SharedProxy):
         return f"<shared {cls} v{version} (no Python class mapped) {fields}>"
 
 
+
+# --------------------------------------------------------------------------------------------
+# sorted map
+
+_KEYS, _VALUES, _ITEMS = 0, 1, 2
+_RANGE_BATCH = 256  # entries fetched per locked read while iterating
+
+
+def _scan(ref, lo, hi, lo_incl, hi_incl, reverse, mode):
+    """Iterates a key range in batches: each batch is one locked read that starts after the last
+    key of the previous one, so the iteration sees each key once, in order, and sees changes made
+    ahead of it (never a RuntimeError for a changed size, unlike ``dict``). The first batch is read
+    at once (like ``SortedDict.irange``, which finds its bounds when called), the others lazily."""
+    fetch = _ITEMS if mode == _VALUES else mode
+    batch = ref.trange(lo, hi, lo_incl, hi_incl, reverse, _RANGE_BATCH, fetch)
+    first = [kv[1] for kv in batch] if mode == _VALUES else batch
+    if len(batch) < _RANGE_BATCH:
+        return iter(first)
+    return itertools.chain(first, itertools.chain.from_iterable(_more_batches(ref, batch, lo, hi, lo_incl, hi_incl, reverse, mode)))
+
+
+def _more_batches(ref, batch, lo, hi, lo_incl, hi_incl, reverse, mode):
+    """The batches after a full one (a list per locked read), for _scan."""
+    fetch = _ITEMS if mode == _VALUES else mode
+    while len(batch) == _RANGE_BATCH:
+        last = batch[-1] if mode == _KEYS else batch[-1][0]
+        if reverse:
+            hi, hi_incl = last, False
+        else:
+            lo, lo_incl = last, False
+        batch = ref.trange(lo, hi, lo_incl, hi_incl, reverse, _RANGE_BATCH, fetch)
+        yield [kv[1] for kv in batch] if mode == _VALUES else batch
+
+
+class _SortedKeysView(KeysView):
+    __slots__ = ()
+
+    def __iter__(self):
+        return _scan(self._mapping._ref, None, None, True, True, False, _KEYS)
+
+    def __reversed__(self):
+        return _scan(self._mapping._ref, None, None, True, True, True, _KEYS)
+
+    def __getitem__(self, index):
+        """The key at a position (negative from the end), as ``SortedKeysView`` allows."""
+        return self._mapping.peekitem(index)[0]
+
+    def __repr__(self):
+        return f"shared_sorted_keys({list(self)!r})"
+
+
+class _SortedValuesView(ValuesView):
+    __slots__ = ()
+
+    def __iter__(self):
+        return _scan(self._mapping._ref, None, None, True, True, False, _VALUES)
+
+    def __reversed__(self):
+        return _scan(self._mapping._ref, None, None, True, True, True, _VALUES)
+
+    def __contains__(self, value):
+        return any(_elem_eq(v, value) for v in self)
+
+    def __repr__(self):
+        return f"shared_sorted_values({list(self)!r})"
+
+
+class _SortedItemsView(ItemsView):
+    __slots__ = ()
+
+    def __iter__(self):
+        return _scan(self._mapping._ref, None, None, True, True, False, _ITEMS)
+
+    def __reversed__(self):
+        return _scan(self._mapping._ref, None, None, True, True, True, _ITEMS)
+
+    def __repr__(self):
+        return f"shared_sorted_items({list(self)!r})"
+
+
+class SharedSortedDict(SharedProxy, MutableMapping):
+    """A shared sorted map (a B+tree in the heap): a ``MutableMapping`` kept in key order, with the
+    range and position queries of ``sortedcontainers.SortedDict``.
+
+    Make one with ``colors_shm.allocate(colors_shm.SharedSortedDict)`` (or
+    ``allocate(sortedcontainers.SortedDict)``), or ``colors_shm.copy_to(a_sorted_dict)``.
+
+    Keys of one map are all numbers (``int`` and ``float`` compared by value, as Python does:
+    ``1 == 1.0 < 1.5``), all ``str`` (code point order) or all ``bytes``; a key of another kind, a
+    NaN, ``None`` or a ``bool`` raises :class:`TypeMismatchError` (a ``TypeError``) and changes
+    nothing (lookups too). Each method call is atomic across processes; iteration reads batches
+    of 256 entries, each continuing after the last key seen (see ``irange``). Differences from
+    ``SortedDict``: no ``key=`` function; ``bisect_*``, ``index``, ``peekitem`` and ``popitem``
+    with an index walk the leaves before the position (O(n/24)); results of ``copy()`` are private.
+    """
+
+    __slots__ = ()
+    __hash__ = None  # type: ignore[assignment]
+
+    # __getitem__, get, __contains__, __setitem__ and __len__ are C methods the extension installs
+    # on the class below (_install_sorted_fast_paths): one map operation each.
+
+    def __iter__(self):
+        return _scan(self._ref, None, None, True, True, False, _KEYS)
+
+    def __reversed__(self):
+        return _scan(self._ref, None, None, True, True, True, _KEYS)
+
+    def __delitem__(self, key) -> None:
+        if not self._ref.tremove(key):
+            raise KeyError(key)
+
+    def keys(self):
+        """The keys in order (a ``KeysView`` that also supports ``keys()[i]`` and ``reversed``)."""
+        return _SortedKeysView(self)
+
+    def values(self):
+        return _SortedValuesView(self)
+
+    def items(self):
+        return _SortedItemsView(self)
+
+    def irange(self, minimum=None, maximum=None, inclusive=(True, True), reverse=False):
+        """The keys k with ``minimum <= k <= maximum`` in order (``None``: unbounded; ``inclusive``
+        says whether each end belongs to the range), descending if ``reverse``. Lazy: it reads
+        256 keys per locked call, each batch after the last key returned."""
+        return _scan(self._ref, minimum, maximum, inclusive[0], inclusive[1], reverse, _KEYS)
+
+    def irange_items(self, minimum=None, maximum=None, inclusive=(True, True), reverse=False):
+        """``irange`` yielding ``(key, value)`` pairs (one call per 256 entries instead of one
+        lookup per key). Not in ``SortedDict``."""
+        return _scan(self._ref, minimum, maximum, inclusive[0], inclusive[1], reverse, _ITEMS)
+
+    def bisect_left(self, key) -> int:
+        """The number of keys < key."""
+        return self._ref.trank(key, False)
+
+    def bisect_right(self, key) -> int:
+        """The number of keys <= key."""
+        return self._ref.trank(key, True)
+
+    bisect = bisect_right
+
+    def index(self, key, start=None, stop=None) -> int:
+        """The position of key; ``ValueError`` if it is absent (or outside ``[start, stop)``)."""
+        if key not in self:
+            raise ValueError(f"{key!r} is not in the sorted dict")
+        i = self._ref.trank(key, False)
+        n = len(self)
+        lo = 0 if start is None else (start + n if start < 0 else start)
+        hi = n if stop is None else (stop + n if stop < 0 else stop)
+        if not lo <= i < hi:
+            raise ValueError(f"{key!r} is not in the sorted dict between {start} and {stop}")
+        return i
+
+    def peekitem(self, index=-1):
+        """The ``(key, value)`` at a position (default the last); ``IndexError`` out of range."""
+        return self._ref.tat(index)
+
+    def popitem(self, index=-1):
+        """Removes and returns the ``(key, value)`` at a position (default the last), in one
+        operation. ``KeyError`` when empty, ``IndexError`` out of range."""
+        try:
+            return self._ref.tpopat(index)
+        except IndexError:
+            if len(self) == 0:
+                raise KeyError("popitem(): dictionary is empty") from None
+            raise
+
+    def pop(self, key, default=_MISSING):
+        if default is _MISSING:
+            return self._ref.tpop(key)
+        try:
+            return self._ref.tpop(key)
+        except KeyError:
+            return default
+
+    def setdefault(self, key, default=None):
+        return self._ref.tsetdefault(key, default)  # one atomic operation
+
+    def clear(self) -> None:
+        self._ref.tclear()
+
+    def copy(self):
+        """A private (shallow) copy: a ``sortedcontainers.SortedDict`` when that package is
+        installed, else a ``dict`` in key order."""
+        items = list(self.items())
+        try:
+            from sortedcontainers import SortedDict
+        except ImportError:
+            return dict(items)
+        return SortedDict(items)
+
+    @reprlib.recursive_repr("SharedSortedDict({...})")
+    def __repr__(self) -> str:
+        return "SharedSortedDict({" + ", ".join(f"{k!r}: {v!r}" for k, v in self.items()) + "})"
+
 _ext._register_proxies(SharedProxy, SharedList, SharedDict, SharedSet, SharedObject)
+_ext._register_sorted_proxy(SharedSortedDict)
+_ext._install_sorted_fast_paths(SharedSortedDict)
+abc.update_abstractmethods(SharedSortedDict)

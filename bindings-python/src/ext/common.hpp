@@ -144,6 +144,7 @@ std::int64_t timeout_ms(const py::object& timeout);  // None -> -1; seconds (flo
 void init_errors(py::module_& m);
 void init_values(py::module_& m);
 void init_containers(py::module_& m);
+void init_sorted_map(py::module_& m);
 void init_sync(py::module_& m);
 void init_classes(py::module_& m);
 void init_rpc(py::module_& m);

@@ -51,6 +51,7 @@ PYBIND11_MODULE(_colors_shm, m) {
   init_errors(m);
   init_values(m);
   init_containers(m);
+  init_sorted_map(m);
   init_sync(m);
   init_classes(m);
   init_rpc(m);

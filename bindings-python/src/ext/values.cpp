@@ -10,6 +10,7 @@
 #include "containers.hpp"
 #include "objects.hpp"
 #include "segment.hpp"
+#include "sorted_map.hpp"
 
 namespace colors_py {
 
@@ -69,6 +70,7 @@ PyObject* g_proxy_base = nullptr;   // _proxies.SharedProxy
 PyObject* g_list_cls = nullptr;     // _proxies.SharedList
 PyObject* g_dict_cls = nullptr;     // _proxies.SharedDict
 PyObject* g_set_cls = nullptr;      // _proxies.SharedSet
+PyObject* g_sorted_cls = nullptr;   // _proxies.SharedSortedDict
 PyObject* g_object_cls = nullptr;   // _proxies.SharedObject
 PyObject* g_ref_attr = nullptr;     // interned "_ref"
 Py_ssize_t g_ref_offset = 0;        // offset of SharedProxy's `_ref` slot in its instances
@@ -106,6 +108,7 @@ py::object wrap(colors::Value&& v, TypeKind k) {
     case TypeKind::kList: cls = g_list_cls; break;
     case TypeKind::kMap: cls = g_dict_cls; break;
     case TypeKind::kSet: cls = g_set_cls; break;
+    case TypeKind::kSortedMap: cls = g_sorted_cls; break;
     case TypeKind::kObject: cls = g_object_cls; break;
     default: break;
   }
@@ -347,6 +350,7 @@ class Copier {
       ensure_attached();
       std::size_t n = static_cast<std::size_t>(std::max<Py_ssize_t>(PyObject_Length(o), 0));
       if (PyList_Check(o) || PyTuple_Check(o)) shared = keep(colors::new_list(n));
+      else if (is_sorted_dict(o)) shared = keep(colors::new_sorted_map());
       else if (PyDict_Check(o)) shared = keep(colors::new_map(n));
       else shared = keep(colors::new_set(n));
       work_.push_back({py::reinterpret_borrow<py::object>(x), shared, {}, nullptr});
@@ -354,6 +358,17 @@ class Copier {
     keep_.push_back(py::reinterpret_borrow<py::object>(x));  // id() stays unique during the copy
     memo_.emplace(o, shared);
     return shared;
+  }
+
+  // A sortedcontainers.SortedDict (a dict subclass): copied into a sorted map.
+  static bool is_sorted_dict(PyObject* o) {
+    if (!PyDict_Check(o) || PyDict_CheckExact(o)) return false;
+    PyTypeObject* t = Py_TYPE(o);
+    if (std::string_view(t->tp_name) != "SortedDict") return false;  // a heap type's name is unqualified
+    PyObject* mod = PyDict_GetItemString(t->tp_dict, "__module__");  // borrowed
+    if (mod == nullptr || !PyUnicode_Check(mod)) return false;
+    const char* name = PyUnicode_AsUTF8(mod);
+    return name != nullptr && std::string_view(name).starts_with("sortedcontainers");
   }
 
   // An instance of a private Python class (not a scalar, builtin container or shared proxy).
@@ -456,7 +471,8 @@ class Copier {
         cd::Word k = convert(PyTuple_GET_ITEM(kv.ptr(), 0));
         cd::Word v = convert(PyTuple_GET_ITEM(kv.ptr(), 1));
         live();
-        cd::map_put(m, it.shared, k, v);
+        if (cd::kind_of(it.shared) == TypeKind::kSortedMap) cd::sorted_put(m, it.shared, k, v);
+        else cd::map_put(m, it.shared, k, v);
         temp_.clear();
       }
     } else {
@@ -535,6 +551,19 @@ void init_values(py::module_& m) {
         g_object_cls = object_cls.release().ptr();
       },
       "Registers the pure-Python proxy classes (called once by colors_shm._proxies).");
+  m.def(
+      "_register_sorted_proxy",
+      [](py::object sorted_cls) {
+        if (g_proxy_base == nullptr || g_sorted_cls != nullptr)
+          throw colors::InvalidArgumentError("_register_sorted_proxy: once, after _register_proxies");
+        auto* c = reinterpret_cast<PyTypeObject*>(sorted_cls.ptr());
+        if (!PyType_Check(sorted_cls.ptr()) || !(c->tp_flags & Py_TPFLAGS_HEAPTYPE) ||
+            !PyType_IsSubtype(c, reinterpret_cast<PyTypeObject*>(g_proxy_base)))
+          throw py::type_error("_register_sorted_proxy takes a class deriving from SharedProxy");
+        hide_handle_slot(c, -1);
+        g_sorted_cls = sorted_cls.release().ptr();
+      },
+      "Registers the proxy class of sorted maps (called once by colors_shm._proxies).");
 
   m.def(
       "copy_to",

@@ -162,6 +162,75 @@ class Map : public Value {
 };
 Map new_map(std::size_t capacity = 0);
 
+// An ordered map (a B+tree in the heap). Keys of one map are all numbers (integers and floats,
+// compared by value: 1 == 1.0 < 1.5), all strings (by code point) or all binaries (by bytes); any
+// other key, a key of another category, or a NaN throws TypeMismatchError and changes nothing.
+// Each call is atomic across processes; a process killed inside one leaves the map before or
+// after it. Range reads see one instant; a Cursor reads in batches, each continuing after the
+// last key returned, so it sees each key once, in order, with changes made past that key.
+// One end of a key range (SortedMap): unbounded, or a key that belongs to the range or not.
+struct KeyBound {
+  std::optional<Value> key;
+  bool inclusive = true;
+  static KeyBound none() { return {}; }
+  static KeyBound at(const Value& k, bool inclusive = true) { return {k, inclusive}; }
+};
+
+class SortedMap : public Value {
+ public:
+  using Entry = std::pair<Value, Value>;
+  using Bound = KeyBound;
+  class Cursor;
+
+  SortedMap() = default;
+  explicit SortedMap(const Value& v);  // TypeMismatchError unless v is a sorted map
+  std::size_t size() const;
+  bool contains(const Value& key) const;
+  std::optional<Value> get(const Value& key) const;
+  Value at(const Value& key) const;                 // KeyError when missing
+  bool put(const Value& key, const Value& value);   // true when the key was new
+  bool remove(const Value& key);                    // true when it was there
+  void clear();
+  std::optional<Entry> first() const;
+  std::optional<Entry> last() const;
+  // Greatest key <= key (floor), least >= key (ceiling), greatest < key (lower), least > (higher).
+  std::optional<Entry> floor(const Value& key) const;
+  std::optional<Entry> ceiling(const Value& key) const;
+  std::optional<Entry> lower(const Value& key) const;
+  std::optional<Entry> higher(const Value& key) const;
+  // The entries between lo and hi, ascending (descending when reverse), at most `limit`; one
+  // instant. range(Bound::at(a), Bound::at(b, false)) is [a, b).
+  std::vector<Entry> range(const Bound& lo, const Bound& hi, bool reverse = false,
+                           std::size_t limit = std::numeric_limits<std::size_t>::max()) const;
+  std::vector<Value> keys(const Bound& lo, const Bound& hi, bool reverse = false,
+                          std::size_t limit = std::numeric_limits<std::size_t>::max()) const;
+  Cursor cursor(const Bound& lo = {}, const Bound& hi = {}, bool reverse = false, std::size_t batch = 256) const;
+  std::vector<Entry> items() const { return range({}, {}); }
+  // The number of keys < key (<= key if inclusive); the entry at a position (negative: from the
+  // end; IndexError out of range). Both walk the leaves before the position (O(n / 24)).
+  std::size_t rank(const Value& key, bool inclusive = false) const;
+  Entry entry_at(std::int64_t i) const;
+};
+SortedMap new_sorted_map();
+
+// Iterates a range of a SortedMap in order (or reversed), fetching `batch` entries per lock.
+class SortedMap::Cursor {
+ public:
+  std::optional<Entry> next();
+
+ private:
+  friend class SortedMap;
+  Cursor(const SortedMap& map, Bound lo, Bound hi, bool reverse, std::size_t batch)
+      : map_(map), lo_(std::move(lo)), hi_(std::move(hi)), reverse_(reverse), batch_(batch) {}
+  SortedMap map_;
+  Bound lo_, hi_;
+  bool reverse_;
+  std::size_t batch_;
+  std::vector<Entry> buf_;
+  std::size_t at_ = 0;
+  bool done_ = false;
+};
+
 // ---- classes -------------------------------------------------------------------------------
 
 struct FieldDesc {

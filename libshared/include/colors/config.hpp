@@ -12,9 +12,10 @@ inline constexpr std::uint32_t kProtocolVersion = 3;
 // object layouts, class records) or in how processes share it (5: container lock words, monitor
 // entries that name the objects held, repository/channel generations; front carving may leave a
 // free block off the freelist after a death, which only the walk-based repair lists; 6: heap id
-// and header checksum, the collector's phase, the owner uid of a client slot, kAwaitingSuccessor). A client
-// and a server must agree exactly.
-inline constexpr std::uint32_t kLayoutVersion = 6;
+// and header checksum, the collector's phase, the owner uid of a client slot, kAwaitingSuccessor;
+// 7: the sorted map kind, one more builtin class in Metadata::builtin). A client and a server
+// must agree exactly.
+inline constexpr std::uint32_t kLayoutVersion = 7;
 
 // Default fixed address of the segment. High in the user half of the x86-64 address space,
 // below where the kernel places mmap()s top-down (0x7f..) and far above where executables, their

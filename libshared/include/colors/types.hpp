@@ -25,9 +25,10 @@ enum class TypeKind : std::uint8_t {
   kExtension = 12,  // fields of an object beyond the room it was allocated with
   kRootChunk = 13,  // a client's GC root table chunk
   kNull = 14,       // the kind of the null value (never a field type)
+  kSortedMap = 15,  // ordered map (B+tree of kArray nodes, sorted_map.hpp)
 };
 
-inline constexpr int kTypeKindCount = 15;
+inline constexpr int kTypeKindCount = 16;
 
 std::string_view type_name(TypeKind k);
 

@@ -571,6 +571,7 @@ void add_containers_natives(std::vector<JNINativeMethod>& out);
 void add_sync_natives(std::vector<JNINativeMethod>& out);
 void add_objects_natives(std::vector<JNINativeMethod>& out);
 bool register_rpc_natives(JNIEnv* env);
+bool register_sorted_map_natives(JNIEnv* env);
 
 }  // namespace colors_jni
 
@@ -589,6 +590,7 @@ extern "C" JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM* vm, void*) {
   if (!native_cls) return JNI_ERR;
   if (env->RegisterNatives(native_cls, methods.data(), static_cast<jint>(methods.size())) != 0) return JNI_ERR;
   if (!register_rpc_natives(env)) return JNI_ERR;
+  if (!register_sorted_map_natives(env)) return JNI_ERR;
   g_on_pressure = env->GetStaticMethodID(g.proxies_cls, "onHeapPressure", "()V");
   if (!g_on_pressure) return JNI_ERR;
   g_vm = vm;

@@ -146,6 +146,7 @@ final class ClassMapping {
     if (t == Set.class || t == SharedSet.class || (Set.class.isAssignableFrom(t) && !t.isInterface())) {
       return SharedType.Kind.SET;
     }
+    if (java.util.SortedMap.class.isAssignableFrom(t)) return SharedType.Kind.SORTED_MAP;  // incl. SharedSortedMap
     if (t == Map.class || t == SharedMap.class || (Map.class.isAssignableFrom(t) && !t.isInterface())) {
       return SharedType.Kind.MAP;
     }

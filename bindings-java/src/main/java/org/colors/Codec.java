@@ -117,6 +117,7 @@ final class Codec {
     if (v instanceof SharedList) return "list";
     if (v instanceof SharedMap) return "map";
     if (v instanceof SharedSet) return "set";
+    if (v instanceof SharedSortedMap) return "sorted map";
     if (v instanceof SharedObject) return "object";
     return v.getClass().getName();
   }

@@ -42,6 +42,9 @@ final class Copier {
     } else if (x instanceof Collection) {
       kind = Proxies.LIST;
       n = ((Collection<?>) x).size();
+    } else if (x instanceof java.util.SortedMap) {
+      kind = Proxies.SORTED_MAP;
+      n = 0;
     } else if (x instanceof Map) {
       kind = Proxies.MAP;
       n = ((Map<?, ?>) x).size();
@@ -59,7 +62,7 @@ final class Copier {
           + " String, byte[], arrays, Collections (Lists, Sets, ...), Maps, instances of user classes and shared"
           + " objects");
     }
-    Object shared = Native.newContainer(kind, n);
+    Object shared = kind == Proxies.SORTED_MAP ? SortedNative.newMap() : Native.newContainer(kind, n);
     memo.put(x, shared);
     work.push(new Object[] {x, shared});
     return shared;
@@ -86,6 +89,14 @@ final class Copier {
         // A field the object's shared version lacks is added to it (a new version; it does not move).
         if (!so.hasField(f.name)) so.addField(f.name, f.kind);
         so.set(f.name, v);
+      }
+    } else if (x instanceof java.util.SortedMap) {
+      SharedSortedMap m = (SharedSortedMap) shared;
+      Object[] entries = ((Map<?, ?>) x).entrySet().toArray();  // snapshot
+      for (Object o : entries) {
+        Map.Entry<?, ?> e = (Map.Entry<?, ?>) o;
+        Object k = convert(e.getKey());
+        m.put(k, convert(e.getValue()));
       }
     } else if (x instanceof Map) {
       SharedMap m = (SharedMap) shared;

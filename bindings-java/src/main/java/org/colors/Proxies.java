@@ -35,7 +35,7 @@ final class Proxies {
 
   /** Shared TypeKinds of containers and objects (colors::TypeKind). */
   static final int INTEGER = 1, FLOAT = 2, BOOLEAN = 3, STRING = 4, BINARY = 5, LIST = 6, SET = 7, MAP = 8,
-      OBJECT = 9;
+      OBJECT = 9, SORTED_MAP = 15;
 
   // ---- releases -----------------------------------------------------------------------------
 
@@ -551,7 +551,7 @@ final class Proxies {
       long slot = Roots.load(v, s, w);
       if (slot == 0) continue;  // the slot changed: read it again
       int kind = v.kindOf(w);   // rooted now: safe to read
-      if (kind != LIST && kind != MAP && kind != SET && kind != OBJECT) {
+      if (kind != LIST && kind != MAP && kind != SET && kind != OBJECT && kind != SORTED_MAP) {
         Roots.drop(v, slot);
         return MISS;
       }
@@ -564,6 +564,7 @@ final class Proxies {
       case LIST: return new SharedList(h);
       case MAP: return new SharedMap(h);
       case SET: return new SharedSet(h);
+      case SORTED_MAP: return new SharedSortedMap(h);
       case OBJECT: return mapped != null ? Mapped.bind(new SharedObject(h), mapped)
           : Mapped.proxyFor(new SharedObject(h));  // an instance of a mapped class, or the view
       default: throw new IllegalStateException("no proxy for shared kind " + h.kind);
@@ -580,6 +581,7 @@ final class Proxies {
     if (o instanceof SharedList) return ((SharedList) o).handle;
     if (o instanceof SharedMap) return ((SharedMap) o).handle;
     if (o instanceof SharedSet) return ((SharedSet) o).handle;
+    if (o instanceof SharedSortedMap) return ((SharedSortedMap) o).isProxy() ? ((SharedSortedMap) o).handle : null;
     return null;
   }
 

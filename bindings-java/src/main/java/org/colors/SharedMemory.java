@@ -195,6 +195,16 @@ public final class SharedMemory {
   }
 
   /**
+   * Allocates an empty shared sorted map (a B+tree in the heap; see {@link SharedSortedMap}).
+   *
+   * @return the new map
+   */
+  public static SharedSortedMap newSortedMap() {
+    ensureAttached();
+    return (SharedSortedMap) SortedNative.newMap();
+  }
+
+  /**
    * Allocates an empty shared container.
    *
    * <ul>
@@ -202,6 +212,8 @@ public final class SharedMemory {
    *       {@code SharedList.class}: a {@link SharedList} with room for {@code length} elements;
    *   <li>{@code Map.class}, {@code HashMap.class}, {@code SharedMap.class}: a {@link SharedMap};
    *   <li>{@code Set.class}, {@code HashSet.class}, {@code SharedSet.class}: a {@link SharedSet};
+   *   <li>{@code NavigableMap.class}, {@code SortedMap.class}, {@code TreeMap.class},
+   *       {@code SharedSortedMap.class}: a {@link SharedSortedMap} ({@code length} is ignored);
    *   <li>{@code byte[].class}: {@code new byte[length]} (binaries are immutable values in the heap,
    *       copied in when stored, like Strings).
    * </ul>
@@ -219,6 +231,10 @@ public final class SharedMemory {
   public static <T> T allocate(Class<T> containerClass, int length) {
     if (length < 0) throw new InvalidArgumentException("allocate(): length must be >= 0, got " + length);
     if (containerClass == byte[].class) return (T) new byte[length];
+    if (containerClass == java.util.NavigableMap.class || containerClass == java.util.SortedMap.class
+        || containerClass == java.util.TreeMap.class || containerClass == SharedSortedMap.class) {
+      return (T) newSortedMap();
+    }
     int kind;
     if (containerClass == List.class || containerClass == ArrayList.class || containerClass == Collection.class
         || containerClass == SharedList.class) {
@@ -229,7 +245,8 @@ public final class SharedMemory {
       kind = Proxies.SET;
     } else {
       throw new TypeMismatchException("allocate(" + containerClass.getName() + ", length): containers are List,"
-          + " ArrayList, Map, HashMap, Set, HashSet and byte[]; user classes: allocate(Class)");
+          + " ArrayList, Map, HashMap, Set, HashSet, NavigableMap, SortedMap, TreeMap and byte[]; user classes:"
+          + " allocate(Class)");
     }
     ensureAttached();
     return (T) Native.newContainer(kind, length);

@@ -37,7 +37,9 @@ public final class SharedType {
     /** Instance of a user class. */
     OBJECT(9),
     /** The null value (never a field type). */
-    NULL(14);
+    NULL(14),
+    /** Sorted map ({@link SharedSortedMap}). */
+    SORTED_MAP(15);
 
     final int code;
 

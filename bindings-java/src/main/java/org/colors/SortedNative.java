@@ -1,0 +1,82 @@
+package org.colors;
+
+/**
+ * The natives of shared sorted maps (jni_sorted_map.cpp), registered by the library's JNI_OnLoad.
+ * Keys and values are (tag, bits, obj) triples built by {@link Codec}; each call is one operation
+ * under the map's lock.
+ */
+final class SortedNative {
+  private SortedNative() {}
+
+  static {
+    // Loads the library, which registers these natives. Not attaching here: the library's
+    // JNI_OnLoad may be what initializes this class.
+    try {
+      Class.forName("org.colors.Native", true, SortedNative.class.getClassLoader());
+    } catch (ClassNotFoundException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  static native Object newMap();
+
+  static native int size(Handle h);
+
+  static native void clear(Handle h);
+
+  /** The value, or null when absent. */
+  static Object get(Handle h, int tag, long bits, Object obj) {
+    long[] b = new long[1];
+    Object[] o = new Object[1];
+    return decode(getTagged(h, tag, bits, obj, b, o), b[0], o[0]);
+  }
+
+  /** The value's tag (-1: absent), its bits in bitsOut[0] for a scalar, else the object in objOut[0]. */
+  static native int getTagged(Handle h, int tag, long bits, Object obj, long[] bitsOut, Object[] objOut);
+
+  static native boolean contains(Handle h, int tag, long bits, Object obj);
+
+  /** The value the key had, or null. */
+  static native Object put(Handle h, int kt, long kb, Object ko, int vt, long vb, Object vo);
+
+  /** {value} when the key was there, null when it was not. */
+  static native Object[] remove(Handle h, int tag, long bits, Object obj);
+
+  /** Keys between the bounds (each followed by its value when withValues), at most limit. */
+  static Object[] range(Handle h, int lt, long lb, Object lo, boolean loGiven, boolean loIncl, int ht, long hb,
+      Object hi, boolean hiGiven, boolean hiIncl, boolean reverse, int limit, boolean withValues) {
+    return decodeAll(rangeFlat(h, lt, lb, lo, loGiven, loIncl, ht, hb, hi, hiGiven, hiIncl, reverse, limit, withValues));
+  }
+
+  /** The values of a flat range, decoded. */
+  static Object[] decodeAll(Object[] flat) {
+    byte[] tags = (byte[]) flat[0];
+    long[] bits = (long[]) flat[1];
+    Object[] objs = (Object[]) flat[2];
+    Object[] out = new Object[tags.length];
+    for (int i = 0; i < tags.length; i++) out[i] = decode(tags[i], bits[i], objs[i]);
+    return out;
+  }
+
+  /** A value from its (tag, bits) or, for strings, binaries and shared objects, the object itself. */
+  static Object decode(int tag, long bits, Object obj) {
+    switch (tag) {
+      case Codec.NULL: return null;
+      case Codec.INT: return bits;
+      case Codec.FLOAT: return Double.longBitsToDouble(bits);
+      case Codec.BOOL: return bits != 0;
+      case -1: return null;  // absent
+      default: return obj;
+    }
+  }
+
+  /** The range as {byte[] tags, long[] bits, Object[] objects (null for scalars)}. */
+  static native Object[] rangeFlat(Handle h, int lt, long lb, Object lo, boolean loGiven, boolean loIncl, int ht,
+      long hb, Object hi, boolean hiGiven, boolean hiIncl, boolean reverse, int limit, boolean withValues);
+
+  /** {key, value} of the entry at a position (negative: from the end), removed; null when empty. */
+  static native Object[] popAt(Handle h, long index);
+
+  /** The shared key order; TypeMismatchException unless both are keys of one category. */
+  static native int compare(int t1, long b1, Object o1, int t2, long b2, Object o2);
+}
