@@ -204,6 +204,9 @@ def test_ctrl_c_interrupts_blocking_call(blocking):
         "wait": "cs.synchronized(box).__enter__(); cs.wait(box)",
         "enter": "cs.synchronized(box).__enter__()",
     }[blocking]
+    # The child gets SIGINT's default disposition whatever this process inherited: a suite started
+    # in the background by a non-interactive shell runs with SIGINT ignored, and Python keeps an
+    # inherited SIG_IGN (no KeyboardInterrupt then).
     child = spawn(f"""
         import sys, time, colors_shm as cs
         box = cs.repository({name!r}).get()
@@ -214,7 +217,7 @@ def test_ctrl_c_interrupts_blocking_call(blocking):
             print("KeyboardInterrupt", flush=True)
             sys.exit(3)
         print("returned?!")
-    """)
+    """, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         assert child.stdout.readline().strip() == "blocking"
         time.sleep(0.3)
