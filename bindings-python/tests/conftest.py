@@ -47,6 +47,9 @@ class Server:
         `successor_of`: a server that is gone, whose name and socket this one takes (it adopts
         the heap that server left)."""
         self.dir = tempfile.mkdtemp(prefix="colors-py-")
+        self.handed_over = False  # a successor adopted this server's heap: its stop() keeps the files
+        if successor_of is not None:
+            successor_of.handed_over = True
         self.name = successor_of.name if successor_of else f"pytest-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self.socket = successor_of.socket if successor_of else os.path.join(self.dir, "colors.sock")
         self.log = open(log, "w") if log else None
@@ -81,6 +84,12 @@ class Server:
             if f:
                 f.close()
         shutil.rmtree(self.dir, ignore_errors=True)
+        if not self.handed_over:
+            # A server that was killed leaves its heap for a successor (colors-server/README.md);
+            # no test server has one after stop(), so its files go (in tmpfs they hold memory).
+            heap_dir = pathlib.Path(f"/dev/shm/colors-{os.geteuid()}")
+            for suffix in (".heap", ".lock"):
+                (heap_dir / (self.name + suffix)).unlink(missing_ok=True)
         return self.proc.returncode
 
 
