@@ -95,7 +95,7 @@ std::vector<std::string> index_problems(const SharedAccess& a, const SharedIndex
     for (const colors::Value& e : same.items()) {
       ++listed;
       if (!date_of.emplace(e.raw(), key.as_int()).second) problem("parts_by_date lists a part twice");
-      if (!e.is_shared_object()) {
+      if (e.kind() != colors::TypeKind::kObject) {
         problem("parts_by_date lists " + e.repr() + " under " + key.repr());
         continue;
       }

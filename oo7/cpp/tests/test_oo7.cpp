@@ -331,6 +331,18 @@ TEST_CASE("the index check fails on an index that misses, misplaces or duplicate
     CHECK(f.exit_code == 1);
     CHECK(f.err.find("parts_by_date lists a part twice") != std::string::npos);
   }
+  SECTION("a date mapped to something else than a list") {
+    by_date().put(colors::Value(1000), colors::Value("not a list"));
+    Finished f = srv.load_and_wait({"--check"}, "not-a-list");
+    CHECK(f.exit_code == 1);
+    CHECK(f.err.find("parts_by_date holds a ") != std::string::npos);
+  }
+  SECTION("one index without the other") {
+    colors::repository("oo7.small.parts_by_date").set(colors::Value());
+    Finished f = srv.load_and_wait({"--check"}, "one-index");
+    CHECK(f.exit_code == 2);
+    CHECK(f.err.find("'oo7.small.parts_by_date' holds no index while its companion does") != std::string::npos);
+  }
   colors::detach();
   // A new load replaces both indexes, and the check passes again.
   REQUIRE(srv.load_and_wait({}, "reload").exit_code == 0);

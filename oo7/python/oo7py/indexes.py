@@ -12,6 +12,7 @@ import colors_shm as cs
 from sortedcontainers import SortedDict
 
 from .publish import repository_name
+from .schema import AtomicPart
 
 
 def by_id_repository(size: str) -> str:
@@ -98,8 +99,14 @@ def problems(db, by_id, by_date, limit: int = 10) -> list[str]:
     listed = 0
     for date, same in by_date.items():
         last = 0
+        if not isinstance(same, (list, cs.SharedList)):
+            problem(f"parts_by_date holds a {type(same).__name__} under {date!r}")
+            continue
         for part in same:
             listed += 1
+            if not isinstance(part, AtomicPart):
+                problem(f"parts_by_date lists a {type(part).__name__} under {date!r}")
+                continue
             keep.append(part)
             if id(part) in date_of:
                 problem("parts_by_date lists a part twice")

@@ -216,7 +216,12 @@ def _twice(by_id, by_date):
     return "parts_by_date lists a part twice"
 
 
-@pytest.mark.parametrize("breakage", [_broken_by_id, _wrong_id, _wrong_date, _twice])
+def _not_a_list(by_id, by_date):
+    by_date[1000] = "not a list"
+    return "parts_by_date holds a str under 1000"
+
+
+@pytest.mark.parametrize("breakage", [_broken_by_id, _wrong_id, _wrong_date, _twice, _not_a_list])
 def test_index_check_fails_on_a_broken_index(run_load, breakage):
     assert run_load().returncode == 0
     message = breakage(*indexes.fetch("small"))
