@@ -10,10 +10,12 @@
 #include <vector>
 
 #include "fingerprint.hpp"
+#include "indexes.hpp"
 #include "operations.hpp"
 #include "params.hpp"
 #include "private_access.hpp"
 #include "private_builder.hpp"
+#include "queries.hpp"
 #include "shared_access.hpp"
 #include "shared_builder.hpp"
 #include "shared_schema.hpp"
@@ -22,9 +24,10 @@ namespace oo7 {
 namespace {
 
 const char* const kUsage =
-    "usage: oo7-bench [--size small|medium] [--seed N] [--rounds N] [--min-ms MS]\n"
+    "usage: oo7-bench [--size small|medium] [--seed N] [--rounds N] [--min-ms MS] [--only t1,q2,...]\n"
     "  builds OO7 in the heap of the server COLORS_SOCKET names and in private structs, then\n"
-    "  times T1, T6, T2b and Q7 on both in interleaved rounds (median of shared/private ratios)\n";
+    "  times T1, T6, T2b and Q7 on both in interleaved rounds (median of shared/private ratios),\n"
+    "  and Q1, Q2, Q3 through the shared sorted-map indexes vs std::unordered_map / std::map\n";
 
 // This thread's CPU time: on a machine shared with other jobs, time spent descheduled would
 // otherwise land on whichever side happened to be running.
@@ -34,15 +37,51 @@ double cpu_ms() {
   return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
 }
 
-// Milliseconds of CPU per run of `op`, over `reps` runs.
-template <class A>
-double time_ms(const A& a, Op op, int reps) {
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// Milliseconds of CPU per call of `run` (returning an OpResult), over `reps` calls.
+template <class F>
+double time_ms(const F& run, int reps) {
   const double t0 = cpu_ms();
   for (int i = 0; i < reps; ++i) {
-    OpResult r = run_op(a, op);
+    OpResult r = run();
     keep(static_cast<std::uintptr_t>(r.count + static_cast<std::uint64_t>(r.sum)));
   }
   return (cpu_ms() - t0) / reps;
+}
+
+struct Row {
+  double private_ms, shared_ms;
+};
+
+// One table row: interleaved rounds (alternating which side goes first), each timing repeated so
+// that the shared side takes at least min_ms; prints the medians and the median per-round ratio.
+template <class P, class S>
+Row bench_row(const char* name, const P& on_private, const S& on_shared, int rounds, double min_ms) {
+  double one = std::max(time_ms(on_shared, 1), 1e-4);
+  int reps = std::max(1, static_cast<int>(min_ms / one));
+  std::vector<double> ratios, pms, sms;
+  for (int r = 0; r < rounds; ++r) {
+    double ps, ss;
+    if (r % 2 == 0) {
+      ps = time_ms(on_private, reps);
+      ss = time_ms(on_shared, reps);
+    } else {
+      ss = time_ms(on_shared, reps);
+      ps = time_ms(on_private, reps);
+    }
+    pms.push_back(ps);
+    sms.push_back(ss);
+    ratios.push_back(ss / ps);
+  }
+  auto [lo, hi] = std::minmax_element(ratios.begin(), ratios.end());
+  std::printf("%-5s %14.4f %14.4f %9.2fx %8.2f..%-8.2f\n", name, median(pms), median(sms), median(ratios), *lo, *hi);
+  std::fflush(stdout);
+  return {median(pms), median(sms)};
 }
 
 // The object accesses T1 makes (SPEC.md "T1": field reads through a reference, a list-valued
@@ -57,17 +96,12 @@ std::uint64_t t1_object_accesses(const Params& p) {
   return 1 + complex + base + roots + visits * (1 + static_cast<std::uint64_t>(p.conn_per_atomic));
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 int run(int argc, char** argv) {
   std::string size = "small";
   std::uint64_t seed = 42;
   int rounds = 11;
   double min_ms = 20;
+  std::string only;  // comma-separated rows to run (default: all)
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "-h" || a == "--help") {
@@ -81,6 +115,7 @@ int run(int argc, char** argv) {
       else if (a == "--seed") seed = std::stoull(v);
       else if (a == "--rounds") rounds = std::max(1, std::stoi(v));
       else if (a == "--min-ms") min_ms = std::max(1.0, std::stod(v));
+      else if (a == "--only") only = "," + v + ",";
       else throw colors::InvalidArgumentError("unknown option '" + a + "'");
     } catch (const std::logic_error&) {
       throw colors::InvalidArgumentError(a + " needs a number, got '" + v + "'");
@@ -98,42 +133,44 @@ int run(int argc, char** argv) {
     return 1;
   }
 
+  // The queries: shared sorted maps (built as the loader builds them) vs the private indexes,
+  // compared before T2b runs (the calibration runs T2b once more on the shared side).
+  const SharedIndexes six = build_shared_indexes(sa);
+  const PrivateIndexes pix = build_private_indexes(*priv);
+  SharedIndexAccess si(sa, six);
+  PrivateIndexAccess pi(pix);
+  for (Query q : {Query::kQ1, Query::kQ2, Query::kQ3}) {
+    if (run_query(si, q, seed, atomic_parts(p)) != run_query(pi, q, seed, atomic_parts(p))) {
+      std::fprintf(stderr, "oo7-bench: %s differs between the shared and the private indexes\n", query_name(q));
+      return 1;
+    }
+  }
+
   const Op ops[] = {Op::kT1, Op::kT6, Op::kT2b, Op::kQ7};
+  auto wanted = [&](const char* name) { return only.empty() || only.find("," + std::string(name) + ",") != std::string::npos; };
   std::printf("OO7 %s seed %llu, C++: shared heap (colors::Object/List through the public API) vs structs\n",
               p.size.c_str(), static_cast<unsigned long long>(seed));
   std::printf("%d rounds; per round each op repeated to take >= %.0f ms on the shared side; thread CPU time\n\n", rounds, min_ms);
   double t1_private_ms = 0, t1_shared_ms = 0;
   std::printf("%-5s %14s %14s %10s %17s\n", "op", "private ms/op", "shared ms/op", "ratio", "ratio min..max");
   for (Op op : ops) {
-    // Repetitions per timing so that a round's shared run takes at least min_ms.
-    double one = std::max(time_ms(sa, op, 1), 1e-3);
-    int reps = std::max(1, static_cast<int>(min_ms / one));
-    std::vector<double> ratios, pms, sms;
-    for (int r = 0; r < rounds; ++r) {
-      double ps, ss;
-      if (r % 2 == 0) {
-        ps = time_ms(pa, op, reps);
-        ss = time_ms(sa, op, std::max(1, reps));
-      } else {
-        ss = time_ms(sa, op, reps);
-        ps = time_ms(pa, op, reps);
-      }
-      pms.push_back(ps);
-      sms.push_back(ss);
-      ratios.push_back(ss / ps);
-    }
-    auto [lo, hi] = std::minmax_element(ratios.begin(), ratios.end());
-    std::printf("%-5s %14.4f %14.4f %9.2fx %8.2f..%-8.2f\n", op_name(op), median(pms), median(sms), median(ratios), *lo,
-                *hi);
+    if (!wanted(op_name(op))) continue;
+    Row row = bench_row(op_name(op), [&] { return run_op(pa, op); }, [&] { return run_op(sa, op); }, rounds, min_ms);
     if (op == Op::kT1) {
-      t1_private_ms = median(pms);
-      t1_shared_ms = median(sms);
+      t1_private_ms = row.private_ms;
+      t1_shared_ms = row.shared_ms;
     }
   }
+  for (Query q : {Query::kQ1, Query::kQ2, Query::kQ3}) {
+    if (!wanted(query_name(q))) continue;
+    bench_row(query_name(q), [&] { return run_query(pi, q, seed, atomic_parts(p)); },
+              [&] { return run_query(si, q, seed, atomic_parts(p)); }, rounds, min_ms);
+  }
   const double accesses = static_cast<double>(t1_object_accesses(p));
-  std::printf("\nT1 makes %.0f object accesses (SPEC.md): %.1f ns each on structs, %.1f ns on the shared heap\n",
-              accesses, t1_private_ms * 1e6 / accesses, t1_shared_ms * 1e6 / accesses);
-  std::printf("issue 18 target: T1 shared <= 1.5x structs\n");
+  if (t1_shared_ms > 0)
+    std::printf("\nT1 makes %.0f object accesses (SPEC.md): %.1f ns each on structs, %.1f ns on the shared heap\n",
+                accesses, t1_private_ms * 1e6 / accesses, t1_shared_ms * 1e6 / accesses);
+  std::printf("issue 18 targets: T1 shared <= 1.5x structs; Q1 <= 2x std::unordered_map, Q2/Q3 <= 2x std::map\n");
   return 0;
 }
 

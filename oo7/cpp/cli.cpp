@@ -14,8 +14,9 @@ const char* const kLoadUsage =
     "         repository oo7.<size>, reads it back and prints visits, fingerprint, visit-order\n"
     "       oo7-load --check [--size S] [--seed N] [--t2b-runs R]\n"
     "         reads the published database (built by any language) and checks the same lines\n"
-    "         against the database the generator gives for the seed (after R runs of T2b)\n"
-    "       oo7-load --check --op t1|t6|t2a|t2b|t2c|q7 [--repeat N] [--no-monitor] [--size S]\n"
+    "         against the database the generator gives for the seed (after R runs of T2b),\n"
+    "         and the indexes oo7.<size>.parts_by_id / parts_by_date against the database\n"
+    "       oo7-load --check --op t1|t6|t2a|t2b|t2c|q7|q1|q2|q3 [--repeat N] [--no-monitor] [--size S]\n"
     "         runs an operation N times on the published database and prints its result\n";
 
 namespace {
@@ -57,7 +58,9 @@ LoadOptions parse_load_options(const std::vector<std::string>& args) {
     } else if (a == "--check") {
       o.check_only = true;
     } else if (a == "--op") {
-      o.op = op_from_name(value());
+      const std::string& name = value();
+      if (auto q = query_from_name(name)) o.query = q;
+      else o.op = op_from_name(name);
     } else if (a == "--repeat") {
       o.repeat = static_cast<int>(number(a, value(), 1));
       repeat_given = true;
@@ -70,10 +73,11 @@ LoadOptions parse_load_options(const std::vector<std::string>& args) {
       throw colors::InvalidArgumentError("unknown option '" + a + "'");
     }
   }
-  if ((o.op || repeat_given || no_monitor || o.t2b_runs) && !o.check_only)
+  const bool any_op = o.op || o.query;
+  if ((any_op || repeat_given || no_monitor || o.t2b_runs) && !o.check_only)
     throw colors::InvalidArgumentError("--op, --repeat, --no-monitor and --t2b-runs go with --check");
-  if ((repeat_given || no_monitor) && !o.op) throw colors::InvalidArgumentError("--repeat and --no-monitor go with --op");
-  if (o.op && o.t2b_runs) throw colors::InvalidArgumentError("--t2b-runs checks the database: run it apart from --op");
+  if ((repeat_given || no_monitor) && !any_op) throw colors::InvalidArgumentError("--repeat and --no-monitor go with --op");
+  if (any_op && o.t2b_runs) throw colors::InvalidArgumentError("--t2b-runs checks the database: run it apart from --op");
   return o;
 }
 

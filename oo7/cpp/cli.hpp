@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "operations.hpp"
+#include "queries.hpp"
 
 namespace oo7 {
 
@@ -15,6 +16,7 @@ struct LoadOptions {
   std::uint64_t seed = 42;
   bool check_only = false;           // --check: read the published database, build nothing
   std::optional<Op> op;              // --op: run an operation on the published database
+  std::optional<Query> query;        // --op q1|q2|q3: run a query through the published indexes
   int repeat = 1;                    // --repeat: times to run --op
   bool use_monitors = true;          // --no-monitor: T2 without monitors (shows lost updates)
   std::optional<int> t2b_runs;       // --t2b-runs R: expect the database R T2b runs after loading

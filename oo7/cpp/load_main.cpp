@@ -8,10 +8,12 @@
 
 #include "cli.hpp"
 #include "fingerprint.hpp"
+#include "indexes.hpp"
 #include "operations.hpp"
 #include "params.hpp"
 #include "private_access.hpp"
 #include "private_builder.hpp"
+#include "queries.hpp"
 #include "shared_access.hpp"
 #include "shared_builder.hpp"
 #include "shared_schema.hpp"
@@ -47,6 +49,8 @@ bool expect_lines(const Lines& want, const Lines& got, const char* source) {
   ok &= expect("visit-order", hex16(want.visit_order), hex16(got.visit_order), source);
   return ok;
 }
+
+bool check_indexes(const Params& p, const SharedAccess& shared);
 
 // Prints the contract's lines for the shared database and checks them against SPEC.md's values
 // (seed 42 small, untouched database) and against the private database the generator gives.
@@ -90,7 +94,41 @@ int print_and_check(const LoadOptions& o, const Params& p, const Schema& s, cons
       ok = false;
     }
   }
+  ok &= check_indexes(p, shared);
   return ok ? 0 : 1;
+}
+
+// Verifies the published indexes against the database; prints "indexes ok", or what is wrong on
+// stderr. A database whose loader published no index (neither repository holds one) passes with
+// "indexes none".
+bool check_indexes(const Params& p, const SharedAccess& shared) {
+  std::optional<SharedIndexes> ix = published_indexes(p);
+  if (!ix) {
+    std::printf("indexes none\n");
+    return true;
+  }
+  std::vector<std::string> problems = index_problems(shared, *ix);
+  for (const auto& m : problems) std::fprintf(stderr, "oo7-load: index: %s\n", m.c_str());
+  if (problems.empty()) std::printf("indexes ok\n");
+  return problems.empty();
+}
+
+// Runs --op q1|q2|q3 through the published indexes.
+int run_queries(const LoadOptions& o, const Params& p, const Schema& s, const colors::Object& db) {
+  SharedAccess shared(s, db);
+  std::optional<SharedIndexes> ix = published_indexes(p);
+  if (!ix)
+    throw colors::KeyError("repositories '" + parts_by_id_repository(p) + "' and '" + parts_by_date_repository(p) +
+                           "' hold no index: load the database with a loader that builds them");
+  SharedIndexAccess access(shared, *ix);
+  for (int i = 0; i < o.repeat; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    OpResult r = run_query(access, *o.query, o.seed, atomic_parts(p));
+    std::printf("op %s run %d count %llu sum %lld ms %.3f\n", query_name(*o.query), i + 1,
+                static_cast<unsigned long long>(r.count), static_cast<long long>(r.sum), ms_since(t0));
+    std::fflush(stdout);
+  }
+  return 0;
 }
 
 int run_ops(const LoadOptions& o, const Schema& s, const colors::Object& db) {
@@ -121,6 +159,7 @@ int main_checked(const std::vector<std::string>& args) {
   if (o.check_only) {
     colors::Object db = published_database(p.repository());
     Schema s = schema_of(db);
+    if (o.query) return run_queries(o, p, s, db);
     return o.op ? run_ops(o, s, db) : print_and_check(o, p, s, db);
   }
   Schema s = define_schema();
@@ -128,6 +167,9 @@ int main_checked(const std::vector<std::string>& args) {
   colors::Object built = build_shared(s, p, o.seed);
   publish(p, built);
   std::printf("build-ms %.1f\n", ms_since(t0));
+  t0 = std::chrono::steady_clock::now();
+  publish_indexes(p, build_shared_indexes(SharedAccess(s, built)));
+  std::printf("index-ms %.1f\n", ms_since(t0));
   built = colors::Object();
   // Read back what the repository holds, as any other client would.
   return print_and_check(o, p, s, published_database(p.repository()));

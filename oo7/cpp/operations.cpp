@@ -11,7 +11,7 @@ Op op_from_name(std::string_view name) {
   if (name == "t2b") return Op::kT2b;
   if (name == "t2c") return Op::kT2c;
   if (name == "q7") return Op::kQ7;
-  throw colors::InvalidArgumentError("unknown OO7 operation '" + std::string(name) + "': use t1, t6, t2a, t2b, t2c or q7");
+  throw colors::InvalidArgumentError("unknown OO7 operation '" + std::string(name) + "': use t1, t6, t2a, t2b, t2c, q7, q1, q2 or q3");
 }
 
 const char* op_name(Op op) {

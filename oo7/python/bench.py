@@ -7,7 +7,9 @@ Starts its own colors-server ($COLORS_SERVER_BIN, else $BUILD_DIR/colors-server/
 else <repo>/build/...; or --socket PATH to use a running one), builds the database of --size from
 seed 42 twice in this process, once in private objects (``__dict__`` instances, Python lists) and
 once in the shared heap (allocated object by object, as the loader does), checks both against the
-SPEC, then runs T1, T6, T2b and Q7 in interleaved rounds: each round times every operation on both
+SPEC, builds the indexes on each side (shared sorted maps as the loader publishes them; a ``dict``
+by id and a ``sortedcontainers.SortedDict`` by date privately), then runs T1, T6, T2b, Q7 and the
+queries Q1, Q2, Q3 in interleaved rounds: each round times every operation on both
 databases (which goes first alternates), and the table gives the median time of each side and the
 median of the per-round ratios shared / private. Operations much shorter than T1 are repeated
 within a timing (the "x" column) so each timing lasts milliseconds. T2b on the shared database
@@ -39,23 +41,41 @@ sys.path.insert(0, str(HERE / "tests"))
 
 import colors_shm as cs  # noqa: E402
 
-from oo7py import build, checks, models, ops, params  # noqa: E402
+from oo7py import build, checks, indexes, models, ops, params, queries  # noqa: E402
 
-TARGETS = {"t1": "<= 1.5"}
-# op -> (callable(db, model), repetitions per timing)
+TARGETS = {"t1": "<= 1.5", "q1": "<= 2", "q2": "<= 2", "q3": "<= 2"}
+
+
+class Side:
+    """One side of the comparison: a database, its model and its indexes (by_id, by_date)."""
+
+    __slots__ = ("db", "model", "ix", "parts")
+
+    def __init__(self, db, model, ix, parts: int):
+        self.db, self.model, self.ix, self.parts = db, model, ix, parts
+
+
+def _query(name):
+    return lambda side: queries.run(name, *side.ix, 42, side.parts)
+
+
+# op -> (callable(side), repetitions per timing)
 OPS = {
-    "t1": (lambda db, m: ops.t1(db), 1),
-    "t6": (lambda db, m: ops.t6(db), 40),
-    "t2b": (lambda db, m: ops.t2b(db, m.synchronized), 1),
-    "q7": (lambda db, m: ops.q7(db), 10),
+    "t1": (lambda side: ops.t1(side.db), 1),
+    "t6": (lambda side: ops.t6(side.db), 40),
+    "t2b": (lambda side: ops.t2b(side.db, side.model.synchronized), 1),
+    "q7": (lambda side: ops.q7(side.db), 10),
+    "q1": (_query("q1"), 2000),
+    "q2": (_query("q2"), 200),
+    "q3": (_query("q3"), 20),
 }
 
 
-def timed(op: str, db, model) -> float:
+def timed(op: str, side: Side) -> float:
     fn, reps = OPS[op]
     t0 = time.perf_counter()
     for _ in range(reps):
-        fn(db, model)
+        fn(side)
     return (time.perf_counter() - t0) / reps
 
 
@@ -66,27 +86,27 @@ def check(db, size: str) -> None:
         sys.exit(f"bench: database does not match the SPEC: {got} vs {want}")
 
 
-def table(db_p, db_s, rounds: int) -> None:
+def table(side_p: Side, side_s: Side, rounds: int) -> None:
     times = {op: ([], [], []) for op in OPS}  # private, shared, ratio
     for op in OPS:  # warm-up: proxies' classes, code paths
-        timed(op, db_p, models.PRIVATE)
-        timed(op, db_s, models.SHARED)
+        timed(op, side_p)
+        timed(op, side_s)
     for r in range(rounds):
         for op in OPS:
             gc.collect()
             if r % 2:
-                ts = timed(op, db_s, models.SHARED)
-                tp = timed(op, db_p, models.PRIVATE)
+                ts = timed(op, side_s)
+                tp = timed(op, side_p)
             else:
-                tp = timed(op, db_p, models.PRIVATE)
-                ts = timed(op, db_s, models.SHARED)
+                tp = timed(op, side_p)
+                ts = timed(op, side_s)
             p, s, q = times[op]
             p.append(tp)
             s.append(ts)
             q.append(ts / tp)
-    print(f"{'op':<5} {'x':>3} {'private ms':>11} {'shared ms':>10} {'ratio':>6} {'target':>7}")
+    print(f"{'op':<5} {'x':>4} {'private ms':>11} {'shared ms':>10} {'ratio':>6} {'target':>7}")
     for op, (p, s, q) in times.items():
-        print(f"{op:<5} {OPS[op][1]:>3} {statistics.median(p) * 1e3:>11.3f} {statistics.median(s) * 1e3:>10.3f}"
+        print(f"{op:<5} {OPS[op][1]:>4} {statistics.median(p) * 1e3:>11.3f} {statistics.median(s) * 1e3:>10.3f}"
               f" {statistics.median(q):>6.2f} {TARGETS.get(op, '-'):>7}")
     print(f"(median of {rounds} interleaved rounds; ratio = median of per-round shared/private)")
 
@@ -154,15 +174,15 @@ def breakdown(db_p, db_s) -> None:
     print(f"{'sum (compare: shared - private T1 above)':<40} {'':>8} {'':>8} {'':>8} {total:>9.1f}")
 
 
-def profile(db_s, op: str) -> None:
+def profile(side_s: Side, op: str) -> None:
     import cProfile
     import pstats
 
-    timed(op, db_s, models.SHARED)
+    timed(op, side_s)
     pr = cProfile.Profile()
     pr.enable()
     for _ in range(5):
-        timed(op, db_s, models.SHARED)
+        timed(op, side_s)
     pr.disable()
     pstats.Stats(pr).sort_stats("tottime").print_stats(15)
 
@@ -195,10 +215,16 @@ def main() -> int:
         print(f"oo7 {a.size} seed 42: built private in {t1 - t0:.2f} s, shared in {t2 - t1:.2f} s")
         check(db_p, a.size)
         check(db_s, a.size)
+        n = queries.atomic_parts(p)
+        side_p = Side(db_p, models.PRIVATE, indexes.build_private(db_p), n)
+        side_s = Side(db_s, models.SHARED, indexes.build_shared(db_s), n)
+        for q in queries.NAMES:
+            if OPS[q][0](side_p) != OPS[q][0](side_s):
+                sys.exit(f"bench: {q} differs between the shared and the private indexes")
         if a.profile:
-            profile(db_s, a.profile)
+            profile(side_s, a.profile)
         else:
-            table(db_p, db_s, rounds)
+            table(side_p, side_s, rounds)
             if a.breakdown:
                 breakdown(db_p, db_s)
     finally:

@@ -11,10 +11,12 @@
 
 #include "command.hpp"
 #include "fingerprint.hpp"
+#include "indexes.hpp"
 #include "operations.hpp"
 #include "params.hpp"
 #include "private_access.hpp"
 #include "private_builder.hpp"
+#include "queries.hpp"
 #include "server_process.hpp"
 #include "shared_access.hpp"
 #include "shared_builder.hpp"
@@ -66,6 +68,54 @@ void require_contract_lines(const Finished& f, const std::string& lang) {
   CHECK(has_line(f.out, "visit-order 2c0f1a48f8151d7d"));
 }
 
+// Q1/Q2/Q3 computed by scanning the generator's private parts, without any index: the model the
+// indexed queries are checked against.
+oo7::OpResult scanned_query(const oo7::priv::Database& db, oo7::Query q, std::uint64_t seed) {
+  std::vector<const oo7::priv::AtomicPart*> parts;
+  for (const auto* c : db.composites)
+    for (const auto* part : c->parts) parts.push_back(part);
+  oo7::OpResult r{};
+  if (q == oo7::Query::kQ1) {
+    oo7::SplitMix64 rng(seed + 1);
+    for (int i = 0; i < oo7::kQ1Lookups; ++i) {
+      const auto id = static_cast<std::int64_t>(1 + rng.rand(parts.size()));
+      for (const auto* part : parts)
+        if (part->id == id) {
+          ++r.count;
+          r.sum += part->x;
+        }
+    }
+    return r;
+  }
+  const std::int64_t lo = q == oo7::Query::kQ2 ? oo7::kQ2Lo : oo7::kQ3Lo;
+  const std::int64_t hi = q == oo7::Query::kQ2 ? oo7::kQ2Hi : oo7::kQ3Hi;
+  for (const auto* part : parts)
+    if (part->build_date >= lo && part->build_date < hi) {
+      ++r.count;
+      r.sum += part->x;
+    }
+  return r;
+}
+
+std::string query_line(const oo7::priv::Database& db, oo7::Query q, std::uint64_t seed) {
+  const oo7::OpResult r = scanned_query(db, q, seed);
+  return std::string("op ") + oo7::query_name(q) + " run 1 count " + std::to_string(r.count) + " sum " +
+         std::to_string(r.sum) + " ";
+}
+
+// oo7-load --check --op q1|q2|q3 on the published database prints the results the scan of the
+// generator's parts gives.
+void require_query_results(Server& srv, std::uint64_t seed, const std::string& tag) {
+  auto priv = oo7::build_private(oo7::params_for("small"), seed);
+  for (oo7::Query q : {oo7::Query::kQ1, oo7::Query::kQ2, oo7::Query::kQ3}) {
+    Finished f = srv.load_and_wait({"--check", "--op", oo7::query_name(q), "--seed", std::to_string(seed)},
+                                   tag + "-" + oo7::query_name(q));
+    INFO("stdout:\n" << f.out << "stderr:\n" << f.err);
+    REQUIRE(f.exit_code == 0);
+    CHECK(f.out.find(query_line(*priv, q, seed)) != std::string::npos);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("OO7 small seed 42: the shared and the private database pass SPEC's checks and agree on every operation") {
@@ -99,6 +149,25 @@ TEST_CASE("OO7 small seed 42: the shared and the private database pass SPEC's ch
     for (const auto& part : priv->part_owner) sum += part->x;
     CHECK(q.sum == sum);
     CHECK(oo7::run_op(sa, oo7::Op::kQ7) == q);
+  }
+
+  SECTION("the indexes check, and Q1/Q2/Q3 agree through the shared and the private indexes") {
+    const oo7::SharedIndexes six = oo7::build_shared_indexes(sa);
+    CHECK(six.by_id.size() == 10000);
+    CHECK(oo7::index_problems(sa, six).empty());
+    const oo7::PrivateIndexes pix = oo7::build_private_indexes(*priv);
+    oo7::SharedIndexAccess si(sa, six);
+    oo7::PrivateIndexAccess pi(pix);
+    for (oo7::Query q : {oo7::Query::kQ1, oo7::Query::kQ2, oo7::Query::kQ3}) {
+      INFO(oo7::query_name(q));
+      const oo7::OpResult want = scanned_query(*priv, q, 42);
+      CHECK(oo7::run_query(si, q, 42, oo7::atomic_parts(p)) == want);
+      CHECK(oo7::run_query(pi, q, 42, oo7::atomic_parts(p)) == want);
+    }
+    CHECK(scanned_query(*priv, oo7::Query::kQ1, 42).count == 10);
+    // About 1% and 10% of the 10,000 parts.
+    CHECK(scanned_query(*priv, oo7::Query::kQ2, 42).count > 50);
+    CHECK(scanned_query(*priv, oo7::Query::kQ3, 42).count > 500);
   }
 
   SECTION("each T2 swaps the same parts on both") {
@@ -173,8 +242,13 @@ TEST_CASE("a database whose classes are other versions (another language's typin
 
 TEST_CASE("oo7-load builds, publishes and checks, and --check reads what it published") {
   Server srv;
-  require_contract_lines(srv.load_and_wait({}, "load"), "cpp");
-  require_contract_lines(srv.load_and_wait({"--check"}, "check"), "cpp");
+  Finished load = srv.load_and_wait({}, "load");
+  require_contract_lines(load, "cpp");
+  CHECK(has_line(load.out, "indexes ok"));
+  Finished check = srv.load_and_wait({"--check"}, "check");
+  require_contract_lines(check, "cpp");
+  CHECK(has_line(check.out, "indexes ok"));
+  require_query_results(srv, 42, "q");
   Finished t1 = srv.load_and_wait({"--check", "--op", "t1", "--repeat", "2"}, "t1");
   REQUIRE(t1.exit_code == 0);
   CHECK(t1.out.find("op t1 run 2 count 43740 sum 0") != std::string::npos);
@@ -183,6 +257,8 @@ TEST_CASE("oo7-load builds, publishes and checks, and --check reads what it publ
   REQUIRE(other.exit_code == 0);
   CHECK(has_line(other.out, "oo7 size=small seed=7 lang=cpp"));
   CHECK(!has_line(other.out, "fingerprint e0381c302e05b74a"));
+  CHECK(has_line(other.out, "indexes ok"));  // rebuilt with the new database
+  require_query_results(srv, 7, "q7-seed");
   // The seed-42 check now fails on the seed-7 database, naming both values.
   Finished wrong = srv.load_and_wait({"--check"}, "wrong");
   CHECK(wrong.exit_code == 1);
@@ -207,6 +283,70 @@ TEST_CASE("oo7-load rejects bad input with a clear message") {
   Finished other = srv.load_and_wait({"--check"}, "other");
   CHECK(other.exit_code == 2);
   CHECK(other.err.find("not an oo7.Database") != std::string::npos);
+}
+
+TEST_CASE("the index check fails on an index that misses, misplaces or duplicates a part") {
+  Server srv;
+  REQUIRE(srv.load_and_wait({}, "load").exit_code == 0);
+  colors::attach(srv.cfg.socket);
+  auto by_id = [] { return colors::SortedMap(colors::repository("oo7.small.parts_by_id").get()); };
+  auto by_date = [] { return colors::SortedMap(colors::repository("oo7.small.parts_by_date").get()); };
+  const colors::Value part17 = by_id().at(colors::Value(17));
+  const colors::Value part18 = by_id().at(colors::Value(18));
+
+  SECTION("a part missing from parts_by_id") {
+    REQUIRE(by_id().remove(colors::Value(17)));
+    Finished f = srv.load_and_wait({"--check"}, "no-id");
+    CHECK(f.exit_code == 1);
+    CHECK(f.err.find("parts_by_id has no entry for part 17") != std::string::npos);
+    CHECK(!has_line(f.out, "indexes ok"));
+  }
+  SECTION("an id mapped to another part") {
+    by_id().put(colors::Value(17), part18);
+    Finished f = srv.load_and_wait({"--check"}, "wrong-id");
+    CHECK(f.exit_code == 1);
+    CHECK(f.err.find("parts_by_id maps 17 to another object than part 17") != std::string::npos);
+  }
+  SECTION("a part listed under another date") {
+    // Move part 17 from its date's list to the list of another date.
+    colors::SortedMap dates = by_date();
+    const std::int64_t date = colors::Object(part17).get("buildDate").as_int();
+    colors::List own(dates.at(colors::Value(date)));
+    for (std::size_t i = 0; i < own.size(); ++i)
+      if (own.get(i).raw() == part17.raw()) {
+        own.erase(i);
+        break;
+      }
+    const std::int64_t other = date == 1000 ? 1001 : 1000;
+    colors::List(dates.at(colors::Value(other))).append(part17);  // small has parts on every date
+    Finished f = srv.load_and_wait({"--check"}, "wrong-date");
+    CHECK(f.exit_code == 1);
+    CHECK(f.err.find("parts_by_date lists part 17 under " + std::to_string(other)) != std::string::npos);
+  }
+  SECTION("a part listed twice") {
+    colors::SortedMap dates = by_date();
+    const std::int64_t date = colors::Object(part17).get("buildDate").as_int();
+    colors::List(dates.at(colors::Value(date))).append(part17);
+    Finished f = srv.load_and_wait({"--check"}, "twice");
+    CHECK(f.exit_code == 1);
+    CHECK(f.err.find("parts_by_date lists a part twice") != std::string::npos);
+  }
+  SECTION("a date mapped to something else than a list") {
+    by_date().put(colors::Value(1000), colors::Value("not a list"));
+    Finished f = srv.load_and_wait({"--check"}, "not-a-list");
+    CHECK(f.exit_code == 1);
+    CHECK(f.err.find("parts_by_date holds a ") != std::string::npos);
+  }
+  SECTION("one index without the other") {
+    colors::repository("oo7.small.parts_by_date").set(colors::Value());
+    Finished f = srv.load_and_wait({"--check"}, "one-index");
+    CHECK(f.exit_code == 2);
+    CHECK(f.err.find("'oo7.small.parts_by_date' holds no index while its companion does") != std::string::npos);
+  }
+  colors::detach();
+  // A new load replaces both indexes, and the check passes again.
+  REQUIRE(srv.load_and_wait({}, "reload").exit_code == 0);
+  CHECK(srv.load_and_wait({"--check"}, "again").exit_code == 0);
 }
 
 TEST_CASE("T2b from two processes at once under the composite parts' monitors loses no update") {
@@ -252,7 +392,7 @@ TEST_CASE("oo7-load medium: the read-back database matches the generator's priva
 // A database another language's loader published must pass the C++ checks: the loader's own
 // lines first, then oo7-load --check over the same heap.
 [[maybe_unused]] static void check_database_of(const std::string& lang, const std::vector<std::string>& argv,
-                                               std::vector<std::string> env) {
+                                               std::vector<std::string> env, bool with_indexes) {
   Server srv;
   env.push_back("COLORS_SOCKET=" + srv.cfg.socket);
   Command loader(argv, env, srv.dir.path() + "/" + lang);
@@ -262,19 +402,24 @@ TEST_CASE("oo7-load medium: the read-back database matches the generator's priva
   Finished t1 = srv.load_and_wait({"--check", "--op", "t1"}, "t1-" + lang);
   REQUIRE(t1.exit_code == 0);
   CHECK(t1.out.find("op t1 run 1 count 43740") != std::string::npos);
+  if (with_indexes) {
+    CHECK(has_line(built.out, "indexes ok"));
+    CHECK(has_line(srv.load_and_wait({"--check"}, "ix-" + lang).out, "indexes ok"));
+    require_query_results(srv, 42, "q-" + lang);
+  }
 }
 
 #ifdef OO7_PYTHON_LOADER
 TEST_CASE("a database the Python loader published passes the C++ checks") {
   check_database_of("python", {"/usr/bin/env", "python3", OO7_PYTHON_LOADER, "--size", "small", "--seed", "42"},
-                    {"PYTHONPATH=" OO7_PYTHON_PATH});
+                    {"PYTHONPATH=" OO7_PYTHON_PATH}, true);
 }
 #endif
 
 #ifdef OO7_JAVA_LOADER
 TEST_CASE("a database the Java loader published passes the C++ checks") {
   check_database_of("java", {"/usr/bin/env", "bash", OO7_JAVA_LOADER, "--size", "small", "--seed", "42"},
-                    {"BUILD_DIR=" OO7_BUILD_DIR});
+                    {"BUILD_DIR=" OO7_BUILD_DIR}, false);  // the Java loader builds no index yet
 }
 #endif
 

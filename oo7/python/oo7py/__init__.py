@@ -11,5 +11,8 @@
 * ``ops``      T1, T6, T2a, T2b, T2c and Q7, one code for both models (the shared proxies are
                instances of subclasses of the private classes: same attribute names, lists that
                iterate alike);
-* ``publish``  repository names and the publish / fetch of ``oo7.Database``.
+* ``publish``  repository names and the publish / fetch of ``oo7.Database``;
+* ``indexes``  the parts-by-id and parts-by-date indexes, shared (sorted maps published beside the
+               database) or private (``dict``, ``SortedDict``), and their check;
+* ``queries``  Q1, Q2, Q3 over either model's indexes.
 """

@@ -1,6 +1,7 @@
 """OO7 in Python: the SPEC's checks on the private and the shared database, every operation on
-both with agreeing results, the loader's contract, T2b from two processes at once losing no
-update, and a database built by the C++ loader read from Python."""
+both with agreeing results, the indexes and Q1/Q2/Q3 through the shared and the private ones, the
+loader's contract, T2b from two processes at once losing no update, and a database built by the
+C++ loader read from Python."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import colors_shm as cs
 import pytest
 
 from oo7_harness import build_dir, child_env, oo7_server, run_load, spawn_load  # noqa: F401  (fixtures)
-from oo7py import build, checks, models, ops, params, publish
+from oo7py import build, checks, indexes, models, ops, params, publish, queries
 
 SMALL = params.params("small")
 VISITS, FINGERPRINT, ORDER = checks.expected("small", 42)
@@ -62,6 +63,34 @@ def contract_lines(stdout: str, lang: str) -> None:
     lines = stdout.splitlines()
     for want in CONTRACT_LINES:
         assert want.format(lang=lang) in lines, f"missing {want.format(lang=lang)!r} in:\n{stdout}"
+
+
+def scanned_query(db, name: str, seed: int = 42) -> tuple[int, int]:
+    """Q1/Q2/Q3 by scanning every part of ``db``, without an index: the model the indexed queries
+    are checked against."""
+    parts = [p for cp in db.composites for p in cp.parts]
+    if name == "q1":
+        rng = params.SplitMix64(seed + 1)
+        wanted = [1 + rng.rand(len(parts)) for _ in range(10)]
+        found = [p.x for i in wanted for p in parts if p.id == i]
+        return len(found), sum(found)
+    lo, hi = {"q2": (1000, 1010), "q3": (1000, 1100)}[name]
+    xs = [p.x for p in parts if lo <= p.buildDate < hi]
+    return len(xs), sum(xs)
+
+
+def query_results(stdout: str) -> dict[str, tuple[int, int]]:
+    return {m[0]: (int(m[1]), int(m[2])) for m in re.findall(r"^op (q\d) result \((\d+), (-?\d+)\)", stdout, re.M)}
+
+
+def assert_loader_queries(run_load, seed: int = 42) -> None:
+    """load.py --op q1|q2|q3 on the published database gives what the scan of the generator's
+    parts gives."""
+    generated = build.build(models.PRIVATE, SMALL, seed)
+    for name in queries.NAMES:
+        r = run_load("--op", name, "--seed", str(seed))
+        assert r.returncode == 0, r.stderr
+        assert query_results(r.stdout) == {name: scanned_query(generated, name, seed)}, r.stdout
 
 
 def test_private_database_has_the_spec_values():
@@ -130,14 +159,79 @@ def test_every_operation_agrees_on_both_models():
     assert any(n % 2 for n in swaps.values())
 
 
+def test_queries_agree_on_the_shared_and_the_private_indexes():
+    priv, shared = private_db(), shared_db()
+    shared_ix = indexes.build_shared(shared)
+    assert all(isinstance(ix, cs.SharedSortedDict) for ix in shared_ix)
+    assert len(shared_ix[0]) == 10_000
+    assert indexes.problems(shared, *shared_ix) == []
+    private_ix = indexes.build_private(priv)
+    assert indexes.problems(priv, *private_ix) == []
+    n = queries.atomic_parts(SMALL)
+    for name in queries.NAMES:
+        want = scanned_query(priv, name)
+        assert queries.run(name, *private_ix, 42, n) == want, name
+        assert queries.run(name, *shared_ix, 42, n) == want, name
+    assert scanned_query(priv, "q1")[0] == 10
+    assert scanned_query(priv, "q2")[0] > 50 and scanned_query(priv, "q3")[0] > 500  # ~1% and ~10%
+
+
 def test_loader_publishes_a_database_that_checks(run_load):
     r = run_load()
     assert r.returncode == 0, r.stderr
     contract_lines(r.stdout, "python")
+    assert "indexes ok" in r.stdout.splitlines()
     r = run_load("--check")
     assert r.returncode == 0, r.stderr
     contract_lines(r.stdout, "python")
+    assert "indexes ok" in r.stdout.splitlines()
     assert_spec_values(publish.fetch("small"))
+    assert_loader_queries(run_load)
+    r = run_load("--seed", "7")  # another database: the indexes are rebuilt with it
+    assert r.returncode == 0 and "indexes ok" in r.stdout.splitlines(), r.stderr
+    assert_loader_queries(run_load, 7)
+
+
+def _broken_by_id(by_id, by_date):
+    del by_id[17]
+    return "parts_by_id has no entry for part 17"
+
+
+def _wrong_id(by_id, by_date):
+    by_id[17] = by_id[18]
+    return "parts_by_id maps 17 to another object than part 17"
+
+
+def _wrong_date(by_id, by_date):
+    part = by_id[17]
+    by_date[part.buildDate].remove(part)
+    other = 1000 if part.buildDate != 1000 else 1001
+    by_date[other].append(part)  # small has parts on every date
+    return f"parts_by_date lists part 17 under {other}, its buildDate is {part.buildDate}"
+
+
+def _twice(by_id, by_date):
+    part = by_id[17]
+    by_date[part.buildDate].append(part)
+    return "parts_by_date lists a part twice"
+
+
+def _not_a_list(by_id, by_date):
+    by_date[1000] = "not a list"
+    return "parts_by_date holds a str under 1000"
+
+
+@pytest.mark.parametrize("breakage", [_broken_by_id, _wrong_id, _wrong_date, _twice, _not_a_list])
+def test_index_check_fails_on_a_broken_index(run_load, breakage):
+    assert run_load().returncode == 0
+    message = breakage(*indexes.fetch("small"))
+    r = run_load("--check")
+    assert r.returncode == 1, r.stdout
+    assert f"oo7: index: {message}" in r.stderr.splitlines()
+    assert "indexes ok" not in r.stdout.splitlines()
+    contract_lines(r.stdout, "python")  # the database itself still checks
+    assert run_load().returncode == 0  # a new load replaces the indexes
+    assert run_load("--check").returncode == 0
 
 
 def test_check_reports_a_changed_database(run_load):
@@ -204,9 +298,12 @@ def test_reads_the_database_the_cpp_loader_built(oo7_server, run_load):
                        env=child_env(oo7_server.socket), timeout=120)
     assert r.returncode == 0, r.stderr
     contract_lines(r.stdout, "cpp")
+    assert "indexes ok" in r.stdout.splitlines()
     r = run_load("--check")
     assert r.returncode == 0, r.stderr
     contract_lines(r.stdout, "python")
+    assert "indexes ok" in r.stdout.splitlines()  # the C++ loader's indexes, checked from Python
+    assert_loader_queries(run_load)
     db, generated, priv = publish.fetch("small"), private_db(), private_db()
     assert_spec_values(db)
     for op in ("t1", "t6", "q7", "t2b"):
