@@ -49,19 +49,22 @@ if [ -n "$audit_pid" ]; then
   wait "$audit_pid" || true
 fi
 # OO7 (oo7/README.md): the C++ loader builds the database in this server's heap and publishes it;
-# each language then runs T1 on that one shared database directly, and a short benchmark against
+# each language then runs T1 (and C++ and Python the range query Q2 through the shared sorted-map
+# index) on that one shared database directly, and a short benchmark against
 # the same database in its own private objects.
 repo=$(cd "$(dirname "$0")/.." && pwd)
 echo "--- OO7: one database in the heap, used directly by C++, Python and Java ---"
 BUILD_DIR="$build" "$repo/oo7/load" --lang cpp
 "$build/oo7/oo7-load" --check --op t1
+"$build/oo7/oo7-load" --check --op q2
 if [ -d "$build/bindings-python/colors_shm" ]; then
   PYTHONPATH="$build/bindings-python" python3 "$repo/oo7/python/load.py" --check --op t1
+  PYTHONPATH="$build/bindings-python" python3 "$repo/oo7/python/load.py" --check --op q2
 fi
 if [ -n "$audit_pid" ]; then
   BUILD_DIR="$build" bash "$repo/oo7/java/load" --check --op t1
 fi
-echo "--- OO7 T1/T6/T2b/Q7: shared database vs the language's private objects (ratio = shared/private) ---"
+echo "--- OO7 operations and queries: shared database vs the language's private objects (ratio = shared/private) ---"
 "$build/oo7/oo7-bench" --rounds 3
 if [ -d "$build/bindings-python/colors_shm" ]; then
   PYTHONPATH="$build/bindings-python" python3 "$repo/oo7/python/bench.py" --rounds 3 --socket "$COLORS_SOCKET"
