@@ -6,9 +6,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import oo7.plain.PlainFactory;
 import oo7.shared.SharedFactory;
 import org.colors.ObjectRepository;
@@ -69,6 +73,82 @@ class ConcurrentT2bTest {
       for (Process p : procs) p.destroyForcibly();
     }
     long total = repeats[0] + repeats[1];
+    SwapCheck.Swaps swaps = (c, j) -> total * SwapCheck.visitsOf(generated, c);
+    List<String> bad = SwapCheck.mismatches(generated, db, swaps);
+    assertEquals(List.of(), bad.size() > 10 ? bad.subList(0, 10) : bad, bad.size() + " parts lost or tore a swap");
+  }
+
+  /**
+   * A JVM and a Python process run T2b at once on the same shared database (issue 18's "T2b from
+   * Python and Java at once"): the Java child 3 times, {@code oo7/python/load.py --check --op t2b}
+   * 4 times, both released together; both take each composite part's monitor (the same monitor
+   * table, keyed by the object), so no swap is lost: the parity check as above, over 7 runs.
+   */
+  @Test
+  void javaAndPythonRunningT2bAtOnceLoseNoUpdate() throws Exception {
+    Schema.Database db = Builder.build(Params.SMALL, 42, new SharedFactory());
+    SharedMemory.findOrCreateRepository("oo7.small").set(db);
+    Schema.Database generated = Builder.build(Params.SMALL, 42, new PlainFactory());
+    String pyPath = System.getenv("COLORS_PYTHONPATH");
+    if (pyPath == null || pyPath.isEmpty()) {
+      String b = System.getenv("BUILD_DIR");
+      Path build = b != null && !b.isEmpty() ? Path.of(b).toAbsolutePath() : Oo7Server.REPO.resolve("build");
+      pyPath = build.resolve("bindings-python").toString();
+    }
+    Path loader = Oo7Server.REPO.resolve("oo7/python/load.py");
+    assertTrue(Files.isRegularFile(loader), "no Python loader at " + loader);
+    String goName = "oo7.test.go.python";
+    ObjectRepository go = SharedMemory.findOrCreateRepository(goName);
+    int javaRuns = 3, pythonRuns = 4;
+    Process jvm = Oo7Server.javaProcess("oo7.T2bChild", "small", Integer.toString(javaRuns), goName).start();
+    ProcessBuilder pb = Oo7Server.process(List.of("python3", loader.toString(), "--check", "--op", "t2b", "--repeat",
+        Integer.toString(pythonRuns), "--wait-stdin"));
+    pb.environment().put("PYTHONPATH", pyPath);
+    pb.environment().put("PYTHONDONTWRITEBYTECODE", "1");
+    Process python = pb.start();
+    try {
+      jvm.getOutputStream().close();
+      BufferedReader jout = new BufferedReader(new InputStreamReader(jvm.getInputStream(), StandardCharsets.UTF_8));
+      BufferedReader pout = new BufferedReader(new InputStreamReader(python.getInputStream(), StandardCharsets.UTF_8));
+      assertEquals("ready", firstLineOf(jout), "Java child output");
+      StringBuilder pythonOut = new StringBuilder();
+      for (String line; (line = pout.readLine()) != null && !line.equals("ready");) pythonOut.append(line).append('\n');
+      assertTrue(python.isAlive(), "the Python loader ended before it was ready:\n" + pythonOut);
+      try (SharedMonitor m = SharedMemory.lock(go)) {
+        go.set(1L);
+        m.signalAll();
+      }
+      python.getOutputStream().write("go\n".getBytes(StandardCharsets.UTF_8));
+      python.getOutputStream().close();
+      String ran = firstLineOf(jout);
+      assertTrue(ran.startsWith("ran "), "Java child output: " + ran);
+      String[] f = ran.split(" ");
+      long javaStartMs = Long.parseLong(f[1]), javaEndMs = Long.parseLong(f[2]);
+      double pyStart = Double.MAX_VALUE, pyEnd = 0;
+      int pyDone = 0;
+      Pattern opLine = Pattern.compile("^op t2b result (\\d+) start ([\\d.]+) end ([\\d.]+)");
+      for (String line; (line = pout.readLine()) != null;) {
+        pythonOut.append(line).append('\n');
+        Matcher mt = opLine.matcher(line);
+        if (!mt.find()) continue;
+        assertEquals(Checks.SMALL_42.visits(), Long.parseLong(mt.group(1)), line);
+        pyStart = Math.min(pyStart, Double.parseDouble(mt.group(2)));
+        pyEnd = Math.max(pyEnd, Double.parseDouble(mt.group(3)));
+        pyDone++;
+      }
+      assertTrue(python.waitFor(120, TimeUnit.SECONDS), "the Python loader did not exit");
+      assertEquals(0, python.exitValue(), "Python loader output:\n" + pythonOut);
+      assertEquals(pythonRuns, pyDone, "Python loader output:\n" + pythonOut);
+      assertTrue(jvm.waitFor(60, TimeUnit.SECONDS), "the Java child did not exit");
+      assertEquals(0, jvm.exitValue(), "Java child exit code");
+      assertTrue(pyStart * 1000 < javaEndMs && javaStartMs < pyEnd * 1000,
+          "the Java (" + javaStartMs + "-" + javaEndMs + " ms) and Python (" + pyStart + "-" + pyEnd
+              + " s) T2b runs did not overlap: nothing was tested");
+    } finally {
+      jvm.destroyForcibly();
+      python.destroyForcibly();
+    }
+    long total = javaRuns + pythonRuns;
     SwapCheck.Swaps swaps = (c, j) -> total * SwapCheck.visitsOf(generated, c);
     List<String> bad = SwapCheck.mismatches(generated, db, swaps);
     assertEquals(List.of(), bad.size() > 10 ? bad.subList(0, 10) : bad, bad.size() + " parts lost or tore a swap");
