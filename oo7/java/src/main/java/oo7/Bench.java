@@ -17,7 +17,7 @@ import org.colors.SharedMemory;
  * operation on both models, alternating which goes first); per round the ratio shared / private;
  * the table gives the medians.
  *
- * <pre>bench [--size small|medium] [--seed N] [--rounds R] [--min-ms M] [--ops t1,t6,t2b,q7] [--breakdown]</pre>
+ * <pre>bench [--size small|medium] [--seed N] [--rounds R] [--min-ms M] [--ops t1,t6,t2b,q7,q1,q2,q3] [--breakdown]</pre>
  *
  * Each timing repeats the operation until {@code --min-ms} (default 50) have passed and gives the
  * time per run. {@code --breakdown} adds the same rounds for the shared operations run while a
@@ -41,7 +41,7 @@ public final class Bench {
     long seed = a.getUnsigned("--seed", 42);
     int rounds = (int) a.getLong("--rounds", 11);
     long minNanos = a.getLong("--min-ms", 50) * 1_000_000L;
-    String[] ops = a.get("--ops", "t1,t6,t2b,q7").split(",");
+    String[] ops = a.get("--ops", "t1,t6,t2b,q7,q1,q2,q3").split(",");
 
     SharedMemory.attach();
     long t0 = System.nanoTime();
@@ -51,8 +51,20 @@ public final class Bench {
     long t2 = System.nanoTime();
     System.out.printf("oo7 bench size=%s seed=%s lang=java rounds=%d%n", p.name(), Long.toUnsignedString(seed), rounds);
     System.out.printf("build: shared %.0f ms, private %.0f ms%n", (t1 - t0) / 1e6, (t2 - t1) / 1e6);
-    Ops so = new SharedOps();
-    Ops po = new PlainOps();
+    // Q1/Q2/Q3 through the indexes: shared sorted maps against HashMap / TreeMap.
+    org.colors.SharedSortedMap byId = SharedMemory.newSortedMap();
+    org.colors.SharedSortedMap byDate = SharedMemory.newSortedMap();
+    Queries.build(shared, byId, byDate, n -> SharedMemory.allocate(List.class, n));
+    java.util.Map<Object, Object> myById = new java.util.HashMap<>();
+    java.util.TreeMap<Object, Object> myByDate = new java.util.TreeMap<>();
+    Queries.build(mine, myById, myByDate, ArrayList::new);
+    long parts = Queries.atomicParts(p);
+    for (String q : new String[] {"q1", "q2", "q3"}) {
+      if (!Queries.run(q, byId, byDate, seed, parts).equals(Queries.run(q, myById, myByDate, seed, parts)))
+        throw new IllegalStateException(q + " differs between the shared and the private indexes");
+    }
+    Ops so = withQueries(new SharedOps(), byId, byDate, seed, parts);
+    Ops po = withQueries(new PlainOps(), myById, myByDate, seed, parts);
     Checks.Summary ss = Checks.summary(shared, so);
     Checks.Summary ps = Checks.summary(mine, po);
     if (!ss.equals(ps)) throw new IllegalStateException("the two databases differ: " + ss + " vs " + ps);
@@ -210,6 +222,26 @@ public final class Bench {
       }
     }
     return acc;
+  }
+
+  /** {@code ops} that also runs q1, q2 and q3 over the given indexes (count: parts found). */
+  private static Ops withQueries(Ops ops, java.util.Map<Object, Object> byId, java.util.NavigableMap<Object, Object> byDate,
+      long seed, long parts) {
+    return new Ops() {
+      public OpResult t1(Schema.Database db) { return ops.t1(db); }
+      public OpResult t6(Schema.Database db) { return ops.t6(db); }
+      public OpResult t2a(Schema.Database db) { return ops.t2a(db); }
+      public OpResult t2b(Schema.Database db) { return ops.t2b(db); }
+      public OpResult t2c(Schema.Database db) { return ops.t2c(db); }
+      public OpResult q7(Schema.Database db) { return ops.q7(db); }
+
+      @Override
+      public OpResult run(String op, Schema.Database db) {
+        if (!Queries.isQuery(op)) return Ops.super.run(op, db);
+        Queries.Result r = Queries.run(op, byId, byDate, seed, parts);
+        return new OpResult(r.count(), r.sumX());
+      }
+    };
   }
 
   /** Nanoseconds per run of {@code op}, repeated until {@code minNanos} passed. */

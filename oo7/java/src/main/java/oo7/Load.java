@@ -1,5 +1,6 @@
 package oo7;
 
+import java.util.List;
 import java.util.Set;
 import oo7.plain.PlainFactory;
 import oo7.plain.PlainOps;
@@ -9,6 +10,7 @@ import oo7.shared.SharedOps;
 import org.colors.ObjectRepository;
 import org.colors.SharedMemory;
 import org.colors.SharedMemoryException;
+import org.colors.SharedSortedMap;
 
 /**
  * The Java OO7 loader (run by {@code oo7/java/load} with the colors agent).
@@ -16,8 +18,12 @@ import org.colors.SharedMemoryException;
  * <pre>
  * load [--size small|medium] [--seed N] [--private]      build, publish oo7.Database in oo7.SIZE, read back, check
  * load --check [--size S] [--seed N]                     read the published database and check it (no build)
- * load --check [--size S] --op t1|t6|t2a|t2b|t2c|q7 [--repeat N]   run an operation on it N times
+ * load --check [--size S] --op t1|t6|t2a|t2b|t2c|q7|q1|q2|q3 [--repeat N]   run an operation or query N times
  * </pre>
+ *
+ * Building also builds and publishes the indexes ({@link Queries}: {@code oo7.SIZE.parts_by_id},
+ * {@code oo7.SIZE.parts_by_date}); checking verifies them ("indexes ok"; "indexes none" when no
+ * index is published, e.g. by an older loader; a broken one prints what is wrong, exit 1).
  *
  * The three values are computed from the shared database read back from the repository; for seed
  * 42 small they are compared with the SPEC's (a mismatch: expected and found on stderr, exit 1).
@@ -53,14 +59,26 @@ public final class Load {
     if (!check) {
       Schema.Database built = Builder.build(p, seed, new SharedFactory());
       SharedMemory.findOrCreateRepository(p.repository()).set(built);
+      SharedSortedMap byId = SharedMemory.newSortedMap();
+      SharedSortedMap byDate = SharedMemory.newSortedMap();
+      Queries.build(built, byId, byDate, n -> SharedMemory.allocate(List.class, n));
+      SharedMemory.findOrCreateRepository(Queries.byIdRepository(p)).set(byId);
+      SharedMemory.findOrCreateRepository(Queries.byDateRepository(p)).set(byDate);
     }
     Schema.Database db = published(p);
     SharedOps ops = new SharedOps();
     if (a.has("--op")) {
       String op = a.get("--op", "");
       for (long i = 0; i < repeat; i++) {
-        OpResult r = ops.run(op, db);
-        System.out.println("op " + op + " count " + r.count() + " check " + Fold.hex(r.check()));
+        if (Queries.isQuery(op)) {
+          SharedSortedMap[] ix = publishedIndexes(p);
+          if (ix == null) throw new IllegalArgumentException("no indexes are published beside " + p.repository());
+          Queries.Result r = Queries.run(op, ix[0], ix[1], seed, Queries.atomicParts(p));
+          System.out.println("op " + op + " result " + r);
+        } else {
+          OpResult r = ops.run(op, db);
+          System.out.println("op " + op + " count " + r.count() + " check " + Fold.hex(r.check()));
+        }
       }
       return 0;
     }
@@ -69,6 +87,18 @@ public final class Load {
     Checks.Summary s = Checks.summary(db, ops);
     System.out.println(s.lines());
     int rc = compare("shared", Checks.expected(p, seed), s);
+    SharedSortedMap[] ix = publishedIndexes(p);
+    if (ix == null) {
+      System.out.println("indexes none");
+    } else {
+      List<String> bad = Queries.problems(db, ix[0], ix[1]);
+      if (bad.isEmpty()) {
+        System.out.println("indexes ok");
+      } else {
+        System.err.println("load: the indexes are wrong: " + String.join("; ", bad));
+        rc = 1;
+      }
+    }
     if (a.has("--private")) {
       Schema.Database mine = Builder.build(p, seed, new PlainFactory());
       Checks.Summary ps = Checks.summary(mine, new PlainOps());
@@ -80,6 +110,22 @@ public final class Load {
       }
     }
     return rc;
+  }
+
+  /**
+   * The published indexes {by id, by date}, or null when neither repository holds one.
+   * IllegalArgumentException when only one does, or one holds something else.
+   */
+  public static SharedSortedMap[] publishedIndexes(Params p) {
+    Object id = SharedMemory.findOrCreateRepository(Queries.byIdRepository(p)).get();
+    Object date = SharedMemory.findOrCreateRepository(Queries.byDateRepository(p)).get();
+    if (id == null && date == null) return null;
+    if (!(id instanceof SharedSortedMap) || !(date instanceof SharedSortedMap)) {
+      throw new IllegalArgumentException("the repositories " + Queries.byIdRepository(p) + " and "
+          + Queries.byDateRepository(p) + " must both hold a sorted map (found " + (id == null ? "nothing" : describe(id))
+          + " and " + (date == null ? "nothing" : describe(date)) + ")");
+    }
+    return new SharedSortedMap[] {(SharedSortedMap) id, (SharedSortedMap) date};
   }
 
   /** The database published in the size's repository, read back as the shared classes. */

@@ -76,5 +76,18 @@ class CrossLanguageTest {
     for (String op : Ops.NAMES) assertEquals(po.run(op, mine), so.run(op, db), op);
     // T2a, T2b and T2c ran once each: the same swaps on both, so the fingerprints still agree.
     assertEquals(Checks.fingerprint(mine), Checks.fingerprint(db));
+    // The indexes that loader published: sound, and the queries give what Java's give.
+    assertTrue(out.contains("indexes ok"), out);
+    org.colors.SharedSortedMap[] ix = Load.publishedIndexes(Params.SMALL);
+    assertTrue(ix != null, lang + " published no indexes");
+    assertEquals(List.of(), Queries.problems(db, ix[0], ix[1]));
+    // The T2s above swapped x and y alike on both models: compare with the POJO model's indexes.
+    java.util.Map<Object, Object> myById = new java.util.HashMap<>();
+    java.util.TreeMap<Object, Object> myByDate = new java.util.TreeMap<>();
+    Queries.build(mine, myById, myByDate, ArrayList::new);
+    long parts = Queries.atomicParts(Params.SMALL);
+    for (String q : List.of("q1", "q2", "q3")) {
+      assertEquals(Queries.run(q, myById, myByDate, 42, parts), Queries.run(q, ix[0], ix[1], 42, parts), q);
+    }
   }
 }
