@@ -114,21 +114,6 @@ public final class SharedMap extends AbstractMap<Object, Object> {
     return ks;
   }
 
-  /** An entry of a snapshot whose {@code setValue} writes through to the shared map. */
-  private final class LiveEntry extends AbstractMap.SimpleEntry<Object, Object> {
-    private static final long serialVersionUID = 1L;
-
-    LiveEntry(Object key, Object value) {
-      super(key, value);
-    }
-
-    @Override
-    public Object setValue(Object value) {
-      SharedMap.this.put(getKey(), value);
-      return super.setValue(value);
-    }
-  }
-
   /** Iterates a snapshot of the keys and values; remove() removes the last key from the map. */
   private abstract class SnapshotIterator<T> implements Iterator<T> {
     private final Object[] items = Native.mapItems(handle);
@@ -166,7 +151,7 @@ public final class SharedMap extends AbstractMap<Object, Object> {
       return new SnapshotIterator<Map.Entry<Object, Object>>() {
         @Override
         Map.Entry<Object, Object> make(Object key, Object value) {
-          return new LiveEntry(key, value);
+          return new LiveEntry(SharedMap.this, key, value);
         }
       };
     }

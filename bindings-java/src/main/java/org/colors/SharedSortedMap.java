@@ -413,21 +413,6 @@ public final class SharedSortedMap extends AbstractMap<Object, Object> implement
 
   private enum Mode { KEYS, VALUES, ENTRIES }
 
-  /** An entry of an iteration whose {@code setValue} writes through to the shared map. */
-  private final class LiveEntry extends AbstractMap.SimpleEntry<Object, Object> {
-    private static final long serialVersionUID = 1L;
-
-    LiveEntry(Object key, Object value) {
-      super(key, value);
-    }
-
-    @Override
-    public Object setValue(Object value) {
-      SharedSortedMap.this.put(getKey(), value);
-      return super.setValue(value);
-    }
-  }
-
   /**
    * Iterates this view in its order (or the reverse), a batch of {@link #BATCH} entries per locked
    * read, each batch after the last key of the previous one.
@@ -487,7 +472,7 @@ public final class SharedSortedMap extends AbstractMap<Object, Object> implement
       switch (mode) {
         case KEYS: return (T) k;
         case VALUES: return (T) v;
-        default: return (T) new LiveEntry(k, v);
+        default: return (T) new LiveEntry(SharedSortedMap.this, k, v);
       }
     }
 
