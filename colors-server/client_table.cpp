@@ -2,6 +2,7 @@
 
 #include <exception>
 
+#include "container_lock.hpp"
 #include "heap.hpp"
 #include "roots.hpp"
 
@@ -19,7 +20,8 @@ std::optional<Claim> claim_client_slot(detail::Metadata* m, pid_t pid, uid_t uid
     ClientSlot& s = m->clients[i];
     if (state_of(s) != static_cast<std::uint32_t>(ClientState::kFree)) continue;
     std::uint32_t id = m->next_client_id.fetch_add(1, std::memory_order_relaxed);
-    if (id == 0) id = m->next_client_id.fetch_add(1, std::memory_order_relaxed);  // wrapped: skip 0
+    // Wrapped: skip 0 (no client) and kServerLockOwner (the server's rollbacks, container_lock.hpp).
+    while (id == 0 || id == detail::kServerLockOwner) id = m->next_client_id.fetch_add(1, std::memory_order_relaxed);
     s.client_id.store(id, std::memory_order_relaxed);
     s.pid.store(static_cast<std::int32_t>(pid), std::memory_order_relaxed);
     s.uid.store(static_cast<std::uint32_t>(uid), std::memory_order_relaxed);

@@ -10,6 +10,7 @@
 #include "marker.hpp"
 #include "roots.hpp"
 #include "sweeper.hpp"
+#include "transaction.hpp"
 #include "worker_pool.hpp"
 
 namespace colors::gc {
@@ -196,7 +197,9 @@ void Collector::stop() {
 GcCycleStats Collector::run_cycle() { return impl_->run_cycle(); }
 
 void Collector::reclaim_client(std::uint32_t client_id, std::uint32_t slot, std::size_t* tlab_bytes) {
-  // Roots first: dropping them is an ordinary barriered store, safe at any time.
+  // Its transactions first: their undo logs are rooted by its root table (transaction.hpp).
+  detail::rollback_client_transactions(impl_->m, client_id);
+  // Then roots: dropping them is an ordinary barriered store, safe at any time.
   release_client_roots(impl_->m, slot);
   std::lock_guard<std::mutex> walk(impl_->walk_mu);
   std::size_t n = reclaim_client_tlabs(impl_->m, client_id);

@@ -1,4 +1,5 @@
 #include "channel.hpp"
+#include "transaction.hpp"
 
 #include "roots.hpp"
 
@@ -322,6 +323,7 @@ bool delete_channel(Metadata* m, std::string_view name) {
 
 bool channel_send(Metadata* m, ChannelRecord* c, Word value, std::int64_t timeout_ns, std::int64_t spin_ns,
                   std::uint64_t generation) {
+  tx_refuse("sending on a channel");
   if (value == kNull) {
     throw InvalidArgumentError("cannot send null through a channel (null marks an empty slot); wrap it or send "
                                "a sentinel value instead");
@@ -334,6 +336,7 @@ bool channel_send(Metadata* m, ChannelRecord* c, Word value, std::int64_t timeou
 
 bool channel_receive(Metadata* m, ChannelRecord* c, Word* out, std::int64_t timeout_ns, std::int64_t spin_ns,
                      std::atomic<Word>** root, std::uint64_t generation) {
+  tx_refuse("receiving from a channel");
   const std::uint64_t gen = generation_for(c, generation);
   return wait_until(
       m, c->not_empty_seq, c->recv_waiters, timeout_ns, spin_ns, [&] { return try_receive(c, out, root, gen); },

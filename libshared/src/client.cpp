@@ -2,6 +2,8 @@
 #include <pthread.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -25,6 +27,7 @@
 #include "server_watch.hpp"
 #include "session.hpp"
 #include "sorted_map.hpp"
+#include "transaction.hpp"
 #include "verifier.hpp"
 
 namespace colors {
@@ -576,21 +579,21 @@ static std::atomic<Word>* slot_or_throw(Word o, const FieldInfo& f) {
 }
 
 Value Object::get(std::string_view name) const {
-  return adopt(root_load(slot_or_throw(word_, field_or_throw(word_, name))));
+  return adopt(read_slot_rooted(reinterpret_cast<const void*>(word_), slot_or_throw(word_, field_or_throw(word_, name))));
 }
 Value Object::get(const Field& f) const {
-  if (detail::class_of(word_) == f.cls_) return adopt(root_load(slot_or_throw(word_, *f.info_)));
+  if (detail::class_of(word_) == f.cls_) return adopt(read_slot_rooted(reinterpret_cast<const void*>(word_), slot_or_throw(word_, *f.info_)));
   return get(f.name());
 }
 void Object::set(std::string_view name, const Value& v) {
   const FieldInfo& f = field_or_throw(word_, name);
   check_field_type(f, v.raw());
-  store_ref(slot_or_throw(word_, f), v.raw());
+  write_slot(reinterpret_cast<const void*>(word_), slot_or_throw(word_, f), v.raw());
 }
 void Object::set(const Field& f, const Value& v) {
   if (detail::class_of(word_) != f.cls_) return set(f.name(), v);
   check_field_type(*f.info_, v.raw());
-  store_ref(slot_or_throw(word_, *f.info_), v.raw());
+  write_slot(reinterpret_cast<const void*>(word_), slot_or_throw(word_, *f.info_), v.raw());
 }
 void Object::add_field(const FieldSpec& field) { detail::add_field(meta(), word_, field); }
 void Object::remove_field(std::string_view name) { detail::remove_field(meta(), word_, name); }
@@ -733,5 +736,71 @@ VerifyResult verify_heap() {
   VerifyReport r = detail::verify_heap(meta());
   return {r.ok(), r.summary()};
 }
+
+}  // namespace colors
+
+// ---- transactions ----
+
+namespace colors {
+
+namespace {
+long this_thread_id() { return static_cast<long>(::syscall(SYS_gettid)); }
+}  // namespace
+
+Transaction::Transaction() : Transaction(std::chrono::milliseconds(0)) {}
+
+Transaction::Transaction(std::chrono::milliseconds timeout) {
+  meta();
+  detail::tx_begin(static_cast<std::int64_t>(timeout.count()) * 1'000'000);
+  depth_ = detail::tx_depth();
+  tid_ = this_thread_id();
+}
+
+Transaction::~Transaction() {
+  if (!open_ || tid_ != this_thread_id() || detail::tx_depth() != depth_) return;
+  open_ = false;
+  try {
+    detail::tx_rollback();
+  } catch (...) {
+  }
+}
+
+void Transaction::check_usable(const char* what) const {
+  if (!open_) throw InvalidArgumentError(std::string("cannot ") + what + ": this transaction already ended");
+  if (tid_ != this_thread_id())
+    throw InvalidArgumentError(std::string("cannot ") + what + " a transaction from a thread other than the one that began it");
+  if (detail::tx_depth() != depth_)
+    throw InvalidArgumentError(std::string("cannot ") + what + " this transaction: an inner transaction is still open");
+}
+
+void Transaction::commit() {
+  check_usable("commit");
+  open_ = false;
+  detail::tx_commit();
+}
+
+void Transaction::rollback() {
+  check_usable("roll back");
+  open_ = false;
+  detail::tx_rollback();
+}
+
+bool in_transaction() { return detail::in_transaction(); }
+
+namespace detail {
+void transaction_escalate() { tx_escalate(); }
+
+void transaction_backoff(int attempt) {
+  thread_local std::uint64_t seed = static_cast<std::uint64_t>(this_thread_id()) * 0x9E3779B97F4A7C15ULL + 1;
+  seed ^= seed << 13;
+  seed ^= seed >> 7;
+  seed ^= seed << 17;
+  const int shift = attempt < 12 ? attempt : 12;
+  const std::uint64_t max_us = std::uint64_t{2} << shift;  // 4 us .. 8 ms
+  const std::uint64_t us = 1 + seed % max_us;
+  struct timespec ts {static_cast<time_t>(us / 1'000'000), static_cast<long>((us % 1'000'000) * 1000)};
+  ::nanosleep(&ts, nullptr);
+}
+}  // namespace detail
 
 }  // namespace colors

@@ -26,7 +26,7 @@ std::atomic<std::uint32_t>* futex_half(std::atomic<std::uint64_t>* word) {
 bool owner_dead(Metadata* m, std::uint64_t w) {
   const auto id = static_cast<std::uint32_t>(w >> 32);
   const auto slot = static_cast<std::uint32_t>((w >> 8) & 0xff);
-  if (id == current_client_id()) return false;
+  if (id == current_client_id() || id == kServerLockOwner) return false;
   const ClientSlot& cs = m->clients[slot];
   return cs.state.load(std::memory_order_acquire) != static_cast<std::uint32_t>(ClientState::kActive) ||
          cs.client_id.load(std::memory_order_acquire) != id;

@@ -38,6 +38,9 @@ inline constexpr std::uint64_t kLockHeld = 1;
 inline constexpr std::uint64_t kLockSleepers = 2;
 inline constexpr std::uint64_t kLockStateMask = 3;
 inline constexpr std::uint64_t kLockTorn = 4;
+// The client id the server takes lock words with while it rolls back a dead client's transaction
+// (transaction.hpp); never a client's id, and never taken for a dead owner's.
+inline constexpr std::uint32_t kServerLockOwner = 0xffffffffu;
 
 // This thread's owner word (client id, slot, state kLockHeld); 0 when not attached.
 std::uint64_t container_owner_word();

@@ -7,6 +7,7 @@
 #include "colors/errors.hpp"
 #include "container_lock.hpp"
 #include "objects.hpp"
+#include "transaction.hpp"
 
 namespace colors::detail {
 
@@ -28,7 +29,8 @@ std::size_t array_capacity(Word a) { return a == kNull ? 0 : as_array(a)->capaci
 // once with OwnerDiedError (the lock is released, the operation not performed).
 class ListLock {
  public:
-  explicit ListLock(ListObject* l) : guard_(&l->lock) {
+  ListLock(ListObject* l, TxAccess a) : tx_(l, a), guard_(&l->lock) {
+    tx_.locked();
     if (guard_.torn())
       throw OwnerDiedError(
           "a process died while it moved elements of this shared list: an element may be missing or "
@@ -38,6 +40,7 @@ class ListLock {
   ContainerGuard& guard() { return guard_; }
 
  private:
+  TxContainerScope tx_;  // first: a transaction takes the container's orec before its lock word
   ContainerGuard guard_;
 };
 
@@ -75,7 +78,7 @@ Word grow(Metadata* m, ListObject* l, const ListState& s, std::size_t need) {
   Rooted fresh_root = new_array(m, TypeKind::kArray, ncap);
   Word fresh = fresh_root.word();
   for (std::size_t i = 0; i < s.n; ++i) init_ref(&as_array(fresh)->slots[i], s.arr()->slots[i].load(std::memory_order_acquire));
-  store_ref(&l->array, fresh);
+  store_ref_logged(&l->array, fresh);
   return fresh;
 }
 
@@ -86,13 +89,13 @@ Rooted erase_at(ListLock& lock, ListObject* l, const ListState& s, std::size_t i
   const bool last = i + 1 == s.n;
   if (!last) {
     lock.guard().begin_torn();
-    for (std::size_t k = i; k + 1 < s.n; ++k) store_ref(&arr->slots[k], arr->slots[k + 1].load(std::memory_order_acquire));
+    for (std::size_t k = i; k + 1 < s.n; ++k) store_ref_logged(&arr->slots[k], arr->slots[k + 1].load(std::memory_order_acquire));
   }
   // The size drops before the freed slot is cleared: a crash in between leaves a stale slot past
   // the end (harmless: the next append overwrites it), never a null inside the list.
-  l->size.store(s.n - 1, std::memory_order_release);
+  store_count_logged(&l->size, s.n - 1);
   if (!last) lock.guard().end_torn();
-  store_ref(&arr->slots[s.n - 1], kNull);
+  store_ref_logged(&arr->slots[s.n - 1], kNull);
   return removed;
 }
 
@@ -100,8 +103,8 @@ Rooted erase_at(ListLock& lock, ListObject* l, const ListState& s, std::size_t i
 // the list either without or with all of them. REQUIRES: the list's lock.
 void append_at_end(Metadata* m, ListObject* l, const ListState& s, const Word* v, std::size_t k) {
   Word a = grow(m, l, s, s.n + k);
-  for (std::size_t j = 0; j < k; ++j) store_ref(&as_array(a)->slots[s.n + j], v[j]);
-  l->size.store(s.n + k, std::memory_order_release);
+  for (std::size_t j = 0; j < k; ++j) store_ref_logged(&as_array(a)->slots[s.n + j], v[j]);
+  store_count_logged(&l->size, s.n + k);
 }
 
 void insert_at(Metadata* m, ListLock& lock, ListObject* l, const ListState& s, std::size_t i, Word v) {
@@ -109,9 +112,9 @@ void insert_at(Metadata* m, ListLock& lock, ListObject* l, const ListState& s, s
   Word a = grow(m, l, s, s.n + 1);
   ArrayObject* arr = as_array(a);
   lock.guard().begin_torn();
-  for (std::size_t k = s.n; k > i; --k) store_ref(&arr->slots[k], arr->slots[k - 1].load(std::memory_order_acquire));
-  store_ref(&arr->slots[i], v);
-  l->size.store(s.n + 1, std::memory_order_release);
+  for (std::size_t k = s.n; k > i; --k) store_ref_logged(&arr->slots[k], arr->slots[k - 1].load(std::memory_order_acquire));
+  store_ref_logged(&arr->slots[i], v);
+  store_count_logged(&l->size, s.n + 1);
   lock.guard().end_torn();
 }
 
@@ -152,11 +155,13 @@ void recount(HashObject* ho) {
 // A set's or map's lock for one operation; repairs the counters after a dead owner.
 class HashLock {
  public:
-  explicit HashLock(HashObject* ho) : guard_(&ho->lock) {
+  HashLock(HashObject* ho, TxAccess a) : tx_(ho, a), guard_(&ho->lock) {
+    tx_.locked();
     if (guard_.recovered()) recount(ho);
   }
 
  private:
+  TxContainerScope tx_;  // first: a transaction takes the container's orec before its lock word
   ContainerGuard guard_;
 };
 
@@ -186,11 +191,12 @@ bool insert_new(TableObject* t, Word key, Word value, std::uint64_t h) {
     TableEntry& e = t->entries[i];
     Word k = e.key.load(std::memory_order_acquire);
     if (k == kNull || k == kTombstone) {
-      store_ref(&e.value, value);
+      store_ref_logged(&e.value, value);
+      // Not logged: a rollback restores the key to empty or tombstone, whose hash nobody reads.
       e.hash.store(h, std::memory_order_relaxed);
       // The key is written last (release): whoever sees it also sees hash and value.
-      store_ref(&e.key, key);
-      if (k == kNull) t->used.fetch_add(1, std::memory_order_relaxed);
+      store_ref_logged(&e.key, key);
+      if (k == kNull) store_count_logged(&t->used, t->used.load(std::memory_order_relaxed) + 1);
       return true;
     }
   }
@@ -210,7 +216,7 @@ Word rehash(Metadata* m, HashObject* ho, Word table, std::size_t need) {
       insert_new(nt, k, t->entries[i].value.load(std::memory_order_acquire), t->entries[i].hash.load(std::memory_order_relaxed));
     }
   }
-  store_ref(&ho->table, fresh);
+  store_ref_logged(&ho->table, fresh);
   return fresh;
 }
 
@@ -222,7 +228,7 @@ bool put(Metadata* m, HashObject* ho, Word key, Word value, Rooted* old) {
   if (table != kNull) {
     if (TableEntry* e = find_entry(as_table(table), ekey, hv)) {
       if (old != nullptr) *old = root_locked(&e->value);
-      store_ref(&e->value, value);
+      store_ref_logged(&e->value, value);
       return false;
     }
   }
@@ -234,17 +240,17 @@ bool put(Metadata* m, HashObject* ho, Word key, Word value, Rooted* old) {
     table = rehash(m, ho, table, size + 1);
     insert_new(as_table(table), ekey, value, hv);
   }
-  ho->size.store(size + 1, std::memory_order_release);
+  store_count_logged(&ho->size, size + 1);
   return true;
 }
 
 // Removes the live entry e. REQUIRES: the lock.
 void remove_entry(HashObject* ho, TableEntry* e, Rooted* value) {
   if (value != nullptr) *value = root_locked(&e->value);
-  store_ref(&e->key, kTombstone);  // the publishing store: the entry is gone
-  store_ref(&e->value, kNull);
+  store_ref_logged(&e->key, kTombstone);  // the publishing store: the entry is gone
+  store_ref_logged(&e->value, kNull);
   std::size_t n = ho->size.load(std::memory_order_relaxed);
-  ho->size.store(n == 0 ? 0 : n - 1, std::memory_order_release);
+  store_count_logged(&ho->size, n == 0 ? 0 : n - 1);
 }
 
 }  // namespace
@@ -252,68 +258,68 @@ void remove_entry(HashObject* ho, TableEntry* e, Rooted* value) {
 // ---- list ----
 
 std::size_t list_size(Word list) {
-  ListLock lock(as_list(list));
+  ListLock lock(as_list(list), TxAccess::kRead);
   return state(as_list(list)).n;
 }
 
 Word list_get(Word list, std::size_t i) {
-  ListLock lock(as_list(list));
+  ListLock lock(as_list(list), TxAccess::kRead);
   ListState s = state(as_list(list));
   return s.arr()->slots[checked(i, s)].load(std::memory_order_acquire);
 }
 
 Rooted list_load(Word list, std::size_t i) {
-  ListLock lock(as_list(list));
+  ListLock lock(as_list(list), TxAccess::kRead);
   ListState s = state(as_list(list));
   return root_locked(&s.arr()->slots[checked(i, s)]);
 }
 
 Rooted list_load_signed(Word list, std::int64_t i) {
-  ListLock lock(as_list(list));
+  ListLock lock(as_list(list), TxAccess::kRead);
   ListState s = state(as_list(list));
   return root_locked(&s.arr()->slots[checked_signed(i, s)]);
 }
 
 void list_set(Word list, std::size_t i, Word v) {
-  ListLock lock(as_list(list));
+  ListLock lock(as_list(list), TxAccess::kWrite);
   ListState s = state(as_list(list));
-  store_ref(&s.arr()->slots[checked(i, s)], v);
+  store_ref_logged(&s.arr()->slots[checked(i, s)], v);
 }
 
 void list_set_signed(Word list, std::int64_t i, Word v) {
-  ListLock lock(as_list(list));
+  ListLock lock(as_list(list), TxAccess::kWrite);
   ListState s = state(as_list(list));
-  store_ref(&s.arr()->slots[checked_signed(i, s)], v);
+  store_ref_logged(&s.arr()->slots[checked_signed(i, s)], v);
 }
 
 Rooted list_exchange(Word list, std::size_t i, Word v) {
-  ListLock lock(as_list(list));
+  ListLock lock(as_list(list), TxAccess::kWrite);
   ListState s = state(as_list(list));
   std::atomic<Word>* slot = &s.arr()->slots[checked(i, s)];
   Rooted old = root_locked(slot);
-  store_ref(slot, v);
+  store_ref_logged(slot, v);
   return old;
 }
 
 void list_append(Metadata* m, Word list, Word v) {
-  ListLock lock(as_list(list));
+  ListLock lock(as_list(list), TxAccess::kWrite);
   append_at_end(m, as_list(list), state(as_list(list)), &v, 1);
 }
 
 void list_append_all(Metadata* m, Word list, const Word* v, std::size_t n) {
-  ListLock lock(as_list(list));
+  ListLock lock(as_list(list), TxAccess::kWrite);
   append_at_end(m, as_list(list), state(as_list(list)), v, n);
 }
 
 void list_insert(Metadata* m, Word list, std::size_t i, Word v) {
-  ListLock lock(as_list(list));
+  ListLock lock(as_list(list), TxAccess::kWrite);
   ListState s = state(as_list(list));
   if (i > s.n) index_error(static_cast<std::int64_t>(i), s.n);
   insert_at(m, lock, as_list(list), s, i, v);
 }
 
 void list_insert_clamped(Metadata* m, Word list, std::int64_t i, Word v) {
-  ListLock lock(as_list(list));
+  ListLock lock(as_list(list), TxAccess::kWrite);
   ListState s = state(as_list(list));
   const auto n = static_cast<std::int64_t>(s.n);
   std::int64_t j = i < 0 ? i + n : i;
@@ -323,19 +329,19 @@ void list_insert_clamped(Metadata* m, Word list, std::int64_t i, Word v) {
 }
 
 Rooted list_pop(Word list, std::size_t i) {
-  ListLock lock(as_list(list));
+  ListLock lock(as_list(list), TxAccess::kWrite);
   ListState s = state(as_list(list));
   return erase_at(lock, as_list(list), s, checked(i, s));
 }
 
 Rooted list_pop_signed(Word list, std::int64_t i) {
-  ListLock lock(as_list(list));
+  ListLock lock(as_list(list), TxAccess::kWrite);
   ListState s = state(as_list(list));
   return erase_at(lock, as_list(list), s, checked_signed(i, s));
 }
 
 bool list_erase_if(Word list, std::size_t i, Word expected) {
-  ListLock lock(as_list(list));
+  ListLock lock(as_list(list), TxAccess::kWrite);
   ListState s = state(as_list(list));
   if (i >= s.n || !same_value(s.arr()->slots[i].load(std::memory_order_acquire), expected)) return false;
   erase_at(lock, as_list(list), s, i);
@@ -343,28 +349,28 @@ bool list_erase_if(Word list, std::size_t i, Word expected) {
 }
 
 void list_clear(Word list) {
-  ListLock lock(as_list(list));
+  ListLock lock(as_list(list), TxAccess::kWrite);
   ListObject* l = as_list(list);
   ListState s = state(l);
-  l->size.store(0, std::memory_order_release);  // first: a crash leaves stale slots past the end
-  for (std::size_t k = 0; k < s.n; ++k) store_ref(&s.arr()->slots[k], kNull);
+  store_count_logged(&l->size, 0);  // first: a crash leaves stale slots past the end
+  for (std::size_t k = 0; k < s.n; ++k) store_ref_logged(&s.arr()->slots[k], kNull);
 }
 
 void list_replace(Metadata* m, Word list, const Word* v, std::size_t k) {
-  ListLock lock(as_list(list));
+  ListLock lock(as_list(list), TxAccess::kWrite);
   ListObject* l = as_list(list);
   ListState s = state(l);
   Word a = grow(m, l, s, k);
   ArrayObject* arr = as_array(a);
   lock.guard().begin_torn();
-  for (std::size_t j = 0; j < k; ++j) store_ref(&arr->slots[j], v[j]);
-  l->size.store(k, std::memory_order_release);
+  for (std::size_t j = 0; j < k; ++j) store_ref_logged(&arr->slots[j], v[j]);
+  store_count_logged(&l->size, k);
   lock.guard().end_torn();
-  for (std::size_t j = k; j < s.n; ++j) store_ref(&arr->slots[j], kNull);
+  for (std::size_t j = k; j < s.n; ++j) store_ref_logged(&arr->slots[j], kNull);
 }
 
 std::vector<Rooted> list_snapshot(Word list) {
-  ListLock lock(as_list(list));
+  ListLock lock(as_list(list), TxAccess::kRead);
   ListState s = state(as_list(list));
   std::vector<Rooted> out;
   out.reserve(s.n);
@@ -378,17 +384,17 @@ std::vector<Rooted> list_snapshot(Word list) {
 // ---- set and map ----
 
 std::size_t hash_size(Word h) {
-  HashLock lock(as_hash(h));
+  HashLock lock(as_hash(h), TxAccess::kRead);
   return as_hash(h)->size.load(std::memory_order_acquire);
 }
 
 bool hash_contains(Word h, Word key) {
-  HashLock lock(as_hash(h));
+  HashLock lock(as_hash(h), TxAccess::kRead);
   return find(as_hash(h), key) != nullptr;
 }
 
 bool map_get(Word map, Word key, Word* value) {
-  HashLock lock(as_hash(map));
+  HashLock lock(as_hash(map), TxAccess::kRead);
   TableEntry* e = find(as_hash(map), key);
   if (e == nullptr) return false;
   *value = e->value.load(std::memory_order_acquire);
@@ -396,7 +402,7 @@ bool map_get(Word map, Word key, Word* value) {
 }
 
 bool map_load(Word map, Word key, Rooted* value) {
-  HashLock lock(as_hash(map));
+  HashLock lock(as_hash(map), TxAccess::kRead);
   TableEntry* e = find(as_hash(map), key);
   if (e == nullptr) return false;
   *value = root_locked(&e->value);
@@ -404,12 +410,12 @@ bool map_load(Word map, Word key, Rooted* value) {
 }
 
 bool map_put(Metadata* m, Word map, Word key, Word value, Rooted* old) {
-  HashLock lock(as_hash(map));
+  HashLock lock(as_hash(map), TxAccess::kWrite);
   return put(m, as_hash(map), key, value, old);
 }
 
 bool map_put_if_absent(Metadata* m, Word map, Word key, Word value, Rooted* existing) {
-  HashLock lock(as_hash(map));
+  HashLock lock(as_hash(map), TxAccess::kWrite);
   if (TableEntry* e = find(as_hash(map), key)) {
     *existing = root_locked(&e->value);
     return false;
@@ -418,13 +424,13 @@ bool map_put_if_absent(Metadata* m, Word map, Word key, Word value, Rooted* exis
 }
 
 bool set_add(Metadata* m, Word set, Word key) {
-  HashLock lock(as_hash(set));
+  HashLock lock(as_hash(set), TxAccess::kWrite);
   if (find(as_hash(set), key) != nullptr) return false;
   return put(m, as_hash(set), key, kNull, nullptr);
 }
 
 bool hash_remove(Word h, Word key, Rooted* value) {
-  HashLock lock(as_hash(h));
+  HashLock lock(as_hash(h), TxAccess::kWrite);
   TableEntry* e = find(as_hash(h), key);
   if (e == nullptr) return false;
   remove_entry(as_hash(h), e, value);
@@ -432,7 +438,7 @@ bool hash_remove(Word h, Word key, Rooted* value) {
 }
 
 bool hash_pop_any(Word h, Rooted* key, Rooted* value) {
-  HashLock lock(as_hash(h));
+  HashLock lock(as_hash(h), TxAccess::kWrite);
   HashObject* ho = as_hash(h);
   Word table = ho->table.load(std::memory_order_acquire);
   if (table == kNull) return false;
@@ -449,16 +455,16 @@ bool hash_pop_any(Word h, Rooted* key, Rooted* value) {
 }
 
 void hash_clear(Word h) {
-  HashLock lock(as_hash(h));
+  HashLock lock(as_hash(h), TxAccess::kWrite);
   HashObject* ho = as_hash(h);
-  ho->size.store(0, std::memory_order_release);
-  store_ref(&ho->table, kNull);
+  store_count_logged(&ho->size, 0);
+  store_ref_logged(&ho->table, kNull);
 }
 
 void hash_for_each_rooted(Word h, const std::function<void(Rooted, Rooted)>& f) {
   std::vector<std::pair<Rooted, Rooted>> entries;
   {
-    HashLock lock(as_hash(h));
+    HashLock lock(as_hash(h), TxAccess::kRead);
     Word table = as_hash(h)->table.load(std::memory_order_acquire);
     if (table != kNull) {
       TableObject* t = as_table(table);

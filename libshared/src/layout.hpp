@@ -238,6 +238,30 @@ enum class ServerState : std::uint32_t { kStarting = 0, kRunning = 1, kStopped =
 // abandon a cycle its predecessor died in (gc/README.md, "A server that dies mid-cycle").
 enum class GcPhase : std::uint8_t { kIdle = 0, kMarking = 1, kSweeping = 2 };
 
+// Transactions (transaction.hpp has the protocol and its invariants).
+//
+// TxDescriptor::state: kActive while the owning thread runs a transaction; kCommitted from the
+// commit point until its ownership records are released (a dead owner's writes then stand);
+// kAborting while its undo log is applied (a dead owner's log is applied again, from the end).
+enum class TxState : std::uint32_t { kIdle = 0, kActive = 1, kCommitted = 2, kAborting = 3 };
+
+// One per thread that has run a transaction, claimed on its first one.
+struct alignas(64) TxDescriptor {
+  std::atomic<std::uint64_t> owner;      // client id << 32 | kernel thread id; 0 = free
+  std::atomic<std::uint32_t> state;      // TxState
+  std::atomic<std::uint32_t> client_slot;
+  std::atomic<std::int32_t> pid;
+  std::atomic<std::int32_t> tid;
+  // The undo log: an ArrayObject of entries of three slots (transaction.hpp, "Undo log"), rooted
+  // by its owner's root table; log_used slots of it are valid (stored with release after them).
+  std::atomic<Word> log;
+  std::atomic<std::uint64_t> log_used;
+  // 1 + the index of the descriptor whose ownership record this one waits for; 0 = none
+  // (deadlock detection follows these links).
+  std::atomic<std::uint64_t> waits_for;
+  std::uint64_t reserved[2];
+};
+
 struct Metadata {
   std::uint64_t magic;
   std::uint32_t layout_version;
@@ -310,6 +334,13 @@ struct Metadata {
 
   ClientSlot clients[kMaxClients];
   MonitorEntry monitors[kMonitorCount];
+
+  // Transactions: the global version clock, the descriptors, and the ownership records (orecs),
+  // one word each: `version << 1` while free, `descriptor index << 1 | 1` while a transaction
+  // holds it. Objects hash to orecs by address (transaction.hpp).
+  alignas(64) std::atomic<std::uint64_t> tx_clock;
+  TxDescriptor txs[kMaxTransactions];
+  alignas(64) std::atomic<std::uint64_t> orecs[std::size_t{1} << kOrecBits];
 };
 
 }  // namespace colors::detail

@@ -1,4 +1,5 @@
 #include "objects.hpp"
+#include "transaction.hpp"
 
 #include <cmath>
 #include <cstring>
@@ -232,6 +233,7 @@ static void ensure_storage(Metadata* m, Word o, const ClassRecord* to) {
 
 // Lock order: classes_lock before heap_lock (ensure_storage allocates while holding classes_lock).
 ClassRecord* add_field(Metadata* m, Word o, const FieldSpec& field) {
+  tx_refuse("schema evolution (adding a field to an object)");
   for (;;) {
     ClassRecord* from = class_of(o);
     if (find_field(from, field.name) != nullptr) return from;  // a racing thread added it
@@ -247,6 +249,7 @@ ClassRecord* add_field(Metadata* m, Word o, const FieldSpec& field) {
 }
 
 ClassRecord* remove_field(Metadata* m, Word o, std::string_view name) {
+  tx_refuse("schema evolution (removing a field from an object)");
   ClassRecord* from = class_of(o);
   const FieldInfo* f = find_field(from, name);
   if (f == nullptr)

@@ -1,5 +1,7 @@
 #include "repository.hpp"
 
+#include "transaction.hpp"
+
 #include <string>
 
 #include "classes.hpp"
@@ -68,6 +70,7 @@ RepoRef open_repository(Metadata* m, std::string_view name) {
 RepositoryRecord* find_or_create_repository(Metadata* m, std::string_view name) { return open_repository(m, name).rec; }
 
 bool delete_repository(Metadata* m, std::string_view name) {
+  tx_refuse("deleting a repository");
   check_name(name, "repository name");
   const std::uint32_t h = name_hash(name);
   RepositoryRecord* r = find_in_chain(m->repository_buckets[h % kNameBuckets].load(std::memory_order_acquire), name);
@@ -91,7 +94,7 @@ void repository_check(const RepoRef& r) {
 
 Rooted repository_load(const RepoRef& r) {
   repository_check(r);
-  Rooted v = root_load(&r.rec->root);
+  Rooted v = read_slot_rooted(r.rec, &r.rec->root);
   // Seqlock validation: root_load's last read is an acquire load (after a seq_cst fence).
   std::atomic_thread_fence(std::memory_order_acquire);
   if (r.rec->generation.load(std::memory_order_seq_cst) != r.generation) throw_stale(r.rec);  // v is released
@@ -99,10 +102,12 @@ Rooted repository_load(const RepoRef& r) {
 }
 
 void repository_store(const RepoRef& r, Word value) {
+  // A transaction takes the record's orec before its lock (the lock order of transaction.hpp).
+  TxContainerScope tx(r.rec, TxAccess::kWrite);
   RobustLockGuard rl(r.rec->lock);  // a holder that died left the record consistent: single stores
   const std::uint64_t gen = r.rec->generation.load(std::memory_order_relaxed);
   if (gen != r.generation || (gen & 1) == 0) throw_stale(r.rec);
-  store_ref(&r.rec->root, value);
+  write_slot(r.rec, &r.rec->root, value);
 }
 
 }  // namespace colors::detail

@@ -23,6 +23,7 @@
 //  * A waiting caller re-checks the server's liveness (its client slot still holds the client id
 //    recorded in the Endpoint) at least every kSliceNs, so a dead server fails calls promptly.
 #include "colors/rpc.hpp"
+#include "transaction.hpp"
 
 #include <unistd.h>
 
@@ -420,6 +421,7 @@ bool Client::server_alive() const {
 }
 
 Pending Client::call_async(std::string_view method, const List& args) {
+  detail::tx_refuse("a remote call");
   const Schema& s = schema();
   check_attachment();
   Pending p;
@@ -463,6 +465,7 @@ Pending Client::call_async(std::string_view method, const List& args) {
 }
 
 Pending Client::call_batch(const std::vector<std::pair<std::string, List>>& calls) {
+  detail::tx_refuse("a remote call");
   List items = new_list(calls.size());
   for (const auto& [m, a] : calls) {
     List item = new_list(2);

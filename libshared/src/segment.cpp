@@ -242,10 +242,13 @@ std::unique_ptr<Segment> Segment::adopt(const SegmentConfig& cfg, std::string& r
     return nullptr;
   }
   // The header is read from the file, not mapped: a damaged header must not choose what we map.
-  alignas(Metadata) unsigned char raw[sizeof(Metadata)] = {};
-  ssize_t got = ::pread(fd, raw, sizeof raw, 0);
+  // On the heap: the metadata (ownership records included) is too large for a thread's stack.
+  struct alignas(Metadata) RawMetadata { unsigned char bytes[sizeof(Metadata)]; };
+  auto holder = std::make_unique<RawMetadata>();
+  unsigned char* raw = holder->bytes;
+  ssize_t got = ::pread(fd, raw, sizeof(Metadata), 0);
   if (got < 0) throw Error(ErrorCode::kGeneric, "cannot read " + path + ": " + std::strerror(errno));
-  if (static_cast<std::size_t>(got) < sizeof raw) {
+  if (static_cast<std::size_t>(got) < sizeof(Metadata)) {
     refusal = "the file is too short (" + std::to_string(got) + " bytes) to hold the heap's metadata";
     return nullptr;
   }

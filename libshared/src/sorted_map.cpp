@@ -9,6 +9,7 @@
 #include "barrier.hpp"
 #include "colors/errors.hpp"
 #include "container_lock.hpp"
+#include "transaction.hpp"
 #include "objects.hpp"
 
 namespace colors::detail {
@@ -287,8 +288,8 @@ Descent descend(Word root, Word key) {
 // The one publishing store of a structural change: `w` replaces the node at `depth` of the path
 // (0 = the root) in its parent's child slot, or becomes the root.
 void publish(SortedMapObject* mo, const Path& path, std::size_t depth, Word w) {
-  if (depth == 0) store_ref(&mo->root, w);
-  else store_ref(&path[depth - 1].node.s[1 + 2 * path[depth - 1].child], w);
+  if (depth == 0) store_ref_logged(&mo->root, w);
+  else store_ref_logged(&path[depth - 1].node.s[1 + 2 * path[depth - 1].child], w);
 }
 
 // Throws TypeMismatchError unless `key` is a valid key of this map's category (that of any key in
@@ -348,11 +349,13 @@ std::size_t count_entries(Word root) {
 // change is one publishing store) but the size may lag by one operation: it is re-counted.
 class MapLock {
  public:
-  explicit MapLock(SortedMapObject* mo) : guard_(&mo->lock) {
+  MapLock(SortedMapObject* mo, TxAccess a) : tx_(mo, a), guard_(&mo->lock) {
+    tx_.locked();
     if (guard_.recovered()) mo->size.store(count_entries(mo->root.load(std::memory_order_acquire)), std::memory_order_release);
   }
 
  private:
+  TxContainerScope tx_;  // first: a transaction takes the container's orec before its lock word
   ContainerGuard guard_;
 };
 
@@ -371,13 +374,13 @@ bool find(SortedMapObject* mo, Word key, Node* leaf, std::size_t* pos) {
 
 std::size_t sorted_size(Word map) {
   SortedMapObject* mo = as_map(map);
-  MapLock lock(mo);
+  MapLock lock(mo, TxAccess::kRead);
   return mo->size.load(std::memory_order_acquire);
 }
 
 bool sorted_load(Word map, Word key, Rooted* value) {
   SortedMapObject* mo = as_map(map);
-  MapLock lock(mo);
+  MapLock lock(mo, TxAccess::kRead);
   Node leaf{};
   std::size_t pos = 0;
   if (!find(mo, key, &leaf, &pos)) return false;
@@ -387,7 +390,7 @@ bool sorted_load(Word map, Word key, Rooted* value) {
 
 bool sorted_contains(Word map, Word key) {
   SortedMapObject* mo = as_map(map);
-  MapLock lock(mo);
+  MapLock lock(mo, TxAccess::kRead);
   Node leaf{};
   std::size_t pos = 0;
   return find(mo, key, &leaf, &pos);
@@ -395,7 +398,7 @@ bool sorted_contains(Word map, Word key) {
 
 bool sorted_put(Metadata* m, Word map, Word key, Word value, Rooted* old, bool replace) {
   SortedMapObject* mo = as_map(map);
-  MapLock lock(mo);
+  MapLock lock(mo, TxAccess::kWrite);
   check_key(mo, key);
   std::vector<Rooted> keep;
   const Word root = mo->root.load(std::memory_order_acquire);
@@ -404,8 +407,8 @@ bool sorted_put(Metadata* m, Word map, Word key, Word value, Rooted* old, bool r
     Content c;
     c.a.push_back(key);
     c.b.push_back(value);
-    store_ref(&mo->root, build(m, c, &keep));
-    mo->size.store(size + 1, std::memory_order_release);
+    store_ref_logged(&mo->root, build(m, c, &keep));
+    store_count_logged(&mo->size, size + 1);
     return true;
   }
   Descent d = descend(root, key);
@@ -414,7 +417,7 @@ bool sorted_put(Metadata* m, Word map, Word key, Word value, Rooted* old, bool r
   if (found) {
     if (old != nullptr) *old = root_locked(&d.leaf.s[2 + 2 * pos]);
     // The one change to a published leaf: its value slot, in place.
-    if (replace) store_ref(&d.leaf.s[2 + 2 * pos], value);
+    if (replace) store_ref_logged(&d.leaf.s[2 + 2 * pos], value);
     return false;
   }
   Content cur = read_content(d.leaf);
@@ -448,7 +451,7 @@ bool sorted_put(Metadata* m, Word map, Word key, Word value, Rooted* old, bool r
       break;
     }
   }
-  mo->size.store(size + 1, std::memory_order_release);
+  store_count_logged(&mo->size, size + 1);
   return true;
 }
 
@@ -508,7 +511,7 @@ bool remove_locked(Metadata* m, SortedMapObject* mo, Word key, Rooted* value) {
     }
     cur = std::move(parent);
   }
-  mo->size.store(size - 1, std::memory_order_release);
+  store_count_logged(&mo->size, size - 1);
   return true;
 }
 
@@ -516,22 +519,22 @@ bool remove_locked(Metadata* m, SortedMapObject* mo, Word key, Rooted* value) {
 
 bool sorted_remove(Metadata* m, Word map, Word key, Rooted* value) {
   SortedMapObject* mo = as_map(map);
-  MapLock lock(mo);
+  MapLock lock(mo, TxAccess::kWrite);
   check_key(mo, key);
   return remove_locked(m, mo, key, value);
 }
 
 void sorted_clear(Word map) {
   SortedMapObject* mo = as_map(map);
-  MapLock lock(mo);
-  store_ref(&mo->root, kNull);
-  mo->size.store(0, std::memory_order_release);
+  MapLock lock(mo, TxAccess::kWrite);
+  store_ref_logged(&mo->root, kNull);
+  store_count_logged(&mo->size, 0);
 }
 
 std::vector<std::pair<Rooted, Rooted>> sorted_range(Word map, const SortedBound& lo, const SortedBound& hi, bool reverse,
                                                     std::size_t limit, bool with_values) {
   SortedMapObject* mo = as_map(map);
-  MapLock lock(mo);
+  MapLock lock(mo, TxAccess::kRead);
   check_bound(mo, lo);
   check_bound(mo, hi);
   std::vector<std::pair<Rooted, Rooted>> out;
@@ -573,7 +576,7 @@ std::vector<std::pair<Rooted, Rooted>> sorted_range(Word map, const SortedBound&
 
 std::size_t sorted_rank(Word map, Word key, bool inclusive) {
   SortedMapObject* mo = as_map(map);
-  MapLock lock(mo);
+  MapLock lock(mo, TxAccess::kRead);
   check_key(mo, key);
   const Word root = mo->root.load(std::memory_order_acquire);
   if (root == kNull) return 0;
@@ -618,13 +621,13 @@ std::pair<Rooted, Rooted> entry_at_locked(SortedMapObject* mo, std::int64_t i) {
 
 std::pair<Rooted, Rooted> sorted_entry_at(Word map, std::int64_t i) {
   SortedMapObject* mo = as_map(map);
-  MapLock lock(mo);
+  MapLock lock(mo, TxAccess::kRead);
   return entry_at_locked(mo, i);
 }
 
 std::pair<Rooted, Rooted> sorted_pop_at(Metadata* m, Word map, std::int64_t i) {
   SortedMapObject* mo = as_map(map);
-  MapLock lock(mo);
+  MapLock lock(mo, TxAccess::kWrite);
   std::pair<Rooted, Rooted> e = entry_at_locked(mo, i);
   remove_locked(m, mo, e.first.word(), nullptr);
   return e;

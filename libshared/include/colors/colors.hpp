@@ -12,6 +12,7 @@
 // roots: while a Value (or any copy) lives, the object and everything reachable from it stays
 // alive. All operations throw colors::Error subclasses (errors.hpp).
 #pragma once
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -354,6 +355,85 @@ class Channel {
 Channel channel(const std::string& name, std::uint32_t capacity = 64);
 // Deletes the channel called `name`, dropping what it holds; returns false if there is none.
 bool delete_channel(const std::string& name);
+
+// ---- transactions ----------------------------------------------------------------------------
+
+// An atomic, isolated group of reads and writes of shared objects, across the threads, processes
+// and languages of one heap (doc/DESIGN.md, "Transactions"):
+//
+//   colors::Transaction tx;          // begins (or joins the enclosing one: nesting is flat)
+//   a.set("balance", ...); b.set("balance", ...);
+//   tx.commit();                     // all or nothing; the destructor rolls back if not committed
+//
+// Inside a transaction, field writes, container operations, allocations and repository set() are
+// published at commit all at once, or never; reads see a consistent state (serializable with
+// every other transaction). A process that dies in one is rolled back by the server. Conflicts
+// throw TransactionConflictError (the transaction is then rolled back when it ends; atomically()
+// retries it); a timeout or an undo log beyond its limit throws TransactionAbortedError. Channel
+// operations, remote calls, schema evolution and repository deletion inside a transaction throw
+// InvalidArgumentError (they cannot be rolled back). Code outside transactions is not isolated
+// from them: it can read a transaction's writes before its commit.
+class Transaction {
+ public:
+  Transaction();
+  // The whole transaction fails with TransactionAbortedError once it has run longer than this.
+  explicit Transaction(std::chrono::milliseconds timeout);
+  ~Transaction();
+  Transaction(const Transaction&) = delete;
+  Transaction& operator=(const Transaction&) = delete;
+
+  // Commits (the outermost) or ends this level (an inner one). Throws TransactionConflictError or
+  // TransactionAbortedError, the transaction then rolled back; InvalidArgumentError on misuse
+  // (already ended, another thread, an inner transaction still open, no longer attached).
+  void commit();
+  // Rolls back (the outermost), or ends this level and dooms the whole transaction (an inner one).
+  void rollback();
+  bool active() const { return open_; }
+
+ private:
+  void check_usable(const char* what) const;
+  bool open_ = true;
+  int depth_ = 0;
+  long tid_ = 0;
+};
+
+// Whether the calling thread runs a transaction.
+bool in_transaction();
+
+namespace detail {
+// Sleeps before retry `attempt` (1-based) of a conflicting transaction: randomised, exponential.
+void transaction_backoff(int attempt);
+// From this attempt on, atomically() runs the transaction with reads that hold what they read as
+// writes do (transaction.hpp, tx_escalate), so a reader cannot starve behind writers.
+inline constexpr int kEscalateAttempt = 3;
+void transaction_escalate();
+}  // namespace detail
+
+// Runs f() in a transaction and commits it; on TransactionConflictError, rolls back and runs it
+// again, up to `retries` more times. Inside an enclosing transaction f() joins it and a conflict
+// propagates to the outermost (a flat transaction cannot retry a part of itself).
+template <class F>
+auto atomically(F&& f, int retries = 100) -> decltype(f()) {
+  const bool nested = in_transaction();
+  for (int attempt = 0;; ++attempt) {
+    try {
+      Transaction tx;
+      if (!nested && attempt >= detail::kEscalateAttempt) detail::transaction_escalate();
+      if constexpr (std::is_void_v<decltype(f())>) {
+        f();
+        tx.commit();
+        return;
+      } else {
+        auto result = f();
+        tx.commit();
+        return result;
+      }
+    } catch (const TransactionConflictError&) {
+      if (nested || attempt >= retries) throw;
+    }
+    detail::transaction_backoff(attempt + 1);
+  }
+}
 
 // ---- monitors --------------------------------------------------------------------------------
 

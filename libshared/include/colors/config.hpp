@@ -13,9 +13,9 @@ inline constexpr std::uint32_t kProtocolVersion = 3;
 // entries that name the objects held, repository/channel generations; front carving may leave a
 // free block off the freelist after a death, which only the walk-based repair lists; 6: heap id
 // and header checksum, the collector's phase, the owner uid of a client slot, kAwaitingSuccessor;
-// 7: the sorted map kind, one more builtin class in Metadata::builtin). A client and a server
-// must agree exactly.
-inline constexpr std::uint32_t kLayoutVersion = 7;
+// 7: the sorted map kind, one more builtin class in Metadata::builtin; 8: transaction descriptors,
+// ownership records and the version clock in Metadata). A client and a server must agree exactly.
+inline constexpr std::uint32_t kLayoutVersion = 8;
 
 // Default fixed address of the segment. High in the user half of the x86-64 address space,
 // below where the kernel places mmap()s top-down (0x7f..) and far above where executables, their
@@ -35,5 +35,7 @@ inline constexpr std::size_t kMonitorCount = 4096;                // hashed moni
 inline constexpr std::size_t kMaxClients = 256;                   // attached processes at once
 inline constexpr std::size_t kNameBuckets = 4096;                 // class/repository/channel tables
 inline constexpr std::size_t kMaxNameLength = 1024;               // class, field, repository names
+inline constexpr std::size_t kMaxTransactions = 1024;             // threads in transactions at once
+inline constexpr std::size_t kOrecBits = 18;                      // ownership records: 2^18 (2 MiB)
 
 }  // namespace colors

@@ -27,6 +27,8 @@ enum class ErrorCode {
   kTimeout,           // a call did not complete in time (rpc)
   kRemote,            // the remote handler of a call failed (rpc): type and message in the error
   kUnavailable,       // no live process serves the endpoint, or it died during the call (rpc)
+  kTransactionConflict,  // another transaction holds what this one needs, or changed what it read
+  kTransactionAborted,   // the transaction was rolled back (timeout, too large, doomed earlier)
 };
 
 class Error : public std::runtime_error {
@@ -61,6 +63,12 @@ COLORS_DEFINE_ERROR(InterruptedError, kInterrupted)
 COLORS_DEFINE_ERROR(CorruptHeapError, kCorrupt)
 COLORS_DEFINE_ERROR(TimeoutError, kTimeout)
 COLORS_DEFINE_ERROR(UnavailableError, kUnavailable)
+// A transaction conflicted with another (or was part of a deadlock); it is rolled back and may be
+// retried (colors::atomically does).
+COLORS_DEFINE_ERROR(TransactionConflictError, kTransactionConflict)
+// A transaction was aborted for another reason (its timeout, its log limit, an earlier error in
+// it, its attachment ending); it is rolled back.
+COLORS_DEFINE_ERROR(TransactionAbortedError, kTransactionAborted)
 
 // The handler of a remote call failed: remote_type() is the error's type in the server's
 // language (e.g. "ValueError", "java.lang.IllegalStateException"), remote_message() its message.

@@ -1,0 +1,409 @@
+// Transactions against a real server: commit and rollback of every kind of change, isolation
+// between threads and processes, conflicts and deadlocks, a process killed inside a transaction
+// (rolled back by the server), a stopped holder, a transaction too large for its log, a long
+// transaction across collector cycles, and misuse.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../integration/server_process.hpp"
+#include "client_process.hpp"
+#include "colors/colors.hpp"
+
+using namespace colors;
+using colors::test::eventually;
+using colors::test::fork_client;
+using colors::test::ServerConfig;
+using colors::test::ServerProcess;
+using colors::test::TempDir;
+using colors::test::wait_child;
+
+namespace {
+
+struct Attached {
+  TempDir dir;
+  ServerConfig cfg = ServerConfig::fresh(dir.path());
+  ServerProcess server{cfg, cfg.args({"--heap-size", "32M"}), dir.path() + "/server.log"};
+  Attached() {
+    REQUIRE(server.wait_ready());
+    attach(cfg.socket);
+  }
+  ~Attached() { detach(); }
+};
+
+Class account_class() { return define_class("tx.Account", {{"balance", TypeKind::kInteger}, {"note", TypeKind::kString}}); }
+
+Object account(long long balance) {
+  Object a = new_object(account_class());
+  a.set("balance", Value(balance));
+  return a;
+}
+
+long long balance(const Object& a) { return a.get("balance").as_int(); }
+
+// Reads `f()` in a transaction, retrying while another (maybe dead) transaction holds what it reads.
+template <class F>
+auto read_when_free(F&& f) {
+  for (int i = 0;; ++i) {
+    try {
+      return atomically(f, 0);
+    } catch (const TransactionConflictError&) {
+      if (i > 500) throw;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("transactions: a commit publishes every kind of change, a rollback undoes them all") {
+  Attached at;
+  Object a = account(100);
+  List l = new_list();
+  l.append(Value(1));
+  Map m = new_map();
+  m.put(Value("k"), Value(1));
+  SortedMap sm = new_sorted_map();
+  sm.put(Value(5), Value("five"));
+  Repository repo = repository("tx.repo");
+  repo.set(Value("before"));
+
+  auto change_all = [&] {
+    a.set("balance", Value(7));
+    a.set("note", Value("changed"));
+    for (int i = 0; i < 100; ++i) l.append(Value(i));  // grows the storage: a new array
+    l.set(0, Value(-1));
+    for (int i = 0; i < 50; ++i) m.put(Value(i), Value(i));  // rehashes
+    m.remove(Value("k"));
+    for (int i = 0; i < 200; ++i) sm.put(Value(i * 2), Value(i));  // splits nodes
+    sm.remove(Value(5));
+    repo.set(new_list());
+  };
+
+  SECTION("rolled back by the destructor") {
+    {
+      Transaction tx;
+      change_all();
+      CHECK(balance(a) == 7);  // the transaction sees its own writes
+      CHECK(l.size() == 101);
+    }
+    CHECK(balance(a) == 100);
+    CHECK(a.get("note").is_null());
+    CHECK(l.size() == 1);
+    CHECK(l.get(0).as_int() == 1);
+    CHECK(m.size() == 1);
+    CHECK(m.at(Value("k")).as_int() == 1);
+    CHECK(sm.size() == 1);
+    CHECK(sm.at(Value(5)).as_string() == "five");
+    CHECK(repo.get().as_string() == "before");
+    VerifyResult v = verify_heap();
+    CHECK(v.ok);
+  }
+  SECTION("committed") {
+    {
+      Transaction tx;
+      change_all();
+      tx.commit();
+    }
+    CHECK(balance(a) == 7);
+    CHECK(a.get("note").as_string() == "changed");
+    CHECK(l.size() == 101);
+    CHECK(l.get(0).as_int() == -1);
+    CHECK(m.size() == 50);
+    CHECK(sm.size() == 200);
+    CHECK_FALSE(sm.contains(Value(5)));
+    CHECK(List(repo.get()).size() == 0);
+  }
+  SECTION("an exception in atomically rolls back and propagates") {
+    CHECK_THROWS_AS(atomically([&] {
+                      change_all();
+                      throw IndexError("boom");
+                    }),
+                    IndexError);
+    CHECK(balance(a) == 100);
+    CHECK(l.size() == 1);
+  }
+}
+
+TEST_CASE("transactions: nesting is flat, and an inner rollback dooms the whole transaction") {
+  Attached at;
+  Object a = account(1);
+  {
+    Transaction outer;
+    a.set("balance", Value(2));
+    {
+      Transaction inner;
+      a.set("balance", Value(3));
+      inner.commit();  // joins the outer: nothing is published yet
+    }
+    CHECK(balance(a) == 3);
+    outer.commit();
+  }
+  CHECK(balance(a) == 3);
+  {
+    Transaction outer;
+    a.set("balance", Value(4));
+    { Transaction inner; }  // rolled back: the outer cannot commit any more
+    CHECK_THROWS_AS(a.set("balance", Value(5)), TransactionAbortedError);
+    CHECK_THROWS_AS(outer.commit(), TransactionAbortedError);
+  }
+  CHECK(balance(a) == 3);
+  CHECK_FALSE(in_transaction());
+}
+
+TEST_CASE("transactions: misuse gets a clear error") {
+  Attached at;
+  Object a = account(1);
+  Transaction tx;
+  CHECK_THROWS_AS(channel("tx.chan", 4).send(Value(1)), InvalidArgumentError);
+  CHECK_THROWS_AS(a.add_field({"extra", TypeKind::kInteger}), InvalidArgumentError);
+  CHECK_THROWS_AS(delete_repository("tx.any"), InvalidArgumentError);
+  std::thread other([&] {
+    try {
+      tx.commit();
+      FAIL("a commit from another thread was accepted");
+    } catch (const InvalidArgumentError& e) {
+      CHECK(std::string(e.what()).find("thread") != std::string::npos);
+    }
+  });
+  other.join();
+  tx.commit();
+  CHECK_THROWS_AS(tx.commit(), InvalidArgumentError);  // already ended
+  CHECK_FALSE(in_transaction());
+  channel("tx.chan", 4).send(Value(1));  // fine outside
+}
+
+TEST_CASE("transactions: concurrent transfers between threads keep the total, seen by a transactional auditor") {
+  Attached at;
+  constexpr int kAccounts = 16;
+  List accounts = new_list();
+  for (int i = 0; i < kAccounts; ++i) accounts.append(account(1000));
+  std::atomic<bool> stop{false};
+  std::atomic<long> transfers{0}, audits{0}, bad{0}, errors{0};
+  // Exceptions stay in their thread (counted): one escaping would terminate the test process.
+  auto guarded = [&](auto body) {
+    return [&errors, body](auto... args) {
+      try {
+        body(args...);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "transfer thread: %s\n", e.what());
+        errors.fetch_add(1);
+      }
+    };
+  };
+  auto worker = [&](unsigned seed) {
+    std::mt19937 rng(seed);
+    while (!stop.load()) {
+      int x = static_cast<int>(rng() % kAccounts), y = static_cast<int>(rng() % kAccounts);
+      long long amount = rng() % 50;
+      atomically([&] {
+        Object a(accounts.get(static_cast<std::size_t>(x))), b(accounts.get(static_cast<std::size_t>(y)));
+        a.set("balance", Value(balance(a) - amount));
+        b.set("balance", Value(balance(b) + amount));
+      });
+      transfers.fetch_add(1);
+    }
+  };
+  auto auditor = [&] {
+    while (!stop.load()) {
+      long long total = atomically([&] {
+        long long t = 0;
+        for (int i = 0; i < kAccounts; ++i) t += balance(Object(accounts.get(static_cast<std::size_t>(i))));
+        return t;
+      });
+      if (total != 1000LL * kAccounts) bad.fetch_add(1);
+      audits.fetch_add(1);
+    }
+  };
+  std::vector<std::thread> ts;
+  ts.emplace_back(guarded(worker), 1u);
+  ts.emplace_back(guarded(worker), 2u);
+  ts.emplace_back(guarded(worker), 3u);
+  ts.emplace_back(guarded(auditor));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  stop = true;
+  for (auto& t : ts) t.join();
+  CHECK(bad.load() == 0);
+  CHECK(errors.load() == 0);
+  CHECK(transfers.load() > 100);
+  CHECK(audits.load() > 10);
+  long long total = 0;
+  for (int i = 0; i < kAccounts; ++i) total += balance(Object(accounts.get(static_cast<std::size_t>(i))));
+  CHECK(total == 1000LL * kAccounts);
+}
+
+TEST_CASE("transactions: increments from several processes in atomically lose none") {
+  Attached at;
+  Object counter = account(0);
+  repository("tx.counter").set(counter);
+  constexpr int kProcs = 3, kEach = 300;
+  std::vector<pid_t> kids;
+  for (int p = 0; p < kProcs; ++p)
+    kids.push_back(fork_client(at.cfg.socket, [] {
+      Object c(repository("tx.counter").get());
+      for (int i = 0; i < kEach; ++i) atomically([&] { c.set("balance", Value(c.get("balance").as_int() + 1)); });
+      return 0;
+    }));
+  for (pid_t k : kids) CHECK(wait_child(k) == 0);
+  CHECK(balance(counter) == kProcs * kEach);
+}
+
+TEST_CASE("transactions: a deadlock is reported as a conflict naming it, never a hang") {
+  Attached at;
+  Object a = account(0), b = account(0);
+  std::atomic<int> both{0};
+  std::atomic<int> deadlocks{0}, done{0};
+  auto run = [&](Object first, Object second) {
+    try {
+      Transaction tx;
+      first.set("balance", Value(1));
+      both.fetch_add(1);
+      while (both.load() < 2) std::this_thread::yield();
+      second.set("balance", Value(2));
+      tx.commit();
+      done.fetch_add(1);
+    } catch (const TransactionConflictError& e) {
+      if (std::string(e.what()).find("deadlock") != std::string::npos) deadlocks.fetch_add(1);
+    }
+  };
+  auto t0 = std::chrono::steady_clock::now();
+  std::thread t1(run, a, b), t2(run, b, a);
+  t1.join();
+  t2.join();
+  CHECK(deadlocks.load() >= 1);
+  CHECK(deadlocks.load() + done.load() == 2);
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
+}
+
+TEST_CASE("transactions: a process killed inside a transaction is rolled back by the server") {
+  Attached at;
+  Object a = account(100);
+  List l = new_list();
+  l.append(Value("kept"));
+  SortedMap sm = new_sorted_map();
+  sm.put(Value(1), Value(1));
+  repository("tx.crash.a").set(a);
+  repository("tx.crash.l").set(l);
+  repository("tx.crash.sm").set(sm);
+  pid_t kid = fork_client(at.cfg.socket, [] {
+    Object a(repository("tx.crash.a").get());
+    List l(repository("tx.crash.l").get());
+    SortedMap sm(repository("tx.crash.sm").get());
+    Transaction tx;
+    a.set("balance", Value(-1));
+    for (int i = 0; i < 1000; ++i) l.append(Value(i));
+    for (int i = 2; i < 500; ++i) sm.put(Value(i), Value(i));
+    repository("tx.crash.a").set(Value("gone"));
+    ::raise(SIGKILL);  // mid-transaction
+    return 1;
+  });
+  CHECK(wait_child(kid) == 128 + SIGKILL);
+  // Until the server has rolled it back, its objects are held: a transactional read waits.
+  CHECK(read_when_free([&] { return balance(a); }) == 100);
+  CHECK(read_when_free([&] { return static_cast<long long>(l.size()); }) == 1);
+  CHECK(read_when_free([&] { return static_cast<long long>(sm.size()); }) == 1);
+  CHECK(read_when_free([&] { return Object(repository("tx.crash.a").get()).get("balance").as_int(); }) == 100);
+  // Its locks are free again: a new transaction writes the same objects.
+  atomically([&] {
+    a.set("balance", Value(5));
+    l.append(Value("after"));
+  });
+  CHECK(balance(a) == 5);
+  CHECK(l.size() == 2);
+  collect(30000);
+  VerifyResult v = verify_heap();
+  CHECK(v.ok);
+}
+
+TEST_CASE("transactions: a stopped holder makes others fail with a conflict naming it, not wait forever") {
+  Attached at;
+  Object a = account(1);
+  repository("tx.stop.a").set(a);
+  pid_t kid = fork_client(at.cfg.socket, [] {
+    Object a(repository("tx.stop.a").get());
+    Transaction tx;
+    a.set("balance", Value(2));
+    ::raise(SIGSTOP);
+    tx.commit();
+    return 0;
+  });
+  int st = 0;
+  REQUIRE(::waitpid(kid, &st, WUNTRACED) == kid);
+  REQUIRE(WIFSTOPPED(st));
+  auto t0 = std::chrono::steady_clock::now();
+  try {
+    atomically([&] { a.set("balance", Value(3)); }, 3);
+    FAIL("the write went through while a stopped process held the object");
+  } catch (const TransactionConflictError& e) {
+    CHECK(std::string(e.what()).find("process " + std::to_string(kid)) != std::string::npos);
+  }
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10));
+  ::kill(kid, SIGKILL);
+  CHECK(wait_child(kid) == 128 + SIGKILL);
+  CHECK(read_when_free([&] { return balance(a); }) == 1);  // its write was rolled back
+  atomically([&] { a.set("balance", Value(3)); });
+  CHECK(balance(a) == 3);
+}
+
+TEST_CASE("transactions: one too large for its log fails with nothing applied") {
+  Attached at;
+  List l = new_list();
+  for (int i = 0; i < 10; ++i) l.append(Value(i));
+  repository("tx.large").set(l);
+  pid_t kid = fork_client(at.cfg.socket, [] {
+    ::setenv("COLORS_TX_MAX_WRITES", "500", 1);  // read at the first transaction of the process
+    List l(repository("tx.large").get());
+    try {
+      Transaction tx;
+      for (int i = 0; i < 1000; ++i) l.set(static_cast<std::size_t>(i % 10), Value(-i));
+      tx.commit();
+      return 10;
+    } catch (const TransactionAbortedError& e) {
+      if (std::string(e.what()).find("too large") == std::string::npos) return 11;
+    }
+    for (int i = 0; i < 10; ++i)
+      if (l.get(static_cast<std::size_t>(i)).as_int() != i) return 12;
+    return 0;
+  });
+  CHECK(wait_child(kid) == 0);
+  for (int i = 0; i < 10; ++i) CHECK(l.get(static_cast<std::size_t>(i)).as_int() == i);
+}
+
+TEST_CASE("transactions: a long transaction across back-to-back collector cycles keeps its old and new values") {
+  Attached at;
+  constexpr int kN = 2000;
+  List objs = new_list();
+  for (int i = 0; i < kN; ++i) {
+    Object o = account(i);
+    o.set("note", Value("old " + std::to_string(i)));
+    objs.append(o);
+  }
+  {
+    Transaction tx;
+    for (int i = 0; i < kN; ++i) {
+      Object o(objs.get(static_cast<std::size_t>(i)));
+      o.set("note", Value("new " + std::to_string(i)));  // the old string lives only in the log
+      if (i % 500 == 0) collect(30000);
+    }
+    collect(30000);
+    collect(30000);
+    for (int i = 0; i < kN; i += 97) CHECK(Object(objs.get(static_cast<std::size_t>(i))).get("note").as_string() == "new " + std::to_string(i));
+  }  // rolled back: the old strings come back from the log
+  collect(30000);
+  for (int i = 0; i < kN; ++i) {
+    if (Object(objs.get(static_cast<std::size_t>(i))).get("note").as_string() != "old " + std::to_string(i)) {
+      FAIL("note " << i << " was not restored");
+    }
+  }
+  VerifyResult v = verify_heap();
+  CHECK(v.ok);
+}
