@@ -16,7 +16,7 @@ const char* const kLoadUsage =
     "         reads the published database (built by any language) and checks the same lines\n"
     "         against the database the generator gives for the seed (after R runs of T2b),\n"
     "         and the indexes oo7.<size>.parts_by_id / parts_by_date against the database\n"
-    "       oo7-load --check --op t1|t6|t2a|t2b|t2c|q7|q1|q2|q3 [--repeat N] [--no-monitor] [--size S]\n"
+    "       oo7-load --check --op t1|t6|t2a|t2b|t2c|q7|q1|q2|q3 [--repeat N] [--no-transaction] [--size S]\n"
     "         runs an operation N times on the published database and prints its result\n";
 
 namespace {
@@ -64,8 +64,8 @@ LoadOptions parse_load_options(const std::vector<std::string>& args) {
     } else if (a == "--repeat") {
       o.repeat = static_cast<int>(number(a, value(), 1));
       repeat_given = true;
-    } else if (a == "--no-monitor") {
-      o.use_monitors = false;
+    } else if (a == "--no-transaction") {
+      o.use_transactions = false;
       no_monitor = true;
     } else if (a == "--t2b-runs") {
       o.t2b_runs = static_cast<int>(number(a, value(), 0));
@@ -75,8 +75,8 @@ LoadOptions parse_load_options(const std::vector<std::string>& args) {
   }
   const bool any_op = o.op || o.query;
   if ((any_op || repeat_given || no_monitor || o.t2b_runs) && !o.check_only)
-    throw colors::InvalidArgumentError("--op, --repeat, --no-monitor and --t2b-runs go with --check");
-  if ((repeat_given || no_monitor) && !any_op) throw colors::InvalidArgumentError("--repeat and --no-monitor go with --op");
+    throw colors::InvalidArgumentError("--op, --repeat, --no-transaction and --t2b-runs go with --check");
+  if ((repeat_given || no_monitor) && !any_op) throw colors::InvalidArgumentError("--repeat and --no-transaction go with --op");
   if (any_op && o.t2b_runs) throw colors::InvalidArgumentError("--t2b-runs checks the database: run it apart from --op");
   return o;
 }

@@ -18,7 +18,7 @@ struct LoadOptions {
   std::optional<Op> op;              // --op: run an operation on the published database
   std::optional<Query> query;        // --op q1|q2|q3: run a query through the published indexes
   int repeat = 1;                    // --repeat: times to run --op
-  bool use_monitors = true;          // --no-monitor: T2 without monitors (shows lost updates)
+  bool use_transactions = true;      // --no-transaction: T2 without transactions (shows lost updates)
   std::optional<int> t2b_runs;       // --t2b-runs R: expect the database R T2b runs after loading
 };
 

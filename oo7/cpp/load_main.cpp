@@ -133,7 +133,7 @@ int run_queries(const LoadOptions& o, const Params& p, const Schema& s, const co
 
 int run_ops(const LoadOptions& o, const Schema& s, const colors::Object& db) {
   SharedAccess shared(s, db);
-  shared.set_use_monitors(o.use_monitors);
+  shared.set_use_transactions(o.use_transactions);
   OpResult first{};
   for (int i = 0; i < o.repeat; ++i) {
     auto t0 = std::chrono::steady_clock::now();

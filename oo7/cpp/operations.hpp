@@ -5,13 +5,14 @@
 //        fresh visited set per composite part visit; returns the number of parts visited.
 //   T6   the same tree walk, visiting only each component's rootPart.
 //   T2a/T2b/T2c  T1, swapping x/y of the root part / of every part visited / four times each
-//        part visited, holding the composite part's monitor (A::exclusive) while its parts are
-//        visited; returns the visit count like T1.
+//        part visited, each composite part's visit one transaction (A::exclusive, which may run
+//        it again after a conflict); returns the visit count like T1.
 //   Q7   a scan of all atomic parts (composites[*].parts[*]): their count and the sum of x.
 #pragma once
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "visited_set.hpp"
 
@@ -66,21 +67,35 @@ class Traversal {
 
   void composite(const Comp& c) {
     const Part root = a_.root_part(c);
-    visited_.clear();
     if (swap_ == Swap::kNone) {
-      search(root);
+      visited_.clear();
+      search(root, nullptr);
       return;
     }
+    // The update may run more than once (a transaction retried): it collects the parts it
+    // visits, and they are counted and reported once it is done.
     a_.exclusive(c, [&] {
+      visited_.clear();
+      updated_.clear();
       if (swap_ == Swap::kRoot) a_.swap_xy(root);
-      search(root);
+      search(root, &updated_);
     });
+    for (const Part& p : updated_) {
+      ++visits_;
+      on_part_(p);
+    }
+    updated_.clear();
   }
 
-  void search(const Part& p) {
+  // Visits p and what it reaches; the parts go to `collect` when given, else are reported now.
+  void search(const Part& p, std::vector<Part>* collect) {
     visited_.insert(A::key(p));
-    ++visits_;
-    on_part_(p);
+    if (collect != nullptr) {
+      collect->push_back(p);
+    } else {
+      ++visits_;
+      on_part_(p);
+    }
     if (swap_ == Swap::kEvery) {
       a_.swap_xy(p);
     } else if (swap_ == Swap::kEveryFour) {
@@ -90,7 +105,7 @@ class Traversal {
     const std::size_t n = A::size(to);
     for (std::size_t i = 0; i < n; ++i) {
       const Part next = a_.to(A::at(to, i));
-      if (!visited_.contains(A::key(next))) search(next);
+      if (!visited_.contains(A::key(next))) search(next, collect);
     }
   }
 
@@ -98,6 +113,7 @@ class Traversal {
   Swap swap_;
   OnPart& on_part_;
   VisitedSet visited_;
+  std::vector<Part> updated_;
   std::uint64_t visits_ = 0;
 };
 

@@ -105,25 +105,24 @@ class SharedAccess {
   Seq<Conn> to(const Part& p) const { return {list(p.obj.get(s_.part.to))}; }
   Seq<Conn> from(const Part& p) const { return {list(p.obj.get(s_.part.from))}; }
   static std::uintptr_t key(const Part& p) { return static_cast<std::uintptr_t>(p.obj.raw()); }
-  // REQUIRES: the caller holds the monitor of the part's composite part (exclusive()), so that
-  // no other swap of this part interleaves.
+  // REQUIRES: inside exclusive(), so that no other swap of this part interleaves.
   void swap_xy(const Part& p) const {
     std::int64_t x = p.obj.get(s_.part.x).as_int();
     std::int64_t y = p.obj.get(s_.part.y).as_int();
     p.obj.set(s_.part.x, colors::Value(y));
     p.obj.set(s_.part.y, colors::Value(x));
   }
-  // Runs fn holding the composite part's monitor: updates of its parts from any process are
-  // serialised by it (transactions do not exist yet).
+  // Runs fn as one transaction (colors::atomically): the updates of a composite part's visit
+  // from any process and language are atomic and isolated, and a process killed in the middle
+  // is rolled back by the server. fn may run more than once (retried after a conflict).
   template <class F>
-  void exclusive(const Comp& c, F&& fn) const {
-    if (!use_monitors_) return fn();
-    colors::Monitor m(c.obj);
-    fn();
+  void exclusive(const Comp&, F&& fn) const {
+    if (!use_transactions_) return fn();
+    colors::atomically(fn);
   }
-  // Without monitors, concurrent T2 runs lose updates: only for showing that the lost-update
+  // Without transactions, concurrent T2 runs lose updates: only for showing that the lost-update
   // check detects them.
-  void set_use_monitors(bool on) { use_monitors_ = on; }
+  void set_use_transactions(bool on) { use_transactions_ = on; }
 
   std::int64_t id(const Conn& c) const { return c.obj.get(s_.connection.id).as_int(); }
   shared::Str type(const Conn& c) const { return {c.obj.get(s_.connection.type)}; }
@@ -138,7 +137,7 @@ class SharedAccess {
  private:
   const Schema s_;  // a copy: an accessor never outlives its schema
   colors::Object db_;
-  bool use_monitors_ = true;
+  bool use_transactions_ = true;
   // Class versions seen, with whether they are oo7.ComplexAssembly (another language may have
   // defined another version of it).
   mutable std::vector<std::pair<const void*, bool>> complex_versions_;
