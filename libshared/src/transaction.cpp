@@ -319,10 +319,19 @@ void append(TxThread& t, std::uint64_t addr_kind, Word old) {
 }
 
 // Empties the log after a commit or rollback (dropping its references so that what it held can
-// be collected).
+// be collected). A log grown beyond kKeptLogEntries is dropped instead: one large transaction
+// does not keep its log's memory for the thread's lifetime.
+constexpr std::size_t kKeptLogEntries = 4096;
 void clear_log(TxThread& t) {
-  ArrayObject* a = t.log();
   t.d->log_used.store(0, std::memory_order_release);
+  if (t.log_cap > kKeptLogEntries * kEntrySlots) {
+    t.d->log.store(kNull, std::memory_order_release);
+    t.log_root.reset();
+    t.log_cap = 0;
+    t.log_used = 0;
+    return;
+  }
+  ArrayObject* a = t.log();
   for (std::size_t i = 0; i < t.log_used; ++i) put_slot(&a->slots[i], kNull);
   t.log_used = 0;
 }
