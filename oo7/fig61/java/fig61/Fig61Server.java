@@ -2,7 +2,6 @@ package fig61;
 
 import oo7.Builder;
 import oo7.Checks;
-import oo7.Load;
 import oo7.Params;
 import oo7.Schema;
 import oo7.shared.Database;
@@ -17,11 +16,12 @@ import org.colors.rpc.RpcServer;
  *
  * <pre>
  * fig61.Fig61Server [--size small|medium] [--seed N] [--adopt] [--endpoint NAME] [--grpc-port P]
+ *                    [--repository NAME]
  * </pre>
  *
- * builds the OO7 database into its own shared objects and publishes it in {@code oo7.SIZE}
- * ({@code --adopt}: serves the database already published there instead, e.g. by
- * {@code oo7/load --lang java}), checks it (T1's visits and visit order against the SPEC for seed
+ * builds the OO7 database into its own shared objects and publishes it in {@code oo7.SIZE} (or
+ * the repository NAME) ({@code --adopt}: serves the database already published there instead,
+ * e.g. by {@code oo7/load --lang java}), checks it (T1's visits and visit order against the SPEC for seed
  * 42 small: a mismatch exits 1), then serves it over colors rpc (endpoint NAME, default
  * {@code oo7.fig61}, one serving thread) and gRPC (127.0.0.1, port P, default any), prints
  * {@code READY <grpc port>} and serves until its stdin ends.
@@ -30,7 +30,7 @@ public final class Fig61Server {
   private Fig61Server() {}
 
   public static void main(String[] argv) throws Exception {
-    String size = "small", endpoint = "oo7.fig61";
+    String size = "small", endpoint = "oo7.fig61", repository = null;
     long seed = 42;
     int grpcPort = 0;
     boolean adopt = false;
@@ -38,13 +38,14 @@ public final class Fig61Server {
       String a = argv[i];
       switch (a) {
         case "--adopt" -> adopt = true;
-        case "--size", "--seed", "--endpoint", "--grpc-port" -> {
+        case "--size", "--seed", "--endpoint", "--grpc-port", "--repository" -> {
           if (i + 1 >= argv.length) usage(a + " needs a value");
           String v = argv[++i];
           switch (a) {
             case "--size" -> size = v;
             case "--seed" -> seed = Long.parseUnsignedLong(v);
             case "--endpoint" -> endpoint = v;
+            case "--repository" -> repository = v;
             default -> grpcPort = Integer.parseInt(v);
           }
         }
@@ -55,11 +56,17 @@ public final class Fig61Server {
     SharedMemory.attach();
     SharedClasses.register();
     Schema.Database db;
+    String repo = repository != null ? repository : p.repository();
     if (adopt) {
-      db = Load.published(p);
+      Object o = SharedMemory.findOrCreateRepository(repo).get();
+      if (!(o instanceof Database)) {
+        System.err.println("fig61-server: repository " + repo + " holds no oo7.Database (found " + o + "): run oo7/load first");
+        System.exit(1);
+      }
+      db = (Database) o;
     } else {
       db = Builder.build(p, seed, new SharedFactory());
-      SharedMemory.findOrCreateRepository(p.repository()).set(db);
+      SharedMemory.findOrCreateRepository(repo).set(db);
     }
     Checks.Summary s = Checks.summary(db, new SharedOps());
     System.out.println("fig61-server size=" + p.name() + " seed=" + Long.toUnsignedString(seed) + (adopt ? " adopted" : " built"));
@@ -83,7 +90,7 @@ public final class Fig61Server {
 
   private static void usage(String why) {
     System.err.println("fig61-server: " + why);
-    System.err.println("usage: fig61.Fig61Server [--size small|medium] [--seed N] [--adopt] [--endpoint NAME] [--grpc-port P]");
+    System.err.println("usage: fig61.Fig61Server [--size small|medium] [--seed N] [--adopt] [--endpoint NAME] [--grpc-port P] [--repository NAME]");
     System.exit(2);
   }
 }

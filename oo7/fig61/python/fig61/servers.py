@@ -78,7 +78,8 @@ class JavaServer:
     """fig61.Fig61Server attached to ``socket``: builds (or with ``adopt`` serves the published)
     OO7 database and serves it over colors rpc (``endpoint``) and gRPC (``self.port``)."""
 
-    def __init__(self, socket: str, endpoint: str, size: str = "small", seed: int = 42, adopt: bool = False):
+    def __init__(self, socket: str, endpoint: str, size: str = "small", seed: int = 42, adopt: bool = False,
+                 repository: str | None = None):
         out = FIG61 / "build"
         try:
             cp = (out / "server-classpath.txt").read_text().strip()
@@ -91,6 +92,8 @@ class JavaServer:
                "fig61.Fig61Server", "--size", size, "--seed", str(seed), "--endpoint", endpoint]
         if adopt:
             cmd.append("--adopt")
+        if repository is not None:
+            cmd += ["--repository", repository]
         self._err = tempfile.TemporaryFile(mode="w+")  # read if it fails to start; never fills a pipe
         self.proc = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=self._err, text=True)
