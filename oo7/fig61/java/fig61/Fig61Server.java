@@ -41,18 +41,28 @@ public final class Fig61Server {
         case "--size", "--seed", "--endpoint", "--grpc-port", "--repository" -> {
           if (i + 1 >= argv.length) usage(a + " needs a value");
           String v = argv[++i];
-          switch (a) {
-            case "--size" -> size = v;
-            case "--seed" -> seed = Long.parseUnsignedLong(v);
-            case "--endpoint" -> endpoint = v;
-            case "--repository" -> repository = v;
-            default -> grpcPort = Integer.parseInt(v);
+          try {
+            switch (a) {
+              case "--size" -> size = v;
+              case "--seed" -> seed = Long.parseUnsignedLong(v);
+              case "--endpoint" -> endpoint = v;
+              case "--repository" -> repository = v;
+              default -> grpcPort = Integer.parseInt(v);
+            }
+          } catch (NumberFormatException e) {
+            usage(a + " needs a number, not '" + v + "'");
           }
         }
         default -> usage("unknown argument " + a);
       }
     }
-    Params p = Params.of(size);
+    Params p;
+    try {
+      p = Params.of(size);
+    } catch (IllegalArgumentException e) {
+      usage(e.getMessage());
+      return;
+    }
     SharedMemory.attach();
     SharedClasses.register();
     Schema.Database db;
