@@ -288,7 +288,7 @@ def run(args) -> int:
             r_s = statistics.median(r["server_s"])
             model = costmodel.terms(t, x, nn, c_of[tr], r_c, r_s)
             table.append({"key": k, "label": label, "transport": tr, "time": t, "times": r["times"], "requests": x, "calls": nn,
-                          "per_call": t / (x if x else nn), "ratio": t / direct_t, "model": model})
+                          "per_request": t / x if x else None, "per_call": t / nn, "ratio": t / direct_t, "model": model})
         result = {"mode": mode, "started": started.isoformat(), "size": args.size, "seed": args.seed,
                   "visits": n, "visit_order": order, "accesses": counts, "R_C": r_c,
                   "C": {"colors": c_colors, "grpc": c_grpc}, "rows": table,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 
 def _t(s: float) -> str:
+    if s == 0:
+        return "0"
     if s >= 1:
         return f"{s:.2f} s"
     if s >= 1e-3:
@@ -15,12 +17,12 @@ def markdown(r: dict) -> str:
     out = [f"T1 on OO7 {r['size']} (seed {r['seed']}): {r['visits']:,} visits, visit order {r['visit_order']} "
            f"in every row; {sum(r['accesses'].values()):,} object accesses. Mode {r['mode']}, "
            f"load average {r['load_average'][0]:.1f} at the end, {r['cpus']} CPUs.", ""]
-    out += ["| row | time | requests (X) | calls (N) | time per request | ratio to direct |",
-            "|---|---:|---:|---:|---:|---:|"]
+    out += ["| row | time | requests (X) | calls (N) | time per request | time per call | ratio to direct |",
+            "|---|---:|---:|---:|---:|---:|---:|"]
     for row in r["rows"]:
-        x = row["requests"]
-        per = f"{_t(row['per_call'])}" + ("" if x else " per access")
-        out.append(f"| {row['label']} | {_t(row['time'])} | {x:,} | {row['calls']:,} | {per} | {row['ratio']:,.1f}x |")
+        x, n, t = row["requests"], row["calls"], row["time"]
+        out.append(f"| {row['label']} | {_t(t)} | {x:,} | {n:,} | {_t(t / x) if x else '-'} | {_t(t / n)} "
+                   f"| {row['ratio']:,.1f}x |")
     if r["skipped"]:
         out += ["", "Skipped in this mode: " + ", ".join(r["skipped"]) + "."]
     out += ["", f"Cost model T = X·C + N·S + R_C + R_S (oo7/fig61/python/fig61/costmodel.py): "
