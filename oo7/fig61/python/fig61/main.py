@@ -171,19 +171,22 @@ class _CountingDirect(DirectAccess):
         self.target = counted("target", base.target)
 
 
-def private_t1(size: str, seed: int, rounds: int) -> tuple[float, int, str]:
-    """R_C: T1 over the private Python copy (median of rounds), with its visits and order."""
-    from oo7py import build, models, ops, params
+class PrivateT1:
+    """R_C's measurement: T1 over the private Python copy (oo7py's __dict__ objects), built once."""
 
-    pdb = build.build(models.PRIVATE, params.params(size), seed)
-    times = []
-    for _ in range(rounds):
+    def __init__(self, size: str, seed: int):
+        from oo7py import build, models, params
+
+        self.db = build.build(models.PRIVATE, params.params(size), seed)
+
+    def run(self) -> tuple[float, int, str]:
+        from oo7py import ops
+
         f, fi = fold_visit()
         gc.collect()
         t = time.perf_counter()
-        n = ops.t1(pdb, lambda part: fi(part.id))
-        times.append(time.perf_counter() - t)
-    return statistics.median(times), n, f.hex()
+        n = ops.t1(self.db, lambda part: fi(part.id))
+        return time.perf_counter() - t, n, f.hex()
 
 
 def expected_counts(counts: dict) -> dict:
@@ -232,14 +235,23 @@ def run(args) -> int:
               f"({', '.join(f'{k} {v:,}' for k, v in counts.items())})")
         want = expected_counts(counts)
 
-        r_c, pn, porder = private_t1(args.size, args.seed, 5 if mode == "full" else 3)
-        if (pn, porder) != (n, order):
-            raise CheckFailed(f"the private copy's T1 gives ({pn}, {porder}), the shared one ({n}, {order})")
+        private = PrivateT1(args.size, args.seed)
+        ping_n = (20000, 2000) if mode == "full" else (5000, 500)
+        base = {"R_C": [], "colors": [], "grpc": []}  # the cost model's baselines, one per round
 
         results = {k: {"key": k, "label": label, "transport": tr, "times": [], "requests": [], "calls": [],
                        "server_s": []} for k, label, tr, _ in rows}
         max_rounds = max(r for *_, r in rows)
         for rnd in range(max_rounds + 1):  # round 0: warm-up (checked, untimed)
+            # The baselines run in every round too, so they see the same machine as the rows.
+            t_private, pn, porder = private.run()
+            if (pn, porder) != (n, order):
+                raise CheckFailed(f"the private copy's T1 gives ({pn}, {porder}), the shared one ({n}, {order})")
+            c_colors, c_grpc = client.ping_colors(ping_n[0]), client.ping_grpc(ping_n[1])
+            if rnd > 0:
+                base["R_C"].append(t_private)
+                base["colors"].append(c_colors)
+                base["grpc"].append(c_grpc)
             for k, label, tr, reps in rows:
                 if rnd > reps:
                     continue
@@ -274,9 +286,8 @@ def run(args) -> int:
                     r["server_s"].append(nanos / 1e9)
                     print(f"fig61: round {rnd}: {label}: {dt:.3f} s")
 
-        ping_n = (20000, 2000) if mode == "full" else (5000, 500)
-        c_colors = statistics.median(client.ping_colors(ping_n[0]) for _ in range(3))
-        c_grpc = statistics.median(client.ping_grpc(ping_n[1]) for _ in range(3))
+        r_c = statistics.median(base["R_C"])
+        c_colors, c_grpc = statistics.median(base["colors"]), statistics.median(base["grpc"])
         c_of = {None: 0.0, "colors": c_colors, "grpc": c_grpc}
 
         table = []
@@ -291,6 +302,7 @@ def run(args) -> int:
                           "per_request": t / x if x else None, "per_call": t / nn, "ratio": t / direct_t, "model": model})
         result = {"mode": mode, "started": started.isoformat(), "size": args.size, "seed": args.seed,
                   "visits": n, "visit_order": order, "accesses": counts, "R_C": r_c,
+                  "baselines": base,
                   "C": {"colors": c_colors, "grpc": c_grpc}, "rows": table,
                   "skipped": [label for k, label, tr, f, q in ROWS if (q if mode == "quick" else f) is None],
                   "load_average": os.getloadavg(), "machine": os.uname().machine, "cpus": os.cpu_count()}
