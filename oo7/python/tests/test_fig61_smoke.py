@@ -166,3 +166,9 @@ def test_the_java_executor_fails_calls_where_their_values_are_used(ends):
         client.runPlan([99, 1, 0, 1])
     with pytest.raises(RemoteError, match="not an earlier one"):
         client.runPlan([0, 1, 1, 0])
+    # Bad handles in single calls are remote errors too; the server serves on.
+    with pytest.raises(RemoteError, match="does not name a Connection"):
+        client.target(handles.make(handles.CONNECTION, 10**9))
+    with pytest.raises(RemoteError, match="does not name a module"):
+        client.designRoot(-1)
+    assert handles.tag(client.target(handles.make(handles.CONNECTION, 1))) == handles.PART
