@@ -185,6 +185,17 @@ def test_a_failed_request_fails_each_future_of_its_batch_at_use(agg, fake):
     assert agg.ref(3).weight().value() == 9   # the aggregator goes on
 
 
+def test_an_interrupt_during_a_request_propagates_and_leaves_no_future_pending(agg, fake):
+    a, b = agg.ref(1).weight(), agg.ref(2).weight()
+    fake.fail_next = KeyboardInterrupt()
+    with pytest.raises(KeyboardInterrupt):
+        a.value()
+    assert a.resolved() and b.resolved() and agg.pending() == 0
+    with pytest.raises(DeferredCallError, match="KeyboardInterrupt"):
+        b.value()
+    assert agg.ref(4).weight().value() == 16
+
+
 def test_local_mistakes_raise_at_the_call(agg, fake):
     with pytest.raises(AttributeError, match="no plan method 'nosuch'"):
         agg.ref(1).nosuch()

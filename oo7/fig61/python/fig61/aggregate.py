@@ -197,10 +197,14 @@ class Aggregator:
         self.calls += len(pending)
         try:
             out = self._transport.run(plan)
-        except Exception as e:  # noqa: BLE001 - the whole request failed: each future carries it
+        except BaseException as e:
+            # The whole request failed: each future carries the failure (none is left pending:
+            # its plan is gone). An interrupt still propagates, after that.
             t, msg = type(e).__name__, str(e)
             for lz, method in pending:
                 lz._state, lz._value = _FAILED, DeferredCallError(method, t, msg)
+            if not isinstance(e, Exception):
+                raise
             return
         if len(out) != 2 * len(pending):
             for lz, method in pending:
