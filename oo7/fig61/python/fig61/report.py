@@ -54,7 +54,8 @@ def figure(r: dict, path) -> None:
     ax.set_ylabel("T1 time (s, log scale)")
     ax.set_title(f"OO7 T1 ({r['size']}, {r['visits']:,} visits): Python client, Java server's database")
     for b, row in zip(bars, rows):
-        ax.annotate(f"{_t(row['time'])}\n{row['ratio']:,.0f}x" if row["ratio"] >= 1.5 else _t(row["time"]),
+        ratio = f"{row['ratio']:,.1f}x" if row["ratio"] < 10 else f"{row['ratio']:,.0f}x"
+        ax.annotate(f"{_t(row['time'])}\n{ratio}" if row["key"] != "direct" else _t(row["time"]),
                     (b.get_x() + b.get_width() / 2, b.get_height()), ha="center", va="bottom", fontsize=8)
     ax.set_ylim(min(times) / 3, max(times) * 4)
     fig.tight_layout()
