@@ -40,10 +40,10 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 # Python build and test dependencies of bindings-python/ (and sortedcontainers, which oo7/python
-# and so `make demo` use for the private indexes), from PyPI, into the project's python3
+# and so `make demo` use for the private indexes; matplotlib, which draws oo7/run's figure), from PyPI, into the project's python3
 # (the interpreter on PATH). Quiet when they are all there already.
 py_missing=()
-for mod in pybind11:pybind11 scikit_build_core:scikit-build-core hypothesis:hypothesis pytest:pytest sortedcontainers:sortedcontainers; do
+for mod in pybind11:pybind11 scikit_build_core:scikit-build-core hypothesis:hypothesis pytest:pytest sortedcontainers:sortedcontainers matplotlib:matplotlib; do
     python3 -c "import ${mod%%:*}" 2>/dev/null || py_missing+=("${mod#*:}")
 done
 if [ ${#py_missing[@]} -gt 0 ]; then
