@@ -55,6 +55,7 @@ PYBIND11_MODULE(_colors_shm, m) {
   init_sync(m);
   init_classes(m);
   init_rpc(m);
+  init_transactions(m);
 
   m.def("attach", [](py::object socket) {
         if (colors::is_attached()) return;
