@@ -938,3 +938,65 @@ def test_a_long_transaction_across_collector_cycles():
         cs.collect(timeout=60)
     cs.collect(timeout=60)
     assert list(a.data) == ["committed"]
+
+
+def test_transfers_keep_the_total_while_workers_are_killed():
+    # Worker processes move money between accounts in atomically (some with a pause inside every
+    # commit, so that kills land there too) and are killed with SIGKILL at random and replaced;
+    # the auditor's transactional sum never changes, and nor does the final one once the server
+    # rolled the dead workers back. TX_STRESS_SECS seconds (default 4).
+    import random
+
+    seconds = float(os.environ.get("TX_STRESS_SECS", "4"))
+    name = unique("tx-bank")
+    accts = [account(1000) for _ in range(16)]
+    cs.repository(name).set(cs.copy_to(accts))
+    total = 16 * 1000
+    code = f"""
+        import random
+        accts = list(cs.repository({name!r}).get())
+        rng = random.Random()
+        def transfer(a, b, amount):
+            a.balance -= amount
+            b.balance += amount
+        print("ready", flush=True)
+        while True:
+            i, j = rng.sample(range(len(accts)), 2)
+            cs.atomically(transfer, accts[i], accts[j], rng.randrange(100), retries=1_000_000)
+    """
+    rng = random.Random(5)
+
+    def start(k: int) -> Child:
+        env = {"COLORS_TX_FAULT_COMMIT_US": "200"} if k % 2 else {}
+        ch = Child(code, env)
+        ch.expect("ready")
+        return ch
+
+    def audit() -> int:
+        return sum(a.balance for a in accts)
+
+    workers = [start(k) for k in range(3)]
+    kills = audits = 0
+    try:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            time.sleep(rng.uniform(0.05, 0.3))
+            for _ in range(3):
+                assert cs.atomically(audit, retries=1_000_000) == total
+                audits += 1
+            k = rng.randrange(len(workers))
+            os.kill(workers[k].proc.pid, signal.SIGKILL)
+            workers[k].kill()
+            kills += 1
+            workers[k] = start(kills)
+    finally:
+        for w in workers:
+            w.kill()
+    assert cs.atomically(audit, retries=1_000_000) == total
+    assert kills >= 3 and audits >= 9
+    assert any(a.balance != 1000 for a in accts)  # the workers did transfer
+    # every account is free again for a transaction
+    with cs.transaction():
+        for a in accts:
+            a.balance += 1
+    assert audit() == total + 16
