@@ -689,14 +689,15 @@ def test_deadlock_between_two_threads_is_detected():
         ts = [threading.Thread(target=worker, args=(0, a, b)), threading.Thread(target=worker, args=(1, b, a))]
         for t in ts: t.start()
         for t in ts: t.join()
-        print(sorted(results.values())[0].split(":")[0], flush=True)
-        print(sorted(results.values())[1][:60], flush=True)
+        for r in sorted(results.values()):
+            print(r, flush=True)
         print(round(time.monotonic() - t0), flush=True)
     """, {"COLORS_TX_CONFLICT_WAIT_MS": "30000"})
-    lines = out.strip().splitlines()
-    assert lines[0] == "committed", out
-    assert lines[1].startswith("conflict: deadlock"), out
-    assert int(lines[2]) < 20, out
+    *results, seconds = out.strip().splitlines()
+    # Both threads may see the cycle at once (each then gives up); never neither, never a hang.
+    assert len(results) == 2 and any(r.startswith("conflict: deadlock") for r in results), out
+    assert all(r == "committed" or r.startswith("conflict: deadlock") for r in results), out
+    assert int(seconds) < 20, out
 
 
 def test_a_conflict_wait_releases_the_gil():

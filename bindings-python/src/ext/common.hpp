@@ -151,5 +151,8 @@ void init_sync(py::module_& m);
 void init_classes(py::module_& m);
 void init_rpc(py::module_& m);
 void init_transactions(py::module_& m);
+// In a fork child: only the forking thread exists, so only it may count in g_tx_threads
+// (tx_state.hpp).
+void reset_tx_count_after_fork();
 
 }  // namespace colors_py

@@ -94,6 +94,7 @@ PYBIND11_MODULE(_colors_shm, m) {
     if (getpid() == seen) return;
     seen = getpid();
     reset_blocking_after_fork();
+    reset_tx_count_after_fork();
     clear_identity_cache();
     ++g_generation;
   });

@@ -239,6 +239,8 @@ py::object atomically(py::object fn, py::tuple args, py::object kwargs, int retr
 
 }  // namespace
 
+void reset_tx_count_after_fork() { g_tx_threads = t_counted ? 1 : 0; }
+
 void init_transactions(py::module_& m) {
   py::class_<PyTransaction>(m, "Transaction",
                             "A transaction (colors_shm.transaction()): a context manager that begins it on entry, "
