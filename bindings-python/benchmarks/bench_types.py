@@ -45,3 +45,10 @@ def walk(trees) -> float:
         if right is not None:
             stack.append(right)
     return total
+
+
+@dataclass
+class Account:
+    """A bank account (bench_transactions.py)."""
+
+    balance: int

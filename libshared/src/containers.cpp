@@ -190,9 +190,14 @@ bool insert_new(TableObject* t, Word key, Word value, std::uint64_t h) {
   for (std::size_t probe = 0, i = h & mask; probe < t->capacity; ++probe, i = (i + 1) & mask) {
     TableEntry& e = t->entries[i];
     Word k = e.key.load(std::memory_order_acquire);
-    if (k == kNull || k == kTombstone) {
+    // Inside a transaction a tombstone is not reused: it may be the entry of a key this
+    // transaction removed, which a rollback restores, and that key's hash must then still be there
+    // (the hash is no Word: it is not logged). Taking only empty slots keeps `used` exact, and a
+    // table without one is rehashed by the caller.
+    if (k == kNull || (k == kTombstone && !in_transaction())) {
       store_ref_logged(&e.value, value);
-      // Not logged: a rollback restores the key to empty or tombstone, whose hash nobody reads.
+      // Not logged: a rollback restores the key to empty, or (outside a transaction's own removal)
+      // to a tombstone, whose hash nobody reads.
       e.hash.store(h, std::memory_order_relaxed);
       // The key is written last (release): whoever sees it also sees hash and value.
       store_ref_logged(&e.key, key);

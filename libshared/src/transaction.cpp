@@ -173,6 +173,28 @@ std::string describe_holder(Metadata* m, std::uint32_t h) {
          std::to_string(d.tid.load(std::memory_order_relaxed)) + ")";
 }
 
+std::atomic<TxWaitBegin> g_wait_begin{nullptr};
+std::atomic<TxWaitEnd> g_wait_end{nullptr};
+
+// The binding's wait hooks for the length of one wait (set_tx_wait_hooks).
+class WaitHooks {
+ public:
+  WaitHooks() : end_(g_wait_end.load(std::memory_order_acquire)) {
+    TxWaitBegin b = g_wait_begin.load(std::memory_order_acquire);
+    if (b != nullptr && end_ != nullptr) token_ = b();
+    else end_ = nullptr;
+  }
+  ~WaitHooks() {
+    if (end_ != nullptr) end_(token_);
+  }
+  WaitHooks(const WaitHooks&) = delete;
+  WaitHooks& operator=(const WaitHooks&) = delete;
+
+ private:
+  TxWaitEnd end_;
+  void* token_ = nullptr;
+};
+
 // Waits until `orec` no longer holds `seen` (another transaction's lock), for at most the conflict
 // wait and the transaction's deadline. Detects a wait cycle through the descriptors' waits_for
 // links (each waiter publishes whom it waits for), and throws TransactionConflictError naming the
@@ -183,6 +205,7 @@ void wait_for_holder(TxThread& t, std::atomic<std::uint64_t>* orec, std::uint64_
   const std::int64_t start = monotonic_ns();
   std::int64_t limit = start + conflict_wait_ns();
   if (t.deadline != 0 && t.deadline < limit) limit = t.deadline;
+  WaitHooks hooks;  // declared before `clear`: waits_for is cleared before end() (which may block)
   t.d->waits_for.store(holder + 1, std::memory_order_seq_cst);
   struct Clear {
     TxDescriptor* d;
@@ -565,6 +588,12 @@ void tx_escalate() {
 int tx_depth() { return t_tx == nullptr ? 0 : t_tx->depth; }
 
 bool tx_attachment_gone() { return t_tx != nullptr && t_tx->epoch != attachment_epoch(); }
+
+void set_tx_wait_hooks(TxWaitBegin begin, TxWaitEnd end) {
+  g_wait_end.store(nullptr, std::memory_order_release);  // never a begin without its end
+  g_wait_begin.store(begin, std::memory_order_release);
+  g_wait_end.store(end, std::memory_order_release);
+}
 
 void tx_refuse(const char* what) {
   if (t_tx != nullptr)

@@ -89,6 +89,17 @@ bool tx_attachment_gone();
 // deletion).
 void tx_refuse(const char* what);
 
+// A binding's hooks around a transaction's wait for an object another transaction holds (the
+// bounded conflict wait, at most COLORS_TX_CONFLICT_WAIT_MS): `begin` runs on the waiting thread
+// before it waits and returns a token, `end(token)` runs when it stops waiting (the wait ended or
+// throws). The Python binding releases its GIL there, so that the holder, which may be another
+// thread of the same process, can run (and a deadlock between two such threads is detected rather
+// than timed out). Process-wide; the last call wins; nullptr: none (the default).
+// REQUIRES of the hooks: they do not throw and start no transaction.
+using TxWaitBegin = void* (*)();
+using TxWaitEnd = void (*)(void* token);
+void set_tx_wait_hooks(TxWaitBegin begin, TxWaitEnd end);
+
 // ---- reads and writes of object fields and repository roots ----
 
 // Reads `slot` of `owner` (an object or repository record) under the transaction's isolation.

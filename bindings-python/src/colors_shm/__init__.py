@@ -22,6 +22,13 @@ and appear as :class:`SharedList`, :class:`SharedDict` and :class:`SharedSet` pr
 is alive its shared object stays alive (it is a GC root of this process), and the same shared
 object always gives the same proxy.
 
+Several objects change together, or not at all, in a transaction (see :func:`transaction` and
+:func:`atomically`)::
+
+    with cs.transaction():
+        a.balance -= 10
+        b.balance += 10
+
 Every error is a :class:`SharedMemoryError` (subclasses per kind). Blocking calls release the GIL
 and stay interruptible by Ctrl-C.
 """
@@ -50,6 +57,9 @@ from ._colors_shm import (
     SharedKeyError,
     SharedMemoryError,
     SharedOverflowError,
+    Transaction,
+    TransactionAbortedError,
+    TransactionConflictError,
     TypeMismatchError,
     VersionMismatchError,
 )
@@ -95,6 +105,10 @@ __all__ = [
     "gc_stats",
     "heap_stats",
     "GcStats",
+    "transaction",
+    "atomically",
+    "in_transaction",
+    "Transaction",
     "SharedProxy",
     "SharedList",
     "SharedDict",
@@ -117,6 +131,8 @@ __all__ = [
     "InvalidArgumentError",
     "SharedInterruptedError",
     "CorruptHeapError",
+    "TransactionConflictError",
+    "TransactionAbortedError",
 ]
 
 
@@ -354,6 +370,62 @@ def heap_stats() -> dict:
     """Current heap occupancy: capacity, free_bytes, free_chunks, largest_free,
     allocated_bytes_total."""
     return _ext.heap_stats()
+
+
+# ---- transactions -----------------------------------------------------------------------------
+
+
+def transaction(timeout: float | None = None) -> Transaction:
+    """A transaction, as a context manager::
+
+        with colors_shm.transaction():
+            a.balance -= amount
+            b.balance += amount
+
+    Entering the ``with`` block begins the transaction; leaving it normally commits it, and
+    leaving it by an exception rolls it back (the exception then propagates). Everything the
+    block changes in the shared heap -- fields of shared objects, list/dict/set/sorted-dict
+    contents, ``Repository.set`` -- becomes visible to other transactions all at once at the
+    commit, or not at all; reads see one consistent state. Other threads and processes that do not
+    use transactions are not isolated from it (they may see its writes before the commit).
+
+    Inside, channel ``send``/``receive``, rpc calls, adding or deleting fields of a shared object
+    and ``delete_repository`` raise :class:`InvalidArgumentError`: they cannot be rolled back.
+    A conflict with another transaction raises :class:`TransactionConflictError` (the transaction
+    is then rolled back when the block ends; :func:`atomically` retries it).
+
+    ``timeout`` (seconds, or None): a transaction that runs longer fails with
+    :class:`TransactionAbortedError` at its next wait or at its commit, and is rolled back.
+
+    The object returned by ``__enter__`` is the transaction itself: ``tx.commit()`` and
+    ``tx.rollback()`` end it early (the rest of the block then runs outside it). A transaction
+    object is used once, by the thread that entered it. Transactions nest flat: a transaction begun
+    inside another joins it, its commit just ends its level, and its rollback dooms the whole
+    (whose commit then raises :class:`TransactionAbortedError`). If this process dies inside a
+    transaction, the server rolls it back.
+    """
+    return _ext.transaction(timeout)
+
+
+def atomically(fn, /, *args, retries: int = 100, **kwargs):
+    """Runs ``fn(*args, **kwargs)`` in a transaction, commits it and returns what ``fn`` returned.
+
+    On :class:`TransactionConflictError` (raised inside ``fn`` or by the commit) the transaction is
+    rolled back, the thread sleeps a short randomised, exponentially growing time (the GIL
+    released) and ``fn`` runs again, up to ``retries`` more times; from the third retry on, the
+    transaction also locks what it reads, so a long reader cannot starve behind writers. Any other
+    exception rolls the transaction back and propagates. ``fn`` must therefore be safe to run
+    several times, and must not swallow :class:`TransactionConflictError`.
+
+    Inside an enclosing transaction ``fn`` joins it and is not retried: a conflict propagates to
+    the outermost transaction (an outer ``atomically`` retries the whole).
+    """
+    return _ext._atomically(fn, args, kwargs or None, retries)
+
+
+def in_transaction() -> bool:
+    """Whether the calling thread runs a transaction."""
+    return _ext.in_transaction()
 
 
 del _builtins

@@ -1,4 +1,4 @@
-from collections.abc import Iterable, Iterator, MutableMapping, MutableSequence, MutableSet
+from collections.abc import Callable, Iterable, Iterator, MutableMapping, MutableSequence, MutableSet
 from dataclasses import dataclass
 from typing import Any, TypeVar, overload
 
@@ -23,6 +23,13 @@ class SharedKeyError(SharedMemoryError, KeyError): ...
 class InvalidArgumentError(SharedMemoryError, ValueError): ...
 class SharedInterruptedError(SharedMemoryError): ...
 class CorruptHeapError(SharedMemoryError): ...
+class TransactionConflictError(SharedMemoryError):
+    """Another transaction holds what this one needs (past the bounded wait, or in a deadlock) or
+    changed what it read; the transaction is rolled back when it ends."""
+
+class TransactionAbortedError(SharedMemoryError):
+    """The transaction was rolled back: timeout, too large an undo log, doomed by an earlier
+    conflict or an inner rollback, or its attachment ended."""
 
 # ---- attachment ----
 def attach(socket: str | None = None) -> None: ...
@@ -220,3 +227,28 @@ class GcStats:
 def collect(timeout: float | None = None) -> GcStats: ...
 def gc_stats() -> GcStats: ...
 def heap_stats() -> dict[str, int]: ...
+
+# ---- transactions ----
+class Transaction:
+    """A transaction: begun by ``__enter__``, committed by a normal exit of the ``with`` block,
+    rolled back when the block raises. Used once, by the thread that entered it."""
+
+    def __enter__(self) -> Transaction: ...
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool: ...
+    def commit(self) -> None:
+        """Commits now (the outermost level publishes everything; an inner level just ends)."""
+    def rollback(self) -> None:
+        """Rolls back now (an inner level dooms the whole transaction)."""
+    @property
+    def active(self) -> bool: ...
+    @property
+    def timeout(self) -> float | None: ...
+
+def transaction(timeout: float | None = None) -> Transaction:
+    """A transaction context manager: atomic and isolated changes of shared objects."""
+
+def atomically(fn: Callable[..., _T], /, *args: Any, retries: int = 100, **kwargs: Any) -> _T:
+    """Runs fn in a transaction, retrying it on TransactionConflictError; returns its result."""
+
+def in_transaction() -> bool:
+    """Whether the calling thread runs a transaction."""

@@ -22,6 +22,10 @@
 //    hidden `_colors_handle` slot of SharedProxy, set once, like a user proxy's.
 //  * Field descriptors cache (class version -> FieldInfo) per attachment generation; class
 //    records are immortal within one attachment.
+//  * Inside a transaction (tx_state.hpp's in_tx()) every field read and write goes through
+//    libshared's transactional paths (read_slot_rooted / write_slot, the object's address as the
+//    owner): the fast paths below (unboxed reads and stores in the descriptors, the live-proxy
+//    shortcut, direct string and float reads, the pooled root loads) are taken only outside one.
 //  * Everything here runs with the GIL held.
 #include <bit>
 #include <cstddef>
@@ -42,6 +46,7 @@
 #include "objects.hpp"
 #include "segment.hpp"
 #include "session.hpp"
+#include "tx_state.hpp"
 
 namespace colors_py {
 
@@ -645,7 +650,26 @@ PyObject* read_ref(std::atomic<cd::Word>* s, cd::Word v, TypeKind ft) {
   return from_value(colors::Value::adopt_root(w, root)).release().ptr();
 }
 
-PyObject* read_slot(std::atomic<cd::Word>* s, TypeKind ft) {  // new reference
+// A field read inside a transaction: libshared's read under the transaction's isolation (the
+// object's orec, the value rooted, the orec again; a bounded wait, GIL released, while another
+// transaction holds the object), then the rooted word as a Python value.
+// REQUIRES: in_tx(); the GIL; the object `o` kept alive by the caller.
+PyObject* read_slot_tx(cd::Word o, const std::atomic<cd::Word>* s) {  // new reference
+  cd::Rooted r = cd::read_slot_rooted(reinterpret_cast<const void*>(o), s);
+  const cd::Word w = r.word();
+  if (cd::is_small_int(w)) return PyLong_FromLongLong(cd::small_value(w));
+  if (w == cd::kNull) Py_RETURN_NONE;
+  if (cd::is_bool(w)) return PyBool_FromLong(cd::bool_value(w));
+  if (cd::is_small_float(w)) return PyFloat_FromDouble(cd::small_float_value(w));
+  // w is rooted by r: a live proxy in the table is w's own (its object cannot have been freed and
+  // its address reused while rooted). r's root is then dropped by its destructor.
+  if (PyObject* p = live_user_proxy(w)) return p;
+  return from_rooted(w, r.take()).release().ptr();
+}
+
+// Field `s` of object `o`, of declared type `ft`, as a new reference.
+PyObject* read_slot(cd::Word o, std::atomic<cd::Word>* s, TypeKind ft) {  // new reference
+  if (in_tx()) return read_slot_tx(o, s);
   cd::Word v = s->load(std::memory_order_acquire);
   if (cd::is_small_int(v)) return PyLong_FromLongLong(cd::small_value(v));
   if (v == cd::kNull) Py_RETURN_NONE;
@@ -673,6 +697,13 @@ colors::Value field_value(PyObject* value, TypeKind kind) {
   return to_value(value);
 }
 
+// Stores `w` into field `s` of object `o`: the write barrier, or inside a transaction libshared's
+// transactional write (the object's orec taken, the old word logged, then the store).
+void store_field(cd::Word o, std::atomic<cd::Word>* s, cd::Word w) {
+  if (in_tx()) cd::write_slot(reinterpret_cast<const void*>(o), s, w);
+  else cd::store_ref(s, w);
+}
+
 void write_slot(cd::Word o, const cd::FieldInfo& f, PyObject* value) {
   std::atomic<cd::Word>* s = slot_of(o, f);
   cd::Word w;
@@ -686,11 +717,11 @@ void write_slot(cd::Word o, const cd::FieldInfo& f, PyObject* value) {
   } else {
     colors::Value v = field_value(value, f.type);
     cd::check_field_type(f, v.raw());
-    cd::store_ref(s, v.raw());
+    store_field(o, s, v.raw());
     return;
   }
   cd::check_field_type(f, w);
-  cd::store_ref(s, w);
+  store_field(o, s, w);
 }
 
 // Shared kind of a field created by storing `value` (an attribute the class does not declare).
@@ -788,8 +819,8 @@ PyObject* descr_get(PyObject* self, PyObject* obj, PyObject*) {
   auto* d = reinterpret_cast<FieldDescr*>(self);
   // Fast path: the object has the class version this descriptor resolved last. An unboxed scalar
   // is decoded in place; a reference goes to read_ref (the live proxy, a string or boxed float read
-  // without a root, else a rooted load).
-  if (Py_TYPE(obj) == d->owner && d->gen == g_generation) {
+  // without a root, else a rooted load). Not inside a transaction: read_slot takes its path.
+  if (Py_TYPE(obj) == d->owner && d->gen == g_generation && !in_tx()) {
     Handle* h = slot_handle(obj, d->handle_off);
     if (h != nullptr && h->gen == d->gen) {
       cd::Word o = h->word;
@@ -820,7 +851,7 @@ PyObject* descr_get(PyObject* self, PyObject* obj, PyObject*) {
       PyErr_SetString(PyExc_AttributeError, msg.c_str());
       return nullptr;
     }
-    return read_slot(slot_of(o, *f), f->type);
+    return read_slot(o, slot_of(o, *f), f->type);
   } catch (...) {
     set_python_error();
     return nullptr;
@@ -831,9 +862,11 @@ int descr_set(PyObject* self, PyObject* obj, PyObject* value) {
   auto* d = reinterpret_cast<FieldDescr*>(self);
   // Fast path: a small int into an integer field, or a float in the immediate range into a float
   // field (or either into an untyped one), of the version resolved last: one store, no allocation.
+  // Not inside a transaction: write_slot takes its path.
   cd::Word w;
   TypeKind kind;
-  if (value != nullptr && Py_TYPE(obj) == d->owner && d->gen == g_generation && number_word(value, &w, &kind)) {
+  if (value != nullptr && Py_TYPE(obj) == d->owner && d->gen == g_generation && !in_tx() &&
+      number_word(value, &w, &kind)) {
     Handle* h = slot_handle(obj, d->handle_off);
     if (h != nullptr && h->gen == d->gen) {
       cd::Word o = h->word;
@@ -909,7 +942,7 @@ PyObject* user_getattro(PyObject* obj, PyObject* name) {
     Py_XDECREF(et);
     Py_XDECREF(ev);
     Py_XDECREF(tb);
-    return read_slot(slot_of(h->word, *f), f->type);
+    return read_slot(h->word, slot_of(h->word, *f), f->type);
   } catch (...) {
     Py_XDECREF(et);
     Py_XDECREF(ev);

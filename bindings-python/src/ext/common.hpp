@@ -97,6 +97,8 @@ void hide_handle_slot(PyTypeObject* cls, Py_ssize_t off);
 // pybind11's translators would.
 void set_python_error();
 void raise_colors_error(const colors::Error& e);
+// The Python exception class of an error code (borrowed; lives as long as the process).
+PyObject* error_type(colors::ErrorCode c);
 
 // ---- blocking calls (sync.cpp) ----
 // While alive: the GIL is released and this thread's interrupt hook is installed, so a pending
@@ -148,5 +150,9 @@ void init_sorted_map(py::module_& m);
 void init_sync(py::module_& m);
 void init_classes(py::module_& m);
 void init_rpc(py::module_& m);
+void init_transactions(py::module_& m);
+// In a fork child: only the forking thread exists, so only it may count in g_tx_threads
+// (tx_state.hpp).
+void reset_tx_count_after_fork();
 
 }  // namespace colors_py

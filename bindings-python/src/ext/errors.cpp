@@ -8,7 +8,7 @@
 namespace colors_py {
 namespace {
 
-constexpr int kCodes = static_cast<int>(colors::ErrorCode::kUnavailable) + 1;
+constexpr int kCodes = static_cast<int>(colors::ErrorCode::kTransactionAborted) + 1;
 std::array<PyObject*, kCodes> g_types{};  // owned forever (module lifetime = process lifetime)
 PyObject* g_remote_factory = nullptr;     // colors_shm.rpc._remote_error(type, message) -> exception
 
@@ -26,6 +26,11 @@ PyObject* make_type(py::module_& m, const char* name, PyObject* base1, PyObject*
 void set(colors::ErrorCode c, PyObject* t) { g_types[static_cast<int>(c)] = t; }
 
 }  // namespace
+
+PyObject* error_type(colors::ErrorCode c) {
+  int i = static_cast<int>(c);
+  return (i >= 0 && i < kCodes && g_types[i]) ? g_types[i] : g_types[0];
+}
 
 void raise_colors_error(const colors::Error& e) {
   if (e.code() == colors::ErrorCode::kInterrupted && take_detach_interrupt()) {
@@ -89,6 +94,14 @@ void init_errors(py::module_& m) {
                             "The remote handler of an rpc call failed (remote_type, remote_message)."));
   set(C::kUnavailable, make_type(m, "UnavailableError", base, nullptr,
                                  "No live process serves the rpc endpoint, or its server died during the call."));
+  set(C::kTransactionConflict,
+      make_type(m, "TransactionConflictError", base, nullptr,
+                "Another transaction holds what this transaction needs (past the bounded wait, or a deadlock), or "
+                "changed what it read. The transaction is rolled back when it ends; atomically() retries it."));
+  set(C::kTransactionAborted,
+      make_type(m, "TransactionAbortedError", base, nullptr,
+                "The transaction was rolled back: its timeout passed, its undo log outgrew COLORS_TX_MAX_WRITES, "
+                "an earlier conflict or an inner rollback doomed it, or its attachment ended."));
   // Called once, by colors_shm.rpc at import.
   m.def("_register_remote_error_factory", [](py::object f) {
     if (g_remote_factory != nullptr) throw colors::InvalidArgumentError("_register_remote_error_factory: already registered");

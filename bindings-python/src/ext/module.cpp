@@ -55,6 +55,7 @@ PYBIND11_MODULE(_colors_shm, m) {
   init_sync(m);
   init_classes(m);
   init_rpc(m);
+  init_transactions(m);
 
   m.def("attach", [](py::object socket) {
         if (colors::is_attached()) return;
@@ -93,6 +94,7 @@ PYBIND11_MODULE(_colors_shm, m) {
     if (getpid() == seen) return;
     seen = getpid();
     reset_blocking_after_fork();
+    reset_tx_count_after_fork();
     clear_identity_cache();
     ++g_generation;
   });

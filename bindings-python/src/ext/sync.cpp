@@ -1,4 +1,4 @@
-// Blocking calls: the interrupt hook, repositories, channels and monitors.
+// Blocking calls: the interrupt hook, transaction waits, repositories, channels and monitors.
 #include <chrono>
 #include <cmath>
 #include <thread>
@@ -8,6 +8,7 @@
 #include "monitor.hpp"
 #include "segment.hpp"
 #include "session.hpp"
+#include "transaction.hpp"
 
 namespace colors_py {
 
@@ -100,6 +101,36 @@ bool take_detach_interrupt() {
   return d;
 }
 
+// ---- transaction waits ----
+//
+// A transaction that finds an object held by another transaction waits for it (bounded:
+// COLORS_TX_CONFLICT_WAIT_MS) inside whatever field or container operation needed it. The holder
+// may be another Python thread of this process, which needs the GIL to finish: libshared's wait
+// hooks (transaction.hpp, set_tx_wait_hooks) release it for the wait. The wait counts as a call in
+// flight, as a Blocking section does, so that detach() does not unmap the segment under it; when a
+// detach() is already closing, the thread keeps the GIL instead (detach cannot unmap before it
+// has the GIL back, and the wait is bounded). Threads that do not hold the GIL (libshared's own,
+// or a wait inside a Blocking section) are left alone.
+// What runs meanwhile in other threads cannot invalidate the waiting call: its Python arguments
+// are held by its caller, converted values are rooted, and nothing of the binding's GIL-guarded
+// state (root pool, identity tables) is held across a libshared call.
+namespace {
+
+void* tx_wait_begin() {
+  if (Py_IsInitialized() == 0 || _Py_IsFinalizing() || PyGILState_Check() == 0) return nullptr;
+  if (g_closing.load(std::memory_order_acquire) > 0) return nullptr;
+  ++g_in_flight;
+  return PyEval_SaveThread();
+}
+
+void tx_wait_end(void* token) {
+  if (token == nullptr) return;
+  PyEval_RestoreThread(static_cast<PyThreadState*>(token));
+  --g_in_flight;
+}
+
+}  // namespace
+
 void reset_blocking_after_fork() {
   g_in_flight = 0;
   g_closing.store(0, std::memory_order_relaxed);
@@ -183,6 +214,7 @@ colors::detail::Metadata* meta() {
 }  // namespace
 
 void init_sync(py::module_& m) {
+  colors::detail::set_tx_wait_hooks(&tx_wait_begin, &tx_wait_end);
   py::class_<PyRepository>(m, "Repository", "A named root of the shared heap: any process can get() what another set().")
       .def_property_readonly("name", [](const PyRepository& r) { return r.name; })
       .def("get", [](PyRepository& r) { return from_value(r.get().get()); },

@@ -11,6 +11,7 @@
 #include "objects.hpp"
 #include "segment.hpp"
 #include "sorted_map.hpp"
+#include "tx_state.hpp"
 
 namespace colors_py {
 
@@ -451,7 +452,12 @@ class Copier {
         }
         live();
         cd::check_field_type(*f, w);
-        cd::store_ref(cd::field_slot(it.shared, *f), w);
+        // Inside a transaction a logged write, like the container fills below (libshared's
+        // container functions log): a rollback undoes every write of the transaction, also those
+        // that filled objects it made, so what a rolled-back copy_to returned is left empty.
+        std::atomic<cd::Word>* slot = cd::field_slot(it.shared, *f);
+        if (in_tx()) cd::write_slot(reinterpret_cast<const void*>(it.shared), slot, w);
+        else cd::store_ref(slot, w);
         temp_.clear();
       }
     } else if (PyList_Check(o) || PyTuple_Check(o)) {
