@@ -22,6 +22,8 @@
 #include "../integration/server_process.hpp"
 #include "client_process.hpp"
 #include "colors/colors.hpp"
+#include "layout.hpp"
+#include "segment.hpp"
 
 using namespace colors;
 using colors::test::eventually;
@@ -326,6 +328,50 @@ TEST_CASE("transactions: a process killed inside a transaction is rolled back by
   collect(30000);
   VerifyResult v = verify_heap();
   CHECK(v.ok);
+}
+
+// Whether the server has finished with the client process `pid` (its slot freed, so its
+// transactions were rolled back or completed: Collector::reclaim_client).
+bool client_reclaimed(pid_t pid) {
+  detail::Metadata* m = detail::current_meta();
+  for (const detail::ClientSlot& c : m->clients)
+    if (c.pid.load() == pid && c.state.load() != static_cast<std::uint32_t>(detail::ClientState::kFree)) return false;
+  return true;
+}
+
+TEST_CASE("transactions: a process killed after its rollback released its objects does not undo later commits") {
+  Attached at;
+  Object a = account(1);
+  repository("tx.rb.a").set(a);
+  pid_t kid = fork_client(at.cfg.socket, [] {
+    // The rollback sleeps after its last step (killed in there); read at every rollback.
+    ::setenv("COLORS_TX_FAULT_ROLLBACK_US", "60000000", 1);
+    Object a(repository("tx.rb.a").get());
+    Transaction tx;
+    a.set("balance", Value(7));
+    std::this_thread::sleep_for(std::chrono::seconds(1));  // long enough for the parent to see the 7
+    tx.rollback();
+    return 0;
+  });
+  // The uncommitted 7 is visible outside transactions (weak atomicity): the child is in its transaction.
+  REQUIRE(eventually([&] { return balance(a) == 7; }, 30000));
+  // Its rollback restores 1 and releases the object; then this transaction commits 42.
+  REQUIRE(eventually(
+      [&] {
+        try {
+          atomically([&] { a.set("balance", Value(42)); }, 0);
+          return true;
+        } catch (const TransactionConflictError&) {
+          return false;
+        }
+      },
+      30000));
+  ::kill(kid, SIGKILL);  // asleep after its rollback
+  CHECK(wait_child(kid) == 128 + SIGKILL);
+  REQUIRE(eventually([&] { return client_reclaimed(kid); }, 30000));
+  // The server found nothing left to undo: the committed 42 stands.
+  CHECK(balance(a) == 42);
+  CHECK(read_when_free([&] { return balance(a); }) == 42);
 }
 
 TEST_CASE("transactions: a stopped holder makes others fail with a conflict naming it, not wait forever") {
