@@ -5,7 +5,8 @@
 //
 // Rows:
 //  (a) a read-only traversal of depth-4 trees of user objects (fan-out 8: 4,681 nodes, an integer
-//      and 8 reference fields each) in one transaction vs outside any (issue 19's target: <= 1.3x);
+//      and 8 reference fields each) in one transaction vs outside any (issue 19's target: <= 1.3x),
+//      and OO7 T1 over the small database (oo7/cpp) the same way;
 //  (b) an update of k objects (k = 1, 10, 1000; one integer field each) in one transaction vs the
 //      same writes without one (target <= 3x at k = 10) vs the same writes under one monitor;
 //  (c) bank transfers (64 accounts; atomically: two reads, two writes) per second in 1 and 2
@@ -35,6 +36,13 @@ void bench_tx(std::ostream& out);
 void bench_tx(std::ostream& out) { out << "| tx: not built: this build has no colors-server to run against |\n"; }
 #else
 #include "server_process.hpp"
+#ifdef COLORS_BENCH_OO7
+#include "operations.hpp"
+#include "params.hpp"
+#include "shared_access.hpp"
+#include "shared_builder.hpp"
+#include "shared_schema.hpp"
+#endif
 
 namespace {
 
@@ -110,6 +118,35 @@ void bench_traversal(std::ostream& out) {
   bench::row(out, "tx: read-only traversal of a depth-4 tree (4,681 objects) in a transaction", median(in_ns), median(out_ns),
              fmt("base: outside; in/out %.2fx (target <= 1.3)", median(ratio)));
 }
+
+#ifdef COLORS_BENCH_OO7
+// OO7 T1 (oo7/cpp/operations.hpp) over the small shared database, through the public API: every
+// field and list read goes through the transaction when one runs.
+void bench_oo7_t1(std::ostream& out) {
+  const oo7::Params p = oo7::params_for("small");
+  const oo7::Schema s = oo7::define_schema();
+  Object db = oo7::build_shared(s, p, 1);
+  oo7::SharedAccess sa(s, db);
+  const oo7::OpResult expect = oo7::run_op(sa, oo7::Op::kT1);
+  const int rounds = quick() ? 3 : 7, iters = quick() ? 1 : 3;
+  std::vector<double> in_ns, out_ns, ratio;
+  for (int r = 0; r < rounds; ++r) {
+    auto t0 = bench::now();
+    for (int i = 0; i < iters; ++i)
+      if (!(oo7::run_op(sa, oo7::Op::kT1) == expect)) std::abort();
+    const double o = bench::ns_since(t0) / iters;
+    t0 = bench::now();
+    for (int i = 0; i < iters; ++i)
+      if (!(atomically([&] { return oo7::run_op(sa, oo7::Op::kT1); }) == expect)) std::abort();
+    const double in = bench::ns_since(t0) / iters;
+    in_ns.push_back(in);
+    out_ns.push_back(o);
+    ratio.push_back(in / o);
+  }
+  bench::row(out, "tx: OO7 T1 (small database, " + std::to_string(expect.count) + " part visits) in a transaction",
+             median(in_ns), median(out_ns), fmt("base: outside; in/out %.2fx (target <= 1.3)", median(ratio)));
+}
+#endif
 
 // ---- (b) updates of k objects ----
 
@@ -474,6 +511,9 @@ void bench_tx(std::ostream& out) {
   }
   attach(cfg.socket);
   bench_traversal(out);
+#ifdef COLORS_BENCH_OO7
+  bench_oo7_t1(out);
+#endif
   bench_updates(out);
   bench_transfers(out, cfg.socket);
   bench_stm7(out, cfg.socket);
