@@ -50,6 +50,7 @@ test: build
 	BUILD_DIR=$(BUILD_DIR) JOBS=$(JOBS) bash bindings-python/run-tests.sh
 	BUILD_DIR=$(BUILD_DIR) JOBS=$(JOBS) bash bindings-java/run-tests.sh
 	BUILD_DIR=$(BUILD_DIR) JOBS=$(JOBS) bash oo7/java/run-tests.sh
+	BUILD_DIR=$(BUILD_DIR) python3 tests/bank/run
 	BUILD_DIR=$(BUILD_DIR) bash rpc-bench/run --smoke
 
 # The demo script is run with the build environment loaded (colors-server

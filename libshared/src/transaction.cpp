@@ -60,6 +60,18 @@ void fault_commit_pause() {
   }
 }
 
+// Fault hook for crash tests: COLORS_TX_FAULT_ROLLBACK_US=N makes a rollback sleep N microseconds
+// after its last step (its orecs released), so that a test can kill the process there. Read at
+// every rollback (rare), so that a forked test process may set it.
+void fault_rollback_pause() {
+  const char* e = std::getenv("COLORS_TX_FAULT_ROLLBACK_US");
+  const long us = e != nullptr ? std::strtol(e, nullptr, 10) : 0L;
+  if (us > 0) {
+    const struct timespec ts {us / 1'000'000, (us % 1'000'000) * 1000};
+    ::nanosleep(&ts, nullptr);
+  }
+}
+
 std::atomic<std::uint64_t>* orec_of(Metadata* m, const void* obj) {
   const auto a = reinterpret_cast<std::uint64_t>(obj);
   return &m->orecs[((a >> 4) * 0x9E3779B97F4A7C15ULL) >> (64 - kOrecBits)];
@@ -443,8 +455,11 @@ void rollback_now(TxThread& t) {
     t.d->state.store(static_cast<std::uint32_t>(TxState::kAborting), std::memory_order_release);
     undo(t.log_root.word(), t.log_used, container_owner_word(), 0);
     const std::uint64_t v = t.m->tx_clock.fetch_add(1, std::memory_order_acq_rel) + 1;
-    release_all(t.writes, v);
+    // Emptied before the orecs are released: once released, others may commit to these words,
+    // and a server finishing this descriptor after a kill must then find nothing to undo.
     clear_log(t);
+    release_all(t.writes, v);
+    fault_rollback_pause();
     finish(t);
     return;
   }
@@ -695,6 +710,9 @@ std::size_t rollback_client_transactions(Metadata* m, std::uint32_t client_id) {
       const Word log = d.log.load(std::memory_order_acquire);
       const std::size_t used = d.log_used.load(std::memory_order_acquire);
       if (log != kNull && used != 0) undo(log, used, server_word, client_id);
+      // Emptied before the orecs are released (a successor server repeating this must not undo
+      // words that others changed after the release).
+      d.log_used.store(0, std::memory_order_release);
       ++rolled_back;
     }
     if (state != TxState::kIdle) {

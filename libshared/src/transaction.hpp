@@ -27,6 +27,8 @@
 //  * A word changed by a transaction is logged (entry stored, then log_used published with
 //    release) before it is changed, by a thread that holds the orec of its object. So the log, read
 //    at any instant, names every word the transaction changed, with the value it had before.
+//  * A log is emptied (log_used = 0) before the orecs it covers are released, by a rollback and by
+//    the server: whoever finishes the descriptor later undoes only words still held.
 //  * While a transaction holds an orec, no other transaction changes or reads (accepts a value of)
 //    that object: it waits (bounded), or fails with TransactionConflictError.
 //  * A dead owner's descriptor is finished by the server (rollback_client_transactions) before

@@ -1,6 +1,6 @@
 // colors-bench: every core benchmark, each against its baseline measured in the same run.
 //
-//   colors-bench [--quick] [alloc] [sync] [gc] [containers] [sortedmap]
+//   colors-bench [--quick] [alloc] [sync] [gc] [containers] [sortedmap] [tx]
 //
 // With no names every benchmark runs. --quick (or COLORS_BENCH_QUICK=1) shortens the long ones.
 #include <cstdlib>
@@ -17,6 +17,7 @@ void bench_sync(std::ostream& out);
 void bench_gc(std::ostream& out);
 void bench_containers(std::ostream& out);
 void bench_sorted_map(std::ostream& out);
+void bench_tx(std::ostream& out);
 
 int main(int argc, char** argv) {
   std::set<std::string> only;
@@ -24,10 +25,11 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--quick") == 0) {
       setenv("COLORS_BENCH_QUICK", "1", 1);
     } else if (std::strcmp(argv[i], "alloc") == 0 || std::strcmp(argv[i], "sync") == 0 || std::strcmp(argv[i], "gc") == 0 ||
-               std::strcmp(argv[i], "containers") == 0 || std::strcmp(argv[i], "sortedmap") == 0) {
+               std::strcmp(argv[i], "containers") == 0 || std::strcmp(argv[i], "sortedmap") == 0 ||
+               std::strcmp(argv[i], "tx") == 0) {
       only.insert(argv[i]);
     } else {
-      std::cerr << "usage: colors-bench [--quick] [alloc] [sync] [gc] [containers] [sortedmap]\n";
+      std::cerr << "usage: colors-bench [--quick] [alloc] [sync] [gc] [containers] [sortedmap] [tx]\n";
       return 2;
     }
   }
@@ -42,5 +44,6 @@ int main(int argc, char** argv) {
   if (want("gc")) bench_gc(std::cout);
   if (want("containers")) bench_containers(std::cout);
   if (want("sortedmap")) bench_sorted_map(std::cout);
+  if (want("tx")) bench_tx(std::cout);
   return 0;
 }

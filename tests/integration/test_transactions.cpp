@@ -1,7 +1,9 @@
 // Transactions against a real server: commit and rollback of every kind of change, isolation
 // between threads and processes, conflicts and deadlocks, a process killed inside a transaction
 // (rolled back by the server), a stopped holder, a transaction too large for its log, a long
-// transaction across collector cycles, and misuse.
+// transaction across collector cycles, misuse, and bank transfers in bank-worker processes
+// (tests/bank) killed with SIGKILL while an auditor checks the total.
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -9,8 +11,10 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -18,6 +22,8 @@
 #include "../integration/server_process.hpp"
 #include "client_process.hpp"
 #include "colors/colors.hpp"
+#include "layout.hpp"
+#include "segment.hpp"
 
 using namespace colors;
 using colors::test::eventually;
@@ -324,6 +330,50 @@ TEST_CASE("transactions: a process killed inside a transaction is rolled back by
   CHECK(v.ok);
 }
 
+// Whether the server has finished with the client process `pid` (its slot freed, so its
+// transactions were rolled back or completed: Collector::reclaim_client).
+bool client_reclaimed(pid_t pid) {
+  detail::Metadata* m = detail::current_meta();
+  for (const detail::ClientSlot& c : m->clients)
+    if (c.pid.load() == pid && c.state.load() != static_cast<std::uint32_t>(detail::ClientState::kFree)) return false;
+  return true;
+}
+
+TEST_CASE("transactions: a process killed after its rollback released its objects does not undo later commits") {
+  Attached at;
+  Object a = account(1);
+  repository("tx.rb.a").set(a);
+  pid_t kid = fork_client(at.cfg.socket, [] {
+    // The rollback sleeps after its last step (killed in there); read at every rollback.
+    ::setenv("COLORS_TX_FAULT_ROLLBACK_US", "60000000", 1);
+    Object a(repository("tx.rb.a").get());
+    Transaction tx;
+    a.set("balance", Value(7));
+    std::this_thread::sleep_for(std::chrono::seconds(1));  // long enough for the parent to see the 7
+    tx.rollback();
+    return 0;
+  });
+  // The uncommitted 7 is visible outside transactions (weak atomicity): the child is in its transaction.
+  REQUIRE(eventually([&] { return balance(a) == 7; }, 30000));
+  // Its rollback restores 1 and releases the object; then this transaction commits 42.
+  REQUIRE(eventually(
+      [&] {
+        try {
+          atomically([&] { a.set("balance", Value(42)); }, 0);
+          return true;
+        } catch (const TransactionConflictError&) {
+          return false;
+        }
+      },
+      30000));
+  ::kill(kid, SIGKILL);  // asleep after its rollback
+  CHECK(wait_child(kid) == 128 + SIGKILL);
+  REQUIRE(eventually([&] { return client_reclaimed(kid); }, 30000));
+  // The server found nothing left to undo: the committed 42 stands.
+  CHECK(balance(a) == 42);
+  CHECK(read_when_free([&] { return balance(a); }) == 42);
+}
+
 TEST_CASE("transactions: a stopped holder makes others fail with a conflict naming it, not wait forever") {
   Attached at;
   Object a = account(1);
@@ -406,4 +456,143 @@ TEST_CASE("transactions: a long transaction across back-to-back collector cycles
   }
   VerifyResult v = verify_heap();
   CHECK(v.ok);
+}
+
+namespace {
+
+// A bank-worker process (tests/bank/bank_worker.cpp) transferring between the accounts of
+// bank.accounts, its stdout in `out` and the commit window widened by the fault hook. Exec'd, not
+// forked from this process: the hook is read once per process, and this one may have read it.
+pid_t spawn_bank_worker(const std::string& socket, unsigned seed, const std::string& out) {
+  std::fflush(nullptr);
+  pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0) ::dup2(fd, 1);
+    ::setenv("COLORS_TX_FAULT_COMMIT_US", "1000", 1);
+    std::string seed_s = std::to_string(seed);
+    const char* argv[] = {BANK_WORKER_BIN, "--socket", socket.c_str(), "--seed", seed_s.c_str(), nullptr};
+    ::execv(BANK_WORKER_BIN, const_cast<char* const*>(argv));
+    ::_exit(127);
+  }
+  return pid;
+}
+
+// The last `transfers N` a worker printed to `path` (0 if none).
+long long last_transfers(const std::string& path) {
+  std::string text = colors::test::read_file(path);
+  long long n = 0;
+  for (std::size_t at = text.find("transfers "); at != std::string::npos; at = text.find("transfers ", at + 1))
+    n = std::atoll(text.c_str() + at + 10);
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("transactions: bank transfers in processes killed with SIGKILL mid-commit keep the total, seen by an auditor") {
+  TempDir dir;
+  ServerConfig cfg = ServerConfig::fresh(dir.path());
+  // --gc-debug: the heap verifier runs after every cycle (the auditor asks for cycles) and
+  // complains in the server's log.
+  const std::string server_log = dir.path() + "/server.log";
+  ServerProcess server{cfg, cfg.args({"--heap-size", "32M", "--gc-debug"}), server_log};
+  REQUIRE(server.wait_ready());
+  attach(cfg.socket);
+  constexpr int kAccounts = 32, kWorkers = 3;
+  constexpr long long kBalance = 1000, kTotal = kAccounts * kBalance;
+  Class cls = define_class("bank.Account", {{"balance", TypeKind::kInteger}});
+  Field balance(cls, "balance");
+  List accounts = new_list();
+  for (int i = 0; i < kAccounts; ++i) {
+    Object a = new_object(cls);
+    a.set(balance, Value(kBalance));
+    accounts.append(a);
+  }
+  repository("bank.accounts").set(accounts);
+  repository("bank.total").set(Value(kTotal));
+
+  std::atomic<bool> stop{false};
+  std::atomic<long> audits{0}, violations{0}, audit_errors{0};
+  std::thread auditor([&] {
+    auto last_collect = std::chrono::steady_clock::now();
+    while (!stop.load()) {
+      try {
+        long long total = read_when_free([&] {
+          long long t = 0;
+          for (int i = 0; i < kAccounts; ++i) t += Object(accounts.get(static_cast<std::size_t>(i))).get(balance).as_int();
+          return t;
+        });
+        if (total != kTotal) {
+          std::fprintf(stderr, "auditor: total %lld, expected %lld\n", total, kTotal);
+          violations.fetch_add(1);
+        }
+        audits.fetch_add(1);
+        if (std::chrono::steady_clock::now() - last_collect > std::chrono::milliseconds(300)) {
+          collect(30000);
+          last_collect = std::chrono::steady_clock::now();
+        }
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "auditor: %s\n", e.what());
+        audit_errors.fetch_add(1);
+      }
+    }
+  });
+
+  std::mt19937 rng(Catch::rngSeed());
+  std::vector<pid_t> kids(kWorkers);
+  std::vector<std::string> outs(kWorkers);
+  int incarnations = 0, kills = 0, unexpected_exits = 0;
+  long long transfers = 0;
+  auto start = [&](int w) {
+    outs[w] = dir.path() + "/worker" + std::to_string(w) + "." + std::to_string(incarnations++) + ".out";
+    kids[w] = spawn_bank_worker(cfg.socket, static_cast<unsigned>(rng()), outs[w]);
+  };
+  for (int w = 0; w < kWorkers; ++w) start(w);
+  const auto t0 = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - t0 < std::chrono::seconds(6)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100 + rng() % 300));
+    const int w = static_cast<int>(rng() % kWorkers);
+    ::kill(kids[w], SIGKILL);
+    const int rc = wait_child(kids[w]);
+    if (rc != 128 + SIGKILL) {
+      std::fprintf(stderr, "worker %d exited with %d before it was killed\n", w, rc);
+      ++unexpected_exits;
+    }
+    ++kills;
+    transfers += last_transfers(outs[w]);
+    start(w);
+  }
+  for (int w = 0; w < kWorkers; ++w) {
+    ::kill(kids[w], SIGKILL);
+    wait_child(kids[w]);
+    transfers += last_transfers(outs[w]);
+  }
+  stop = true;
+  auditor.join();
+  INFO("kills " << kills << ", transfers (as last reported) " << transfers << ", audits " << audits.load());
+  CHECK(unexpected_exits == 0);
+  CHECK(violations.load() == 0);
+  CHECK(audit_errors.load() == 0);
+  CHECK(audits.load() > 10);
+  CHECK(transfers > 100);
+  CHECK(kills > 5);
+  // Once the server rolled back the last victims, the total is intact outside a transaction too.
+  CHECK(read_when_free([&] {
+          long long t = 0;
+          for (int i = 0; i < kAccounts; ++i) t += Object(accounts.get(static_cast<std::size_t>(i))).get(balance).as_int();
+          return t;
+        }) == kTotal);
+  long long plain = 0;
+  for (int i = 0; i < kAccounts; ++i) plain += Object(accounts.get(static_cast<std::size_t>(i))).get(balance).as_int();
+  CHECK(plain == kTotal);
+  collect(30000);
+  collect(30000);
+  VerifyResult v = verify_heap();
+  INFO(v.report);
+  CHECK(v.ok);
+  const std::string slog = colors::test::read_file(server_log);
+  INFO(slog);
+  CHECK(slog.find("heap verifier") == std::string::npos);
+  detach();
 }
