@@ -8,7 +8,9 @@ Every row is a ratio against a baseline measured in the same run:
     1 process on a `:memory:` database; 2 processes cannot share a `:memory:` database (a
     shared-cache memory database is shared only within one process), so they use one database
     file in /dev/shm (WAL, synchronous=OFF: no disk, no fsync). The same transfers without a
-    transaction (plain field updates, not atomic) are shown for scale.
+    transaction (plain field updates, not atomic) are shown for scale, and the same transfers
+    from C++ (`bank-worker`, tests/bank: `colors::atomically` over 1000 `bank.accounts`) against
+    the same sqlite3 figure.
   * a read-only walk of 1024 depth-4 trees of shared objects (bench_types.walk: every field of every
     node) and a sum over the 1000 accounts, inside `with colors_shm.transaction()` vs outside.
 Starts its own colors-server (as the tests do: $COLORS_SERVER_BIN or build/colors-server).
@@ -108,6 +110,31 @@ def run_workers(mode: str, procs: int, seconds: float, extra: list[str]) -> floa
     return sum(counts) / elapsed
 
 
+def bank_worker_bin() -> str | None:
+    """The C++ bank worker: $COLORS_BANK_WORKER_BIN, else next to the server in the build dir."""
+    path = os.environ.get("COLORS_BANK_WORKER_BIN")
+    if path:
+        return path
+    server = os.environ.get("COLORS_SERVER_BIN") or str(HERE.parent.parent / "build" / "colors-server" / "colors-server")
+    p = pathlib.Path(server).resolve().parent.parent / "tests" / "bank" / "bank-worker"
+    return str(p) if p.exists() else None
+
+
+def run_cpp_workers(binary: str, socket: str, procs: int, seconds: float) -> float:
+    """Transfers per second of `procs` C++ bank workers running `seconds` at once."""
+    ps = [subprocess.Popen([binary, "--socket", socket, "--seed", str(k + 1), "--seconds", str(seconds)],
+                           stdout=subprocess.PIPE, text=True, env=child_env())
+          for k in range(procs)]
+    total = 0
+    for p in ps:
+        out, _ = p.communicate(timeout=seconds + 60)
+        if p.returncode != 0:
+            raise SystemExit(f"bank-worker exited with {p.returncode}")
+        counts = [int(line.split()[1]) for line in out.splitlines() if line.startswith("transfers ")]
+        total += counts[-1]
+    return total / seconds
+
+
 def sqlite_db(path: str) -> None:
     db = sqlite3.connect(path, isolation_level=None)
     db.execute("PRAGMA journal_mode=WAL")
@@ -147,6 +174,10 @@ def main() -> None:
         with tempfile.TemporaryDirectory(dir="/dev/shm" if os.path.isdir("/dev/shm") else None) as d:
             path = os.path.join(d, "bank.db")
             sqlite_db(path)
+            cpp = bank_worker_bin()
+            if cpp is not None:
+                subprocess.run([cpp, "--socket", srv.socket, "--setup", str(N_ACCOUNTS)], check=True,
+                               stdout=subprocess.DEVNULL, env=child_env())
             for procs, db, where in ((1, ":memory:", "sqlite3 :memory:"), (2, path, "sqlite3 file in /dev/shm, WAL")):
                 tx = run_workers("colors", procs, seconds, [])
                 plain = run_workers("plain", procs, seconds, [])
@@ -154,6 +185,11 @@ def main() -> None:
                 label = f"{procs} process{'es' if procs > 1 else ''}"
                 print(f"  {label + ', atomically':<30}{tx:>12,.0f}{sql:>12,.0f}{tx / sql:>8.2f}   ({where})")
                 print(f"  {label + ', no transaction':<30}{plain:>12,.0f}{'':>12}{tx / plain:>8.2f}   (atomically / plain)")
+                if cpp is not None:
+                    c = run_cpp_workers(cpp, srv.socket, procs, seconds)
+                    print(f"  {label + ', C++ atomically':<30}{c:>12,.0f}{sql:>12,.0f}{c / sql:>8.2f}   ({where}, from Python)")
+                else:
+                    print(f"  {label + ', C++ atomically':<30}   (bank-worker not built: row skipped)")
         # The plain runs lose updates (not atomic); the atomic ones do not: only the plain runs may
         # change the total.
         print(f"  total of balances: {total_before} before, {sum(a.balance for a in plist)} after "
