@@ -137,7 +137,16 @@ thread_local std::unique_ptr<TxThread> t_state;
   throw TransactionAbortedError(why);
 }
 
-// Every operation of a transaction starts here.
+// Reads start here: whether the transaction was doomed. The attachment is checked by writes,
+// container operations and commit (a read of a detached segment is refused by the caller's
+// value checks before it gets here).
+TxThread& readable() {
+  TxThread& t = *t_tx;
+  if (__builtin_expect(t.doomed, 0)) fail_aborted(t);
+  return t;
+}
+
+// Every other operation of a transaction starts here.
 TxThread& usable() {
   TxThread& t = *t_tx;
   if (t.doomed) fail_aborted(t);
@@ -619,13 +628,13 @@ void tx_refuse(const char* what) {
 // ---- fields and repository roots ----
 
 Word tx_read_word(const void* owner, const std::atomic<Word>* slot) {
-  TxThread& t = usable();
+  TxThread& t = readable();
   return read_validated(
       t, owner, [&] { return slot->load(std::memory_order_acquire); }, [](Word) {});
 }
 
 Rooted tx_read_rooted(const void* owner, const std::atomic<Word>* slot) {
-  TxThread& t = usable();
+  TxThread& t = readable();
   return read_validated(
       t, owner, [&] { return root_load(slot); }, [](Rooted& r) { r.reset(); });
 }

@@ -36,6 +36,6 @@ inline constexpr std::size_t kMaxClients = 256;                   // attached pr
 inline constexpr std::size_t kNameBuckets = 4096;                 // class/repository/channel tables
 inline constexpr std::size_t kMaxNameLength = 1024;               // class, field, repository names
 inline constexpr std::size_t kMaxTransactions = 1024;             // threads in transactions at once
-inline constexpr std::size_t kOrecBits = 18;                      // ownership records: 2^18 (2 MiB)
+inline constexpr std::size_t kOrecBits = 15;                      // ownership records: 2^15 (256 KiB)
 
 }  // namespace colors
