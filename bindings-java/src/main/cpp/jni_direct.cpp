@@ -16,6 +16,7 @@
 #include "objects.hpp"
 #include "roots.hpp"
 #include "segment.hpp"
+#include "transaction.hpp"
 
 namespace cd = colors::detail;
 
@@ -182,18 +183,20 @@ JNIEXPORT jlong JNICALL Java_org_colors_Direct_newObject(JNIEnv* env, jclass, jl
   });
 }
 
-// Stores a new shared string with the characters of `s` into the field slot at `slot` (store_ref:
-// the overwritten reference is flagged pending). `keep` is the Java object whose proxy roots the
-// object owning the slot: a parameter, so it stays reachable (and the object alive) for the call.
+// Stores a new shared string with the characters of `s` into the field slot at `slot` of the
+// object at `obj` (write_slot: store_ref, the overwritten reference flagged pending; logged under
+// the object's orec inside a transaction). `keep` is the Java object whose proxy roots the object
+// owning the slot: a parameter, so it stays reachable (and the object alive) for the call.
 // REQUIRES: the caller checked that the field takes strings, and computed `slot` as field_slot.
-JNIEXPORT void JNICALL Java_org_colors_Direct_storeString(JNIEnv* env, jclass, jobject keep, jlong slot, jstring s) {
+JNIEXPORT void JNICALL Java_org_colors_Direct_storeString(JNIEnv* env, jclass, jobject keep, jlong obj, jlong slot,
+                                                         jstring s) {
   using namespace colors_jni;
   guarded_void(env, [&] {
     (void)keep;
     cd::Metadata* m = cd::current_meta();
     std::string utf8 = java_to_utf8(env, s);
     cd::Rooted r = cd::new_string(m, utf8);  // rooted until stored
-    cd::store_ref(slot_of(slot), r.word());
+    cd::write_slot(reinterpret_cast<const void*>(static_cast<std::uintptr_t>(obj)), slot_of(slot), r.word());
   });
 }
 

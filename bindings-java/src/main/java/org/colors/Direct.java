@@ -106,10 +106,11 @@ final class Direct {
   static native long newObject(long cls);
 
   /**
-   * Stores a new shared string into the field slot at {@code slot} (store_ref). {@code keep} is the
-   * proxy rooting the object that owns the slot (kept reachable by being an argument).
+   * Stores a new shared string into the field slot at {@code slot} of the object at {@code obj}
+   * (write_slot). {@code keep} is the proxy rooting the object that owns the slot (kept reachable
+   * by being an argument).
    */
-  static native void storeString(Object keep, long slot, String s);
+  static native void storeString(Object keep, long obj, long slot, String s);
 
   /** Whether field {@code name} of {@code cls} takes the user object {@code value} (rooted by {@code keep}). */
   static native boolean accepts(long cls, String name, Object keep, long value);

@@ -161,7 +161,9 @@ public final class SharedField {
    * (user-space); 0 and {@link #NO_ADDRESS} take the slow path.
    */
   private static Direct.View viewOf(long a) {
-    return a > 0 ? Direct.current() : null;
+    // Inside a transaction every access goes through JNI (libshared's read_slot/write_slot, which
+    // take the object's orec and log writes); outside, the check is one volatile int read.
+    return a > 0 && !Transaction.inThisThread() ? Direct.current() : null;
   }
 
   /** The address of a bound instance whose fast path is off (detached, no view): JNI path. */
@@ -363,7 +365,7 @@ public final class SharedField {
         Reference.reachabilityFence(owner);
         return;
       }
-    } else if (Direct.UNSAFE != null && a > 0) {
+    } else if (Direct.UNSAFE != null && a > 0 && !Transaction.inThisThread()) {
       if (value instanceof String) {
         if (storeString(a, owner, (String) value)) return;  // owner is an argument of the native
       } else {
@@ -388,7 +390,7 @@ public final class SharedField {
     if (e.slot == MISSING || (e.type != STRING && e.type != ANY)) return false;
     long s = v.slotAddress(a, e.slot, v.inlineSlots(a));
     if (s == 0) return false;
-    Direct.storeString(owner, s, str);  // owner, an argument, roots the object owning s for the call
+    Direct.storeString(owner, a, s, str);  // owner, an argument, roots the object owning s for the call
     return true;
   }
 
