@@ -7,7 +7,8 @@
 #
 #   bindings-java/run-bench.sh            (BUILD_DIR defaults to <repo>/build)
 #   JAVA_BENCH=tree bindings-java/run-bench.sh (only TreeBench; JAVA_BENCH=field: only FieldBench;
-#                                          JAVA_BENCH=sortedmap: only SortedMapBench, vs TreeMap; extra
+#                                          JAVA_BENCH=sortedmap: only SortedMapBench, vs TreeMap;
+#                                          JAVA_BENCH=tx: only TxBench, transactions vs none/monitors; extra
 #                                          arguments go to the selected benchmark's main)
 #   JAVA_OPTS_BENCH="-Dbench.trees=1" ...      (extra JVM options, e.g. TreeBench's tree count)
 #   SRVARGS="--gc-pacing=0" ...                (extra colors-server flags)
@@ -43,6 +44,10 @@ if [ "$JAVA_BENCH" = sortedmap ]; then
   "${JAVA[@]}" org.colors.SortedMapBench "$@"
   exit 0
 fi
+if [ "$JAVA_BENCH" = tx ]; then
+  "${JAVA[@]}" "$AGENT" org.colors.TxBench "$@"
+  exit 0
+fi
 if [ "$JAVA_BENCH" = tree ]; then
   "${JAVA[@]}" "$AGENT" org.colors.TreeBench "$@"
   exit 0
@@ -51,6 +56,7 @@ fi
 [ "$JAVA_BENCH" = field ] && exit 0
 "${JAVA[@]}" "$AGENT" org.colors.TreeBench
 "${JAVA[@]}" "$AGENT" org.colors.TreeBench --parts
+"${JAVA[@]}" "$AGENT" org.colors.TxBench
 
 # The agent's overhead on code that never touches shared objects: the same plain workload in a JVM
 # without and one with the agent (three runs each, alternating; the best of each).

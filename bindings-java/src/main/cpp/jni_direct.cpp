@@ -200,6 +200,36 @@ JNIEXPORT void JNICALL Java_org_colors_Direct_storeString(JNIEnv* env, jclass, j
   });
 }
 
+// ---- the field fast path inside a transaction (org.colors.SharedField) ----
+// Java computes the slot as outside one, and reads or writes its word through libshared's
+// transactional slot functions (owner = the object: its orec), one JNI call each. Only scalar
+// words cross (small integers, booleans, null, immediate floats): Java decodes a read word only
+// if it is one, and takes the JNI path by name (read_slot_rooted) for references.
+// `keep` is the proxy or bound instance rooting the object (a parameter: reachable for the call).
+
+// read_slot_word(obj, slot): the word, read under the transaction's isolation.
+JNIEXPORT jlong JNICALL Java_org_colors_Direct_txLoad(JNIEnv* env, jclass, jobject keep, jlong obj, jlong slot) {
+  using namespace colors_jni;
+  return guarded<jlong>(env, 0, [&] {
+    (void)keep;
+    return static_cast<jlong>(
+        cd::read_slot_word(reinterpret_cast<const void*>(static_cast<std::uintptr_t>(obj)), slot_of(slot)));
+  });
+}
+
+// write_slot(obj, slot, word): the object's orec taken, the old word logged, then stored.
+// REQUIRES: `word` is a scalar the field's type takes (checked in Java as for the fast path).
+JNIEXPORT void JNICALL Java_org_colors_Direct_txStore(JNIEnv* env, jclass, jobject keep, jlong obj, jlong slot,
+                                                     jlong word) {
+  using namespace colors_jni;
+  guarded_void(env, [&] {
+    (void)keep;
+    const auto w = static_cast<cd::Word>(word);
+    if (cd::is_ref(w)) throw colors::InvalidArgumentError("txStore of a reference word (binding bug)");
+    cd::write_slot(reinterpret_cast<const void*>(static_cast<std::uintptr_t>(obj)), slot_of(slot), w);
+  });
+}
+
 // Whether field `name` of class version `cls` takes the user object `value` (check_field_type: a
 // field typed with a class name takes only objects of that name). `keep` roots `value`.
 JNIEXPORT jboolean JNICALL Java_org_colors_Direct_accepts(JNIEnv* env, jclass, jlong cls, jstring name, jobject keep,
