@@ -482,6 +482,23 @@ class TransactionTest {
   }
 
   @Test
+  void aThreadEndingInsideATransactionHasItRolledBack() throws Exception {
+    SharedObject c = counter(1);
+    Thread t = new Thread(() -> {
+      SharedMemory.beginTransaction();  // never ended
+      c.set("n", 2L);
+    });
+    t.start();
+    t.join();
+    // libshared's thread-exit hook rolls it back when the native thread ends (after join may return).
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    while (c.getLong("n") != 1L && System.nanoTime() < deadline) Thread.sleep(5);
+    assertEquals(1L, c.getLong("n"));
+    SharedMemory.atomically(() -> c.set("n", 3L), 20);  // its orec was released
+    assertEquals(3L, c.getLong("n"));
+  }
+
+  @Test
   void aJvmKilledInsideATransactionIsRolledBackByTheServer() throws Exception {
     String name = unique("tx-kill");
     ObjectRepository r = SharedMemory.findOrCreateRepository(name);

@@ -13,6 +13,7 @@ final class TxChild {
     switch (args[0]) {
       case "increment": increment(args[1], Integer.parseInt(args[2])); break;
       case "hold": hold(args[1]); break;
+      case "bank": org.colors.tools.BankWorker.main(java.util.Arrays.copyOfRange(args, 1, args.length)); break;
       default: throw new IllegalArgumentException("unknown tx command " + args[0]);
     }
   }
