@@ -3,7 +3,9 @@
 # and double fields on shared vs private instances, the agent's overhead on private code, one JNI
 # downcall vs one Java call) and org.colors.TreeBench (rpc-bench's colors server derivation of
 # depth-4 trees through a @Shared class, ns per node, against private instances; and the single
-# operations of a derivation); ratios measured in the same run.
+# operations of a derivation) and org.colors.TxBench (a read-only traversal in a transaction vs
+# outside one; k = 1, 10, 1000 field writes in a transaction vs none vs under a SharedMonitor);
+# ratios measured in the same run.
 #
 #   bindings-java/run-bench.sh            (BUILD_DIR defaults to <repo>/build)
 #   JAVA_BENCH=tree bindings-java/run-bench.sh (only TreeBench; JAVA_BENCH=field: only FieldBench;
