@@ -436,6 +436,20 @@ class TransactionTest {
   }
 
   @Test
+  void aTransactionPastItsTimeoutDoesNotCommit() throws Exception {
+    // Regression: the deadline was checked only while waiting and every 1024 reads, so a
+    // transaction that wrote, then overran its timeout, still committed.
+    SharedObject c = counter(1);
+    try (Transaction tx = SharedMemory.beginTransaction(Duration.ofMillis(50))) {
+      c.set("n", 2L);
+      Thread.sleep(120);
+      TransactionAbortedException e = assertThrows(TransactionAbortedException.class, tx::commit);
+      assertTrue(e.getMessage().contains("timeout"), e.getMessage());
+    }
+    assertEquals(1L, c.getLong("n"));
+  }
+
+  @Test
   void channelsAndRemoteCallsAreRefusedInside() {
     ObjectChannel ch = SharedMemory.findOrCreateChannel(unique("tx-ch"), 4);
     String ep = unique("tx-calc");
