@@ -30,7 +30,7 @@ import java.util.concurrent.ConcurrentHashMap;
  * ({@link Direct#txLoad}: read_slot_word, {@link Direct#txStore}: write_slot, owner = the object),
  * and references take the JNI path by name (read_slot_rooted / write_slot): the transaction's
  * reads are validated against the object's orec and its writes logged. Outside transactions the
- * only extra cost is one volatile int read ({@link Transaction#inThisThread}).
+ * only extra cost is one plain int read ({@link Transaction#inThisThread}).
  */
 public final class SharedField {
   // TypeKind codes (colors/types.hpp).
@@ -174,7 +174,7 @@ public final class SharedField {
   /**
    * The word in slot {@code s} of the object at {@code a}: an acquire load; inside a transaction
    * libshared's read_slot_word through JNI (the object's orec), so that the transaction's reads
-   * stay isolated. The check costs one volatile int read while no thread of this JVM runs a
+   * stay isolated. The check costs one plain int read while no thread of this JVM runs a
    * transaction ({@link Transaction#inThisThread}). {@code owner} roots the object.
    */
   private static long load(Direct.View v, long a, long s, Object owner) {

@@ -1,6 +1,7 @@
 package org.colors;
 
-import java.util.concurrent.atomic.AtomicInteger;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 
 /**
  * An atomic, isolated group of reads and writes of shared objects, across the threads, processes
@@ -39,13 +40,27 @@ import java.util.concurrent.atomic.AtomicInteger;
  */
 public final class Transaction implements AutoCloseable {
   /**
-   * How many threads of this JVM have a transaction open: the field fast path reads only this one
-   * volatile int while it is 0, and looks at its thread's depth otherwise.
+   * How many threads of this JVM have a transaction open: the field fast path reads only this int
+   * while it is 0, and looks at its thread's depth otherwise.
    *
    * <p>Invariant: a thread counts here while its {@link #DEPTH} is positive; both change only on
-   * that thread (begin, commit, rollback), so its own fast path sees them in program order.
+   * that thread (begin, commit, rollback), by an atomic add ({@link #OPEN_ADD}), so its own reads
+   * see its own changes in program order. The fast path reads it plainly (no volatile): a value
+   * another thread's change made stale only decides whether the thread also reads its own depth,
+   * which is exact for it either way (a stale 0 while another thread runs a transaction is right
+   * for this thread, whose own count is not in it; a stale non-zero costs a ThreadLocal read).
    */
-  private static final AtomicInteger OPEN = new AtomicInteger();
+  private static int threadsOpen;
+
+  private static final VarHandle OPEN_ADD;
+
+  static {
+    try {
+      OPEN_ADD = MethodHandles.lookup().findStaticVarHandle(Transaction.class, "threadsOpen", int.class);
+    } catch (ReflectiveOperationException e) {
+      throw new ExceptionInInitializerError(e);
+    }
+  }
   /** This thread's transaction depth as libshared reports it after each begin/commit/rollback. */
   private static final ThreadLocal<int[]> DEPTH = ThreadLocal.withInitial(() -> new int[1]);
 
@@ -58,9 +73,9 @@ public final class Transaction implements AutoCloseable {
     this.depth = depth;
   }
 
-  /** Whether the calling thread runs a transaction (the fast path's check: one volatile read while none runs). */
+  /** Whether the calling thread runs a transaction (the fast path's check: one plain int read while none runs). */
   static boolean inThisThread() {
-    return OPEN.get() != 0 && DEPTH.get()[0] > 0;
+    return threadsOpen != 0 && DEPTH.get()[0] > 0;
   }
 
   /** Mirrors libshared's depth of this thread's transaction (after a begin, commit or rollback). */
@@ -69,9 +84,9 @@ public final class Transaction implements AutoCloseable {
     int old = d[0];
     d[0] = n;
     if (old == 0 && n > 0) {
-      OPEN.incrementAndGet();
+      OPEN_ADD.getAndAdd(1);
     } else if (old > 0 && n == 0) {
-      OPEN.decrementAndGet();
+      OPEN_ADD.getAndAdd(-1);
     }
   }
 
