@@ -16,14 +16,18 @@ import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * The Java bank worker ({@code org.colors.tools.BankWorker}, the cross-language bank test's
- * contract) against this JVM's auditor: three worker JVMs (one with the commit fault hook, one
- * killed with SIGKILL while it runs) transfer between accounts; every audit in a transaction sees
- * the initial total, and so does the heap at the end.
+ * contract) against this JVM's auditor: two worker JVMs (one with the commit fault hook) transfer
+ * between accounts while victim worker JVMs are started and killed with SIGKILL one after another;
+ * every audit in a transaction sees the initial total, and so does the heap at the end.
+ * {@code COLORS_TX_BANK_SECS} (default 3) sets the length of the run.
  */
 @ExtendWith(ColorsServer.class)
 class BankWorkerTest {
+  /** How long the two steady workers run (COLORS_TX_BANK_SECS, default 3): longer runs kill more victims. */
+  static final long SECONDS = Long.parseLong(System.getenv().getOrDefault("COLORS_TX_BANK_SECS", "3"));
+
   @Test
-  void workersKeepTheTotalThroughAKill() throws Exception {
+  void workersKeepTheTotalThroughKills() throws Exception {
     int n = 10;
     SharedType account = SharedMemory.defineClass("bank.Account", Map.of("balance", SharedType.Kind.INTEGER));
     @SuppressWarnings("unchecked")
@@ -37,22 +41,22 @@ class BankWorkerTest {
     SharedMemory.findOrCreateRepository("bank.accounts").set(accounts);
     ColorsServer.Server s = ColorsServer.server();
     String sock = s.socket.toString();
-    Process a = s.spawn("tx", "bank", "--socket", sock, "--seed", "1", "--seconds", "3");
+    String secs = Long.toString(SECONDS);
+    Process a = s.spawn("tx", "bank", "--socket", sock, "--seed", "1", "--seconds", secs);
     Process b;
     synchronized (s.childEnv) {
       s.childEnv.put("COLORS_TX_FAULT_COMMIT_US", "200");
       try {
-        b = s.spawn("tx", "bank", "--socket", sock, "--seed", "2", "--seconds", "3");
+        b = s.spawn("tx", "bank", "--socket", sock, "--seed", "2", "--seconds", secs);
       } finally {
         s.childEnv.remove("COLORS_TX_FAULT_COMMIT_US");
       }
     }
-    Process victim = s.spawn("tx", "bank", "--socket", sock, "--seed", "3");
     SharedObject[] objs = accounts.stream().map(o -> (SharedObject) o).toArray(SharedObject[]::new);
     AtomicReference<String> bad = new AtomicReference<>();
     int[] audits = new int[1];
     Thread auditor = new Thread(() -> {
-      long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(4);
+      long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(SECONDS + 1);
       while (System.nanoTime() < until && bad.get() == null) {
         try {
           long sum = SharedMemory.atomically(() -> {
@@ -68,13 +72,22 @@ class BankWorkerTest {
       }
     });
     auditor.start();
-    BufferedReader vout = new BufferedReader(new InputStreamReader(victim.getInputStream(), StandardCharsets.UTF_8));
-    String line;
-    while ((line = vout.readLine()) != null && !(line.startsWith("transfers ") && Long.parseLong(line.substring(10)) > 0)) {
-      // wait until it has transferred
-    }
-    victim.destroyForcibly();
-    assertTrue(victim.waitFor(30, TimeUnit.SECONDS));
+    // Victims: each runs until it has transferred, then is killed with SIGKILL (mid-transaction or
+    // mid-commit, wherever it is); one after another while the others run.
+    long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(SECONDS);
+    int killed = 0;
+    do {
+      Process victim = s.spawn("tx", "bank", "--socket", sock, "--seed", Integer.toString(3 + killed));
+      BufferedReader vout = new BufferedReader(new InputStreamReader(victim.getInputStream(), StandardCharsets.UTF_8));
+      String line;
+      while ((line = vout.readLine()) != null
+          && !(line.startsWith("transfers ") && Long.parseLong(line.substring(10)) > 0)) {
+        // wait until it has transferred
+      }
+      victim.destroyForcibly();
+      assertTrue(victim.waitFor(30, TimeUnit.SECONDS));
+      killed++;
+    } while (System.nanoTime() < end);
     List<String> outs = new ArrayList<>();
     for (Process p : List.of(a, b)) {
       String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);

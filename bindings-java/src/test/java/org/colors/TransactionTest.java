@@ -82,18 +82,26 @@ class TransactionTest {
     e.age = 30;
     e.salary = 10.5;
     e.name = "before";
+    Employee boss = SharedMemory.allocate(Employee.class);
     try (Transaction tx = SharedMemory.beginTransaction()) {
       e.age = 31;  // the agent's accessors: through JNI inside a transaction
       e.salary += 1;
       e.name = "after";
       e.active = true;
+      e.manager = boss;
+      e.bonus = Float.NaN;  // a boxed float
       assertEquals(31, e.age);
       assertEquals(11.5, e.salary);
+      assertEquals("after", e.name);
+      assertSame(boss, e.manager);
+      assertTrue(Float.isNaN(e.bonus));
     }
     assertEquals(30, e.age);
     assertEquals(10.5, e.salary);
     assertEquals("before", e.name);
     assertFalse(e.active);
+    assertNull(e.manager);
+    assertEquals(0.0f, e.bonus);
     SharedMemory.atomically(() -> {
       e.age = 40;
       e.name = "done";
