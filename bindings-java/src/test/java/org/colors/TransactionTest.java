@@ -338,6 +338,34 @@ class TransactionTest {
   }
 
   @Test
+  void bulkCopiesInsideATransactionReadItsOwnWrites() {
+    demo.bulk.Holder h = new demo.bulk.Holder();
+    h.ints = new int[] {1, 2, 3};
+    SharedObject s = (SharedObject) SharedMemory.copyToSharedMemory(h);
+    SharedList ints = (SharedList) s.get("ints");
+    demo.tree.PlainNode root = new demo.tree.PlainNode();
+    root.left = new demo.tree.PlainNode();
+    root.left.i = 5;
+    SharedObject tree = (SharedObject) SharedMemory.copyToSharedMemory(root);
+    SharedObject left = (SharedObject) tree.get("left");
+    try (Transaction tx = SharedMemory.beginTransaction()) {
+      ints.set(0, 10L);
+      left.set("i", 6L);
+      left.set("s", "in tx");
+      // The bulk reader's rooted walk: list elements under the list's transactional scope, fields
+      // through read_slot_rooted; it sees this transaction's writes.
+      org.junit.jupiter.api.Assertions.assertArrayEquals(new int[] {10, 2, 3}, s.toPrivate(demo.bulk.Holder.class).ints);
+      demo.tree.PlainNode copy = tree.toPrivate(demo.tree.PlainNode.class);
+      assertEquals(6, copy.left.i);
+      assertEquals("in tx", copy.left.s);
+    }
+    org.junit.jupiter.api.Assertions.assertArrayEquals(new int[] {1, 2, 3}, s.toPrivate(demo.bulk.Holder.class).ints);
+    demo.tree.PlainNode after = tree.toPrivate(demo.tree.PlainNode.class);
+    assertEquals(5, after.left.i);
+    assertNull(after.left.s);
+  }
+
+  @Test
   void aDeadlockOfTwoThreadsIsDetected() throws Exception {
     // Each round: A holds x and wants y, B holds y and wants x. One of them sees the cycle; a round
     // in which the second thread arrives after the first's conflict wait (20 ms) ended is retried.
