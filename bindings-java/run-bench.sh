@@ -3,11 +3,14 @@
 # and double fields on shared vs private instances, the agent's overhead on private code, one JNI
 # downcall vs one Java call) and org.colors.TreeBench (rpc-bench's colors server derivation of
 # depth-4 trees through a @Shared class, ns per node, against private instances; and the single
-# operations of a derivation); ratios measured in the same run.
+# operations of a derivation) and org.colors.TxBench (a read-only traversal in a transaction vs
+# outside one; k = 1, 10, 1000 field writes in a transaction vs none vs under a SharedMonitor);
+# ratios measured in the same run.
 #
 #   bindings-java/run-bench.sh            (BUILD_DIR defaults to <repo>/build)
 #   JAVA_BENCH=tree bindings-java/run-bench.sh (only TreeBench; JAVA_BENCH=field: only FieldBench;
-#                                          JAVA_BENCH=sortedmap: only SortedMapBench, vs TreeMap; extra
+#                                          JAVA_BENCH=sortedmap: only SortedMapBench, vs TreeMap;
+#                                          JAVA_BENCH=tx: only TxBench, transactions vs none/monitors; extra
 #                                          arguments go to the selected benchmark's main)
 #   JAVA_OPTS_BENCH="-Dbench.trees=1" ...      (extra JVM options, e.g. TreeBench's tree count)
 #   SRVARGS="--gc-pacing=0" ...                (extra colors-server flags)
@@ -43,6 +46,10 @@ if [ "$JAVA_BENCH" = sortedmap ]; then
   "${JAVA[@]}" org.colors.SortedMapBench "$@"
   exit 0
 fi
+if [ "$JAVA_BENCH" = tx ]; then
+  "${JAVA[@]}" "$AGENT" org.colors.TxBench "$@"
+  exit 0
+fi
 if [ "$JAVA_BENCH" = tree ]; then
   "${JAVA[@]}" "$AGENT" org.colors.TreeBench "$@"
   exit 0
@@ -51,6 +58,7 @@ fi
 [ "$JAVA_BENCH" = field ] && exit 0
 "${JAVA[@]}" "$AGENT" org.colors.TreeBench
 "${JAVA[@]}" "$AGENT" org.colors.TreeBench --parts
+"${JAVA[@]}" "$AGENT" org.colors.TxBench
 
 # The agent's overhead on code that never touches shared objects: the same plain workload in a JVM
 # without and one with the agent (three runs each, alternating; the best of each).

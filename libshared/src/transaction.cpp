@@ -568,6 +568,12 @@ void tx_commit() {
     if (t.doomed) fail_aborted(t);
     return;
   }
+  // A transaction past its deadline never commits (Transaction(timeout)'s promise), even if none
+  // of its waits or periodic read checks noticed the deadline.
+  if (!t.doomed && t.deadline != 0 && monotonic_ns() > t.deadline) {
+    t.doomed = true;
+    t.doom_reason = "the transaction exceeded its timeout";
+  }
   if (t.doomed || t.epoch != attachment_epoch()) {
     std::string why = t.doomed ? t.doom_reason : "its attachment to the heap ended; the server rolled it back";
     rollback_now(t);

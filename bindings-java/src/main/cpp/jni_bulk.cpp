@@ -58,6 +58,7 @@
 #include "objects.hpp"
 #include "roots.hpp"
 #include "segment.hpp"
+#include "transaction.hpp"
 
 namespace cd = colors::detail;
 
@@ -315,10 +316,13 @@ struct Flat {
   }
 };
 
-// The word in `slot`: rooted into `r` in the rooted mode, a plain acquire load otherwise.
-cd::Word load(Flat& f, const std::atomic<cd::Word>* slot, cd::Rooted& r) {
+// The word in `slot`: rooted into `r` in the rooted mode, a plain acquire load otherwise. `owner`:
+// the user object owning a field slot, read under the running transaction's isolation
+// (read_slot_rooted; only the rooted mode runs inside one); null for a list element, read under
+// the list's lock and, inside a transaction, its TxContainerScope (out_object).
+cd::Word load(Flat& f, const std::atomic<cd::Word>* slot, cd::Rooted& r, const void* owner = nullptr) {
   if (f.optimistic) return slot->load(std::memory_order_acquire);
-  r = cd::root_load(slot);
+  r = owner != nullptr ? cd::read_slot_rooted(owner, slot) : cd::root_load(slot);
   return r.word();
 }
 
@@ -329,9 +333,9 @@ void put_double(Flat& f, double d) {
 }
 
 // Encodes the value in `slot`.
-void out_value(JNIEnv* env, Flat& f, const std::atomic<cd::Word>* slot) {
+void out_value(JNIEnv* env, Flat& f, const std::atomic<cd::Word>* slot, const void* owner = nullptr) {
   cd::Rooted r;
-  cd::Word w = load(f, slot, r);
+  cd::Word w = load(f, slot, r, owner);
   if (w == cd::kNull) return f.put(colors_jni::kTagNull, 0);
   if (cd::is_small_int(w)) return f.put(colors_jni::kTagInt, cd::small_value(w));
   if (cd::is_bool(w)) return f.put(colors_jni::kTagBool, cd::bool_value(w) ? 1 : 0);
@@ -406,7 +410,7 @@ void out_object(JNIEnv* env, Flat& f, std::size_t k) {
       if (s == nullptr) {
         f.put(colors_jni::kTagNull, 0);
       } else {
-        out_value(env, f, s);
+        out_value(env, f, s, reinterpret_cast<const void*>(w));
       }
     }
     return;
@@ -420,7 +424,11 @@ void out_object(JNIEnv* env, Flat& f, std::size_t k) {
   if (f.optimistic) throw Retry{};
   f.block(w, sizeof(cd::ListObject));
   auto* l = reinterpret_cast<cd::ListObject*>(w);
+  // Inside a transaction, a read of the list as libshared's list operations make it: the orec
+  // before the lock word (lock order), then validated under it.
+  cd::TxContainerScope tx(l, cd::TxAccess::kRead);
   cd::ContainerGuard guard(&l->lock);
+  tx.locked();
   // Its storage array is rooted too (the old one stays ours if a later append replaces it).
   cd::Rooted ar;
   cd::Word arr = load(f, &l->array, ar);
@@ -591,6 +599,8 @@ JNIEXPORT jobjectArray JNICALL Java_org_colors_Bulk_flatten(JNIEnv* env, jclass,
     cd::Metadata* m = cd::current_meta();
     std::optional<Flat> opt;
     try {
+      // Inside a transaction only the rooted walk runs: its reads go through the transaction.
+      if (cd::in_transaction()) throw Retry{};
       opt.emplace(m, true);
       walk(env, *opt, w);
     } catch (const Retry&) {

@@ -1,7 +1,9 @@
 // Shared declarations of libcolors_jni, the native half of the Java binding (package org.colors).
 // One file per area: jni_module.cpp (load, attach, collector, handles), jni_values.cpp (value
 // conversion both ways), jni_containers.cpp (list/map/set primitives), jni_sync.cpp (interrupts,
-// repositories, channels, monitors), jni_objects.cpp (user objects and classes).
+// repositories, channels, monitors), jni_objects.cpp (user objects and classes), jni_transaction.cpp
+// (transactions; inside one, every native that reads or writes object slots or container internals
+// goes through libshared's transactional functions: read_slot_*/write_slot, the container operations).
 //
 // Lifetime rule: every shared reference held by Java is one GC root of this process, owned by
 // exactly one org.colors.Handle (through its org.colors.Root), which a proxy owns: either a

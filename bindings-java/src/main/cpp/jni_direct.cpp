@@ -16,6 +16,7 @@
 #include "objects.hpp"
 #include "roots.hpp"
 #include "segment.hpp"
+#include "transaction.hpp"
 
 namespace cd = colors::detail;
 
@@ -182,18 +183,50 @@ JNIEXPORT jlong JNICALL Java_org_colors_Direct_newObject(JNIEnv* env, jclass, jl
   });
 }
 
-// Stores a new shared string with the characters of `s` into the field slot at `slot` (store_ref:
-// the overwritten reference is flagged pending). `keep` is the Java object whose proxy roots the
-// object owning the slot: a parameter, so it stays reachable (and the object alive) for the call.
+// Stores a new shared string with the characters of `s` into the field slot at `slot` of the
+// object at `obj` (write_slot: store_ref, the overwritten reference flagged pending; logged under
+// the object's orec inside a transaction). `keep` is the Java object whose proxy roots the object
+// owning the slot: a parameter, so it stays reachable (and the object alive) for the call.
 // REQUIRES: the caller checked that the field takes strings, and computed `slot` as field_slot.
-JNIEXPORT void JNICALL Java_org_colors_Direct_storeString(JNIEnv* env, jclass, jobject keep, jlong slot, jstring s) {
+JNIEXPORT void JNICALL Java_org_colors_Direct_storeString(JNIEnv* env, jclass, jobject keep, jlong obj, jlong slot,
+                                                         jstring s) {
   using namespace colors_jni;
   guarded_void(env, [&] {
     (void)keep;
     cd::Metadata* m = cd::current_meta();
     std::string utf8 = java_to_utf8(env, s);
     cd::Rooted r = cd::new_string(m, utf8);  // rooted until stored
-    cd::store_ref(slot_of(slot), r.word());
+    cd::write_slot(reinterpret_cast<const void*>(static_cast<std::uintptr_t>(obj)), slot_of(slot), r.word());
+  });
+}
+
+// ---- the field fast path inside a transaction (org.colors.SharedField) ----
+// Java computes the slot as outside one, and reads or writes its word through libshared's
+// transactional slot functions (owner = the object: its orec), one JNI call each. Only scalar
+// words cross (small integers, booleans, null, immediate floats): Java decodes a read word only
+// if it is one, and takes the JNI path by name (read_slot_rooted) for references.
+// `keep` is the proxy or bound instance rooting the object (a parameter: reachable for the call).
+
+// read_slot_word(obj, slot): the word, read under the transaction's isolation.
+JNIEXPORT jlong JNICALL Java_org_colors_Direct_txLoad(JNIEnv* env, jclass, jobject keep, jlong obj, jlong slot) {
+  using namespace colors_jni;
+  return guarded<jlong>(env, 0, [&] {
+    (void)keep;
+    return static_cast<jlong>(
+        cd::read_slot_word(reinterpret_cast<const void*>(static_cast<std::uintptr_t>(obj)), slot_of(slot)));
+  });
+}
+
+// write_slot(obj, slot, word): the object's orec taken, the old word logged, then stored.
+// REQUIRES: `word` is a scalar the field's type takes (checked in Java as for the fast path).
+JNIEXPORT void JNICALL Java_org_colors_Direct_txStore(JNIEnv* env, jclass, jobject keep, jlong obj, jlong slot,
+                                                     jlong word) {
+  using namespace colors_jni;
+  guarded_void(env, [&] {
+    (void)keep;
+    const auto w = static_cast<cd::Word>(word);
+    if (cd::is_ref(w)) throw colors::InvalidArgumentError("txStore of a reference word (binding bug)");
+    cd::write_slot(reinterpret_cast<const void*>(static_cast<std::uintptr_t>(obj)), slot_of(slot), w);
   });
 }
 

@@ -21,7 +21,7 @@ Cache g{};
 
 namespace {
 
-constexpr int kCodes = static_cast<int>(colors::ErrorCode::kUnavailable) + 1;
+constexpr int kCodes = static_cast<int>(colors::ErrorCode::kTransactionAborted) + 1;
 std::array<jclass, kCodes> g_error_cls{};  // global refs, one per colors::ErrorCode
 // org.colors.rpc.RemoteException(String message, String remoteType, String remoteMessage)
 jmethodID g_remote_ctor = nullptr;
@@ -530,6 +530,8 @@ bool init_cache(JNIEnv* env) {
       {C::kTimeout, "org/colors/rpc/RpcTimeoutException"},
       {C::kRemote, "org/colors/rpc/RemoteException"},
       {C::kUnavailable, "org/colors/rpc/UnavailableException"},
+      {C::kTransactionConflict, "org/colors/TransactionConflictException"},
+      {C::kTransactionAborted, "org/colors/TransactionAbortedException"},
   };
   for (const auto& [code, name] : errors) {
     jclass c = global_class(env, name);
@@ -570,6 +572,7 @@ void add_values_natives(std::vector<JNINativeMethod>& out);
 void add_containers_natives(std::vector<JNINativeMethod>& out);
 void add_sync_natives(std::vector<JNINativeMethod>& out);
 void add_objects_natives(std::vector<JNINativeMethod>& out);
+void add_transaction_natives(std::vector<JNINativeMethod>& out);
 bool register_rpc_natives(JNIEnv* env);
 bool register_sorted_map_natives(JNIEnv* env);
 
@@ -586,6 +589,7 @@ extern "C" JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM* vm, void*) {
   add_containers_natives(methods);
   add_sync_natives(methods);
   add_objects_natives(methods);
+  add_transaction_natives(methods);
   jclass native_cls = env->FindClass("org/colors/Native");
   if (!native_cls) return JNI_ERR;
   if (env->RegisterNatives(native_cls, methods.data(), static_cast<jint>(methods.size())) != 0) return JNI_ERR;

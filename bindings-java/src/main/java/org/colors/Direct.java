@@ -106,10 +106,23 @@ final class Direct {
   static native long newObject(long cls);
 
   /**
-   * Stores a new shared string into the field slot at {@code slot} (store_ref). {@code keep} is the
-   * proxy rooting the object that owns the slot (kept reachable by being an argument).
+   * Stores a new shared string into the field slot at {@code slot} of the object at {@code obj}
+   * (write_slot). {@code keep} is the proxy rooting the object that owns the slot (kept reachable
+   * by being an argument).
    */
-  static native void storeString(Object keep, long slot, String s);
+  static native void storeString(Object keep, long obj, long slot, String s);
+
+  /**
+   * Inside a transaction: the word in {@code slot} of the object at {@code obj}, read through the
+   * transaction (read_slot_word: the object's orec checked). {@code keep} roots the object.
+   */
+  static native long txLoad(Object keep, long obj, long slot);
+
+  /**
+   * Inside a transaction: stores the scalar word {@code word} into {@code slot} of the object at
+   * {@code obj} through the transaction (write_slot: the object's orec taken, the old word logged).
+   */
+  static native void txStore(Object keep, long obj, long slot, long word);
 
   /** Whether field {@code name} of {@code cls} takes the user object {@code value} (rooted by {@code keep}). */
   static native boolean accepts(long cls, String name, Object keep, long value);

@@ -148,4 +148,16 @@ final class Native {
   static native void objSet(Handle h, String field, int tag, long bits, Object obj);
   static native void objAddField(Handle h, String field, int kind, String className);
   static native void objRemoveField(Handle h, String field);
+
+  // Transactions (jni_transaction.cpp; libshared transaction.hpp): this thread's transaction.
+  /** Begins or joins this thread's transaction (timeout in ns, 0: none); the new depth. */
+  static native int txBegin(long timeoutNs);
+  /** Ends one level (the outermost commits); the depth left. */
+  static native int txCommit();
+  /** Ends one level without committing (the outermost rolls back); the depth left. */
+  static native int txRollback();
+  static native int txDepth();
+  static native boolean txAttachmentGone();
+  static native void txEscalate();
+  static native void txBackoff(int attempt);
 }

@@ -24,6 +24,13 @@ import java.util.concurrent.ConcurrentHashMap;
  * Everything else (boxed integers beyond 60 bits, floats, strings, objects, a field the object's
  * version lacks, a type that needs a check or a conversion) takes the JNI path of
  * {@link SharedObject}, with its checks and exceptions.
+ *
+ * <p>Inside a transaction ({@link Transaction}) the slot is found the same way, but its word is
+ * read and written through JNI with libshared's transactional slot functions
+ * ({@link Direct#txLoad}: read_slot_word, {@link Direct#txStore}: write_slot, owner = the object),
+ * and references take the JNI path by name (read_slot_rooted / write_slot): the transaction's
+ * reads are validated against the object's orec and its writes logged. Outside transactions the
+ * only extra cost is one plain int read ({@link Transaction#inThisThread}).
  */
 public final class SharedField {
   // TypeKind codes (colors/types.hpp).
@@ -164,6 +171,16 @@ public final class SharedField {
     return a > 0 ? Direct.current() : null;
   }
 
+  /**
+   * The word in slot {@code s} of the object at {@code a}: an acquire load; inside a transaction
+   * libshared's read_slot_word through JNI (the object's orec), so that the transaction's reads
+   * stay isolated. The check costs one plain int read while no thread of this JVM runs a
+   * transaction ({@link Transaction#inThisThread}). {@code owner} roots the object.
+   */
+  private static long load(Direct.View v, long a, long s, Object owner) {
+    return Transaction.inThisThread() ? Direct.txLoad(owner, a, s) : v.load(s);
+  }
+
   /** The address of a bound instance whose fast path is off (detached, no view): JNI path. */
   static final long NO_ADDRESS = -1;
 
@@ -208,47 +225,47 @@ public final class SharedField {
    * a small integer" (60-bit values never are Long.MIN_VALUE). Absent fields of mapped classes
    * read as 0.
    */
-  private long small(long a) {
+  private long small(long a, Object owner) {
     Direct.View v = viewOf(a);
     if (v == null) return Long.MIN_VALUE;
     long s = slot(v, a);
     if (s > 0) {
-      long w = v.load(s);
+      long w = load(v, a, s, owner);
       return (w & Direct.TAG_MASK) == Direct.TAG_INT ? w >> 4 : Long.MIN_VALUE;
     }
     return s < 0 && mapped ? 0 : Long.MIN_VALUE;
   }
 
   private long getLong0(long a, Object owner) {
-    long x = small(a);
+    long x = small(a, owner);
     if (x != Long.MIN_VALUE) return x;
     Object v = readSlow(owner);
     return v == ABSENT ? 0 : Codec.toLong(v, where);
   }
 
   private int getInt0(long a, Object owner) {
-    long x = small(a);
+    long x = small(a, owner);
     if (x == (int) x) return (int) x;
     Object v = readSlow(owner);
     return v == ABSENT ? 0 : Codec.toInt(v, where);
   }
 
   private short getShort0(long a, Object owner) {
-    long x = small(a);
+    long x = small(a, owner);
     if (x == (short) x) return (short) x;
     Object v = readSlow(owner);
     return v == ABSENT ? 0 : Codec.toShort(v, where);
   }
 
   private byte getByte0(long a, Object owner) {
-    long x = small(a);
+    long x = small(a, owner);
     if (x == (byte) x) return (byte) x;
     Object v = readSlow(owner);
     return v == ABSENT ? 0 : Codec.toByte(v, where);
   }
 
   private char getChar0(long a, Object owner) {
-    long x = small(a);
+    long x = small(a, owner);
     if (x == (char) x) return (char) x;
     Object v = readSlow(owner);
     return v == ABSENT ? 0 : Codec.toChar(v, where);
@@ -259,7 +276,7 @@ public final class SharedField {
     if (v != null) {
       long s = slot(v, a);
       if (s > 0) {
-        long w = v.load(s);
+        long w = load(v, a, s, owner);
         if ((w & Direct.TAG_MASK) == Direct.TAG_BOOL) return ((w >> 4) & 1) != 0;
       } else if (s < 0 && mapped) {
         return false;
@@ -274,7 +291,7 @@ public final class SharedField {
     if (v != null) {
       long s = slot(v, a);
       if (s > 0) {
-        long bits = v.readDoubleBits(s);
+        long bits = Transaction.inThisThread() ? txDoubleBits(a, s, owner) : v.readDoubleBits(s);
         if (bits != Direct.NO_FLOAT) return Double.longBitsToDouble(bits);
       } else if (s < 0 && mapped) {
         return 0.0;
@@ -282,6 +299,22 @@ public final class SharedField {
     }
     Object x = readSlow(owner);
     return x == ABSENT ? 0.0 : Codec.toDouble(x, where);
+  }
+
+  /**
+   * Inside a transaction: the word read through it as the raw bits of a double when it is an
+   * immediate float or an integer a double represents exactly; {@link Direct#NO_FLOAT} otherwise
+   * (a boxed float: the JNI path by name reads it with read_slot_rooted).
+   */
+  private static long txDoubleBits(long a, long s, Object owner) {
+    long w = Direct.txLoad(owner, a, s);
+    if ((w & Direct.FLOAT_TAG_MASK) == Direct.TAG_FLOAT) return Direct.smallFloatBits(w);
+    if ((w & Direct.TAG_MASK) == Direct.TAG_INT) {
+      long x = w >> 4;
+      double d = (double) x;
+      return (long) d == x ? Double.doubleToRawLongBits(d) : Direct.NO_FLOAT;
+    }
+    return Direct.NO_FLOAT;
   }
 
   private float getFloat0(long a, Object owner) {
@@ -295,7 +328,8 @@ public final class SharedField {
 
   private Object getObject0(long a, Object owner) {
     Object v = Proxies.MISS;
-    Direct.View view = Direct.UNSAFE != null ? viewOf(a) : null;
+    // Inside a transaction references and strings take the JNI path (read_slot_rooted).
+    Direct.View view = Direct.UNSAFE != null && !Transaction.inThisThread() ? viewOf(a) : null;
     if (view != null) {
       long s = slot(view, a);
       if (s > 0) {
@@ -321,19 +355,23 @@ public final class SharedField {
    * Stores the tagged scalar word {@code word} (a small integer, a boolean or null) if the field
    * exists in the object's version and its type accepts {@code accepts} (a TypeKind; -2: any).
    */
-  private boolean storeFast(long a, long word, int accepts) {
+  private boolean storeFast(long a, long word, int accepts, Object owner) {
     Direct.View v = viewOf(a);
     if (v == null) return false;
     Entry e = entry(v, a);
     if (e.slot == MISSING || (accepts != -2 && e.type != accepts && e.type != ANY)) return false;
     long s = v.slotAddress(a, e.slot, v.inlineSlots(a));
     if (s == 0) return false;
-    v.storeWord(s, word);
+    if (Transaction.inThisThread()) {
+      Direct.txStore(owner, a, s, word);  // write_slot: the object's orec taken, the old word logged
+    } else {
+      v.storeWord(s, word);
+    }
     return true;
   }
 
   private void setLong0(long a, Object owner, long x) {
-    if (x >= SMALL_MIN && x <= SMALL_MAX && storeFast(a, (x << 4) | Direct.TAG_INT, INTEGER)) {
+    if (x >= SMALL_MIN && x <= SMALL_MAX && storeFast(a, (x << 4) | Direct.TAG_INT, INTEGER, owner)) {
       Reference.reachabilityFence(owner);  // its root keeps the object alive through the store
       return;
     }
@@ -342,7 +380,7 @@ public final class SharedField {
 
   private void setDouble0(long a, Object owner, double d) {
     long bits = Double.doubleToRawLongBits(d);
-    if (Direct.fitsSmallFloat(bits) && storeFast(a, Direct.smallFloatWord(bits), FLOAT)) {
+    if (Direct.fitsSmallFloat(bits) && storeFast(a, Direct.smallFloatWord(bits), FLOAT, owner)) {
       Reference.reachabilityFence(owner);  // its root keeps the object alive through the store
       return;
     }
@@ -350,7 +388,7 @@ public final class SharedField {
   }
 
   private void setBoolean0(long a, Object owner, boolean b) {
-    if (storeFast(a, ((b ? 1L : 0L) << 4) | Direct.TAG_BOOL, BOOLEAN)) {
+    if (storeFast(a, ((b ? 1L : 0L) << 4) | Direct.TAG_BOOL, BOOLEAN, owner)) {
       Reference.reachabilityFence(owner);  // its root keeps the object alive through the store
       return;
     }
@@ -359,14 +397,15 @@ public final class SharedField {
 
   private void setObject0(long a, Object owner, Object value) {
     if (value == null) {
-      if (storeFast(a, 0L, -2)) {
+      if (storeFast(a, 0L, -2, owner)) {
         Reference.reachabilityFence(owner);
         return;
       }
     } else if (Direct.UNSAFE != null && a > 0) {
       if (value instanceof String) {
+        // Direct.storeString writes with write_slot: transactional inside a transaction.
         if (storeString(a, owner, (String) value)) return;  // owner is an argument of the native
-      } else {
+      } else if (!Transaction.inThisThread()) {  // inside one, references take the JNI path
         Handle h = Proxies.handleOf(value);
         if (h != null && storeReference(a, h, value)) {
           Reference.reachabilityFence(owner);
@@ -388,7 +427,7 @@ public final class SharedField {
     if (e.slot == MISSING || (e.type != STRING && e.type != ANY)) return false;
     long s = v.slotAddress(a, e.slot, v.inlineSlots(a));
     if (s == 0) return false;
-    Direct.storeString(owner, s, str);  // owner, an argument, roots the object owning s for the call
+    Direct.storeString(owner, a, s, str);  // owner, an argument, roots the object owning s for the call
     return true;
   }
 

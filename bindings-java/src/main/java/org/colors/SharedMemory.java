@@ -520,6 +520,137 @@ public final class SharedMemory {
     return ms;
   }
 
+  // ---- transactions (Transaction; bindings-java/README.md, "Transactions") ------------------
+
+  /** The retries of {@link #atomically(Supplier)} and {@link #atomically(Runnable)}. */
+  public static final int DEFAULT_TRANSACTION_RETRIES = 100;
+
+  /** From this attempt on, atomically's transaction holds what it reads (libshared's kEscalateAttempt). */
+  private static final int ESCALATE_ATTEMPT = 3;
+
+  /**
+   * Begins a transaction on the calling thread, or joins the one it runs (flat nesting). Use it in
+   * try-with-resources: closing it without {@link Transaction#commit()} rolls it back.
+   *
+   * <pre>{@code
+   * try (Transaction tx = SharedMemory.beginTransaction()) {
+   *   from.set("balance", from.getLong("balance") - amount);
+   *   to.set("balance", to.getLong("balance") + amount);
+   *   tx.commit();
+   * }
+   * }</pre>
+   *
+   * @return the transaction (this level of it, when joined)
+   * @throws TransactionAbortedException if joining a transaction that is already doomed
+   * @throws InvalidArgumentException if too many threads (of all processes) run transactions at once
+   */
+  public static Transaction beginTransaction() {
+    return Transaction.begin(0);
+  }
+
+  /**
+   * Begins a transaction that fails with {@link TransactionAbortedException} once it has run
+   * longer than {@code timeout} (its operations and its commit throw; it is rolled back when it
+   * ends). A joined transaction keeps the outer one's deadline.
+   *
+   * @param timeout how long the transaction may run (positive)
+   * @return the transaction
+   * @throws InvalidArgumentException if the timeout is not positive
+   */
+  public static Transaction beginTransaction(Duration timeout) {
+    if (timeout.isNegative() || timeout.isZero()) {
+      throw new InvalidArgumentException("a transaction's timeout must be positive, got " + timeout);
+    }
+    long ns;
+    try {
+      ns = timeout.toNanos();
+    } catch (ArithmeticException e) {
+      ns = 0;  // longer than ~292 years: no limit
+    }
+    return Transaction.begin(ns);
+  }
+
+  /**
+   * Whether the calling thread runs a transaction.
+   *
+   * @return true between a {@link #beginTransaction()} and the end of its outermost level
+   */
+  public static boolean inTransaction() {
+    return Transaction.active();
+  }
+
+  /**
+   * Runs {@code body} in a transaction and commits it, retrying up to
+   * {@value #DEFAULT_TRANSACTION_RETRIES} times on {@link TransactionConflictException}; see
+   * {@link #atomically(Supplier, int)}.
+   *
+   * @param <T> the result type
+   * @param body the transaction's code; it may run several times, so it should have no effects
+   *     besides shared-memory ones
+   * @return what {@code body} returned in the attempt that committed
+   */
+  public static <T> T atomically(java.util.function.Supplier<T> body) {
+    return atomically(body, DEFAULT_TRANSACTION_RETRIES);
+  }
+
+  /**
+   * Runs {@code body} in a transaction and commits it. On {@link TransactionConflictException}
+   * (from {@code body} or the commit) the attempt is rolled back and run again after a randomised
+   * exponential backoff, up to {@code retries} more times; from the fourth attempt on, the
+   * transaction holds what it reads as it holds what it writes, so that it cannot starve behind
+   * writers. Any other exception rolls the attempt back and propagates. Inside an enclosing
+   * transaction {@code body} joins it and is not retried: a conflict propagates to the outermost.
+   *
+   * @param <T> the result type
+   * @param body the transaction's code (may run several times)
+   * @param retries how many times to retry on a conflict (0: none)
+   * @return what {@code body} returned in the attempt that committed
+   * @throws TransactionConflictException when the last attempt conflicted
+   * @throws InvalidArgumentException if {@code retries} is negative
+   */
+  public static <T> T atomically(java.util.function.Supplier<T> body, int retries) {
+    java.util.Objects.requireNonNull(body, "body");
+    if (retries < 0) throw new InvalidArgumentException("retries must not be negative, got " + retries);
+    ensureAttached();
+    final boolean nested = Transaction.active();
+    for (int attempt = 0;; attempt++) {
+      try (Transaction tx = Transaction.begin(0)) {
+        if (!nested && attempt >= ESCALATE_ATTEMPT) Transaction.escalate();
+        T r = body.get();
+        tx.commit();
+        return r;
+      } catch (TransactionConflictException e) {
+        if (nested || attempt >= retries) throw e;
+      }
+      Transaction.backoff(attempt + 1);
+    }
+  }
+
+  /**
+   * Runs {@code body} in a transaction and commits it, retrying on conflicts as
+   * {@link #atomically(Supplier)}.
+   *
+   * @param body the transaction's code (may run several times)
+   */
+  public static void atomically(Runnable body) {
+    atomically(body, DEFAULT_TRANSACTION_RETRIES);
+  }
+
+  /**
+   * Runs {@code body} in a transaction and commits it, retrying up to {@code retries} times on
+   * conflicts as {@link #atomically(Supplier, int)}.
+   *
+   * @param body the transaction's code (may run several times)
+   * @param retries how many times to retry on a conflict (0: none)
+   */
+  public static void atomically(Runnable body, int retries) {
+    java.util.Objects.requireNonNull(body, "body");
+    atomically(() -> {
+      body.run();
+      return null;
+    }, retries);
+  }
+
   static long millis(Duration d) {
     if (d.isNegative()) throw new InvalidArgumentException("timeout must not be negative, got " + d);
     try {

@@ -34,6 +34,7 @@ public final class ChildMain {
       case "pressure-replies": pressureReplies(args[1], Double.parseDouble(args[2])); break;
       case "fuzz": FuzzProgram.run(Long.parseLong(args[1]), Integer.parseInt(args[2]), Long.parseLong(args[3])); break;
       case "detach-wakes-blocked": detachWakesBlocked(args[1]); break;
+      case "tx": TxChild.run(java.util.Arrays.copyOfRange(args, 1, args.length)); break;
       case "list-stress": listStress(args[1], Integer.parseInt(args[2]), Double.parseDouble(args[3])); break;
       default: throw new IllegalArgumentException("unknown command " + cmd);
     }

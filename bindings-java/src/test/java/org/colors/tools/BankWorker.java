@@ -1,0 +1,105 @@
+package org.colors.tools;
+
+import java.nio.file.Path;
+import java.util.List;
+import java.util.SplittableRandom;
+import java.util.concurrent.atomic.AtomicLong;
+import org.colors.ObjectRepository;
+import org.colors.SharedMemory;
+import org.colors.SharedObject;
+import org.colors.TransactionConflictException;
+
+/**
+ * The Java worker of the cross-language bank test (the transactions contract): repository
+ * {@code bank.accounts} holds a shared list of objects of class {@code bank.Account} with an
+ * integer field {@code balance}; each transfer is one {@link SharedMemory#atomically(Runnable)}
+ * that picks accounts i != j and an amount in [0, 100) at random and moves it from i to j. Prints
+ * {@code transfers <count>} every ~0.5 s and at exit (flushed).
+ *
+ * <pre>
+ * java -cp build/bindings-java/colors.jar:build/bindings-java/colors-tools.jar \
+ *      -Dcolors.jni.library=build/bindings-java/libcolors_jni.so \
+ *      org.colors.tools.BankWorker --socket PATH --seed N [--seconds S]
+ * </pre>
+ *
+ * Runs until killed, or for S seconds. A transfer still conflicting after atomically's retries is
+ * skipped (not counted). Exit status 0, or 2 on bad arguments.
+ */
+public final class BankWorker {
+  private BankWorker() {}
+
+  public static void main(String[] args) throws Exception {
+    String socket = null;
+    long seed = 1;
+    double seconds = -1;
+    try {
+      for (int i = 0; i < args.length; i++) {
+        switch (args[i]) {
+          case "--socket": socket = args[++i]; break;
+          case "--seed": seed = Long.parseLong(args[++i]); break;
+          case "--seconds": seconds = Double.parseDouble(args[++i]); break;
+          default: throw new IllegalArgumentException("unknown argument " + args[i]);
+        }
+      }
+      if (socket == null) throw new IllegalArgumentException("--socket PATH is required");
+    } catch (RuntimeException e) {
+      System.err.println("BankWorker: " + e.getMessage());
+      System.err.println("usage: BankWorker --socket PATH --seed N [--seconds S]");
+      System.exit(2);
+      return;
+    }
+    SharedMemory.attach(Path.of(socket));
+    ObjectRepository repo = SharedMemory.findOrCreateRepository("bank.accounts");
+    long waitUntil = System.nanoTime() + 30_000_000_000L;
+    Object root;
+    while ((root = repo.get()) == null) {
+      if (System.nanoTime() > waitUntil) throw new IllegalStateException("bank.accounts was not set within 30 s");
+      Thread.sleep(10);
+    }
+    @SuppressWarnings("unchecked")
+    List<Object> list = (List<Object>) root;
+    SharedObject[] accounts = list.stream().map(o -> (SharedObject) o).toArray(SharedObject[]::new);
+    if (accounts.length < 2) throw new IllegalStateException("bank.accounts needs at least 2 accounts");
+
+    AtomicLong count = new AtomicLong();
+    Thread reporter = new Thread(() -> {
+      try {
+        for (;;) {
+          Thread.sleep(500);
+          report(count.get());
+        }
+      } catch (InterruptedException e) {
+        // exit
+      }
+    }, "bank-reporter");
+    reporter.setDaemon(true);
+    reporter.start();
+    Runtime.getRuntime().addShutdownHook(new Thread(() -> report(count.get())));
+
+    SplittableRandom rng = new SplittableRandom(seed);
+    long end = seconds < 0 ? Long.MAX_VALUE : System.nanoTime() + (long) (seconds * 1e9);
+    while (System.nanoTime() < end) {
+      int i = rng.nextInt(accounts.length);
+      int j = rng.nextInt(accounts.length - 1);
+      if (j >= i) j++;
+      long amount = rng.nextInt(100);
+      SharedObject a = accounts[i], b = accounts[j];
+      try {
+        SharedMemory.atomically(() -> {
+          a.set("balance", a.getLong("balance") - amount);
+          b.set("balance", b.getLong("balance") + amount);
+        });
+        count.incrementAndGet();
+      } catch (TransactionConflictException e) {
+        // 100 retries in vain (e.g. a killed worker's objects stay held until the server rolls its
+        // transaction back): this transfer is given up, nothing of it applied; go on.
+      }
+    }
+    System.exit(0);  // the shutdown hook prints the final count
+  }
+
+  private static synchronized void report(long n) {
+    System.out.println("transfers " + n);
+    System.out.flush();
+  }
+}
