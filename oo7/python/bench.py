@@ -13,8 +13,8 @@ queries Q1, Q2, Q3 in interleaved rounds: each round times every operation on bo
 databases (which goes first alternates), and the table gives the median time of each side and the
 median of the per-round ratios shared / private. Operations much shorter than T1 are repeated
 within a timing (the "x" column) so each timing lasts milliseconds. T2b on the shared database
-takes the composite part's monitor per composite part visit (as the loader's T2b does); the private
-one takes a no-op context manager at the same place.
+runs each composite part visit as one transaction (as the loader's T2b does); the private one calls
+the visit directly at the same place.
 
 --profile OP: instead of the table, cProfile OP on the shared database and print the top entries.
 --breakdown: also time, on both databases, the accesses T1 is made of (a field read that returns an
@@ -63,7 +63,7 @@ def _query(name):
 OPS = {
     "t1": (lambda side: ops.t1(side.db), 1),
     "t6": (lambda side: ops.t6(side.db), 40),
-    "t2b": (lambda side: ops.t2b(side.db, side.model.synchronized), 1),
+    "t2b": (lambda side: ops.t2b(side.db, side.model.atomic), 1),
     "q7": (lambda side: ops.q7(side.db), 10),
     "q1": (_query("q1"), 2000),
     "q2": (_query("q2"), 200),

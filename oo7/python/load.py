@@ -15,7 +15,7 @@
         loader published none; exit 1 naming what is wrong).
     python3 oo7/python/load.py --op t1|t6|t2a|t2b|t2c|q7|q1|q2|q3 [--repeat N] [--check] [--size ...]
         runs an operation N times on the published database (after --check's checks if given);
-        updates run under the monitor of the composite part they update. Prints
+        each composite part's updates run as one transaction. Prints
         "op NAME result R start T end T seconds S" per run (T: wall clock). --wait-stdin: print
         "ready" and read one line before the first run (lets a test start several processes'
         operations at once). q1|q2|q3 run through the published indexes (Q1 draws its ids from
@@ -124,7 +124,7 @@ def main(argv=None) -> int:
             if a.wait_stdin:
                 print("ready", flush=True)
                 sys.stdin.readline()
-            sync = models.SHARED.synchronized
+            sync = models.SHARED.atomic
             for _ in range(a.repeat):
                 t0, w0 = time.perf_counter(), time.time()
                 if a.op in queries.NAMES:

@@ -3,8 +3,9 @@
 A shared object appears as an instance of a proxy subclass of its schema class: the same attribute
 names, lists that iterate and index like Python lists, ``isinstance`` that holds. So each operation
 below runs unchanged over a private database (``__dict__`` objects, Python lists) and over the
-shared one. The only model-dependent argument is ``sync``: the monitor T2's updates of a composite
-part's atomic parts run under (``models.SHARED.synchronized``; the private model's is a no-op).
+shared one. The only model-dependent argument is ``atomic``: how T2 runs the updates of one
+composite part's visit (``models.SHARED.atomic``: one transaction, ``colors_shm.atomically``, which
+may run it again after a conflict; the private model's just calls it).
 
 Visited sets hold the part objects themselves (identity hash): a shared proxy stays the same
 object while it is held, so membership is identity of the shared object.
@@ -15,7 +16,7 @@ from __future__ import annotations
 from .models import PRIVATE
 from .schema import ComplexAssembly
 
-_no_sync = PRIVATE.synchronized
+_no_sync = PRIVATE.atomic
 
 
 def _dfs(part, visited, visit):
@@ -78,34 +79,38 @@ def swap4(part) -> None:
         part.x, part.y = part.y, part.x
 
 
-def _t2_assembly(a, sync, root_swap, each):
+def _t2_composite(cp, root_swap, each):
+    root = cp.rootPart
+    if root_swap:
+        swap(root)
+    return _dfs(root, set(), each)
+
+
+def _t2_assembly(a, atomic, root_swap, each):
     n = 0
     if isinstance(a, ComplexAssembly):
         for sub in a.subAssemblies:
-            n += _t2_assembly(sub, sync, root_swap, each)
+            n += _t2_assembly(sub, atomic, root_swap, each)
     else:
         for cp in a.components:
-            with sync(cp):  # every update below is of cp's own parts
-                root = cp.rootPart
-                if root_swap:
-                    swap(root)
-                n += _dfs(root, set(), each)
+            # Every update in it is of cp's own parts; it has no effect but on them (re-runnable).
+            n += atomic(_t2_composite, cp, root_swap, each)
     return n
 
 
-def t2a(db, sync=_no_sync) -> int:
+def t2a(db, atomic=_no_sync) -> int:
     """T2a: T1, swapping ``x``/``y`` of the root part once per composite part visit."""
-    return _t2_assembly(db.module.designRoot, sync, True, None)
+    return _t2_assembly(db.module.designRoot, atomic, True, None)
 
 
-def t2b(db, sync=_no_sync) -> int:
+def t2b(db, atomic=_no_sync) -> int:
     """T2b: T1, swapping ``x``/``y`` of every atomic part visited."""
-    return _t2_assembly(db.module.designRoot, sync, False, swap)
+    return _t2_assembly(db.module.designRoot, atomic, False, swap)
 
 
-def t2c(db, sync=_no_sync) -> int:
+def t2c(db, atomic=_no_sync) -> int:
     """T2c: T1, swapping ``x``/``y`` of every atomic part visited four times."""
-    return _t2_assembly(db.module.designRoot, sync, False, swap4)
+    return _t2_assembly(db.module.designRoot, atomic, False, swap4)
 
 
 def q7(db) -> tuple[int, int]:
@@ -123,10 +128,11 @@ READS = {"t1": t1, "t6": t6, "q7": q7}
 NAMES = ("t1", "t6", "t2a", "t2b", "t2c", "q7")
 
 
-def run(name: str, db, sync=_no_sync):
-    """Runs the operation ``name`` (one of NAMES); updates run under ``sync``."""
+def run(name: str, db, atomic=_no_sync):
+    """Runs the operation ``name`` (one of NAMES); each composite part's updates run through
+    ``atomic``."""
     if name in UPDATES:
-        return UPDATES[name](db, sync)
+        return UPDATES[name](db, atomic)
     if name in READS:
         return READS[name](db)
     raise ValueError(f"unknown OO7 operation {name!r}: use one of {', '.join(NAMES)}")

@@ -144,8 +144,8 @@ def test_every_operation_agrees_on_both_models():
     expected = {"t1": VISITS, "t6": 3 ** 6 * 3, "t2a": VISITS, "t2b": VISITS, "t2c": VISITS}
     swaps: dict[int, int] = {}
     for op in ("q7",) + ops.NAMES:
-        rp = ops.run(op, priv, models.PRIVATE.synchronized)
-        rs = ops.run(op, shared, models.SHARED.synchronized)
+        rp = ops.run(op, priv, models.PRIVATE.atomic)
+        rs = ops.run(op, shared, models.SHARED.atomic)
         assert rp == rs, op
         if op == "q7":
             assert rp == (10_000, sum(p.x for cp in priv.composites for p in cp.parts))
@@ -307,7 +307,7 @@ def test_reads_the_database_the_cpp_loader_built(oo7_server, run_load):
     db, generated, priv = publish.fetch("small"), private_db(), private_db()
     assert_spec_values(db)
     for op in ("t1", "t6", "q7", "t2b"):
-        assert ops.run(op, db, models.SHARED.synchronized) == ops.run(op, priv), op
+        assert ops.run(op, db, models.SHARED.atomic) == ops.run(op, priv), op
     swaps: dict[int, int] = {}
     add_swaps(swaps, generated, "t2b")
     assert_swaps(db, generated, swaps)

@@ -11,8 +11,8 @@ package oo7;
  *       {@code rootPart} along {@code to} connections, a fresh visited set per composite visit.
  *   <li>T6: T1's assembly walk visiting only each component's {@code rootPart}.
  *   <li>T2a/T2b/T2c: T1 that swaps {@code x}/{@code y} of the root part / of every part visited /
- *       four times per visited part; the shared model does each composite visit under that
- *       composite part's monitor.
+ *       four times per visited part; the shared model does each composite visit in one
+ *       transaction.
  *   <li>Q7: all atomic parts over {@code composites[*].parts[*]}: their count and the sum of x.
  * </ul>
  */

@@ -5,21 +5,18 @@ import oo7.OpResult;
 import oo7.Ops;
 import oo7.Schema;
 import org.colors.SharedMemory;
-import org.colors.SharedMonitor;
 
 /**
  * The operations over the shared database, the same code as {@link oo7.plain.PlainOps} over the
  * bound {@code @Shared} classes: every field access reads (or writes) the shared object, every
  * list is read from the heap when it is iterated (one snapshot per for-each).
  *
- * <p>Invariant: an update of a part's {@code x}/{@code y} happens only while its composite part's
- * shared monitor is held (T2a/T2b/T2c hold it for the whole visit of the composite, from its root
- * part's swap through the search), so concurrent T2 runs in other processes cannot interleave a
- * read-modify-write of the same part; T1, T6 and Q7 only read and take no monitor.
- *
- * <p>If a process died holding a composite's monitor, {@link SharedMemory#lock} throws
- * {@link org.colors.OwnerDiedException} (once; the monitor is free again) and the operation ends
- * with it: that composite's parts may hold a half-done swap, which only the caller can judge.
+ * <p>Invariant: an update of a part's {@code x}/{@code y} happens only inside a transaction that
+ * covers the whole visit of its composite part (T2a/T2b/T2c: {@link SharedMemory#atomically}, from
+ * the root part's swap through the search), so concurrent T2 runs in any process and language
+ * lose no swap, and a process killed in the middle is rolled back by the server; T1, T6 and Q7
+ * only read. A transaction retried after a conflict runs the visit again: the walk's count and
+ * fold are put back to their values before it first.
  */
 public final class SharedOps implements Ops {
   private static final int T1 = 0, T6 = 1, T2A = 2, T2B = 3, T2C = 4;
@@ -77,9 +74,12 @@ public final class SharedOps implements Ops {
         search(c);
         return;
       }
-      try (SharedMonitor m = SharedMemory.lock(c)) {
+      final long count0 = count, fold0 = fold;
+      SharedMemory.atomically(() -> {
+        count = count0;
+        fold = fold0;
         search(c);
-      }
+      });
     }
 
     private void search(CompositePart c) {
