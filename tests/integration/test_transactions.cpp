@@ -4,6 +4,7 @@
 // transaction across collector cycles, misuse, and bank transfers in bank-worker processes
 // (tests/bank) killed with SIGKILL while an auditor checks the total.
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <new>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -288,6 +290,70 @@ TEST_CASE("transactions: a deadlock is reported as a conflict naming it, never a
   CHECK(deadlocks.load() >= 1);
   CHECK(deadlocks.load() + done.load() == 2);
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
+}
+
+TEST_CASE("transactions: a deadlock across processes is reported as a conflict naming it, never a hang") {
+  Attached at;
+  Object a = account(0), b = account(0);
+  repository("tx.dl.a").set(a);
+  repository("tx.dl.b").set(b);
+  // Each process takes its first object, waits until both have (a counter in memory shared by
+  // the forked processes, outside the heap), then asks for the other's: a cycle of two processes.
+  void* mem = ::mmap(nullptr, sizeof(std::atomic<int>), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  REQUIRE(mem != MAP_FAILED);
+  auto* both = new (mem) std::atomic<int>(0);
+  auto body = [both](const char* first, const char* second) {
+    return [both, first, second] {
+      Object x(repository(first).get()), y(repository(second).get());
+      try {
+        Transaction tx;
+        x.set("balance", Value(1));
+        both->fetch_add(1);
+        auto t0 = std::chrono::steady_clock::now();
+        while (both->load() < 2) {
+          if (std::chrono::steady_clock::now() - t0 > std::chrono::seconds(20)) return 20;
+          std::this_thread::yield();
+        }
+        y.set("balance", Value(2));
+        tx.commit();
+        return 0;  // went through: the other one was the victim
+      } catch (const TransactionConflictError& e) {
+        std::fprintf(stderr, "conflict: %s\n", e.what());
+        return std::string(e.what()).find("deadlock") != std::string::npos ? 10 : 11;
+      }
+    };
+  };
+  auto t0 = std::chrono::steady_clock::now();
+  pid_t p1 = fork_client(at.cfg.socket, body("tx.dl.a", "tx.dl.b"));
+  pid_t p2 = fork_client(at.cfg.socket, body("tx.dl.b", "tx.dl.a"));
+  const int r1 = wait_child(p1), r2 = wait_child(p2);
+  ::munmap(mem, sizeof(std::atomic<int>));
+  INFO("exit codes " << r1 << " " << r2 << " (10: deadlock reported, 0: committed)");
+  CHECK((r1 == 10 || r2 == 10));  // at least one was told it was in a deadlock
+  CHECK(((r1 == 10 || r1 == 0) && (r2 == 10 || r2 == 0)));  // nothing else happened to either
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(15));
+}
+
+TEST_CASE("transactions: a transaction that outlives its attachment fails with a clear error") {
+  Attached at;
+  Object a = account(1);
+  repository("tx.detach.a").set(a);
+  pid_t kid = fork_client(at.cfg.socket, [] {
+    Object a(repository("tx.detach.a").get());
+    Transaction tx;
+    a.set("balance", Value(2));
+    detach();
+    try {
+      tx.commit();
+      return 10;
+    } catch (const TransactionAbortedError& e) {
+      if (std::string(e.what()).find("attachment") == std::string::npos) return 11;
+    }
+    if (in_transaction()) return 12;
+    return 0;  // fork_client's detach() after this is a no-op: not attached
+  });
+  CHECK(wait_child(kid) == 0);
+  CHECK(read_when_free([&] { return balance(a); }) == 1);  // the server rolled it back at the detach
 }
 
 TEST_CASE("transactions: a process killed inside a transaction is rolled back by the server") {
