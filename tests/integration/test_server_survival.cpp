@@ -568,3 +568,71 @@ TEST_CASE("threads blocked or busy through a server's kill -9 go on with the suc
   CHECK(reattaches == 1);
   for (int t = 0; t < 4; ++t) CHECK(colors::repository("survival.thread" + std::to_string(t)).get().as_int() == t);
 }
+
+// Transactions and a server's death (colors-server/README.md, "Surviving the server"): a live
+// client's transaction goes on through the restart and commits; one of a client that died while
+// no server ran is rolled back by the successor when it adopts the heap.
+TEST_CASE("transactions through a server's kill -9: a live client's commits, a dead client's is rolled back by the successor",
+          "[server][survival]") {
+  Running r;
+  int ready[2];
+  REQUIRE(::pipe(ready) == 0);
+  colors::Class cls = [&] {
+    Attached a(r.cfg);
+    colors::Class c = colors::define_class("survival.Account", {{"balance", colors::TypeKind::kInteger, ""}});
+    colors::List accounts = colors::new_list();
+    for (int i = 0; i < 2; ++i) {
+      colors::Object o = colors::new_object(c);
+      o.set("balance", colors::Value(100));
+      accounts.append(o);
+    }
+    colors::repository("survival.accounts").set(accounts);
+    return c;
+  }();
+  (void)cls;
+  pid_t kid = ::fork();
+  REQUIRE(kid >= 0);
+  if (kid == 0) {
+    int code = 0;
+    try {
+      colors::attach(r.cfg.socket);
+      colors::List accounts(colors::repository("survival.accounts").get());
+      colors::Transaction tx;  // never committed: its process dies while no server runs
+      colors::Object(accounts.get(1)).set("balance", colors::Value(-1));
+      char c = 'r';
+      if (::write(ready[1], &c, 1) != 1) code = 2;
+      ::pause();
+    } catch (const std::exception&) {
+      code = 1;
+    }
+    ::_exit(code);
+  }
+  char c;
+  REQUIRE(::read(ready[0], &c, 1) == 1);
+  Attached a(r.cfg);
+  colors::List accounts(colors::repository("survival.accounts").get());
+  {
+    colors::Transaction tx;
+    colors::Object(accounts.get(0)).set("balance", colors::Value(7));
+    kill9(*r.server);
+    ::kill(kid, SIGKILL);
+    int status = 0;
+    REQUIRE(::waitpid(kid, &status, 0) == kid);
+    ServerProcess next(r.cfg, r.cfg.args(), r.dir.path() + "/next.log");
+    REQUIRE(next.wait_ready());
+    INFO(next.log());
+    colors::repository("survival.accounts");  // needs the server: reattaches
+    tx.commit();                               // the transaction outlived the server, not its attachment
+    auto balance = [&](std::size_t i) {
+      return colors::atomically([&] { return colors::Object(accounts.get(i)).get("balance").as_int(); });
+    };
+    CHECK(balance(0) == 7);
+    CHECK(balance(1) == 100);  // the dead client's write was rolled back by the successor
+    colors::atomically([&] { colors::Object(accounts.get(1)).set("balance", colors::Value(5)); });  // and its lock freed
+    CHECK(balance(1) == 5);
+    colors::VerifyResult v = colors::verify_heap();
+    INFO(v.report);
+    CHECK(v.ok);
+  }
+  for (int fd : {ready[0], ready[1]}) ::close(fd);
+}
