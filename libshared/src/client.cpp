@@ -32,6 +32,10 @@
 
 namespace colors {
 
+namespace detail {
+std::atomic<std::uint64_t> g_attachment_epoch{0};  // bumped at every attach and detach (session.hpp)
+}  // namespace detail
+
 using namespace detail;
 
 namespace {
@@ -48,7 +52,6 @@ int g_link_fd = -1;                        // GUARDED_BY(g_link_mu)
 // What a reattach needs. Written only by attach, under both locks, so either lock reads them.
 std::string g_socket_path;                 // the socket of this attachment
 std::uint64_t g_segment_dev = 0, g_segment_ino = 0;  // the mapped file
-std::atomic<std::uint64_t> g_epoch{0};     // bumped at every attach and detach
 
 // Every API entry that touches shared state goes through here: attached, and server not stopped.
 Metadata* meta() {
@@ -77,7 +80,7 @@ namespace detail {
 void reset_process_state() {
   forget_all_tlabs();
   roots_forget_process_state();
-  g_epoch.fetch_add(1, std::memory_order_acq_rel);
+  g_attachment_epoch.fetch_add(1, std::memory_order_acq_rel);
 }
 }  // namespace detail
 
@@ -98,7 +101,7 @@ void on_fork_child() {
   g_inherited.store(true, std::memory_order_relaxed);
   forget_all_tlabs();
   roots_forget_after_fork();
-  g_epoch.fetch_add(1, std::memory_order_acq_rel);  // the parent's Values are inert here
+  g_attachment_epoch.fetch_add(1, std::memory_order_acq_rel);  // the parent's Values are inert here
   forget_server_watch_after_fork();
   set_current_client(0, 0);
   set_current_meta(nullptr);
@@ -126,7 +129,7 @@ void end_attachment() {
   retire_thread_tlab();
   forget_all_tlabs();
   roots_forget_process_state();
-  g_epoch.fetch_add(1, std::memory_order_acq_rel);
+  g_attachment_epoch.fetch_add(1, std::memory_order_acq_rel);
   {
     std::lock_guard<std::mutex> link(g_link_mu);
     stop_server_watch();  // before the fd closes: the watcher polls it
@@ -223,7 +226,7 @@ void attach(const std::string& socket) {
   g_link_fd = link.fd;
   remember_link(link);
   set_current_client(link.client_id, link.slot);
-  g_epoch.fetch_add(1, std::memory_order_acq_rel);
+  g_attachment_epoch.fetch_add(1, std::memory_order_acq_rel);
   forget_all_tlabs();
 }
 
@@ -249,14 +252,14 @@ void ping() {
 
 void Value::reset(std::uint64_t word) {
   if (root_ != nullptr) {
-    if (epoch_ == g_epoch.load(std::memory_order_acquire) && current_meta_or_null() != nullptr) {
+    if (epoch_ == g_attachment_epoch.load(std::memory_order_acquire) && current_meta_or_null() != nullptr) {
       root_release(static_cast<std::atomic<Word>*>(root_));
     }
     root_ = nullptr;
   }
   word_ = word;
   if (is_ref(word)) {
-    epoch_ = g_epoch.load(std::memory_order_acquire);
+    epoch_ = g_attachment_epoch.load(std::memory_order_acquire);
     root_ = root_acquire(word);
   }
 }
@@ -272,7 +275,7 @@ Value Value::adopt_root(std::uint64_t word, void* root_slot) {
   v.word_ = word;
   if (root_slot != nullptr) {
     v.root_ = root_slot;
-    v.epoch_ = g_epoch.load(std::memory_order_acquire);
+    v.epoch_ = g_attachment_epoch.load(std::memory_order_acquire);
   }
   return v;
 }
@@ -315,16 +318,15 @@ Value& Value::operator=(Value&& o) noexcept {
   return *this;
 }
 namespace detail {
-std::uint64_t attachment_epoch() { return g_epoch.load(std::memory_order_acquire); }
 }  // namespace detail
 
 bool Value::is_current() const {
   if (!is_ref(word_)) return true;
-  return root_ != nullptr && epoch_ == g_epoch.load(std::memory_order_acquire) && current_meta_or_null() != nullptr;
+  return root_ != nullptr && epoch_ == g_attachment_epoch.load(std::memory_order_acquire) && current_meta_or_null() != nullptr;
 }
 
 Value::~Value() {
-  if (root_ != nullptr && epoch_ == g_epoch.load(std::memory_order_acquire) && current_meta_or_null() != nullptr) {
+  if (root_ != nullptr && epoch_ == g_attachment_epoch.load(std::memory_order_acquire) && current_meta_or_null() != nullptr) {
     root_release(static_cast<std::atomic<Word>*>(root_));
   }
 }

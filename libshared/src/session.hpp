@@ -1,5 +1,6 @@
 // Process-wide attachment state shared by the internal modules.
 #pragma once
+#include <atomic>
 #include <cstdint>
 
 #include "layout.hpp"
@@ -14,7 +15,9 @@ void set_current_client(std::uint32_t client_id, std::uint32_t slot);
 // Changes at every attach and detach (and in a fork child): an object that keeps raw pointers into
 // the segment remembers it and refuses to work once it changed (another attachment, maybe another
 // server's segment, can be mapped at the same address).
-std::uint64_t attachment_epoch();
+extern std::atomic<std::uint64_t> g_attachment_epoch;  // defined in client.cpp
+// Inline: transactions check it on every read.
+inline std::uint64_t attachment_epoch() { return g_attachment_epoch.load(std::memory_order_acquire); }
 
 // Blocking waits (monitor enter and wait, channel send and receive) wake at least every
 // kInterruptSliceNs and call the hook; when it returns true they throw InterruptedError. Bindings

@@ -137,16 +137,9 @@ thread_local std::unique_ptr<TxThread> t_state;
   throw TransactionAbortedError(why);
 }
 
-// Reads start here: whether the transaction was doomed. The attachment is checked by writes,
-// container operations and commit (a read of a detached segment is refused by the caller's
-// value checks before it gets here).
-TxThread& readable() {
-  TxThread& t = *t_tx;
-  if (__builtin_expect(t.doomed, 0)) fail_aborted(t);
-  return t;
-}
-
-// Every other operation of a transaction starts here.
+// Every operation of a transaction starts here. The attachment check matters for reads too: after
+// a detach and a new attach, this thread's old descriptor may belong to another thread, whose
+// orecs this transaction would take for its own.
 TxThread& usable() {
   TxThread& t = *t_tx;
   if (t.doomed) fail_aborted(t);
@@ -634,13 +627,13 @@ void tx_refuse(const char* what) {
 // ---- fields and repository roots ----
 
 Word tx_read_word(const void* owner, const std::atomic<Word>* slot) {
-  TxThread& t = readable();
+  TxThread& t = usable();
   return read_validated(
       t, owner, [&] { return slot->load(std::memory_order_acquire); }, [](Word) {});
 }
 
 Rooted tx_read_rooted(const void* owner, const std::atomic<Word>* slot) {
-  TxThread& t = readable();
+  TxThread& t = usable();
   return read_validated(
       t, owner, [&] { return root_load(slot); }, [](Rooted& r) { r.reset(); });
 }
