@@ -112,6 +112,13 @@ std::string usage_text() {
       "                       heap is removed and clients get a server-gone error)\n"
       "  --fresh-heap         discard a heap a server that is gone left under this name and start with an\n"
       "                       empty one (default: off: adopt it, after checking it)\n"
+      "  --data-dir DIR       keep checkpoints of the heap in DIR (created 0700): one every\n"
+      "                       --checkpoint-interval, one when a client asks, one at a clean stop; a start\n"
+      "                       that finds no heap (after a reboot) restores the newest valid one\n"
+      "                       (default: none: the heap lives in memory only)\n"
+      "  --checkpoint-interval SECONDS\n"
+      "                       seconds between periodic checkpoints with --data-dir; 0: only on demand\n"
+      "                       and at shutdown (default: 300)\n"
       "  --log-level LEVEL    error, warn, info or debug (default: info)\n"
       "  --allow-group GROUP  also accept clients whose primary group is GROUP (name or number); the\n"
       "                       socket directory becomes 0750 and the socket 0660, owned by GROUP\n"
@@ -171,7 +178,8 @@ ParseResult parse_options(int argc, char** argv) {
     static const char* const kKnown[] = {"--name",       "--socket",      "--heap-size", "--classes-size",
                                          "--address",    "--gc-threshold", "--gc-threads", "--log-level",
                                          "--allow-group", "--gc-pacing",   "--gc-min-trigger",
-                                         "--heap-dir",    "--max-clients-per-uid", "--client-live-limit"};
+                                         "--heap-dir",    "--max-clients-per-uid", "--client-live-limit",
+                                         "--data-dir",    "--checkpoint-interval"};
     bool known = false;
     for (const char* k : kKnown) known = known || flag == k;
     if (!known) return fail("unknown flag '" + flag + "' (see --help)");
@@ -228,6 +236,14 @@ ParseResult parse_options(int argc, char** argv) {
       auto v = parse_size(value);
       if (!v) return fail("--client-live-limit '" + value + "': expected a size like 64M or 1G (0: no limit)");
       o.client_live_limit = *v;
+    } else if (flag == "--data-dir") {
+      if (value.empty() || value[0] != '/') return fail("--data-dir '" + value + "': expected an absolute directory path");
+      o.data_dir = value;
+    } else if (flag == "--checkpoint-interval") {
+      auto v = parse_uint(value, 10);
+      if (!v || *v > 365ull * 24 * 3600)
+        return fail("--checkpoint-interval '" + value + "': expected a number of seconds (0: only on demand and at shutdown)");
+      o.checkpoint_interval_s = static_cast<std::uint32_t>(*v);
     } else if (flag == "--allow-group") {
       if (value.empty()) return fail("--allow-group needs a group name or number");
       o.allow_group = value;

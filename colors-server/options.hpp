@@ -28,6 +28,8 @@ struct Options {
   std::size_t client_live_limit = 0;       // live bytes one client may have allocated; 0: no limit
   bool keep_heap = false;              // SIGTERM/SIGINT leave the heap for a successor
   bool fresh_heap = false;             // discard a heap left under the name instead of adopting it
+  std::string data_dir;                // checkpoints (colors-server/data_dir.hpp); empty: none
+  std::uint32_t checkpoint_interval_s = 300;  // periodic checkpoints with data_dir; 0: none
   bool help = false;
 
   Options();  // fills the defaults that depend on config.hpp and the machine

@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -11,11 +13,18 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <vector>
 
+#include "checkpointer.hpp"
 #include "client_table.hpp"
 #include "collector.hpp"
+#include "data_dir.hpp"
+#include "freezer.hpp"
+#include "restored_segment.hpp"
 #include "recovery.hpp"
 #include "adoption.hpp"
 #include "format.hpp"
@@ -131,13 +140,17 @@ class Server {
  private:
   bool start();
   bool open_segment();
+  bool restore_segment();
   bool adopt_segment();
+  std::string capture(unsigned char* image, CheckpointInfo& info, CaptureStats& stats);
+  void answer_checkpoints();
   bool recover_adopted();
   void reject_heap(const std::string& why);
   void check_kept_clients();
   detail::SegmentConfig segment_config() const;
   void loop();
   void stop();
+  void track_client(std::uint32_t slot, pid_t pid);
 
   void accept_pending();
   void answer_busy(int fd, const PeerCred& peer, const std::string& why);
@@ -174,9 +187,24 @@ class Server {
   std::int64_t next_kept_check_ = 0;
   std::uint64_t heap_dev_ = 0, heap_ino_ = 0;
   std::int64_t check_ns_ = 0;  // adoption's read-only checks, for the log
+
+  // Durability (--data-dir): the directory, the checkpoint thread and what it stops.
+  DataDir data_dir_;
+  Freezer freezer_;
+  std::unique_ptr<Checkpointer> checkpointer_;
+  int checkpoint_wake_fd_ = -1;  // eventfd: outcomes wait in checkpointer_
+  bool restored_ = false;        // the heap was restored from a checkpoint at this start
+  // Serialises the event loop's writes to the segment (a client's attach, reattach and cleanup)
+  // with a checkpoint's capture, and guards the pids a capture stops. Lock order: the collector's
+  // cycle lock (run_quiesced), then heap_mu_, then the collector's walk lock (reclaim_client).
+  std::mutex heap_mu_;
+  std::map<std::uint32_t, pid_t> client_pids_;  // GUARDED_BY(heap_mu_): slot -> process, every live client
 };
 
 constexpr std::int64_t kKeptCheckNs = 1'000'000'000;
+// How long a checkpoint waits for every client thread to stop before it gives up (and retries at
+// its next occasion); a thread in an uninterruptible sleep stops when it leaves it.
+constexpr std::int64_t kFreezeTimeoutNs = 500'000'000;
 
 int Server::run() {
   if (!start()) {
@@ -207,6 +235,13 @@ detail::SegmentConfig Server::segment_config() const {
 
 bool Server::start() {
   std::string error;
+  if (!opt_.data_dir.empty()) {
+    // Forked before any thread exists (the guardian is a copy of this process).
+    if (std::string why = freezer_.start_guardian(); !why.empty()) {
+      log_error("cannot start the checkpoint guardian process: ", why);
+      return false;
+    }
+  }
   if (!install_signal_handlers(error)) {
     log_error("cannot install signal handlers: ", error);
     return false;
@@ -278,6 +313,12 @@ bool Server::start() {
       log_error(error);
       return false;
   }
+  if (!opt_.data_dir.empty()) {
+    if (std::string why = data_dir_.open(opt_.data_dir); !why.empty()) {
+      log_error("cannot use the data directory: ", why);
+      return false;
+    }
+  }
   if (!open_segment()) return false;
   const detail::SegmentConfig used = segment_config();  // an adopted heap's own geometry
   meta_->gc_poison.store(opt_.gc_debug ? 1 : 0, std::memory_order_relaxed);
@@ -317,6 +358,24 @@ bool Server::start() {
     detail::futex_wake_all(&meta_->gc_request_seq);
   }
 
+  if (!opt_.data_dir.empty()) {
+    checkpoint_wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (checkpoint_wake_fd_ < 0) {
+      log_error("cannot create an eventfd: ", std::strerror(errno));
+      return false;
+    }
+    try {
+      checkpointer_ = std::make_unique<Checkpointer>(
+          data_dir_, segment_->size(), std::int64_t{opt_.checkpoint_interval_s} * 1'000'000'000,
+          [this](unsigned char* image, CheckpointInfo& info, CaptureStats& st) { return capture(image, info, st); },
+          checkpoint_wake_fd_);
+    } catch (const std::exception& e) {
+      log_error(e.what());
+      return false;
+    }
+    checkpointer_->start();
+  }
+
   listen_fd_ = listen_on(opt_.socket, policy_, error);
   if (listen_fd_ < 0) {
     log_error(error);
@@ -344,6 +403,9 @@ bool Server::open_segment() {
   if (::access(path.c_str(), F_OK) == 0) {
     if (!opt_.fresh_heap) return adopt_segment();
     log_warn("--fresh-heap: discarding the heap ", path, " left by a server that is no longer running");
+  } else if (!opt_.data_dir.empty() && !opt_.fresh_heap && !data_dir_.checkpoints().empty()) {
+    if (!restore_segment()) return false;
+    return adopt_segment();
   }
   try {
     segment_ = detail::Segment::create(cfg);
@@ -354,6 +416,50 @@ bool Server::open_segment() {
   formatted_ = true;
   meta_ = segment_->meta();
   return true;
+}
+
+// No heap in memory but checkpoints in the data directory (a reboot, or a stop without
+// --keep-heap): the newest checkpoint whose every checksum matches becomes the heap file, which is
+// then adopted like the heap of a server that died (its clients are all gone). A damaged
+// checkpoint is skipped and named in the log; none valid, or one of another layout version,
+// refuses the start and keeps the files.
+bool Server::restore_segment() {
+  const detail::SegmentConfig cfg = segment_config();
+  const std::string path = detail::heap_file(cfg.dir.empty() ? detail::default_heap_dir() : cfg.dir, cfg.name);
+  std::string skipped;
+  for (std::uint64_t seq : data_dir_.checkpoints()) {
+    const std::string ckpt = data_dir_.checkpoint_path(seq);
+    const auto t0 = now_ns();
+    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) {
+      log_error("cannot create the segment file ", path, " to restore into: ", std::strerror(errno));
+      return false;
+    }
+    CheckpointInfo info;
+    std::string why = restore_checkpoint(ckpt, fd, info);
+    ::close(fd);
+    if (why.empty() && info.layout_version != kLayoutVersion) {
+      ::unlink(path.c_str());
+      exit_code_ = kExitHeapRefused;
+      log_error("refusing to restore ", ckpt, ": it holds a heap of layout version ", info.layout_version,
+                ", this server uses layout version ", kLayoutVersion,
+                " (no migration exists: restore it with a server of its version, or start with --fresh-heap)");
+      return false;
+    }
+    if (!why.empty()) {
+      ::unlink(path.c_str());
+      log_warn("skipping checkpoint ", ckpt, ": ", why);
+      skipped += (skipped.empty() ? "" : ", ") + ckpt + " (" + why + ")";
+      continue;
+    }
+    log_info("restored checkpoint ", seq, " (", info.data_bytes, " B of data, heap id ", hex(info.heap_id), ") into ", path,
+             " in ", (now_ns() - t0) / 1'000'000, " ms", skipped.empty() ? std::string() : "; skipped newer damaged " + skipped);
+    restored_ = true;
+    return true;
+  }
+  log_error("no valid checkpoint in ", opt_.data_dir, " (skipped ", skipped,
+            "); the files are kept. Move them away or start with --fresh-heap to begin with an empty heap");
+  return false;
 }
 
 // The first half of adopting: every check that reads only (header before mapping, metadata,
@@ -378,6 +484,11 @@ bool Server::adopt_segment() {
   if (std::string why = detail::check_segment_metadata(meta_); !why.empty()) {
     reject_heap(why);
     return false;
+  }
+  if (restored_) {
+    // The locks its clients held at the checkpoint: handed on as their deaths would have been.
+    std::size_t held = detail::mark_restored_lock_holders_dead(meta_);
+    if (held != 0) log_info("the restored heap had ", held, " lock(s) held at the checkpoint; their holders count as dead");
   }
   if (std::string why = detail::check_heap_tiling(meta_); !why.empty()) {
     reject_heap(why);
@@ -414,6 +525,7 @@ bool Server::recover_adopted() {
     const pid_t pid = s.pid.load(std::memory_order_relaxed);
     if (state == detail::ClientState::kActive && process_maps_heap(pid, heap_dev_, heap_ino_)) {
       kept_.push_back({claim, pid});
+      track_client(i, pid);
       continue;
     }
     // Died meanwhile, or its cleanup was cut short by the server's death (kReclaiming): both
@@ -477,6 +589,8 @@ void Server::reject_heap(const std::string& why) {
 void Server::check_kept_clients() {
   std::erase_if(kept_, [this](const KeptClient& k) {
     if (process_maps_heap(k.pid, heap_dev_, heap_ino_)) return false;
+    std::lock_guard<std::mutex> g(heap_mu_);
+    client_pids_.erase(k.claim.slot);
     Cleanup done = release_client_slot(meta_, k.claim, [this](std::uint32_t id, std::uint32_t slot) {
       std::size_t bytes = 0;
       gc_->reclaim_client(id, slot, &bytes);
@@ -501,6 +615,7 @@ void Server::loop() {
     fds.clear();
     fds.push_back({g_signal_pipe[0], POLLIN, 0});
     fds.push_back({listening ? listen_fd_ : -1, POLLIN, 0});  // poll ignores negative fds
+    fds.push_back({checkpoint_wake_fd_, POLLIN, 0});
     for (const Connection& c : conns_) {
       // POLLRDHUP always: a peer that closes is noticed even while it is not read from.
       short events = POLLRDHUP;
@@ -526,9 +641,9 @@ void Server::loop() {
       return;
     }
     // Connections first: accept_pending() appends to conns_, past the fds polled this round.
-    std::size_t polled = fds.size() - 2;
+    std::size_t polled = fds.size() - 3;
     for (std::size_t i = 0; rc > 0 && i < polled; ++i) {
-      short ev = fds[i + 2].revents;
+      short ev = fds[i + 3].revents;
       Connection& c = conns_[i];
       if (ev == 0 || c.fd < 0) continue;
       if (ev & POLLOUT) flush(c);
@@ -539,6 +654,7 @@ void Server::loop() {
         on_peer_closed(c);  // not read from (its queue is full): it closed, it is gone
     }
     if (rc > 0 && fds[1].revents != 0) accept_pending();
+    if (rc > 0 && fds[2].revents != 0) answer_checkpoints();
 
     now = now_ns();
     for (Connection& c : conns_) {
@@ -752,7 +868,12 @@ void Server::on_hello(Connection& c) {
       return;
     }
   }
-  auto claim = claim_client_slot(meta_, c.peer.pid, c.peer.uid);
+  std::optional<Claim> claim;
+  {
+    std::lock_guard<std::mutex> g(heap_mu_);
+    claim = claim_client_slot(meta_, c.peer.pid, c.peer.uid);
+    if (claim) client_pids_[claim->slot] = c.peer.pid;
+  }
   if (!claim) {
     std::string why = "the client table is full (" + std::to_string(kMaxClients) +
                       " clients attached); detach a client or wait for one to exit";
@@ -808,6 +929,7 @@ void Server::on_reattach(Connection& c, const detail::Hello& h) {
     return;
   }
   std::erase_if(kept_, [&](const KeptClient& k) { return k.claim.slot == h.slot; });
+  track_client(h.slot, c.peer.pid);
   c.claim = Claim{h.client_id, h.slot};
   c.phase = Connection::Phase::kAttached;
   AttachReply r;
@@ -844,6 +966,18 @@ void Server::on_request(Connection& c) {
     case detail::RequestType::kDetach:
       c.detaching = true;
       return;
+    case detail::RequestType::kCheckpoint:
+      if (checkpointer_) {
+        checkpointer_->request(c.claim.client_id);
+      } else {
+        detail::Request done;
+        done.type = detail::RequestType::kCheckpointDone;
+        done.arg = detail::kCheckpointFailed |
+                   std::uint64_t{static_cast<std::uint32_t>(detail::CheckpointFailure::kNoDataDir)} << 32;
+        auto out = detail::encode_request(done);
+        queue(c, out.data(), out.size(), -1);
+      }
+      return;
     default:
       log_limited(g_log_bad_request, LogLevel::kWarn, "client ", c.claim.client_id, " (pid ", c.peer.pid,
                   ") sent unknown request type ", static_cast<std::uint32_t>(q.type), "; ignoring it");
@@ -869,11 +1003,14 @@ void Server::refuse(Connection& c, AttachStatus status, const std::string& why) 
 }
 
 void Server::client_gone(Connection& c, const char* how) {
+  std::unique_lock<std::mutex> g(heap_mu_);
+  client_pids_.erase(c.claim.slot);
   Cleanup done = release_client_slot(meta_, c.claim, [this](std::uint32_t id, std::uint32_t slot) {
     std::size_t bytes = 0;
     gc_->reclaim_client(id, slot, &bytes);
     return bytes;
   });
+  g.unlock();
   if (done.ok) {
     log_limited(g_log_gone, LogLevel::kInfo, "client ", c.claim.client_id, " (pid ", c.peer.pid, ") ", how, "; slot ", c.claim.slot, " freed, ",
              done.tlab_bytes, " TLAB bytes reclaimed; ", active_clients(meta_), " attached");
@@ -884,12 +1021,81 @@ void Server::client_gone(Connection& c, const char* how) {
   close_conn(c);
 }
 
+void Server::track_client(std::uint32_t slot, pid_t pid) {
+  std::lock_guard<std::mutex> g(heap_mu_);
+  client_pids_[slot] = pid;
+}
+
+// One checkpoint's stop: no collector cycle, no attach or cleanup by the event loop, every client
+// process stopped (freezer.hpp), and meanwhile the pages of the segment that hold data copied.
+std::string Server::capture(unsigned char* image, CheckpointInfo& info, CaptureStats& st) {
+  std::string error;
+  const auto* base = reinterpret_cast<const unsigned char*>(meta_);
+  // Page faults are taken before the stop, not during it: the server maps the pages clients wrote
+  // and the image gets its own (the extents found inside the stop differ by what was written
+  // meanwhile, which faults then).
+  for (const Extent& e : data_extents(segment_->fd(), segment_->size())) {
+    if (::madvise(image + e.offset, e.length, MADV_POPULATE_WRITE) != 0) break;  // before Linux 5.14: fault in the stop
+    (void)::madvise(const_cast<unsigned char*>(base) + e.offset, e.length, MADV_POPULATE_READ);
+  }
+  gc_->run_quiesced([&] {
+    std::lock_guard<std::mutex> g(heap_mu_);
+    std::vector<pid_t> pids;
+    for (const auto& [slot, pid] : client_pids_) pids.push_back(pid);
+    const auto t0 = now_ns();
+    error = freezer_.freeze(pids, kFreezeTimeoutNs);
+    if (!error.empty()) return;
+    info.extents = data_extents(segment_->fd(), segment_->size());
+    for (const Extent& e : info.extents) std::memcpy(image + e.offset, base + e.offset, e.length);
+    freezer_.thaw();
+    st.stop_ns = now_ns() - t0;
+    st.processes = pids.size();
+  });
+  if (!error.empty()) return error;
+  info.layout_version = meta_->layout_version;
+  info.heap_id = meta_->heap_id;
+  info.base = meta_->base;
+  info.segment_size = segment_->size();
+  info.created_ns = static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+  info.data_bytes = 0;
+  for (const Extent& e : info.extents) info.data_bytes += e.length;
+  return {};
+}
+
+// Answers the clients whose checkpoint requests were served.
+void Server::answer_checkpoints() {
+  std::uint64_t n = 0;
+  [[maybe_unused]] ssize_t got = ::read(checkpoint_wake_fd_, &n, sizeof n);
+  if (!checkpointer_) return;
+  for (const Checkpointer::Outcome& o : checkpointer_->take_outcomes()) {
+    for (Connection& c : conns_) {
+      if (c.fd < 0 || c.phase != Connection::Phase::kAttached || c.claim.client_id != o.token) continue;
+      detail::Request done;
+      done.type = detail::RequestType::kCheckpointDone;
+      done.arg = o.error.empty() ? o.seq
+                                 : detail::kCheckpointFailed |
+                                       std::uint64_t{static_cast<std::uint32_t>(detail::CheckpointFailure::kFailed)} << 32 |
+                                       static_cast<std::uint32_t>(o.error_number);
+      auto out = detail::encode_request(done);
+      queue(c, out.data(), out.size(), -1);
+    }
+  }
+}
+
 void Server::close_conn(Connection& c) {
   if (c.fd >= 0) ::close(c.fd);
   c.fd = -1;  // erased at the end of the loop iteration
 }
 
 void Server::stop() {
+  if (checkpointer_) {
+    // The last checkpoint, of the heap as its clients leave it (they are stopped for the copy).
+    checkpointer_->stop();
+    Checkpointer::Outcome o = checkpointer_->run_once();
+    if (!o.error.empty()) log_error("the shutdown checkpoint failed; the newest checkpoint on disk is older");
+    checkpointer_.reset();
+  }
   // Order matters: clients learn the state from the segment, so it is set (release) before the
   // waiters are woken and before the connections close (see shutdown.hpp). With --keep-heap the
   // state tells them to wait for a successor, as after a crash, and their slots stay theirs.

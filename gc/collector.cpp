@@ -206,6 +206,11 @@ void Collector::reclaim_client(std::uint32_t client_id, std::uint32_t slot, std:
   if (tlab_bytes != nullptr) *tlab_bytes = n;
 }
 
+void Collector::run_quiesced(const std::function<void()>& f) {
+  std::lock_guard<std::mutex> cycle(impl_->cycle_mu);
+  f();
+}
+
 void Collector::set_after_mark_hook(std::function<void(std::uint8_t)> hook) {
   std::lock_guard<std::mutex> cycle(impl_->cycle_mu);
   impl_->after_mark = std::move(hook);

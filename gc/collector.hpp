@@ -55,6 +55,11 @@ class Collector {
   // also in the middle of a cycle (serialised with the heap walks that could see stale headers).
   void reclaim_client(std::uint32_t client_id, std::uint32_t slot, std::size_t* tlab_bytes = nullptr);
 
+  // Runs `f` between cycles: waits for a cycle in progress to end and starts none while `f` runs
+  // (a checkpoint's copy of the segment, colors-server/checkpointer.hpp). Clients asking for a
+  // cycle meanwhile wait, as they would for a cycle. reclaim_client stays callable.
+  void run_quiesced(const std::function<void()>& f);
+
   // Tests: after the marking of the next cycle terminates and before it sweeps, `hook` runs on
   // the collector thread (e.g. the checkmark verifier, on a quiescent heap).
   void set_after_mark_hook(std::function<void(std::uint8_t epoch)> hook);

@@ -248,6 +248,15 @@ void ping() {
   if (!ping_server(g_link_fd)) throw ServerGoneError("the colors server does not answer (it died or shut down); restart it and attach again");
 }
 
+std::uint64_t checkpoint() {
+  tx_refuse("checkpoint()");
+  std::lock_guard<std::mutex> g(g_attach_mu);
+  if (!g_segment) throw NotAttachedError("not attached to a colors server: call colors::attach() first");
+  check_server_link();
+  std::lock_guard<std::mutex> link(g_link_mu);
+  return request_checkpoint(g_link_fd);
+}
+
 // ---- Value ----
 
 void Value::reset(std::uint64_t word) {

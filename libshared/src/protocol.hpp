@@ -94,6 +94,19 @@ enum class RequestType : std::uint32_t {
   kPing = 1,    // client -> server; argument echoed back in kPong
   kPong = 2,    // server -> client
   kDetach = 3,  // client -> server right before an orderly close (only changes what is logged)
+  // client -> server: take a checkpoint (colors-server --data-dir); answered by kCheckpointDone
+  // once one that began after the request is on disk, or failed.
+  kCheckpoint = 4,
+  // server -> client: argument = the checkpoint's sequence number (> 0), or kCheckpointFailed |
+  // reason << 32 | errno (reason: CheckpointFailure).
+  kCheckpointDone = 5,
+};
+
+inline constexpr std::uint64_t kCheckpointFailed = std::uint64_t{1} << 63;
+enum class CheckpointFailure : std::uint32_t {
+  kNoDataDir = 1,     // the server runs without --data-dir
+  kFailed = 2,        // capture or write failed; errno in the low 32 bits (0: see the server's log)
+  kShuttingDown = 3,  // the server is stopping (its shutdown checkpoint follows)
 };
 
 struct Request {

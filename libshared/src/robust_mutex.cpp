@@ -1,5 +1,7 @@
 #include "robust_mutex.hpp"
 
+#include <linux/futex.h>
+
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -41,5 +43,14 @@ int RobustMutex::lock_for(std::int64_t timeout_ns) {
 }
 
 void RobustMutex::unlock() { pthread_mutex_unlock(&m_); }
+
+bool RobustMutex::mark_holder_dead() { return mark_mutex_holder_dead(&m_); }
+
+bool mark_mutex_holder_dead(pthread_mutex_t* m) {
+  // glibc's robust mutex: __lock is the futex word, holder tid | FUTEX_WAITERS | FUTEX_OWNER_DIED.
+  if ((m->__data.__lock & FUTEX_TID_MASK) == 0) return false;
+  m->__data.__lock = FUTEX_OWNER_DIED;
+  return true;
+}
 
 }  // namespace colors::detail

@@ -19,10 +19,19 @@ class RobustMutex {
   // As lock(), giving up after timeout_ns; returns 0 (locked), 1 (locked, owner died), -1 (timeout).
   int lock_for(std::int64_t timeout_ns);
   void unlock();
+  // For a segment restored from a checkpoint: the thread the mutex word names as its holder
+  // existed only in the checkpointed instant, and no kernel will ever report its death. Marks
+  // such a held mutex as its holder's death would (FUTEX_OWNER_DIED, no waiters), so the next
+  // lock() takes it with EOWNERDEAD and the usual repair. Returns whether it was held.
+  // REQUIRES: no process maps the segment but the caller's.
+  bool mark_holder_dead();
 
  private:
   pthread_mutex_t m_;
 };
+
+// mark_holder_dead for a robust pthread mutex of the segment that is not a RobustMutex (monitors).
+bool mark_mutex_holder_dead(pthread_mutex_t* m);
 
 // Scoped holder for internal locks, whose guarded state is kept consistent step by step (each
 // step a single store), so a previous holder's death needs no repair.

@@ -309,6 +309,37 @@ bool ping_server(int fd) {
   }
 }
 
+std::uint64_t request_checkpoint(int fd) {
+  Request q;
+  q.type = RequestType::kCheckpoint;
+  auto out = encode_request(q);
+  if (write_full(fd, out.data(), out.size(), kPingTimeoutMs) != IoResult::kOk)
+    throw ServerGoneError("the colors server does not answer (it died or shut down)");
+  for (;;) {
+    std::uint8_t in[kRequestSize];
+    // No deadline but the server's life: writing a large heap to a slow disk takes what it takes.
+    if (read_full(fd, in, sizeof in, -1) != IoResult::kOk)
+      throw ServerGoneError("the colors server closed the connection before the checkpoint was written");
+    Request a = decode_request(in);
+    if (a.magic != kWireMagic) throw ServerGoneError("the colors server sent a malformed answer");
+    if (a.type != RequestType::kCheckpointDone) continue;
+    if ((a.arg & kCheckpointFailed) == 0) return a.arg;
+    const auto reason = static_cast<CheckpointFailure>((a.arg >> 32) & 0x7fffffffu);
+    const int err = static_cast<int>(a.arg & 0xffffffffu);
+    switch (reason) {
+      case CheckpointFailure::kNoDataDir:
+        throw Error(ErrorCode::kGeneric, "the colors server keeps no checkpoints: start it with --data-dir DIR");
+      case CheckpointFailure::kShuttingDown:
+        throw ServerGoneError("the colors server is shutting down (it writes a last checkpoint itself)");
+      default:
+        throw Error(ErrorCode::kGeneric, std::string("the checkpoint failed") +
+                                             (err != 0 ? std::string(": ") + std::strerror(err) : std::string()) +
+                                             "; the heap in memory is intact and the previous checkpoint stays the "
+                                             "newest (the server's log says more)");
+    }
+  }
+}
+
 void close_link(int fd) {
   if (fd < 0) return;
   Request detach;

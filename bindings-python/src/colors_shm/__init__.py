@@ -102,6 +102,7 @@ __all__ = [
     "wait",
     "notify_all",
     "collect",
+    "checkpoint",
     "gc_stats",
     "heap_stats",
     "GcStats",
@@ -359,6 +360,18 @@ def collect(timeout: float | None = None) -> GcStats:
     """Asks the server's collector for a full cycle starting after this call and waits for it.
     Garbage dropped before the call is freed by the second ``collect()`` at the latest."""
     return GcStats(**_ext.collect(timeout))
+
+
+def checkpoint() -> int:
+    """Asks the server for a checkpoint of the heap in its data directory (``colors-server
+    --data-dir``) and waits until one that began after this call is on disk; returns its sequence
+    number. Every client process is stopped for the instant the heap is copied.
+
+    Raises :class:`SharedMemoryError` when the server has no data directory or the checkpoint
+    failed (the message says why, e.g. a full disk; the heap in memory is intact),
+    :class:`ServerGoneError` when the server is gone, :class:`InvalidArgumentError` inside a
+    transaction."""
+    return _ext.checkpoint()
 
 
 def gc_stats() -> GcStats:

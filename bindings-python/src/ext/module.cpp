@@ -109,6 +109,11 @@ PYBIND11_MODULE(_colors_shm, m) {
         }
         return gc_dict(s);
       }, py::arg("timeout") = py::none());
+  m.def("checkpoint", [] {
+        ensure_attached();
+        Blocking b;
+        return colors::checkpoint();
+      });
   m.def("gc_stats", [] {
         ensure_attached();
         return gc_dict(colors::gc_stats());

@@ -58,6 +58,13 @@ bool is_attached();
 bool has_segment();
 // Asks the server whether it is alive. Throws ServerGoneError if it is not.
 void ping();
+// Asks the server for a checkpoint of the heap (colors-server --data-dir, colors-server/README.md
+// "Durability") and waits until one that began after this call is on disk; returns its sequence
+// number. Every client is stopped for the instant the heap is copied, this one included.
+// Throws Error when the server has no data directory or the checkpoint failed (the message says
+// why, e.g. "No space left on device"; the heap in memory is intact), ServerGoneError when the
+// server is gone, InvalidArgumentError inside a transaction (a transaction would wait for itself).
+std::uint64_t checkpoint();
 
 // ---- values --------------------------------------------------------------------------------
 

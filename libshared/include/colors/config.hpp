@@ -5,9 +5,9 @@
 
 namespace colors {
 
-// Bumped whenever the attach handshake changes (3: the hello's reattach form). A client and a
-// server must agree exactly.
-inline constexpr std::uint32_t kProtocolVersion = 3;
+// Bumped whenever the attach handshake or the requests after it change (3: the hello's reattach
+// form; 4: checkpoint requests). A client and a server must agree exactly.
+inline constexpr std::uint32_t kProtocolVersion = 4;
 // Bumped whenever anything in the segment's binary layout changes (metadata, block headers,
 // object layouts, class records) or in how processes share it (5: container lock words, monitor
 // entries that name the objects held, repository/channel generations; front carving may leave a

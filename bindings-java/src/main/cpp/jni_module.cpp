@@ -456,6 +456,13 @@ jlongArray JNICALL n_collect(JNIEnv* env, jclass, jlong timeout_ms) {
   });
 }
 
+jlong JNICALL n_checkpoint(JNIEnv* env, jclass) {
+  return guarded<jlong>(env, 0, [&] {
+    Blocking blocking(env);
+    return static_cast<jlong>(colors::checkpoint());
+  });
+}
+
 jlongArray JNICALL n_gc_stats(JNIEnv* env, jclass) {
   return guarded<jlongArray>(env, nullptr, [&] { return gc_array(env, colors::gc_stats()); });
 }
@@ -560,6 +567,7 @@ void add_module_natives(std::vector<JNINativeMethod>& out) {
       {const_cast<char*>("spareRoots"), const_cast<char*>("([JIJ)V"), reinterpret_cast<void*>(&n_spare_roots)},
       {const_cast<char*>("pressureHookCalls"), const_cast<char*>("()J"), reinterpret_cast<void*>(&n_pressure_hook_calls)},
       {const_cast<char*>("collect"), const_cast<char*>("(J)[J"), reinterpret_cast<void*>(&n_collect)},
+      {const_cast<char*>("checkpoint"), const_cast<char*>("()J"), reinterpret_cast<void*>(&n_checkpoint)},
       {const_cast<char*>("gcStats"), const_cast<char*>("()[J"), reinterpret_cast<void*>(&n_gc_stats)},
       {const_cast<char*>("heapStats"), const_cast<char*>("()[J"), reinterpret_cast<void*>(&n_heap_stats)},
       {const_cast<char*>("awaitHeapPressure"), const_cast<char*>("(IJ)I"), reinterpret_cast<void*>(&n_await_heap_pressure)},

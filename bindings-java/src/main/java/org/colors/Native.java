@@ -80,6 +80,7 @@ final class Native {
   /** The watcher finished a relief: wakes allocations waiting for one. */
   static native void heapRelieved();
   static native long[] collect(long timeoutMs);
+  static native long checkpoint();
   static native long[] gcStats();
   static native long[] heapStats();
 

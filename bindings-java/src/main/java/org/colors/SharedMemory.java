@@ -117,6 +117,24 @@ public final class SharedMemory {
     if (!attached) attach();
   }
 
+  // ---- durability ----------------------------------------------------------------------------
+
+  /**
+   * Asks the server for a checkpoint of the heap in its data directory ({@code colors-server
+   * --data-dir}) and waits until one that began after this call is on disk. Every client process
+   * is stopped for the instant the heap is copied.
+   *
+   * @return the checkpoint's sequence number
+   * @throws SharedMemoryException if the server has no data directory or the checkpoint failed
+   *     (the message says why, e.g. a full disk; the heap in memory is intact)
+   * @throws ServerGoneException if the server is gone
+   * @throws InvalidArgumentException inside a transaction
+   */
+  public static long checkpoint() {
+    ensureAttached();
+    return Native.checkpoint();
+  }
+
   // ---- collector -----------------------------------------------------------------------------
 
   /**

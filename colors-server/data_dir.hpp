@@ -1,0 +1,48 @@
+// The data directory of --data-dir: where a server keeps its heap's checkpoints.
+//
+//   DIR/lock                          the InstanceLock of the server using DIR (one at a time)
+//   DIR/checkpoint-<seq>.ckpt         complete checkpoints (checkpoint_file.hpp), <seq> 20 digits
+//   DIR/checkpoint-<seq>.tmp          one being written; a leftover of a crash is removed at start
+//
+// Invariants: DIR is a directory of the server's user, mode 0700 (made so at open, as the heap
+// directory is), and every file in it is created 0600 with O_EXCL | O_NOFOLLOW. A checkpoint file
+// appears under its final name only by rename() after it was fsync'ed, and the directory is
+// fsync'ed after each rename and unlink, so after a crash or power loss every *.ckpt is whole.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "instance_lock.hpp"
+
+namespace colors::server {
+
+class DataDir {
+ public:
+  // Creates DIR if needed, checks it and takes its lock. Returns "" or why it cannot be used
+  // (another server holds it: its pid is named).
+  std::string open(const std::string& dir);
+  const std::string& path() const { return dir_; }
+
+  // The sequence numbers of the complete checkpoints, newest first.
+  std::vector<std::uint64_t> checkpoints() const;
+  std::string checkpoint_path(std::uint64_t seq) const;
+  std::string temp_path(std::uint64_t seq) const;
+  std::uint64_t next_seq() const;
+
+  // Opens a new temporary file for checkpoint `seq` (0600, O_EXCL); -1 with `error` set.
+  int create_temp(std::uint64_t seq, std::string& error) const;
+  // Renames the finished temporary file of `seq` to its final name and syncs the directory.
+  std::string commit(std::uint64_t seq) const;
+  // Removes checkpoint files beyond the newest `keep`, and a failed attempt's temporary file.
+  void prune(std::size_t keep) const;
+  void remove_temp(std::uint64_t seq) const;
+
+ private:
+  void sync_dir() const;
+
+  std::string dir_;
+  InstanceLock lock_;
+};
+
+}  // namespace colors::server
