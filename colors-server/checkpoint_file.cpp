@@ -114,7 +114,11 @@ std::string read_checkpoint(const std::string& path, CheckpointInfo& info, const
   if (::fstat(fd, &st) != 0) return errno_text("cannot stat it");
   const auto size = static_cast<std::uint64_t>(st.st_size);
   Header h{};
-  if (size < kPage || !read_exact(fd, &h, sizeof h, 0)) return "it is shorter than its header (" + std::to_string(size) + " bytes)";
+  unsigned char page[kPage];
+  if (size < kPage || !read_exact(fd, page, kPage, 0)) return "it is shorter than its header (" + std::to_string(size) + " bytes)";
+  std::memcpy(&h, page, sizeof h);
+  for (std::size_t i = sizeof h; i < kPage; ++i)
+    if (page[i] != 0) return "its header page holds stray bytes at " + std::to_string(i) + " (damaged)";
   if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0) return "it is not a colors checkpoint (bad magic)";
   const std::uint32_t want = h.header_crc;
   h.header_crc = 0;

@@ -12,11 +12,13 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include "checkpointer.hpp"
@@ -1045,6 +1047,9 @@ std::string Server::capture(unsigned char* image, CheckpointInfo& info, CaptureS
     const auto t0 = now_ns();
     error = freezer_.freeze(pids, kFreezeTimeoutNs);
     if (!error.empty()) return;
+    // Test hook: a server that dies while its clients are stopped (freezer.hpp's guardian).
+    if (const char* hold = std::getenv("COLORS_CHECKPOINT_FAULT_HOLD_MS"); hold != nullptr && *hold != 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::strtoll(hold, nullptr, 10)));
     info.extents = data_extents(segment_->fd(), segment_->size());
     for (const Extent& e : info.extents) std::memcpy(image + e.offset, base + e.offset, e.length);
     freezer_.thaw();

@@ -1,0 +1,426 @@
+// Durability with --data-dir (colors-server/README.md, "Durability"): checkpoints taken while
+// clients run, restored after a simulated reboot (server and clients killed, segment removed);
+// damaged checkpoints skipped, a full disk reported, one server per data directory, private files,
+// and no client left stopped by a server that died during a checkpoint.
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "colors/colors.hpp"
+#include "colors/errors.hpp"
+#include "crc32c.hpp"
+#include "server_process.hpp"
+#include "server_test_util.hpp"
+
+using namespace colors::test;
+
+namespace {
+
+struct Attached {
+  explicit Attached(const ServerConfig& cfg) { colors::attach(cfg.socket); }
+  ~Attached() { colors::detach(); }
+};
+
+void kill9(ServerProcess& s) {
+  s.signal(SIGKILL);
+  REQUIRE(s.wait_exit(5000) == 128 + SIGKILL);
+}
+
+std::vector<std::string> checkpoint_files(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("checkpoint-", 0) == 0) out.push_back(e.path().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+unsigned mode_of(const std::string& path) {
+  struct stat st {};
+  REQUIRE(::stat(path.c_str(), &st) == 0);
+  return st.st_mode & 07777;
+}
+
+void flip_byte(const std::string& path, off_t at) {
+  int fd = ::open(path.c_str(), O_RDWR);
+  REQUIRE(fd >= 0);
+  unsigned char b = 0;
+  REQUIRE(::pread(fd, &b, 1, at) == 1);
+  b ^= 0x5a;
+  REQUIRE(::pwrite(fd, &b, 1, at) == 1);
+  ::close(fd);
+}
+
+off_t file_size(const std::string& path) {
+  struct stat st {};
+  REQUIRE(::stat(path.c_str(), &st) == 0);
+  return st.st_size;
+}
+
+constexpr int kAccounts = 64;
+constexpr std::int64_t kStart = 1000;
+
+// Accounts in a list under "dur.accounts", each a "dur.Account" with a balance.
+void make_accounts() {
+  colors::Class cls = colors::define_class("dur.Account", {{"balance", colors::TypeKind::kInteger, ""}});
+  colors::List list = colors::new_list();
+  for (int i = 0; i < kAccounts; ++i) {
+    colors::Object o = colors::new_object(cls);
+    o.set("balance", colors::Value(kStart));
+    list.append(o);
+  }
+  colors::repository("dur.accounts").set(list);
+}
+
+std::int64_t total_balance() {
+  return colors::atomically([] {
+    colors::List list(colors::repository("dur.accounts").get());
+    std::int64_t sum = 0;
+    for (std::size_t i = 0; i < list.size(); ++i) sum += colors::Object(list.get(i)).get("balance").as_int();
+    return sum;
+  });
+}
+
+// A client process that transfers between random accounts in transactions until killed; each
+// transaction also appends to a list and grows a string, so the heap changes shape under the
+// checkpoints too. Exits 0 only if it is killed (never returns).
+[[noreturn]] void transfer_forever(const std::string& socket, unsigned seed) {
+  try {
+    colors::attach(socket);
+    colors::List list(colors::repository("dur.accounts").get());
+    colors::List log = colors::new_list();
+    colors::repository("dur.log." + std::to_string(seed)).set(log);
+    unsigned x = seed * 2654435761u + 1;
+    for (std::uint64_t n = 0;; ++n) {
+      x = x * 1103515245u + 12345u;
+      const std::size_t a = (x >> 8) % kAccounts, b = (x >> 20) % kAccounts;
+      colors::atomically([&] {
+        colors::Object from(list.get(a)), to(list.get(b));
+        const std::int64_t amount = static_cast<std::int64_t>(x % 7);
+        from.set("balance", colors::Value(from.get("balance").as_int() - amount));
+        to.set("balance", colors::Value(to.get("balance").as_int() + amount));
+        if (log.size() > 200) log.clear();
+        log.append(colors::Value(std::string(n % 40, 'x')));
+      });
+    }
+  } catch (const std::exception&) {
+    ::_exit(3);  // the server died under it: the test kills it anyway
+  }
+}
+
+}  // namespace
+
+TEST_CASE("CRC-32C gives the standard check value", "[server][durability]") {
+  CHECK(colors::server::crc32c(0, "123456789", 9) == 0xe3069283u);
+  // Extending in pieces gives the same value as one call (the writer checksums a chunk in pieces).
+  CHECK(colors::server::crc32c(colors::server::crc32c(0, "1234", 4), "56789", 5) == 0xe3069283u);
+}
+
+TEST_CASE("a checkpoint taken while clients run transactions restores after a reboot: committed state, no torn transaction",
+          "[server][durability]") {
+  TempDir data;
+  Running r({"--data-dir", data.path() + "/d", "--checkpoint-interval", "0"});
+  {
+    Attached a(r.cfg);
+    make_accounts();
+  }
+  // The transferring clients are forked while this process is not attached.
+  std::vector<pid_t> kids;
+  for (unsigned i = 0; i < 2; ++i) {
+    pid_t k = ::fork();
+    REQUIRE(k >= 0);
+    if (k == 0) transfer_forever(r.cfg.socket, i + 1);
+    kids.push_back(k);
+  }
+  std::uint64_t last = 0;
+  {
+    Attached a(r.cfg);
+    REQUIRE(eventually([] { return !colors::repository("dur.log.1").get().is_null() &&
+                                   !colors::repository("dur.log.2").get().is_null(); }, 10000));
+    colors::repository("dur.marker").set(colors::Value("before"));
+    for (int i = 0; i < 5; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(30));
+      const std::uint64_t seq = colors::checkpoint();
+      CHECK(seq == last + 1);
+      last = seq;
+    }
+    colors::repository("dur.marker").set(colors::Value("after"));  // after the last checkpoint: lost
+  }
+  kill9(*r.server);
+  for (pid_t k : kids) {
+    ::kill(k, SIGKILL);
+    ::waitpid(k, nullptr, 0);
+  }
+  // The reboot: the segment is gone.
+  REQUIRE(::unlink(r.cfg.shm_path().c_str()) == 0);
+  ServerProcess next(r.cfg, r.cfg.args({"--data-dir", data.path() + "/d", "--checkpoint-interval", "0"}),
+                     r.dir.path() + "/next.log");
+  REQUIRE(next.wait_ready());
+  INFO(next.log());
+  CHECK(next.log().find("restored checkpoint " + std::to_string(last)) != std::string::npos);
+  Attached a(r.cfg);
+  CHECK(total_balance() == kAccounts * kStart);  // every transfer whole or not at all
+  CHECK(colors::repository("dur.marker").get().as_string() == "before");
+  colors::VerifyResult v = colors::verify_heap();
+  INFO(v.report);
+  CHECK(v.ok);
+  // The restored heap is a working heap: transactions run, and the next checkpoint follows on.
+  colors::atomically([] {
+    colors::Object o(colors::List(colors::repository("dur.accounts").get()).get(0));
+    o.set("balance", colors::Value(o.get("balance").as_int()));
+  });
+  CHECK(colors::checkpoint() == last + 1);
+}
+
+TEST_CASE("a damaged newest checkpoint is skipped with what is wrong and the previous one restored, none valid refuses the start",
+          "[server][durability]") {
+  TempDir data;
+  const std::string dir = data.path() + "/d";
+  Running r({"--data-dir", dir, "--checkpoint-interval", "0"});
+  {
+    Attached a(r.cfg);
+    colors::repository("dur.marker").set(colors::Value("one"));
+    REQUIRE(colors::checkpoint() == 1);
+    colors::repository("dur.marker").set(colors::Value("two"));
+    REQUIRE(colors::checkpoint() == 2);
+  }
+  kill9(*r.server);
+  std::vector<std::string> files = checkpoint_files(dir);
+  REQUIRE(files.size() == 2);
+  const std::string newest = files[1];
+  bool truncate = GENERATE(false, true);
+  if (truncate)
+    REQUIRE(::truncate(newest.c_str(), file_size(newest) - 5000) == 0);
+  else
+    flip_byte(newest, file_size(newest) / 2);
+  REQUIRE(::unlink(r.cfg.shm_path().c_str()) == 0);
+  {
+    ServerProcess next(r.cfg, r.cfg.args({"--data-dir", dir, "--checkpoint-interval", "0"}), r.dir.path() + "/next.log");
+    REQUIRE(next.wait_ready());
+    const std::string log = next.log();
+    INFO(log);
+    CHECK(log.find("skipping checkpoint " + newest) != std::string::npos);
+    CHECK(log.find(truncate ? "truncated or torn" : "does not match") != std::string::npos);
+    CHECK(log.find("restored checkpoint 1") != std::string::npos);
+    Attached a(r.cfg);
+    CHECK(colors::repository("dur.marker").get().as_string() == "one");
+    kill9(next);
+  }
+  // Now damage the other one too: the server refuses to start and keeps both files.
+  REQUIRE(::unlink(r.cfg.shm_path().c_str()) == 0);
+  flip_byte(files[0], 40);  // inside the header
+  ServerProcess last(r.cfg, r.cfg.args({"--data-dir", dir, "--checkpoint-interval", "0"}), r.dir.path() + "/last.log");
+  CHECK_FALSE(last.wait_ready(5000));
+  CHECK(last.wait_exit(5000) == 1);
+  INFO(last.log());
+  CHECK(last.log().find("no valid checkpoint in " + dir) != std::string::npos);
+  CHECK(checkpoint_files(dir).size() == 2);
+  CHECK_FALSE(path_exists(r.cfg.shm_path()));  // no half-restored heap left behind
+}
+
+TEST_CASE("a full disk fails the checkpoint with the reason, keeps the previous one and the heap intact",
+          "[server][durability]") {
+  TempDir data;
+  const std::string dir = data.path() + "/d";
+  Running ok_first({"--data-dir", dir, "--checkpoint-interval", "0"});
+  {
+    Attached a(ok_first.cfg);
+    colors::repository("dur.marker").set(colors::Value("kept"));
+    REQUIRE(colors::checkpoint() == 1);
+  }
+  kill9(*ok_first.server);
+  ::setenv("COLORS_CHECKPOINT_FAULT_ENOSPC_AFTER", "65536", 1);
+  ServerProcess full(ok_first.cfg, ok_first.cfg.args({"--data-dir", dir, "--checkpoint-interval", "0"}),
+                     ok_first.dir.path() + "/full.log");
+  ::unsetenv("COLORS_CHECKPOINT_FAULT_ENOSPC_AFTER");
+  REQUIRE(full.wait_ready());
+  {
+    Attached a(ok_first.cfg);
+    colors::repository("dur.marker").set(colors::Value("new"));
+    try {
+      colors::checkpoint();
+      FAIL("checkpoint() succeeded on a full disk");
+    } catch (const colors::Error& e) {
+      CHECK(std::string(e.what()).find("No space left on device") != std::string::npos);
+      CHECK(std::string(e.what()).find("intact") != std::string::npos);
+    }
+    CHECK(colors::repository("dur.marker").get().as_string() == "new");
+    colors::VerifyResult v = colors::verify_heap();
+    CHECK(v.ok);
+  }
+  std::vector<std::string> files = checkpoint_files(dir);
+  REQUIRE(files.size() == 1);  // no temporary file left, the old checkpoint untouched
+  CHECK(files[0].find("checkpoint-00000000000000000001.ckpt") != std::string::npos);
+  INFO(full.log());
+  CHECK(full.log().find("No space left on device") != std::string::npos);
+}
+
+TEST_CASE("one server per data directory, the directory is 0700 and its files 0600, no data dir is a clear error",
+          "[server][durability]") {
+  TempDir data;
+  const std::string dir = data.path() + "/d";
+  Running r({"--data-dir", dir, "--checkpoint-interval", "0"});
+  {
+    Attached a(r.cfg);
+    REQUIRE(colors::checkpoint() == 1);
+    // Not inside a transaction: the checkpoint would wait for a thread it stops.
+    colors::Transaction tx;
+    CHECK_THROWS_AS(colors::checkpoint(), colors::InvalidArgumentError);
+  }
+  CHECK(mode_of(dir) == 0700);
+  for (const std::string& f : checkpoint_files(dir)) CHECK(mode_of(f) == 0600);
+  CHECK(mode_of(dir + "/lock") == 0600);
+
+  ServerConfig other = ServerConfig::fresh(r.dir.path());
+  LeftoverCleaner cleaner{other};
+  ServerProcess second(other, other.args({"--data-dir", dir}), r.dir.path() + "/second.log");
+  CHECK_FALSE(second.wait_ready(5000));
+  CHECK(second.wait_exit(5000) == 1);
+  INFO(second.log());
+  CHECK(second.log().find("in use by another colors-server (pid " + std::to_string(r.server->pid()) + ")") !=
+        std::string::npos);
+
+  Running plain;
+  Attached a(plain.cfg);
+  try {
+    colors::checkpoint();
+    FAIL("checkpoint() without --data-dir succeeded");
+  } catch (const colors::Error& e) {
+    CHECK(std::string(e.what()).find("--data-dir") != std::string::npos);
+  }
+}
+
+TEST_CASE("a server killed while its clients are stopped for a checkpoint: they resume at once", "[server][durability]") {
+  TempDir data;
+  ::setenv("COLORS_CHECKPOINT_FAULT_HOLD_MS", "60000", 1);
+  Running r({"--data-dir", data.path() + "/d", "--checkpoint-interval", "0"});
+  ::unsetenv("COLORS_CHECKPOINT_FAULT_HOLD_MS");
+  int beat[2];
+  REQUIRE(::pipe(beat) == 0);
+  pid_t worker = ::fork();
+  REQUIRE(worker >= 0);
+  if (worker == 0) {
+    // A client that beats every 5 ms, attached so that checkpoints stop it.
+    ::close(beat[0]);
+    try {
+      colors::attach(r.cfg.socket);
+    } catch (const std::exception&) {
+      ::_exit(2);
+    }
+    for (;;) {
+      char c = 'b';
+      if (::write(beat[1], &c, 1) != 1) ::_exit(0);
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+  ::close(beat[1]);
+  pid_t asker = ::fork();
+  REQUIRE(asker >= 0);
+  if (asker == 0) {
+    try {
+      colors::attach(r.cfg.socket);
+      colors::checkpoint();
+    } catch (const std::exception&) {
+    }
+    ::_exit(0);
+  }
+  auto stopped = [](pid_t p) {
+    std::string stat = read_file("/proc/" + std::to_string(p) + "/stat");
+    auto paren = stat.rfind(')');
+    return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'T';
+  };
+  CHECK(eventually([&] { return stopped(worker) && stopped(asker); }, 10000));
+  kill9(*r.server);
+  // The guardian resumes them as soon as it sees its server gone.
+  CHECK(eventually([&] { return !stopped(worker) && !stopped(asker); }, 5000));
+  char buf[64];
+  ::fcntl(beat[0], F_SETFL, O_NONBLOCK);
+  while (::read(beat[0], buf, sizeof buf) > 0) {
+  }
+  CHECK(eventually([&] { return ::read(beat[0], buf, 1) == 1; }, 5000));  // beating again
+  ::kill(worker, SIGKILL);
+  ::waitpid(worker, nullptr, 0);
+  ::waitpid(asker, nullptr, 0);
+  ::close(beat[0]);
+}
+
+TEST_CASE("a monitor held at the checkpoint is handed on after the restore as its holder's death would be",
+          "[server][durability]") {
+  TempDir data;
+  const std::vector<std::string> flags = {"--data-dir", data.path() + "/d", "--checkpoint-interval", "0"};
+  Running r(flags);
+  {
+    Attached a(r.cfg);
+    colors::repository("dur.lockme").set(colors::new_list());
+  }
+  int ready[2];
+  REQUIRE(::pipe(ready) == 0);
+  pid_t holder = ::fork();
+  REQUIRE(holder >= 0);
+  if (holder == 0) {
+    try {
+      colors::attach(r.cfg.socket);
+      colors::Monitor m(colors::repository("dur.lockme").get());
+      char c = 'h';
+      if (::write(ready[1], &c, 1) != 1) ::_exit(2);
+      ::pause();
+    } catch (const std::exception&) {
+    }
+    ::_exit(1);
+  }
+  char c;
+  REQUIRE(::read(ready[0], &c, 1) == 1);
+  {
+    Attached a(r.cfg);
+    REQUIRE(colors::checkpoint() == 1);  // taken with the monitor held
+  }
+  kill9(*r.server);
+  ::kill(holder, SIGKILL);
+  ::waitpid(holder, nullptr, 0);
+  REQUIRE(::unlink(r.cfg.shm_path().c_str()) == 0);
+  ServerProcess next(r.cfg, r.cfg.args(flags), r.dir.path() + "/next.log");
+  REQUIRE(next.wait_ready());
+  INFO(next.log());
+  CHECK(next.log().find("lock(s) held at the checkpoint") != std::string::npos);
+  // In a child: without the hand-over its Monitor would block for good.
+  pid_t taker = ::fork();
+  REQUIRE(taker >= 0);
+  if (taker == 0) {
+    int code = 10;
+    try {
+      colors::attach(r.cfg.socket);
+      colors::Value obj = colors::repository("dur.lockme").get();
+      try {
+        colors::Monitor m(obj);
+        code = 11;  // taken without the owner-died report
+      } catch (const colors::OwnerDiedError&) {
+        colors::Monitor again(obj);  // reported once, then the monitor works
+        code = 0;
+      }
+    } catch (const std::exception&) {
+      code = 12;
+    }
+    ::_exit(code);
+  }
+  int status = -1;
+  const bool ended = eventually([&] { return ::waitpid(taker, &status, WNOHANG) == taker; }, 10000);
+  if (!ended) {
+    ::kill(taker, SIGKILL);
+    ::waitpid(taker, nullptr, 0);
+  }
+  CHECK(ended);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  for (int fd : {ready[0], ready[1]}) ::close(fd);
+}
