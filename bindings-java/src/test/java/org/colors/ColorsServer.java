@@ -77,6 +77,8 @@ public final class ColorsServer implements BeforeAllCallback {
     final Path socket;
     final String name;
     final Process proc;
+    /** Flags given after the usual ones. */
+    final List<String> extraArgs;
     private final Path log;
     /** More environment for the children this server spawns. */
     final Map<String, String> childEnv = new java.util.HashMap<>();
@@ -87,18 +89,27 @@ public final class ColorsServer implements BeforeAllCallback {
 
     /** A server with an objects space of {@code heapSize} ({@code --heap-size}, e.g. "16M"). */
     Server(String heapSize) {
-      this(heapSize, null);
+      this(heapSize, null, List.of());
     }
 
     /**
-     * A successor of {@code predecessor}, a server that is gone: same name and socket, so it adopts
-     * the heap that server left (colors-server/README.md, "Surviving the server").
+     * A server with more command-line flags after the usual ones (e.g. {@code --data-dir DIR},
+     * {@code --heap-dir DIR}); its successors get them too.
      */
-    Server(Server predecessor) {
-      this("16M", predecessor);
+    Server(String heapSize, List<String> extraArgs) {
+      this(heapSize, null, extraArgs);
     }
 
-    private Server(String heapSize, Server predecessor) {
+    /**
+     * A successor of {@code predecessor}, a server that is gone: same name, socket and extra flags,
+     * so it adopts the heap that server left (colors-server/README.md, "Surviving the server"), or
+     * restores its newest checkpoint when that heap is gone and it has a data directory.
+     */
+    Server(Server predecessor) {
+      this("16M", predecessor, predecessor.extraArgs);
+    }
+
+    private Server(String heapSize, Server predecessor, List<String> extraArgs) {
       try {
         if (System.getProperty(Native.LIBRARY_PROPERTY) == null && System.getenv(Native.LIBRARY_ENV) == null) {
           System.setProperty(Native.LIBRARY_PROPERTY, jniLibrary());
@@ -108,8 +119,11 @@ public final class ColorsServer implements BeforeAllCallback {
         name = predecessor != null ? predecessor.name
                                    : "junit-" + ProcessHandle.current().pid() + "-" + UUID.randomUUID().toString().substring(0, 8);
         log = dir.resolve(predecessor != null ? "successor.log" : "server.log");
-        ProcessBuilder pb = new ProcessBuilder(serverBinary().toString(), "--name", name, "--socket", socket.toString(),
-            "--heap-size", heapSize, "--log-level", "warn");
+        this.extraArgs = List.copyOf(extraArgs);
+        List<String> cmd = new ArrayList<>(List.of(serverBinary().toString(), "--name", name, "--socket",
+            socket.toString(), "--heap-size", heapSize, "--log-level", "warn"));
+        cmd.addAll(this.extraArgs);
+        ProcessBuilder pb = new ProcessBuilder(cmd);
         pb.redirectError(log.toFile());
         proc = pb.start();
         Runtime.getRuntime().addShutdownHook(new Thread(this::kill));
@@ -174,10 +188,21 @@ public final class ColorsServer implements BeforeAllCallback {
         // a successor of this server (same dir) is still there; its close() removes the dir
       }
       // A server killed with SIGKILL leaves its heap and the name's lock in its heap directory
-      // (/dev/shm/colors-EUID, colors-server/README.md): remove ours.
-      Path heapDir = Path.of("/dev/shm/colors-" + Files.getAttribute(Path.of("/proc/self"), "unix:uid"));
-      Files.deleteIfExists(heapDir.resolve(name + ".heap"));
-      Files.deleteIfExists(heapDir.resolve(name + ".lock"));
+      // (colors-server/README.md): remove ours.
+      Files.deleteIfExists(heapFile());
+      Files.deleteIfExists(heapDir().resolve(name + ".lock"));
+    }
+
+    /** Its heap directory: {@code --heap-dir} among the extra flags, else /dev/shm/colors-EUID. */
+    Path heapDir() throws IOException {
+      int i = extraArgs.indexOf("--heap-dir");
+      if (i >= 0 && i + 1 < extraArgs.size()) return Path.of(extraArgs.get(i + 1));
+      return Path.of("/dev/shm/colors-" + Files.getAttribute(Path.of("/proc/self"), "unix:uid"));
+    }
+
+    /** The segment file of its heap, {@code <heap dir>/<name>.heap}. */
+    Path heapFile() throws IOException {
+      return heapDir().resolve(name + ".heap");
     }
 
     /** Starts {@code java org.colors.ChildMain args...} with the test class path and COLORS_SOCKET. */
