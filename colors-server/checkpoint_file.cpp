@@ -71,7 +71,7 @@ std::string write_all(int fd, const void* p, std::size_t n, std::uint64_t& writt
   const auto* b = static_cast<const unsigned char*>(p);
   while (n > 0) {
     std::size_t piece = std::min<std::size_t>(n, std::size_t{8} << 20);
-    if (fault.enospc_after != 0 && written + piece > fault.enospc_after) {
+    if (written + piece > fault.full_after && fault.disk_full()) {
       errno = ENOSPC;
       return errno_text("write");
     }
@@ -185,6 +185,10 @@ std::string read_checkpoint(const std::string& path, CheckpointInfo& info, const
 }
 
 }  // namespace
+
+bool WriteFault::disk_full() const {
+  return !full_while_exists.empty() && ::access(full_while_exists.c_str(), F_OK) == 0;
+}
 
 std::vector<Extent> data_extents(int fd, std::uint64_t size) {
   std::vector<Extent> out;

@@ -47,9 +47,12 @@ inline constexpr std::uint32_t kCheckpointChunk = 1u << 20;
 std::vector<Extent> data_extents(int fd, std::uint64_t size);
 
 struct WriteFault {
-  // Test hook ($COLORS_CHECKPOINT_FAULT_ENOSPC_AFTER): fail with ENOSPC once this many bytes of
-  // the file were written, as a full disk does. 0: never.
-  std::uint64_t enospc_after = 0;
+  // Test hook ($COLORS_DATA_DIR_FAULT_FULL): while a file exists at this path, writes fail with
+  // ENOSPC as on a full disk: a checkpoint's after its first `full_after` bytes (a torn file is
+  // left to clean up), a log record's at once. Empty: never.
+  std::string full_while_exists;
+  std::uint64_t full_after = 0;
+  bool disk_full() const;
 };
 
 // Writes the checkpoint of `image` (the segment's copy: info.segment_size bytes, of which only

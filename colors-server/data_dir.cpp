@@ -75,6 +75,24 @@ std::uint64_t DataDir::next_seq() const {
   return top + 1;
 }
 
+std::string DataDir::log_path(std::uint64_t seq) const {
+  char name[64];
+  std::snprintf(name, sizeof name, "/log-%020" PRIu64 ".wal", seq);
+  return dir_ + name;
+}
+
+int DataDir::open_log(std::uint64_t seq, std::string& error) const {
+  const std::string path = log_path(seq);
+  int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd >= 0) {
+    sync_dir();
+    return fd;
+  }
+  if (errno == EEXIST) fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) error = "cannot open " + path + ": " + std::strerror(errno);
+  return fd;
+}
+
 int DataDir::create_temp(std::uint64_t seq, std::string& error) const {
   const std::string path = temp_path(seq);
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -92,7 +110,10 @@ std::string DataDir::commit(std::uint64_t seq) const {
 void DataDir::prune(std::size_t keep) const {
   std::vector<std::uint64_t> all = checkpoints();
   bool removed = false;
-  for (std::size_t i = keep; i < all.size(); ++i) removed |= ::unlink(checkpoint_path(all[i]).c_str()) == 0;
+  for (std::size_t i = keep; i < all.size(); ++i) {
+    removed |= ::unlink(checkpoint_path(all[i]).c_str()) == 0;
+    ::unlink(log_path(all[i]).c_str());
+  }
   if (removed) sync_dir();
 }
 

@@ -3,6 +3,7 @@
 //   DIR/lock                          the InstanceLock of the server using DIR (one at a time)
 //   DIR/checkpoint-<seq>.ckpt         complete checkpoints (checkpoint_file.hpp), <seq> 20 digits
 //   DIR/checkpoint-<seq>.tmp          one being written; a leftover of a crash is removed at start
+//   DIR/log-<seq>.wal                 the durability log after checkpoint <seq> (delta_log.hpp)
 //
 // Invariants: DIR is a directory of the server's user, mode 0700 (made so at open, as the heap
 // directory is), and every file in it is created 0600 with O_EXCL | O_NOFOLLOW. A checkpoint file
@@ -34,7 +35,11 @@ class DataDir {
   int create_temp(std::uint64_t seq, std::string& error) const;
   // Renames the finished temporary file of `seq` to its final name and syncs the directory.
   std::string commit(std::uint64_t seq) const;
-  // Removes checkpoint files beyond the newest `keep`, and a failed attempt's temporary file.
+  std::string log_path(std::uint64_t seq) const;
+  // Opens the log after checkpoint `seq` for appending (created 0600 if missing; the directory is
+  // synced after a creation); -1 with `error` set.
+  int open_log(std::uint64_t seq, std::string& error) const;
+  // Removes checkpoint files beyond the newest `keep`, with their logs.
   void prune(std::size_t keep) const;
   void remove_temp(std::uint64_t seq) const;
 

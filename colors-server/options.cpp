@@ -119,6 +119,11 @@ std::string usage_text() {
       "  --checkpoint-interval SECONDS\n"
       "                       seconds between periodic checkpoints with --data-dir; 0: only on demand\n"
       "                       and at shutdown (default: 300)\n"
+      "  --durability LEVEL   with --data-dir, what a transaction's commit promises (default: none):\n"
+      "                       full: it returns once a log record covering it is on disk (group commit);\n"
+      "                       async: a log record covers it within about twice --async-delay;\n"
+      "                       none: only checkpoints\n"
+      "  --async-delay MS     --durability async: milliseconds between log records (default: 20)\n"
       "  --log-level LEVEL    error, warn, info or debug (default: info)\n"
       "  --allow-group GROUP  also accept clients whose primary group is GROUP (name or number); the\n"
       "                       socket directory becomes 0750 and the socket 0660, owned by GROUP\n"
@@ -179,7 +184,8 @@ ParseResult parse_options(int argc, char** argv) {
                                          "--address",    "--gc-threshold", "--gc-threads", "--log-level",
                                          "--allow-group", "--gc-pacing",   "--gc-min-trigger",
                                          "--heap-dir",    "--max-clients-per-uid", "--client-live-limit",
-                                         "--data-dir",    "--checkpoint-interval"};
+                                         "--data-dir",    "--checkpoint-interval", "--durability",
+                                         "--async-delay"};
     bool known = false;
     for (const char* k : kKnown) known = known || flag == k;
     if (!known) return fail("unknown flag '" + flag + "' (see --help)");
@@ -244,11 +250,26 @@ ParseResult parse_options(int argc, char** argv) {
       if (!v || *v > 365ull * 24 * 3600)
         return fail("--checkpoint-interval '" + value + "': expected a number of seconds (0: only on demand and at shutdown)");
       o.checkpoint_interval_s = static_cast<std::uint32_t>(*v);
+    } else if (flag == "--durability") {
+      if (value == "none")
+        o.durability = detail::DurabilityLevel::kNone;
+      else if (value == "async")
+        o.durability = detail::DurabilityLevel::kAsync;
+      else if (value == "full")
+        o.durability = detail::DurabilityLevel::kFull;
+      else
+        return fail("--durability '" + value + "': expected full, async or none");
+    } else if (flag == "--async-delay") {
+      auto v = parse_uint(value, 10);
+      if (!v || *v < 1 || *v > 60'000) return fail("--async-delay '" + value + "': expected milliseconds 1-60000");
+      o.async_delay_ms = static_cast<std::uint32_t>(*v);
     } else if (flag == "--allow-group") {
       if (value.empty()) return fail("--allow-group needs a group name or number");
       o.allow_group = value;
     }
   }
+  if (o.durability != detail::DurabilityLevel::kNone && o.data_dir.empty())
+    return fail("--durability needs --data-dir (where the log is kept)");
   if (o.socket.empty()) o.socket = detail::default_socket_path(o.name);
   r.options = std::move(o);
   return r;

@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "layout.hpp"
 #include "log.hpp"
 
 namespace colors::server {
@@ -30,6 +31,8 @@ struct Options {
   bool fresh_heap = false;             // discard a heap left under the name instead of adopting it
   std::string data_dir;                // checkpoints (colors-server/data_dir.hpp); empty: none
   std::uint32_t checkpoint_interval_s = 300;  // periodic checkpoints with data_dir; 0: none
+  detail::DurabilityLevel durability = detail::DurabilityLevel::kNone;  // the log (delta_log.hpp)
+  std::uint32_t async_delay_ms = 20;   // --durability async: bound on a commit's time to disk
   bool help = false;
 
   Options();  // fills the defaults that depend on config.hpp and the machine

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "checkpointer.hpp"
+#include "delta_log.hpp"
 #include "client_table.hpp"
 #include "collector.hpp"
 #include "data_dir.hpp"
@@ -144,7 +146,7 @@ class Server {
   bool open_segment();
   bool restore_segment();
   bool adopt_segment();
-  std::string capture(unsigned char* image, CheckpointInfo& info, CaptureStats& stats);
+  std::string stop_world(const std::function<void()>& step, CaptureStats& stats);
   void answer_checkpoints();
   bool recover_adopted();
   void reject_heap(const std::string& why);
@@ -366,15 +368,26 @@ bool Server::start() {
       log_error("cannot create an eventfd: ", std::strerror(errno));
       return false;
     }
+    Checkpointer::Config cc;
+    cc.segment = reinterpret_cast<const unsigned char*>(meta_);
+    cc.segment_fd = segment_->fd();
+    cc.segment_size = segment_->size();
+    cc.layout_version = meta_->layout_version;
+    cc.heap_id = meta_->heap_id;
+    cc.interval_ns = std::int64_t{opt_.checkpoint_interval_s} * 1'000'000'000;
+    cc.durability = opt_.durability;
+    cc.async_delay_ns = std::int64_t{opt_.async_delay_ms} * 1'000'000;
+    cc.clock = [m = meta_] { return m->tx_clock.load(std::memory_order_acquire); };
     try {
       checkpointer_ = std::make_unique<Checkpointer>(
-          data_dir_, segment_->size(), std::int64_t{opt_.checkpoint_interval_s} * 1'000'000'000,
-          [this](unsigned char* image, CheckpointInfo& info, CaptureStats& st) { return capture(image, info, st); },
+          data_dir_, std::move(cc),
+          [this](const std::function<void()>& step, CaptureStats& st) { return stop_world(step, st); },
           checkpoint_wake_fd_);
     } catch (const std::exception& e) {
       log_error(e.what());
       return false;
     }
+    meta_->durability.store(static_cast<std::uint32_t>(opt_.durability), std::memory_order_relaxed);
     checkpointer_->start();
   }
 
@@ -454,8 +467,22 @@ bool Server::restore_segment() {
       skipped += (skipped.empty() ? "" : ", ") + ckpt + " (" + why + ")";
       continue;
     }
+    const auto t1 = now_ns();
+    ReplayResult replay;
+    int seg = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    std::string io = seg < 0 ? std::string("cannot reopen ") + path + ": " + std::strerror(errno)
+                              : replay_log(data_dir_.log_path(seq), seq, seg, info.segment_size, replay);
+    if (seg >= 0) ::close(seg);
+    if (!io.empty()) {
+      ::unlink(path.c_str());
+      log_error("cannot restore ", ckpt, ": ", io);
+      return false;
+    }
     log_info("restored checkpoint ", seq, " (", info.data_bytes, " B of data, heap id ", hex(info.heap_id), ") into ", path,
-             " in ", (now_ns() - t0) / 1'000'000, " ms", skipped.empty() ? std::string() : "; skipped newer damaged " + skipped);
+             " in ", (t1 - t0) / 1'000'000, " ms, then ", replay.records, " log record(s) (", replay.pages, " pages, ",
+             replay.bytes, " B) in ", (now_ns() - t1) / 1'000'000, " ms",
+             replay.stopped.empty() ? std::string() : "; the log's end was ignored: " + replay.stopped,
+             skipped.empty() ? std::string() : "; skipped newer damaged " + skipped);
     restored_ = true;
     return true;
   }
@@ -968,9 +995,15 @@ void Server::on_request(Connection& c) {
     case detail::RequestType::kDetach:
       c.detaching = true;
       return;
+    case detail::RequestType::kSync:
+      if (checkpointer_ && opt_.durability != detail::DurabilityLevel::kNone) {
+        checkpointer_->request_sync(c.claim.client_id);
+        return;
+      }
+      [[fallthrough]];  // answered as a checkpoint request: kNoDataDir, or a checkpoint (durability none)
     case detail::RequestType::kCheckpoint:
       if (checkpointer_) {
-        checkpointer_->request(c.claim.client_id);
+        checkpointer_->request_checkpoint(c.claim.client_id);
       } else {
         detail::Request done;
         done.type = detail::RequestType::kCheckpointDone;
@@ -1028,18 +1061,10 @@ void Server::track_client(std::uint32_t slot, pid_t pid) {
   client_pids_[slot] = pid;
 }
 
-// One checkpoint's stop: no collector cycle, no attach or cleanup by the event loop, every client
-// process stopped (freezer.hpp), and meanwhile the pages of the segment that hold data copied.
-std::string Server::capture(unsigned char* image, CheckpointInfo& info, CaptureStats& st) {
+// The stop of a checkpoint or log record: no collector cycle, no attach or cleanup by the event
+// loop, every client process stopped (freezer.hpp), and meanwhile `step` copies the segment.
+std::string Server::stop_world(const std::function<void()>& step, CaptureStats& st) {
   std::string error;
-  const auto* base = reinterpret_cast<const unsigned char*>(meta_);
-  // Page faults are taken before the stop, not during it: the server maps the pages clients wrote
-  // and the image gets its own (the extents found inside the stop differ by what was written
-  // meanwhile, which faults then).
-  for (const Extent& e : data_extents(segment_->fd(), segment_->size())) {
-    if (::madvise(image + e.offset, e.length, MADV_POPULATE_WRITE) != 0) break;  // before Linux 5.14: fault in the stop
-    (void)::madvise(const_cast<unsigned char*>(base) + e.offset, e.length, MADV_POPULATE_READ);
-  }
   gc_->run_quiesced([&] {
     std::lock_guard<std::mutex> g(heap_mu_);
     std::vector<pid_t> pids;
@@ -1050,22 +1075,12 @@ std::string Server::capture(unsigned char* image, CheckpointInfo& info, CaptureS
     // Test hook: a server that dies while its clients are stopped (freezer.hpp's guardian).
     if (const char* hold = std::getenv("COLORS_CHECKPOINT_FAULT_HOLD_MS"); hold != nullptr && *hold != 0)
       std::this_thread::sleep_for(std::chrono::milliseconds(std::strtoll(hold, nullptr, 10)));
-    info.extents = data_extents(segment_->fd(), segment_->size());
-    for (const Extent& e : info.extents) std::memcpy(image + e.offset, base + e.offset, e.length);
+    step();
     freezer_.thaw();
     st.stop_ns = now_ns() - t0;
     st.processes = pids.size();
   });
-  if (!error.empty()) return error;
-  info.layout_version = meta_->layout_version;
-  info.heap_id = meta_->heap_id;
-  info.base = meta_->base;
-  info.segment_size = segment_->size();
-  info.created_ns = static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
-  info.data_bytes = 0;
-  for (const Extent& e : info.extents) info.data_bytes += e.length;
-  return {};
+  return error;
 }
 
 // Answers the clients whose checkpoint requests were served.
@@ -1097,7 +1112,7 @@ void Server::stop() {
   if (checkpointer_) {
     // The last checkpoint, of the heap as its clients leave it (they are stopped for the copy).
     checkpointer_->stop();
-    Checkpointer::Outcome o = checkpointer_->run_once();
+    Checkpointer::Outcome o = checkpointer_->run_checkpoint();
     if (!o.error.empty()) log_error("the shutdown checkpoint failed; the newest checkpoint on disk is older");
     checkpointer_.reset();
   }

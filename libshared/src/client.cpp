@@ -254,8 +254,18 @@ std::uint64_t checkpoint() {
   if (!g_segment) throw NotAttachedError("not attached to a colors server: call colors::attach() first");
   check_server_link();
   std::lock_guard<std::mutex> link(g_link_mu);
-  return request_checkpoint(g_link_fd);
+  return request_durability(g_link_fd, false);
 }
+
+namespace detail {
+void await_durable_commit() {
+  std::lock_guard<std::mutex> g(g_attach_mu);
+  if (!g_segment) throw NotAttachedError("not attached to a colors server");
+  check_server_link();
+  std::lock_guard<std::mutex> link(g_link_mu);
+  (void)request_durability(g_link_fd, true);
+}
+}  // namespace detail
 
 // ---- Value ----
 

@@ -262,6 +262,8 @@ struct alignas(64) TxDescriptor {
   std::uint64_t reserved[2];
 };
 
+enum class DurabilityLevel : std::uint32_t { kNone = 0, kAsync = 1, kFull = 2 };
+
 struct Metadata {
   std::uint64_t magic;
   std::uint32_t layout_version;
@@ -331,6 +333,10 @@ struct Metadata {
   std::atomic<std::uint8_t> gc_phase;         // GcPhase of the cycle gc_epoch names
   std::atomic<std::uint32_t> gc_stats_seq;    // seqlock over gc_last (odd while being written)
   GcCycleStats gc_last;                       // statistics of the last finished cycle
+
+  // DurabilityLevel of the server's --durability, set at its start (colors-server/README.md,
+  // "Durability"): under kFull an update transaction's commit waits for the server's log.
+  std::atomic<std::uint32_t> durability;
 
   ClientSlot clients[kMaxClients];
   MonitorEntry monitors[kMonitorCount];

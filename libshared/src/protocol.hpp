@@ -97,9 +97,13 @@ enum class RequestType : std::uint32_t {
   // client -> server: take a checkpoint (colors-server --data-dir); answered by kCheckpointDone
   // once one that began after the request is on disk, or failed.
   kCheckpoint = 4,
-  // server -> client: argument = the checkpoint's sequence number (> 0), or kCheckpointFailed |
-  // reason << 32 | errno (reason: CheckpointFailure).
+  // server -> client, the answer to kCheckpoint and kSync: argument = the checkpoint's or log
+  // record's sequence number (> 0), or kCheckpointFailed | reason << 32 | errno (reason:
+  // CheckpointFailure).
   kCheckpointDone = 5,
+  // client -> server (--durability full): make everything committed so far durable; answered by
+  // kCheckpointDone once a log record (or checkpoint) taken after the request is on disk.
+  kSync = 6,
 };
 
 inline constexpr std::uint64_t kCheckpointFailed = std::uint64_t{1} << 63;

@@ -309,9 +309,9 @@ bool ping_server(int fd) {
   }
 }
 
-std::uint64_t request_checkpoint(int fd) {
+std::uint64_t request_durability(int fd, bool sync) {
   Request q;
-  q.type = RequestType::kCheckpoint;
+  q.type = sync ? RequestType::kSync : RequestType::kCheckpoint;
   auto out = encode_request(q);
   if (write_full(fd, out.data(), out.size(), kPingTimeoutMs) != IoResult::kOk)
     throw ServerGoneError("the colors server does not answer (it died or shut down)");
@@ -319,21 +319,26 @@ std::uint64_t request_checkpoint(int fd) {
     std::uint8_t in[kRequestSize];
     // No deadline but the server's life: writing a large heap to a slow disk takes what it takes.
     if (read_full(fd, in, sizeof in, -1) != IoResult::kOk)
-      throw ServerGoneError("the colors server closed the connection before the checkpoint was written");
+      throw ServerGoneError(sync ? "the colors server closed the connection before the commit was on disk"
+                                 : "the colors server closed the connection before the checkpoint was written");
     Request a = decode_request(in);
     if (a.magic != kWireMagic) throw ServerGoneError("the colors server sent a malformed answer");
     if (a.type != RequestType::kCheckpointDone) continue;
     if ((a.arg & kCheckpointFailed) == 0) return a.arg;
     const auto reason = static_cast<CheckpointFailure>((a.arg >> 32) & 0x7fffffffu);
     const int err = static_cast<int>(a.arg & 0xffffffffu);
+    const std::string cause = err != 0 ? std::string(": ") + std::strerror(err) : std::string();
     switch (reason) {
       case CheckpointFailure::kNoDataDir:
         throw Error(ErrorCode::kGeneric, "the colors server keeps no checkpoints: start it with --data-dir DIR");
       case CheckpointFailure::kShuttingDown:
         throw ServerGoneError("the colors server is shutting down (it writes a last checkpoint itself)");
       default:
-        throw Error(ErrorCode::kGeneric, std::string("the checkpoint failed") +
-                                             (err != 0 ? std::string(": ") + std::strerror(err) : std::string()) +
+        if (sync)
+          throw DurabilityError("the transaction committed, but the server could not put it on disk" + cause +
+                                "; it is not durable until a later checkpoint or durable commit succeeds (the "
+                                "server's log says more)");
+        throw Error(ErrorCode::kGeneric, "the checkpoint failed" + cause +
                                              "; the heap in memory is intact and the previous checkpoint stays the "
                                              "newest (the server's log says more)");
     }

@@ -85,10 +85,11 @@ bool server_link_alive(int fd);
 // Round trip to the server's event loop (waits at most 5 s). False when the server is gone or
 // does not answer.
 bool ping_server(int fd);
-// Sends kCheckpoint and waits for its kCheckpointDone (skipping late pongs); returns the
-// checkpoint's sequence number. Throws Error with the server's reason on failure, ServerGoneError
-// when the connection ends first. Same REQUIRES as ping_server.
-std::uint64_t request_checkpoint(int fd);
+// Sends kSync (`sync`) or kCheckpoint and waits for its kCheckpointDone (skipping late pongs);
+// returns the checkpoint's or log record's sequence number. Throws Error (kCheckpoint) or
+// DurabilityError (kSync) with the server's reason on failure, ServerGoneError when the
+// connection ends first. Same REQUIRES as ping_server.
+std::uint64_t request_durability(int fd, bool sync);
 
 // Orderly detach: tells the server this is a detach rather than a death (best effort, only
 // affects its log), then closes the fd. REQUIRES: the caller has already retired its TLABs and

@@ -587,7 +587,15 @@ void tx_commit() {
   fault_commit_pause();
   release_all(t.writes, wv);
   clear_log(t);
+  Metadata* m = t.m;
   finish(t);
+  // Durable after it is visible, as group commit does: the log record that covers it is written
+  // once the other processes are stopped (colors-server/checkpointer.hpp), so it can never hold
+  // half of a transaction. Waiting last keeps the orecs free for everyone meanwhile.
+  if (m->durability.load(std::memory_order_relaxed) == static_cast<std::uint32_t>(DurabilityLevel::kFull)) {
+    WaitHooks hooks;
+    await_durable_commit();
+  }
 }
 
 void tx_rollback() {

@@ -90,6 +90,10 @@ bool tx_attachment_gone();
 // cannot be rolled back (channel send and receive, remote calls, schema evolution, repository
 // deletion).
 void tx_refuse(const char* what);
+// Under --durability full, after an update transaction's commit point: asks the server for a log
+// record taken after it and waits until it is on disk (client.cpp). Throws DurabilityError when the
+// server could not write it; the transaction stays committed.
+void await_durable_commit();
 
 // A binding's hooks around a transaction's wait for an object another transaction holds (the
 // bounded conflict wait, at most COLORS_TX_CONFLICT_WAIT_MS): `begin` runs on the waiting thread

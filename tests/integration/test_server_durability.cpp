@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -240,10 +241,12 @@ TEST_CASE("a full disk fails the checkpoint with the reason, keeps the previous 
     REQUIRE(colors::checkpoint() == 1);
   }
   kill9(*ok_first.server);
-  ::setenv("COLORS_CHECKPOINT_FAULT_ENOSPC_AFTER", "65536", 1);
+  const std::string switch_file = data.path() + "/disk-full";
+  { std::ofstream(switch_file) << "full\n"; }
+  ::setenv("COLORS_DATA_DIR_FAULT_FULL", switch_file.c_str(), 1);
   ServerProcess full(ok_first.cfg, ok_first.cfg.args({"--data-dir", dir, "--checkpoint-interval", "0"}),
                      ok_first.dir.path() + "/full.log");
-  ::unsetenv("COLORS_CHECKPOINT_FAULT_ENOSPC_AFTER");
+  ::unsetenv("COLORS_DATA_DIR_FAULT_FULL");
   REQUIRE(full.wait_ready());
   {
     Attached a(ok_first.cfg);
@@ -425,4 +428,197 @@ TEST_CASE("a monitor held at the checkpoint is handed on after the restore as it
   CHECK(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
   for (int fd : {ready[0], ready[1]}) ::close(fd);
+}
+
+namespace {
+
+// A client process that, under --durability full, commits transfers and increments its own
+// counter in the same transaction, and after each commit returns reports the counter on `report`
+// (8 bytes): every reported value was acknowledged as durable.
+[[noreturn]] void count_durably(const std::string& socket, int index, int report) {
+  try {
+    colors::attach(socket);
+    colors::List list(colors::repository("dur.accounts").get());
+    colors::Object counter(colors::List(colors::repository("dur.counters").get()).get(static_cast<std::size_t>(index)));
+    unsigned x = static_cast<unsigned>(index) * 2654435761u + 7;
+    for (;;) {
+      x = x * 1103515245u + 12345u;
+      const std::size_t a = (x >> 8) % kAccounts, b = (x >> 20) % kAccounts;
+      std::int64_t n = 0;
+      colors::atomically([&] {
+        colors::Object from(list.get(a)), to(list.get(b));
+        from.set("balance", colors::Value(from.get("balance").as_int() - 3));
+        to.set("balance", colors::Value(to.get("balance").as_int() + 3));
+        n = counter.get("balance").as_int() + 1;
+        counter.set("balance", colors::Value(n));
+      });
+      if (::write(report, &n, sizeof n) != sizeof n) ::_exit(4);
+    }
+  } catch (const std::exception&) {
+    ::_exit(3);
+  }
+}
+
+void make_counters(int n) {
+  colors::Class cls = colors::define_class("dur.Account", {{"balance", colors::TypeKind::kInteger, ""}});
+  colors::List list = colors::new_list();
+  for (int i = 0; i < n; ++i) {
+    colors::Object o = colors::new_object(cls);
+    o.set("balance", colors::Value(0));
+    list.append(o);
+  }
+  colors::repository("dur.counters").set(list);
+}
+
+std::int64_t counter(int i) {
+  return colors::atomically([i] {
+    return colors::Object(colors::List(colors::repository("dur.counters").get()).get(static_cast<std::size_t>(i)))
+        .get("balance")
+        .as_int();
+  });
+}
+
+}  // namespace
+
+TEST_CASE("--durability full: every commit acknowledged before a kill -9 and a reboot is there after it",
+          "[server][durability]") {
+  TempDir data;
+  const std::vector<std::string> flags = {"--data-dir", data.path() + "/d", "--checkpoint-interval", "0", "--durability", "full"};
+  Running r(flags);
+  {
+    Attached a(r.cfg);
+    make_accounts();
+    make_counters(2);
+  }
+  std::vector<pid_t> kids;
+  std::vector<int> reports;
+  for (int i = 0; i < 2; ++i) {
+    int p[2];
+    REQUIRE(::pipe(p) == 0);
+    pid_t k = ::fork();
+    REQUIRE(k >= 0);
+    if (k == 0) {
+      ::close(p[0]);
+      count_durably(r.cfg.socket, i, p[1]);
+    }
+    ::close(p[1]);
+    ::fcntl(p[0], F_SETFL, O_NONBLOCK);
+    kids.push_back(k);
+    reports.push_back(p[0]);
+  }
+  std::vector<std::int64_t> acked(2, 0);
+  auto drain = [&] {
+    for (int i = 0; i < 2; ++i) {
+      std::int64_t n = 0;
+      while (::read(reports[static_cast<std::size_t>(i)], &n, sizeof n) == sizeof n) acked[static_cast<std::size_t>(i)] = n;
+    }
+  };
+  REQUIRE(eventually([&] { drain(); return acked[0] > 50 && acked[1] > 50; }, 20000));
+  // A kill -9 of the server in the middle of the commits, then of its clients: the reboot.
+  kill9(*r.server);
+  for (pid_t k : kids) ::kill(k, SIGKILL);
+  for (pid_t k : kids) ::waitpid(k, nullptr, 0);
+  drain();
+  for (int fd : reports) ::close(fd);
+  REQUIRE(::unlink(r.cfg.shm_path().c_str()) == 0);
+  ServerProcess next(r.cfg, r.cfg.args(flags), r.dir.path() + "/next.log");
+  REQUIRE(next.wait_ready());
+  INFO(next.log());
+  CHECK(next.log().find("log record(s)") != std::string::npos);
+  Attached a(r.cfg);
+  for (int i = 0; i < 2; ++i) {
+    INFO("client " << i << " was told " << acked[static_cast<std::size_t>(i)] << " commits were durable");
+    CHECK(counter(i) >= acked[static_cast<std::size_t>(i)]);
+    CHECK(counter(i) <= acked[static_cast<std::size_t>(i)] + 1);  // at most the one it could not report
+  }
+  CHECK(total_balance() == kAccounts * kStart);
+  colors::VerifyResult v = colors::verify_heap();
+  INFO(v.report);
+  CHECK(v.ok);
+}
+
+TEST_CASE("--durability async: a commit is on disk within the delay; a torn log tail is ignored with a message",
+          "[server][durability]") {
+  TempDir data;
+  const std::string dir = data.path() + "/d";
+  const std::vector<std::string> flags = {"--data-dir", dir, "--checkpoint-interval", "0", "--durability", "async",
+                                          "--async-delay", "10"};
+  Running r(flags);
+  {
+    Attached a(r.cfg);
+    make_counters(1);
+    for (int i = 1; i <= 3; ++i) {
+      colors::atomically([i] {
+        colors::Object(colors::List(colors::repository("dur.counters").get()).get(0)).set("balance", colors::Value(i));
+      });
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));  // well past the delay: one record each
+    }
+  }
+  kill9(*r.server);
+  REQUIRE(::unlink(r.cfg.shm_path().c_str()) == 0);
+  {
+    ServerProcess next(r.cfg, r.cfg.args(flags), r.dir.path() + "/next.log");
+    REQUIRE(next.wait_ready());
+    INFO(next.log());
+    Attached a(r.cfg);
+    CHECK(counter(0) == 3);
+    kill9(next);
+  }
+  // Cut the last record short, as a crash in the middle of its append would: the state before it.
+  std::string log;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    if (e.path().extension() == ".wal" && std::filesystem::file_size(e.path()) > 0) log = e.path().string();
+  REQUIRE(!log.empty());
+  // The restarted server began a new base at its first capture only if something changed; the
+  // newest log with records is the one the restore replays.
+  REQUIRE(::truncate(log.c_str(), file_size(log) - 100) == 0);
+  REQUIRE(::unlink(r.cfg.shm_path().c_str()) == 0);
+  ServerProcess last(r.cfg, r.cfg.args(flags), r.dir.path() + "/last.log");
+  REQUIRE(last.wait_ready());
+  INFO(last.log());
+  CHECK(last.log().find("the log's end was ignored") != std::string::npos);
+  CHECK(last.log().find("cut short") != std::string::npos);
+  Attached a(r.cfg);
+  CHECK(counter(0) == 2);
+}
+
+TEST_CASE("--durability full on a full disk: the commit raises DurabilityError, stays visible, and commits are durable again once there is room",
+          "[server][durability]") {
+  TempDir data;
+  const std::vector<std::string> flags = {"--data-dir", data.path() + "/d", "--checkpoint-interval", "0", "--durability", "full"};
+  const std::string switch_file = data.path() + "/disk-full";
+  ::setenv("COLORS_DATA_DIR_FAULT_FULL", switch_file.c_str(), 1);
+  Running r(flags);
+  ::unsetenv("COLORS_DATA_DIR_FAULT_FULL");
+  auto set_counter = [](std::int64_t v) {
+    colors::atomically([v] {
+      colors::Object(colors::List(colors::repository("dur.counters").get()).get(0)).set("balance", colors::Value(v));
+    });
+  };
+  {
+    Attached a(r.cfg);
+    make_counters(1);
+    set_counter(1);  // durable (its commit made the first checkpoint)
+    { std::ofstream(switch_file) << "full\n"; }
+    try {
+      set_counter(2);
+      FAIL("a commit on a full disk claimed durability");
+    } catch (const colors::DurabilityError& e) {
+      CHECK(std::string(e.what()).find("No space left on device") != std::string::npos);
+    }
+    CHECK(counter(0) == 2);  // committed: visible to everyone, only not durable
+    CHECK_THROWS_AS(set_counter(3), colors::DurabilityError);
+    REQUIRE(::unlink(switch_file.c_str()) == 0);
+    set_counter(4);  // room again: a new checkpoint, durable
+    CHECK(counter(0) == 4);
+  }
+  INFO(r.server->log());
+  CHECK(r.server->log().find("the next capture is a full checkpoint") != std::string::npos);
+  kill9(*r.server);
+  REQUIRE(::unlink(r.cfg.shm_path().c_str()) == 0);
+  ServerProcess next(r.cfg, r.cfg.args(flags), r.dir.path() + "/next.log");
+  REQUIRE(next.wait_ready());
+  INFO(next.log());
+  Attached a(r.cfg);
+  CHECK(counter(0) == 4);
 }

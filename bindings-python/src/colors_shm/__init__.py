@@ -59,6 +59,7 @@ from ._colors_shm import (
     SharedOverflowError,
     Transaction,
     TransactionAbortedError,
+    DurabilityError,
     TransactionConflictError,
     TypeMismatchError,
     VersionMismatchError,
@@ -134,6 +135,7 @@ __all__ = [
     "CorruptHeapError",
     "TransactionConflictError",
     "TransactionAbortedError",
+    "DurabilityError",
 ]
 
 

@@ -31,6 +31,9 @@ class TransactionAbortedError(SharedMemoryError):
     """The transaction was rolled back: timeout, too large an undo log, doomed by an earlier
     conflict or an inner rollback, or its attachment ended."""
 
+class DurabilityError(SharedMemoryError):
+    """The transaction committed but the server (--durability full) could not put it on disk."""
+
 # ---- attachment ----
 def attach(socket: str | None = None) -> None: ...
 def detach() -> None: ...

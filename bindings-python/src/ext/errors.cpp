@@ -8,7 +8,7 @@
 namespace colors_py {
 namespace {
 
-constexpr int kCodes = static_cast<int>(colors::ErrorCode::kTransactionAborted) + 1;
+constexpr int kCodes = static_cast<int>(colors::ErrorCode::kNotDurable) + 1;
 std::array<PyObject*, kCodes> g_types{};  // owned forever (module lifetime = process lifetime)
 PyObject* g_remote_factory = nullptr;     // colors_shm.rpc._remote_error(type, message) -> exception
 
@@ -102,6 +102,10 @@ void init_errors(py::module_& m) {
       make_type(m, "TransactionAbortedError", base, nullptr,
                 "The transaction was rolled back: its timeout passed, its undo log outgrew COLORS_TX_MAX_WRITES, "
                 "an earlier conflict or an inner rollback doomed it, or its attachment ended."));
+  set(C::kNotDurable,
+      make_type(m, "DurabilityError", base, nullptr,
+                "The transaction committed (everyone sees it) but the server, running with --durability full, could "
+                "not put it on disk (e.g. a full disk); the next successful checkpoint or durable commit covers it."));
   // Called once, by colors_shm.rpc at import.
   m.def("_register_remote_error_factory", [](py::object f) {
     if (g_remote_factory != nullptr) throw colors::InvalidArgumentError("_register_remote_error_factory: already registered");

@@ -29,6 +29,7 @@ enum class ErrorCode {
   kUnavailable,       // no live process serves the endpoint, or it died during the call (rpc)
   kTransactionConflict,  // another transaction holds what this one needs, or changed what it read
   kTransactionAborted,   // the transaction was rolled back (timeout, too large, doomed earlier)
+  kNotDurable,           // committed in memory, but the server could not make it durable (--durability full)
 };
 
 class Error : public std::runtime_error {
@@ -69,6 +70,10 @@ COLORS_DEFINE_ERROR(TransactionConflictError, kTransactionConflict)
 // A transaction was aborted for another reason (its timeout, its log limit, an earlier error in
 // it, its attachment ending); it is rolled back.
 COLORS_DEFINE_ERROR(TransactionAbortedError, kTransactionAborted)
+// A transaction committed (other threads and processes see it) but, under colors-server
+// --durability full, the server could not put it on disk (a full disk, a failed write): it is not
+// durable yet. The next successful checkpoint or durable commit covers it.
+COLORS_DEFINE_ERROR(DurabilityError, kNotDurable)
 
 // The handler of a remote call failed: remote_type() is the error's type in the server's
 // language (e.g. "ValueError", "java.lang.IllegalStateException"), remote_message() its message.

@@ -21,7 +21,7 @@ Cache g{};
 
 namespace {
 
-constexpr int kCodes = static_cast<int>(colors::ErrorCode::kTransactionAborted) + 1;
+constexpr int kCodes = static_cast<int>(colors::ErrorCode::kNotDurable) + 1;
 std::array<jclass, kCodes> g_error_cls{};  // global refs, one per colors::ErrorCode
 // org.colors.rpc.RemoteException(String message, String remoteType, String remoteMessage)
 jmethodID g_remote_ctor = nullptr;
@@ -539,6 +539,7 @@ bool init_cache(JNIEnv* env) {
       {C::kUnavailable, "org/colors/rpc/UnavailableException"},
       {C::kTransactionConflict, "org/colors/TransactionConflictException"},
       {C::kTransactionAborted, "org/colors/TransactionAbortedException"},
+      {C::kNotDurable, "org/colors/DurabilityException"},
   };
   for (const auto& [code, name] : errors) {
     jclass c = global_class(env, name);

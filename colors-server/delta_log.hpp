@@ -1,0 +1,57 @@
+// The durability log (--durability full|async): after checkpoint <base>, DIR/log-<base>.wal holds
+// a sequence of records, each the pages of the segment that changed since the one before (or since
+// the checkpoint), taken at one instant with every client stopped (freezer.hpp). Replaying the
+// records in order onto the checkpoint rebuilds the segment as of the last record's instant, which,
+// like a checkpoint, is the segment of a moment when all clients died at once.
+//
+// Record (little-endian):
+//   header, 64 bytes: magic "CLRSWAL1", base checkpoint seq, record seq (1, 2, ... per log),
+//     page count, the transaction clock at the instant, creation time, page size, header CRC-32C
+//   page count x u64: the byte offsets of the pages in the segment, ascending
+//   page count x 4096 bytes: their contents
+//   trailer, 16 bytes: CRC-32C of the offsets and contents, 4 zero bytes, magic "CLRSWEND"
+// Invariants:
+//  * A record is appended with one writev sequence and then fdatasync'ed; a commit that waits for
+//    durability (kSync) is answered only after that returned.
+//  * Replay applies a record only after its every byte was read and both checksums matched, and
+//    stops at the first record that is short, damaged, out of sequence or of another base: a torn
+//    tail (the crash cut the last append) loses exactly the records no commit was told were durable.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "checkpoint_file.hpp"
+
+namespace colors::server {
+
+inline constexpr std::uint64_t kDeltaPage = 4096;
+
+struct DeltaRecord {
+  std::uint64_t base_seq = 0;
+  std::uint64_t seq = 0;
+  std::uint64_t tx_clock = 0;
+  std::uint64_t created_ns = 0;
+  std::vector<std::uint64_t> pages;  // byte offsets, ascending, page-aligned
+};
+
+// Appends `r` with the pages' contents read from `image` (segment-sized) and fdatasync()s; "" or
+// what failed (errno text). `written` gets the record's size.
+std::string append_delta(int fd, const DeltaRecord& r, const unsigned char* image, const WriteFault& fault,
+                         std::uint64_t& written);
+
+struct ReplayResult {
+  std::uint64_t records = 0;  // applied
+  std::uint64_t pages = 0;
+  std::uint64_t bytes = 0;    // of the log consumed
+  std::uint64_t last_clock = 0;
+  std::string stopped;        // why replay stopped before the file's end ("" = clean end)
+};
+
+// Applies the records of the log at `path` for checkpoint `base_seq` to `segment_fd`, in order,
+// until the end or the first record that fails a check (ReplayResult::stopped says which and why).
+// A missing log is an empty one. Returns "" or an I/O error of the segment.
+std::string replay_log(const std::string& path, std::uint64_t base_seq, int segment_fd, std::uint64_t segment_size,
+                       ReplayResult& result);
+
+}  // namespace colors::server
