@@ -480,7 +480,7 @@ std::int64_t counter(int i) {
 
 }  // namespace
 
-TEST_CASE("--durability full: every commit acknowledged before a kill -9 and a reboot is there after it",
+TEST_CASE("durability full: every commit acknowledged before a kill -9 and a reboot is there after it",
           "[server][durability]") {
   TempDir data;
   const std::vector<std::string> flags = {"--data-dir", data.path() + "/d", "--checkpoint-interval", "0", "--durability", "full"};
@@ -537,7 +537,7 @@ TEST_CASE("--durability full: every commit acknowledged before a kill -9 and a r
   CHECK(v.ok);
 }
 
-TEST_CASE("--durability async: a commit is on disk within the delay; a torn log tail is ignored with a message",
+TEST_CASE("durability async: a commit is on disk within the delay, and a torn log tail is ignored with a message",
           "[server][durability]") {
   TempDir data;
   const std::string dir = data.path() + "/d";
@@ -582,7 +582,7 @@ TEST_CASE("--durability async: a commit is on disk within the delay; a torn log 
   CHECK(counter(0) == 2);
 }
 
-TEST_CASE("--durability full on a full disk: the commit raises DurabilityError, stays visible, and commits are durable again once there is room",
+TEST_CASE("durability full on a full disk: the commit raises DurabilityError, stays visible, and commits are durable again once there is room",
           "[server][durability]") {
   TempDir data;
   const std::vector<std::string> flags = {"--data-dir", data.path() + "/d", "--checkpoint-interval", "0", "--durability", "full"};
