@@ -157,27 +157,35 @@ std::string read_checkpoint(const std::string& path, CheckpointInfo& info, const
       f.file_size != size)
     return "its footer is missing or wrong (torn)";
 
-  // The data, chunk by chunk: each chunk is checked before any of it reaches the sink.
-  std::unique_ptr<unsigned char[]> buf(new unsigned char[h.chunk_bytes]);
+  // The data, read a batch of chunks at a time (fewer, larger reads keep a cold disk streaming);
+  // each chunk is checked before any of it reaches the sink.
+  ::posix_fadvise(fd, static_cast<off_t>(g.data_off), static_cast<off_t>(h.data_bytes), POSIX_FADV_SEQUENTIAL);
+  constexpr std::uint64_t kBatch = 8;
+  std::unique_ptr<unsigned char[]> buf(new unsigned char[kBatch * h.chunk_bytes]);
   std::size_t ext = 0;
   std::uint64_t in_ext = 0;  // bytes of extent `ext` already passed on
-  for (std::uint64_t c = 0; c < g.chunks; ++c) {
-    const std::uint64_t off = c * h.chunk_bytes;
-    const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(h.chunk_bytes, h.data_bytes - off));
-    if (!read_exact(fd, buf.get(), n, g.data_off + off)) return "cannot read its data at byte " + std::to_string(off);
-    if (crc32c(0, buf.get(), n) != crcs[c])
-      return "the checksum of its data chunk " + std::to_string(c) + " (bytes " + std::to_string(off) + ".." +
-             std::to_string(off + n) + ") does not match";
-    if (!sink) continue;
-    for (std::size_t done = 0; done < n;) {
-      const Extent& e = info.extents[ext];
-      const std::size_t k = static_cast<std::size_t>(std::min<std::uint64_t>(n - done, e.length - in_ext));
-      if (std::string why = sink(e.offset + in_ext, buf.get() + done, k); !why.empty()) return why;
-      done += k;
-      in_ext += k;
-      if (in_ext == e.length) {
-        ++ext;
-        in_ext = 0;
+  for (std::uint64_t first = 0; first < g.chunks; first += kBatch) {
+    const std::uint64_t off = first * h.chunk_bytes;
+    const std::size_t span = static_cast<std::size_t>(std::min<std::uint64_t>(kBatch * h.chunk_bytes, h.data_bytes - off));
+    if (!read_exact(fd, buf.get(), span, g.data_off + off)) return "cannot read its data at byte " + std::to_string(off);
+    for (std::uint64_t c = first; c < std::min(first + kBatch, g.chunks); ++c) {
+      const std::uint64_t coff = c * h.chunk_bytes;
+      const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(h.chunk_bytes, h.data_bytes - coff));
+      const unsigned char* chunk = buf.get() + (coff - off);
+      if (crc32c(0, chunk, n) != crcs[c])
+        return "the checksum of its data chunk " + std::to_string(c) + " (bytes " + std::to_string(coff) + ".." +
+               std::to_string(coff + n) + ") does not match";
+      if (!sink) continue;
+      for (std::size_t done = 0; done < n;) {
+        const Extent& e = info.extents[ext];
+        const std::size_t k = static_cast<std::size_t>(std::min<std::uint64_t>(n - done, e.length - in_ext));
+        if (std::string why = sink(e.offset + in_ext, chunk + done, k); !why.empty()) return why;
+        done += k;
+        in_ext += k;
+        if (in_ext == e.length) {
+          ++ext;
+          in_ext = 0;
+        }
       }
     }
   }
