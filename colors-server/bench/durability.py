@@ -15,7 +15,10 @@ One run:
      checkpoint files are also evicted from the page cache), a server started on the same
      --data-dir restores the newest checkpoint and adopts it; a client checks the data;
   4. that server is killed with SIGKILL, its heap file stays, and a successor adopts it directly;
-     a client checks the data again.
+     a client checks the data again;
+  5. the log: a small server with --durability full and a client committing --log-records
+     transactions one after another (each its own log record), a reboot, and the restore's
+     "then R log record(s) ... in T ms": the replay time per 100k records.
 Every server is killed at the end and the temporary directories are removed. Baselines measured
 in the same run: dd (above), one memcpy of the checkpoint's bytes (the stop copies them), and the
 collector cycle that ends the fill (it walks the same data as the adoption's verifier).
@@ -51,6 +54,7 @@ INTS_PER_LIST = 1 << 17  # 1 MiB of 8-byte slots per shared list
 CHECKPOINT_RE = re.compile(
     r"checkpoint (\d+) written to (\S+): (\d+) B of data in (\d+) extent\(s\); (\d+) client process\(es\) "
     r"stopped for (\d+) us; captured in (\d+) us, written and synced in (\d+) ms \((\d+) MB/s\)")
+REPLAY_RE = re.compile(r"then (\d+) log record\(s\) \((\d+) pages, (\d+) B\) in (\d+) ms")
 RESTORE_RE = re.compile(r"restored checkpoint (\d+) \((\d+) B of data, heap id (\S+)\) into (\S+) in (\d+) ms")
 ADOPT_RE = re.compile(
     r"adopted the heap (\S+) \(heap id (\S+), (\d+) objects, (\d+) B\): .*verified \((\w+)\) in (\d+) ms "
@@ -221,6 +225,60 @@ def check_heap(env: dict[str, str], lists: int, mark: int, what: str) -> str:
     return out.strip()
 
 
+COMMITTER = """
+import sys, colors_shm as cs
+n = int(sys.argv[1])
+box = cs.copy_to([0])
+cs.repository("durability.box").set(box)
+def bump():
+    box[0] = box[0] + 1
+for _ in range(n):
+    cs.atomically(bump)
+print("COMMITTED", box[0], flush=True)
+cs.detach()
+"""
+
+
+def measure_replay(records: int, heap_parent: str, data_parent: str, verbose) -> dict:
+    """Step 5: the replay of `records` log records after a reboot (a small heap, --durability full)."""
+    base = tempfile.mkdtemp(prefix="colors-durability-log-", dir="/tmp")
+    heap_dir = tempfile.mkdtemp(prefix="colors-durability-heap-", dir=heap_parent)
+    data_dir = tempfile.mkdtemp(prefix="colors-durability-data-", dir=data_parent)
+    name = f"durability-log-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+    sock = os.path.join(base, "colors.sock")
+    flags = ["--name", name, "--socket", sock, "--heap-dir", heap_dir, "--data-dir", data_dir,
+             "--checkpoint-interval", "0", "--heap-size", "64M", "--durability", "full"]
+    env = dict(os.environ, COLORS_SOCKET=sock)
+    servers = []
+    try:
+        first = Server(flags, os.path.join(base, "first.log"))
+        servers.append(first)
+        t0 = time.monotonic()
+        c = python_child(COMMITTER, records, env=env)
+        out, _ = c.communicate(timeout=600)
+        commit_s = time.monotonic() - t0
+        if c.returncode != 0 or not out.startswith("COMMITTED"):
+            raise RuntimeError(f"the committing client failed (exit {c.returncode}): {out}")
+        first.kill()
+        os.unlink(os.path.join(heap_dir, f"{name}.heap"))
+        evict_from_page_cache(data_dir)
+        restored = Server(flags, os.path.join(base, "restored.log"))
+        servers.append(restored)
+        (m, line), = restored.find(REPLAY_RE)
+        verbose(line)
+        check = python_child("import colors_shm as cs; print(cs.repository('durability.box').get()[0])", env=env)
+        got, _ = check.communicate(timeout=60)
+        if int(got) != records:
+            raise RuntimeError(f"the restored counter is {got.strip()}, {records} commits were acknowledged")
+        return {"records": int(m.group(1)), "pages": int(m.group(2)), "bytes": int(m.group(3)), "ms": int(m.group(4)),
+                "commit_s": commit_s}
+    finally:
+        for s in servers:
+            s.kill()
+        for d in (base, heap_dir, data_dir):
+            shutil.rmtree(d, ignore_errors=True)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--heap-gib", type=float, default=1.0, help="objects space of the server (default 1)")
@@ -231,6 +289,8 @@ def main() -> int:
                     help="where the data directory is made: the disk measured (default /tmp)")
     ap.add_argument("--heap-parent", default="/dev/shm",
                     help="where the heap directory is made: tmpfs, as the server's default (default /dev/shm)")
+    ap.add_argument("--log-records", type=int, default=3000,
+                    help="transactions committed under --durability full for the replay measure (default 3000)")
     ap.add_argument("--verbose", action="store_true", help="print the log lines and dd output parsed")
     a = ap.parse_args()
     if a.fill_gib <= 0 or a.fill_gib > 0.85 * a.heap_gib:
@@ -344,6 +404,7 @@ def main() -> int:
         for d in (base, heap_dir, data_dir):
             shutil.rmtree(d, ignore_errors=True)
 
+    replay = measure_replay(a.log_records, a.heap_parent, a.data_parent, verbose)
     copy_ms = memcpy_ms(ckpts[-1]["bytes"])
     med = statistics.median
     dd_w, dd_r = med(dd_write), med(dd_read)
@@ -377,6 +438,9 @@ def main() -> int:
          f" {adopt['objects']} objects, {adopt['bytes'] / GIB:.3f} GiB; ready {adopt['ready_ms']:.0f} ms after exec"),
         ("  / one collector cycle over the same data", f"{adopt['ms'] / (cycle_ns / 1e6):.1f}",
          f"the cycle after the fill: {cycle_ns / 1e6:.0f} ms"),
+        ("log replay per 100k records", f"{replay['ms'] * 100000 / max(replay['records'], 1):.0f} ms",
+         f"{replay['records']} records ({replay['pages']} pages, {replay['bytes'] / 1e6:.1f} MB) replayed in {replay['ms']} ms, "
+         f"cold page cache; written by {a.log_records} commits under --durability full in {replay['commit_s']:.1f} s"),
     ]
     w0 = max(len(r[0]) for r in rows)
     w1 = max(len(r[1]) for r in rows)
