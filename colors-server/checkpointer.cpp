@@ -178,6 +178,7 @@ Checkpointer::Outcome Checkpointer::run_checkpoint() {
   base_bytes_ = info.data_bytes;
   log_seq_ = 0;
   log_bytes_ = 0;
+  log_allocated_ = 0;
   last_clock_ = clock;
   dir_.prune(2);
   const std::int64_t t2 = now_ns();
@@ -227,7 +228,8 @@ Checkpointer::Outcome Checkpointer::run_record() {
   std::string error;
   if (log_fd_ < 0) log_fd_ = dir_.open_log(base_seq_, error);
   if (log_fd_ >= 0) {
-    error = append_delta(log_fd_, r, image_, fault_, log_bytes_);
+    error = grow_log(log_fd_, log_bytes_ + delta_size(r), log_allocated_, fault_);
+    if (error.empty()) error = append_delta(log_fd_, r, image_, fault_, log_bytes_);
     o.error_number = error.empty() ? 0 : errno;
   } else {
     o.error_number = errno;

@@ -94,7 +94,8 @@ class Checkpointer {
   std::uint64_t base_bytes_ = 0;     // its data
   int log_fd_ = -1;
   std::uint64_t log_seq_ = 0;        // records in the log
-  std::uint64_t log_bytes_ = 0;
+  std::uint64_t log_bytes_ = 0;      // where the next record goes
+  std::uint64_t log_allocated_ = 0;  // bytes grow_log made
   std::uint64_t last_clock_ = 0;     // the transaction clock at the last capture
 
   std::mutex mu_;

@@ -83,13 +83,14 @@ std::string DataDir::log_path(std::uint64_t seq) const {
 
 int DataDir::open_log(std::uint64_t seq, std::string& error) const {
   const std::string path = log_path(seq);
-  int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd >= 0) {
-    sync_dir();
-    return fd;
+  // A log left under this checkpoint's number belongs to no checkpoint on disk: replaced.
+  ::unlink(path.c_str());
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    error = "cannot create " + path + ": " + std::strerror(errno);
+    return -1;
   }
-  if (errno == EEXIST) fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) error = "cannot open " + path + ": " + std::strerror(errno);
+  sync_dir();
   return fd;
 }
 

@@ -36,8 +36,7 @@ class DataDir {
   // Renames the finished temporary file of `seq` to its final name and syncs the directory.
   std::string commit(std::uint64_t seq) const;
   std::string log_path(std::uint64_t seq) const;
-  // Opens the log after checkpoint `seq` for appending (created 0600 if missing; the directory is
-  // synced after a creation); -1 with `error` set.
+  // Creates the (empty) log after checkpoint `seq`, 0600, and syncs the directory; -1 with `error`.
   int open_log(std::uint64_t seq, std::string& error) const;
   // Removes checkpoint files beyond the newest `keep`, with their logs.
   void prune(std::size_t keep) const;

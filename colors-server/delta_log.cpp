@@ -10,6 +10,7 @@
 #include <climits>
 #include <cstring>
 #include <memory>
+#include <vector>
 
 #include "crc32c.hpp"
 
@@ -57,8 +58,32 @@ bool read_exact(int fd, void* p, std::size_t n, std::uint64_t off) {
 
 }  // namespace
 
+std::uint64_t delta_size(const DeltaRecord& r) {
+  return sizeof(Header) + r.pages.size() * (8 + kDeltaPage) + sizeof(Trailer);
+}
+
+std::string grow_log(int fd, std::uint64_t need, std::uint64_t& allocated, const WriteFault& fault) {
+  if (need <= allocated) return {};
+  const std::uint64_t target = allocated + std::max(kLogGrowth, (need - allocated + kLogGrowth - 1) / kLogGrowth * kLogGrowth);
+  static const std::vector<unsigned char> zeros(std::size_t{1} << 20, 0);
+  for (std::uint64_t at = allocated; at < target;) {
+    if (fault.disk_full()) {
+      errno = ENOSPC;
+      return errno_text("growing the log");
+    }
+    const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(zeros.size(), target - at));
+    ssize_t put = ::pwrite(fd, zeros.data(), n, static_cast<off_t>(at));
+    if (put < 0 && errno == EINTR) continue;
+    if (put <= 0) return errno_text("growing the log");
+    at += static_cast<std::uint64_t>(put);
+  }
+  if (::fdatasync(fd) != 0) return errno_text("fdatasync");
+  allocated = target;
+  return {};
+}
+
 std::string append_delta(int fd, const DeltaRecord& r, const unsigned char* image, const WriteFault& fault,
-                         std::uint64_t& written) {
+                         std::uint64_t& offset) {
   Header h{};
   std::memcpy(h.magic, kMagic, sizeof kMagic);
   h.base_seq = r.base_seq;
@@ -92,17 +117,19 @@ std::string append_delta(int fd, const DeltaRecord& r, const unsigned char* imag
   for (const iovec& v : iov) total += v.iov_len;
   if (fault.disk_full()) {
     errno = ENOSPC;
-    return errno_text("writev");
+    return errno_text("pwritev");
   }
-  // writev in batches of IOV_MAX, resuming after short writes.
+  // pwritev in batches of IOV_MAX, resuming after short writes.
   std::size_t at = 0;
+  std::uint64_t pos = offset;
   while (at < iov.size()) {
     const int batch = static_cast<int>(std::min<std::size_t>(iov.size() - at, IOV_MAX));
-    ssize_t put = ::writev(fd, iov.data() + at, batch);
+    ssize_t put = ::pwritev(fd, iov.data() + at, batch, static_cast<off_t>(pos));
     if (put < 0) {
       if (errno == EINTR) continue;
-      return errno_text("writev");
+      return errno_text("pwritev");
     }
+    pos += static_cast<std::uint64_t>(put);
     auto left = static_cast<std::size_t>(put);
     while (left > 0 && at < iov.size()) {
       if (left >= iov[at].iov_len) {
@@ -116,7 +143,7 @@ std::string append_delta(int fd, const DeltaRecord& r, const unsigned char* imag
     }
   }
   if (::fdatasync(fd) != 0) return errno_text("fdatasync");
-  written += total;
+  offset += total;
   return {};
 }
 
@@ -145,6 +172,8 @@ std::string replay_log(const std::string& path, std::uint64_t base_seq, int segm
       res.stopped = at + " is cut short (torn tail, " + std::to_string(size - off) + " bytes ignored)";
       return {};
     }
+    static const Header kZero{};
+    if (std::memcmp(&h, &kZero, sizeof h) == 0) return {};  // the zeros grow_log wrote: the end
     const std::uint32_t hc = h.header_crc;
     h.header_crc = 0;
     if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0 || crc32c(0, &h, sizeof h) != hc) {

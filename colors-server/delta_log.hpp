@@ -10,9 +10,13 @@
 //   page count x u64: the byte offsets of the pages in the segment, ascending
 //   page count x 4096 bytes: their contents
 //   trailer, 16 bytes: CRC-32C of the offsets and contents, 4 zero bytes, magic "CLRSWEND"
+// The file is grown ahead of the records, by zeros written and synced in steps of at least
+// kLogGrowth (grow_log): overwriting blocks a file already has makes each record's fdatasync a
+// data flush only, with no file-size or extent change to journal (half the time on ext4, as
+// SQLite's reused WAL file). So the log ends at the first all-zero header, not at the file's end.
 // Invariants:
-//  * A record is appended with one writev sequence and then fdatasync'ed; a commit that waits for
-//    durability (kSync) is answered only after that returned.
+//  * A record is written with one pwritev sequence into space grow_log made, and then
+//    fdatasync'ed; a commit that waits for durability (kSync) is answered only after that returned.
 //  * Replay applies a record only after its every byte was read and both checksums matched, and
 //    stops at the first record that is short, damaged, out of sequence or of another base: a torn
 //    tail (the crash cut the last append) loses exactly the records no commit was told were durable.
@@ -35,17 +39,27 @@ struct DeltaRecord {
   std::vector<std::uint64_t> pages;  // byte offsets, ascending, page-aligned
 };
 
-// Appends `r` with the pages' contents read from `image` (segment-sized) and fdatasync()s; "" or
-// what failed (errno text). `written` gets the record's size.
+inline constexpr std::uint64_t kLogGrowth = std::uint64_t{8} << 20;
+
+// The bytes record `r` takes in the log.
+std::uint64_t delta_size(const DeltaRecord& r);
+
+// Makes the log at least `need` bytes long with zeros written and synced, growing it from
+// `allocated` (updated) by at least kLogGrowth; "" or what failed.
+std::string grow_log(int fd, std::uint64_t need, std::uint64_t& allocated, const WriteFault& fault);
+
+// Writes `r` at `offset` (its end updated), with the pages' contents read from `image`
+// (segment-sized), and fdatasync()s; "" or what failed (errno text).
+// REQUIRES: grow_log made offset + delta_size(r) bytes.
 std::string append_delta(int fd, const DeltaRecord& r, const unsigned char* image, const WriteFault& fault,
-                         std::uint64_t& written);
+                         std::uint64_t& offset);
 
 struct ReplayResult {
   std::uint64_t records = 0;  // applied
   std::uint64_t pages = 0;
   std::uint64_t bytes = 0;    // of the log consumed
   std::uint64_t last_clock = 0;
-  std::string stopped;        // why replay stopped before the file's end ("" = clean end)
+  std::string stopped;        // why replay stopped before the log's end ("" = clean end: the file's, or zeros)
 };
 
 // Applies the records of the log at `path` for checkpoint `base_seq` to `segment_fd`, in order,
