@@ -281,17 +281,18 @@ def main() -> None:
 
         print()
         print("transfers per second (all processes together; medians over rounds), ratio = median of per-round "
-              "colors/sqlite3")
-        print(f"  {'colors / sqlite3 synchronous':<30}{'procs':>6}{'colors':>11}{'sqlite3':>11}{'ratio':>8}"
+              "colors/sqlite3 (range: lowest-highest per-round ratio)")
+        print(f"  {'colors / sqlite3 synchronous':<30}{'procs':>6}{'colors':>11}{'sqlite3':>11}{'ratio':>8}{'range':>12}"
               f"{'colors p50':>12}{'p99':>9}{'sqlite p50':>12}{'p99':>9}")
         errors = 0
         for level, sync in LEVELS:
             for procs in (1, 2):
                 c, s = results[(level, "colors", procs)], results[(level, "sqlite", procs)]
                 errors += sum(x.errors for x in c)
-                ratio = med([a.rate / b.rate for a, b in zip(c, s)])
+                ratios = [a.rate / b.rate for a, b in zip(c, s)]
                 line = (f"  {level + ' / ' + sync:<30}{procs:>6}{med([x.rate for x in c]):>11,.0f}"
-                        f"{med([x.rate for x in s]):>11,.0f}{ratio:>8.2f}")
+                        f"{med([x.rate for x in s]):>11,.0f}{med(ratios):>8.2f}"
+                        f"{f'{min(ratios):.2f}-{max(ratios):.2f}':>12}")
                 if procs == 1:
                     us = lambda runs, attr: med([getattr(x, attr) for x in runs]) / 1000  # noqa: E731
                     line += (f"{us(c, 'p50_ns'):>10.1f}us{us(c, 'p99_ns'):>7.0f}us"
