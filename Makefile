@@ -68,6 +68,7 @@ bench: build
 	. ./$(BUILD_DIR)/env.sh && ./$(BENCH)
 	. ./$(BUILD_DIR)/env.sh && python3 bindings-python/benchmarks/bench.py
 	. ./$(BUILD_DIR)/env.sh && python3 bindings-python/benchmarks/bench_transactions.py
+	. ./$(BUILD_DIR)/env.sh && python3 bindings-python/benchmarks/bench_durability.py
 	. ./$(BUILD_DIR)/env.sh && python3 colors-server/bench/durability.py
 	BUILD_DIR=$(BUILD_DIR) bash bindings-java/run-bench.sh
 	BUILD_DIR=$(BUILD_DIR) bash rpc-bench/run --quick
