@@ -5,6 +5,7 @@
 #include <shared_mutex>
 #include <vector>
 
+#include "session.hpp"
 #include "barrier.hpp"
 #include "futex.hpp"
 #include "heap.hpp"
@@ -301,14 +302,19 @@ namespace {
 
 // ---- natives of org.colors.Native: attachment, handles, collector ----
 
-void JNICALL n_attach(JNIEnv* env, jclass, jstring socket) {
-  guarded_void(env, [&] {
+// True when this made a new attachment; false when already attached to a live server, or when
+// the heap of a server that died was taken back by its successor (same attachment, same roots).
+jboolean JNICALL n_attach(JNIEnv* env, jclass, jstring socket) {
+  return guarded<jboolean>(env, JNI_FALSE, [&] {
     std::string path = socket == nullptr ? std::string() : java_to_utf8(env, socket);
     std::unique_lock<std::shared_mutex> lk(g_attach_rw);
-    if (colors::is_attached()) return;
-    forget_spare_roots();
+    if (colors::is_attached()) return JNI_FALSE;
+    const std::uint64_t before = colors::detail::attachment_epoch();
     colors::attach(path);
+    if (colors::detail::attachment_epoch() == before) return JNI_FALSE;
+    forget_spare_roots();
     g_generation.fetch_add(1, std::memory_order_acq_rel);
+    return JNI_TRUE;
   });
 }
 
@@ -556,7 +562,7 @@ bool init_cache(JNIEnv* env) {
 
 void add_module_natives(std::vector<JNINativeMethod>& out) {
   out.insert(out.end(), {
-      {const_cast<char*>("attach"), const_cast<char*>("(Ljava/lang/String;)V"), reinterpret_cast<void*>(&n_attach)},
+      {const_cast<char*>("attach"), const_cast<char*>("(Ljava/lang/String;)Z"), reinterpret_cast<void*>(&n_attach)},
       {const_cast<char*>("detach"), const_cast<char*>("()V"), reinterpret_cast<void*>(&n_detach)},
       {const_cast<char*>("isAttached"), const_cast<char*>("()Z"), reinterpret_cast<void*>(&n_is_attached)},
       {const_cast<char*>("serverAlive"), const_cast<char*>("()Z"), reinterpret_cast<void*>(&n_server_alive)},

@@ -53,7 +53,8 @@ final class Native {
   }
 
   // ---- attachment, handles, collector (jni_module.cpp) ----
-  static native void attach(String socket);
+  /** True when a new attachment began (not when a successor took this one back). */
+  static native boolean attach(String socket);
   static native void detach();
   /** Whether a segment is mapped (attached, even if its server died since). */
   static native boolean isAttached();

@@ -58,8 +58,11 @@ public final class SharedMemory {
   }
 
   /**
-   * Attaches to the colors server listening on {@code socket}. Does nothing when attached (detach
-   * first to switch servers).
+   * Attaches to the colors server listening on {@code socket}. Does nothing when attached to a live
+   * server (detach first to switch servers). When the server of this attachment is gone, asks the
+   * server now on {@code socket} for it back (a successor that adopted the heap keeps every object
+   * and root), and when that server serves another heap (restored from a checkpoint, or fresh),
+   * ends this attachment and begins a new one.
    *
    * @param socket the server's Unix socket
    * @throws ServerGoneException if no server answers on the socket
@@ -69,12 +72,16 @@ public final class SharedMemory {
   }
 
   private static synchronized void attach0(String socket) {
-    if (attached && Native.isAttached()) return;
+    // Attached to a live server: nothing to do. Attached to a server that is gone (the heap still
+    // mapped): the native attach asks its successor for this attachment back, and when the
+    // successor serves another heap (a restore from a checkpoint, --fresh-heap) it ends this one
+    // and begins a new attachment, like any attach.
+    if (attached && Native.serverAlive()) return;
     synchronized (Roots.LOCK) {  // no Java-held root is released meanwhile
       Direct.invalidate();
       Mapped.clearAddresses();
-      Roots.forgetLocked();
-      Native.attach(socket);
+      // Java's pooled roots belong to the attachment: dropped only when a new one began.
+      if (Native.attach(socket)) Roots.forgetLocked();
       Direct.invalidate();
     }
     attached = true;

@@ -185,4 +185,32 @@ class CheckpointTest {
     assertNull(SharedMemory.findOrCreateRepository(late).get());
     assertEquals(seq + 1, SharedMemory.checkpoint());  // the numbers go on after the restored one
   }
+  /**
+   * After the heap was replaced (a restore), attach() alone, as the refusal's message says
+   * ("attach again"), ends the lost attachment and attaches to the restored heap. It used to do
+   * nothing while the lost heap was still mapped, leaving the JVM reading it with no error.
+   */
+  @Test
+  @SuppressWarnings("unchecked")
+  void attachAloneMovesToTheRestoredHeap() throws Exception {
+    ColorsServer.Server first = serverWithDataDir();
+    attachTo(first);
+    String kept = unique("ckpt-reattach");
+    ObjectRepository r = SharedMemory.findOrCreateRepository(kept);
+    r.set(SharedMemory.copyToSharedMemory(List.of("checkpointed")));
+    SharedMemory.checkpoint();
+    r.set(SharedMemory.copyToSharedMemory(List.of("lost")));
+    first.proc.destroyForcibly();
+    assertTrue(first.proc.waitFor(10, TimeUnit.SECONDS));
+    Files.delete(first.heapFile());
+    ColorsServer.Server successor = new ColorsServer.Server(first);
+    started.add(successor);
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    while (SharedMemory.isAttached() && System.nanoTime() < deadline) Thread.sleep(10);
+    assertFalse(SharedMemory.isAttached());
+
+    SharedMemory.attach(successor.socket);  // no detach() first
+    assertTrue(SharedMemory.isAttached());
+    assertEquals(List.of("checkpointed"), SharedMemory.findOrCreateRepository(kept).get());
+  }
 }
