@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "crc32c.hpp"
+#include "file_io.hpp"
 
 namespace colors::server {
 
@@ -64,8 +65,6 @@ Geometry geometry(std::uint64_t extent_count, std::uint64_t data_bytes, std::uin
   return g;
 }
 
-std::string errno_text(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
-
 // Writes all of [p, p+n) at the file's current position; "" or the error.
 std::string write_all(int fd, const void* p, std::size_t n, std::uint64_t& written, const WriteFault& fault) {
   const auto* b = static_cast<const unsigned char*>(p);
@@ -85,19 +84,6 @@ std::string write_all(int fd, const void* p, std::size_t n, std::uint64_t& writt
     written += static_cast<std::uint64_t>(put);
   }
   return {};
-}
-
-bool read_exact(int fd, void* p, std::size_t n, std::uint64_t off) {
-  auto* b = static_cast<unsigned char*>(p);
-  while (n > 0) {
-    ssize_t got = ::pread(fd, b, n, static_cast<off_t>(off));
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) return false;
-    b += got;
-    n -= static_cast<std::size_t>(got);
-    off += static_cast<std::uint64_t>(got);
-  }
-  return true;
 }
 
 // Reads and checks the file at `path` from end to end; `sink` (if set) gets each extent's bytes

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "crc32c.hpp"
+#include "file_io.hpp"
 
 namespace colors::server {
 
@@ -40,21 +41,6 @@ struct Trailer {
   char magic[8];
 };
 static_assert(sizeof(Trailer) == 16);
-
-std::string errno_text(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
-
-bool read_exact(int fd, void* p, std::size_t n, std::uint64_t off) {
-  auto* b = static_cast<unsigned char*>(p);
-  while (n > 0) {
-    ssize_t got = ::pread(fd, b, n, static_cast<off_t>(off));
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) return false;
-    b += got;
-    n -= static_cast<std::size_t>(got);
-    off += static_cast<std::uint64_t>(got);
-  }
-  return true;
-}
 
 }  // namespace
 

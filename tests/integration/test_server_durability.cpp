@@ -70,6 +70,12 @@ off_t file_size(const std::string& path) {
   return st.st_size;
 }
 
+// Stores `value` in repository dur.marker, takes a checkpoint and returns its number.
+std::uint64_t mark_and_checkpoint(const std::string& value) {
+  colors::repository("dur.marker").set(colors::Value(value));
+  return colors::checkpoint();
+}
+
 constexpr int kAccounts = 64;
 constexpr std::int64_t kStart = 1000;
 
@@ -192,10 +198,8 @@ TEST_CASE("a damaged newest checkpoint is skipped with what is wrong and the pre
   Running r({"--data-dir", dir, "--checkpoint-interval", "0"});
   {
     Attached a(r.cfg);
-    colors::repository("dur.marker").set(colors::Value("one"));
-    REQUIRE(colors::checkpoint() == 1);
-    colors::repository("dur.marker").set(colors::Value("two"));
-    REQUIRE(colors::checkpoint() == 2);
+    REQUIRE(mark_and_checkpoint("one") == 1);
+    REQUIRE(mark_and_checkpoint("two") == 2);
   }
   kill9(*r.server);
   std::vector<std::string> files = checkpoint_files(dir);
@@ -238,8 +242,7 @@ TEST_CASE("a full disk fails the checkpoint with the reason, keeps the previous 
   Running ok_first({"--data-dir", dir, "--checkpoint-interval", "0"});
   {
     Attached a(ok_first.cfg);
-    colors::repository("dur.marker").set(colors::Value("kept"));
-    REQUIRE(colors::checkpoint() == 1);
+    REQUIRE(mark_and_checkpoint("kept") == 1);
   }
   kill9(*ok_first.server);
   const std::string switch_file = data.path() + "/disk-full";

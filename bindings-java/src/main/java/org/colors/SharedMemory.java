@@ -77,13 +77,20 @@ public final class SharedMemory {
     // successor serves another heap (a restore from a checkpoint, --fresh-heap) it ends this one
     // and begins a new attachment, like any attach.
     if (attached && Native.serverAlive()) return;
+    final boolean wasAttached = attached && Native.isAttached();
+    boolean fresh;
     synchronized (Roots.LOCK) {  // no Java-held root is released meanwhile
       Direct.invalidate();
       Mapped.clearAddresses();
       // Java's pooled roots belong to the attachment: dropped only when a new one began.
-      if (Native.attach(socket)) Roots.forgetLocked();
+      fresh = Native.attach(socket);
+      if (fresh) Roots.forgetLocked();
       Direct.invalidate();
     }
+    // The lost attachment's proxies, as detach() drops them: the new heap has objects at the same
+    // addresses, which must not be taken for theirs. (As for detach(), other threads must not use
+    // shared objects meanwhile.)
+    if (fresh && wasAttached) Proxies.clear();
     attached = true;
     Proxies.startPressureWatcher();
   }
