@@ -329,6 +329,9 @@ bool Server::start() {
   meta_->gc_threshold_percent.store(opt_.gc_threshold, std::memory_order_relaxed);
   meta_->client_live_limit.store(opt_.client_live_limit, std::memory_order_relaxed);
   meta_->server_pid.store(static_cast<std::int32_t>(::getpid()), std::memory_order_relaxed);
+  // This server's level, also over what an adopted heap's previous server had set (--durability
+  // needs --data-dir, so none without one).
+  meta_->durability.store(static_cast<std::uint32_t>(opt_.durability), std::memory_order_relaxed);
 
   gc::Options gopt;
   gopt.threads = opt_.gc_threads;
@@ -387,7 +390,6 @@ bool Server::start() {
       log_error(e.what());
       return false;
     }
-    meta_->durability.store(static_cast<std::uint32_t>(opt_.durability), std::memory_order_relaxed);
     checkpointer_->start();
   }
 

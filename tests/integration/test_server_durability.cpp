@@ -21,6 +21,7 @@
 #include "colors/colors.hpp"
 #include "colors/errors.hpp"
 #include "crc32c.hpp"
+#include "options.hpp"
 #include "server_process.hpp"
 #include "server_test_util.hpp"
 
@@ -642,4 +643,46 @@ TEST_CASE("durability full on a full disk: the commit raises DurabilityError, st
   INFO(next.log());
   Attached a(r.cfg);
   CHECK(counter(0) == 4);
+}
+
+TEST_CASE("a successor without a data dir adopting a durability full heap: commits no longer wait for a log",
+          "[server][durability]") {
+  TempDir data;
+  Running r({"--data-dir", data.path() + "/d", "--checkpoint-interval", "0", "--durability", "full"});
+  {
+    Attached a(r.cfg);
+    make_counters(1);
+    colors::atomically([] {
+      colors::Object(colors::List(colors::repository("dur.counters").get()).get(0)).set("balance", colors::Value(1));
+    });
+  }
+  kill9(*r.server);
+  ServerProcess plain(r.cfg, r.cfg.args(), r.dir.path() + "/plain.log");  // adopts the heap file
+  REQUIRE(plain.wait_ready());
+  INFO(plain.log());
+  Attached a(r.cfg);
+  colors::atomically([] {
+    colors::Object(colors::List(colors::repository("dur.counters").get()).get(0)).set("balance", colors::Value(2));
+  });
+  CHECK(counter(0) == 2);
+}
+
+TEST_CASE("the durability flags: parsed, checked, and --durability needs --data-dir", "[server][durability]") {
+  auto parse = [](std::vector<std::string> args) {
+    args.insert(args.begin(), "colors-server");
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    return colors::server::parse_options(static_cast<int>(argv.size()), argv.data());
+  };
+  auto ok = parse({"--data-dir", "/var/lib/colors", "--durability", "async", "--async-delay", "5", "--checkpoint-interval", "60"});
+  REQUIRE(ok.options);
+  CHECK(ok.options->data_dir == "/var/lib/colors");
+  CHECK(ok.options->durability == colors::detail::DurabilityLevel::kAsync);
+  CHECK(ok.options->async_delay_ms == 5);
+  CHECK(ok.options->checkpoint_interval_s == 60);
+  CHECK(parse({"--data-dir", "/d"}).options->durability == colors::detail::DurabilityLevel::kNone);
+  CHECK(parse({"--durability", "full"}).error.find("needs --data-dir") != std::string::npos);
+  CHECK(parse({"--data-dir", "/d", "--durability", "fsync"}).error.find("expected full, async or none") != std::string::npos);
+  CHECK(parse({"--data-dir", "relative"}).error.find("absolute") != std::string::npos);
+  CHECK(parse({"--data-dir", "/d", "--async-delay", "0"}).error.find("--async-delay") != std::string::npos);
 }
