@@ -6,11 +6,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <thread>
 
 #include "barrier.hpp"
 #include "channel.hpp"
@@ -261,9 +263,24 @@ namespace detail {
 void await_durable_commit() {
   std::lock_guard<std::mutex> g(g_attach_mu);
   if (!g_segment) throw NotAttachedError("not attached to a colors server");
-  check_server_link();
-  std::lock_guard<std::mutex> link(g_link_mu);
-  (void)request_durability(g_link_fd, true);
+  for (int attempt = 0;; ++attempt) {
+    check_server_link();  // after a server's death: its successor, or ServerGoneError
+    try {
+      std::lock_guard<std::mutex> link(g_link_mu);
+      (void)request_durability(g_link_fd, true);
+      return;
+    } catch (const DurabilityError&) {
+      throw;
+    } catch (const ServerGoneError&) {
+      // The server died while this commit waited. A successor that adopts the heap takes this
+      // client back, and its first capture is a full checkpoint, which covers the commit: ask it.
+      // (One that restored the heap from disk instead refuses the reattach: the commit was never
+      // acknowledged, and check_server_link throws.) The watcher notices the death within
+      // microseconds; wait for its flag so that check_server_link reattaches.
+      if (attempt >= 3) throw;
+      for (int i = 0; i < 1000 && !server_lost(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
 }
 }  // namespace detail
 

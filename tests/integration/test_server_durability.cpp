@@ -335,6 +335,8 @@ TEST_CASE("a server killed while its clients are stopped for a checkpoint: they 
     }
   }
   ::close(beat[1]);
+  char first = 0;
+  REQUIRE(::read(beat[0], &first, 1) == 1);  // the worker is attached: the checkpoint will stop it
   pid_t asker = ::fork();
   REQUIRE(asker >= 0);
   if (asker == 0) {
@@ -685,4 +687,56 @@ TEST_CASE("the durability flags: parsed, checked, and --durability needs --data-
   CHECK(parse({"--data-dir", "/d", "--durability", "fsync"}).error.find("expected full, async or none") != std::string::npos);
   CHECK(parse({"--data-dir", "relative"}).error.find("absolute") != std::string::npos);
   CHECK(parse({"--data-dir", "/d", "--async-delay", "0"}).error.find("--async-delay") != std::string::npos);
+}
+
+TEST_CASE("durability full: a commit waiting for the log when the server dies is made durable by the successor",
+          "[server][durability]") {
+  TempDir data;
+  const std::vector<std::string> flags = {"--data-dir", data.path() + "/d", "--checkpoint-interval", "0", "--durability", "full"};
+  ::setenv("COLORS_CHECKPOINT_FAULT_HOLD_MS", "60000", 1);  // the first capture holds its clients stopped
+  Running r(flags);
+  ::unsetenv("COLORS_CHECKPOINT_FAULT_HOLD_MS");
+  pid_t kid = ::fork();
+  REQUIRE(kid >= 0);
+  if (kid == 0) {
+    int code = 10;
+    try {
+      colors::attach(r.cfg.socket);
+      make_counters(1);
+      colors::atomically([] {  // waits for the capture the server will not finish
+        colors::Object(colors::List(colors::repository("dur.counters").get()).get(0)).set("balance", colors::Value(7));
+      });
+      code = counter(0) == 7 ? 0 : 11;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "child: %s\n", e.what());
+      code = 12;
+    }
+    ::_exit(code);
+  }
+  auto stopped = [](pid_t p) {
+    std::string stat = read_file("/proc/" + std::to_string(p) + "/stat");
+    auto paren = stat.rfind(')');
+    return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'T';
+  };
+  REQUIRE(eventually([&] { return stopped(kid); }, 20000));  // inside the held capture
+  kill9(*r.server);
+  ServerProcess next(r.cfg, r.cfg.args(flags), r.dir.path() + "/next.log");  // adopts the heap file
+  REQUIRE(next.wait_ready());
+  int status = -1;
+  const bool ended = eventually([&] { return ::waitpid(kid, &status, WNOHANG) == kid; }, 20000);
+  if (!ended) {
+    ::kill(kid, SIGKILL);
+    ::waitpid(kid, nullptr, 0);
+  }
+  INFO(next.log());
+  REQUIRE(ended);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);  // the commit returned: the successor's log covers it
+  // And it is durable: a reboot keeps it.
+  kill9(next);
+  REQUIRE(::unlink(r.cfg.shm_path().c_str()) == 0);
+  ServerProcess last(r.cfg, r.cfg.args(flags), r.dir.path() + "/last.log");
+  REQUIRE(last.wait_ready());
+  Attached a(r.cfg);
+  CHECK(counter(0) == 7);
 }
