@@ -86,7 +86,11 @@ def main() -> int:
             j = rng.randrange(n - 1)
             if j >= i:
                 j += 1
-            counted = cs.atomically(transfer, accounts[i], accounts[j], rng.randrange(100), counter)
+            # 1000 retries, as the C++ worker: a killed worker's objects stay held until the server
+            # rolls its transaction back, which a successor that never heard from it does only at
+            # its once-a-second check of kept slots (tests/bank/run --server-kills); 100 retries
+            # (about 0.4 s of backoff) can run out before.
+            counted = cs.atomically(transfer, accounts[i], accounts[j], rng.randrange(100), counter, retries=1000)
             count += 1
             if counter is not None:  # after every commit: a kill leaves at most one unreported
                 print(f"committed {counted}", flush=True)
