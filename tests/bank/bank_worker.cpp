@@ -1,16 +1,24 @@
 // bank-worker: the C++ side of the bank test (tests/bank/README.md; the contract every language's
 // worker follows is in the README too).
 //
-//   bank-worker --socket S --setup N [--balance B]    N accounts of B (default 1000) in bank.accounts
-//   bank-worker --socket S --seed K [--seconds T]     transfers until killed (or for T seconds)
+//   bank-worker --socket S --setup N [--balance B] [--counters C]
+//                                                     N accounts of B (default 1000) in bank.accounts,
+//                                                     C counters (0 each) in bank.counters
+//   bank-worker --socket S --seed K [--seconds T] [--counter I]
+//                                                     transfers until killed (or for T seconds); with
+//                                                     --counter, each also adds 1 to bank.counters[I]
 //   bank-worker --socket S --audit [--seconds T] [--collect-ms M]
 //                                                     audits the total in transactions until SIGTERM
 //   bank-worker --socket S --check                    total once, two collections, heap verifier
 //
 // Every mode prints `key value` lines on stdout (flushed), which tests/bank/run parses:
 //   transfers <count>                     worker, every ~0.5 s and at exit
+//   start <value>                         worker with --counter: its counter when it began
+//   committed <value>                     worker with --counter: after every commit, the value
+//                                         that commit gave the counter
 //   audits <count> violations <count>     auditor, every ~0.5 s and at exit
 //   total <sum> expected <sum>            setup, check
+//   counter_<i> <value>                   check, when bank.counters exists (one line each)
 //   heap_used <bytes>                     check (after two collections: capacity - free)
 //   bytes_marked <bytes> objects_marked <count>   check (live, found by the second collection)
 //   gc_heap_used_after <bytes> gc_cycles <count>   check
@@ -27,6 +35,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "colors/colors.hpp"
 
@@ -36,12 +45,18 @@ namespace {
 
 constexpr const char* kAccounts = "bank.accounts";
 constexpr const char* kTotal = "bank.total";  // the initial total, written by --setup
+// One bank.Account per worker slot (--setup --counters), each counting its slot's transfers: a
+// transfer adds 1 to it in the same transaction, so a commit the heap lost shows as a counter
+// below what its worker reported (tests/bank/run --server-kills, --durability full).
+constexpr const char* kCounters = "bank.counters";
 
 struct Options {
   std::string socket;
   std::string mode;
   long long n = 0;           // --setup
   long long balance = 1000;  // --setup
+  long long counters = 0;    // --setup
+  long long counter = -1;    // transfer: the index in bank.counters, or -1: none
   unsigned long seed = 1;
   double seconds = 0;        // 0: until killed
   long collect_ms = 0;       // --audit: ask for a collection this often (0: never)
@@ -50,7 +65,8 @@ struct Options {
 [[noreturn]] void usage(const std::string& why) {
   std::fprintf(stderr,
                "bank-worker: %s\n"
-               "usage: bank-worker --socket PATH (--setup N [--balance B] | --seed K [--seconds T] |\n"
+               "usage: bank-worker --socket PATH (--setup N [--balance B] [--counters C] |\n"
+               "                   --seed K [--seconds T] [--counter I] |\n"
                "                   --audit [--seconds T] [--collect-ms M] | --check)\n",
                why.c_str());
   std::exit(2);
@@ -79,6 +95,10 @@ Options parse(int argc, char** argv) {
       o.n = number(i);
     } else if (a == "--balance") {
       o.balance = number(i);
+    } else if (a == "--counters") {
+      o.counters = number(i);
+    } else if (a == "--counter") {
+      o.counter = number(i);
     } else if (a == "--seed") {
       if (o.mode.empty()) o.mode = "transfer";
       o.seed = static_cast<unsigned long>(number(i));
@@ -143,6 +163,15 @@ int setup(const Options& o) {
     a.set(balance, Value(o.balance));
     l.append(a);
   }
+  if (o.counters > 0) {
+    List c = new_list(static_cast<std::size_t>(o.counters));
+    for (long long i = 0; i < o.counters; ++i) {
+      Object a = new_object(cls);
+      a.set(balance, Value(0LL));
+      c.append(a);
+    }
+    repository(kCounters).set(c);
+  }
   repository(kAccounts).set(l);
   repository(kTotal).set(Value(o.n * o.balance));
   std::printf("total %lld expected %lld\n", audit_total(l, balance), o.n * o.balance);
@@ -154,6 +183,19 @@ int transfer(const Options& o) {
   List accts = accounts();
   const auto n = static_cast<std::uint64_t>(accts.size());
   std::mt19937_64 rng(o.seed);
+  // The slot's counter (--counter), or none: then a transfer touches the two accounts only.
+  Value counter_value;
+  if (o.counter >= 0) {
+    Value v = repository(kCounters).get();
+    if (v.is_null()) throw KeyError("repository bank.counters is empty: run bank-worker --setup N --counters C first");
+    List cs(v);
+    if (static_cast<std::size_t>(o.counter) >= cs.size()) usage("--counter " + std::to_string(o.counter) + ": bank.counters has " + std::to_string(cs.size()));
+    counter_value = cs.get(static_cast<std::size_t>(o.counter));
+    const long long start = atomically([&] { return Object(counter_value).get(balance).as_int(); }, 1000);
+    std::printf("start %lld\n", start);
+    std::fflush(stdout);
+  }
+  const bool counting = !counter_value.is_null();
   long long count = 0;
   const auto t0 = Clock::now();
   auto last = t0;
@@ -162,14 +204,24 @@ int transfer(const Options& o) {
     std::uint64_t j = rng() % (n - 1);
     if (j >= i) ++j;  // j != i
     const long long amount = static_cast<long long>(rng() % 100);
+    long long counted = 0;
     atomically(
         [&] {
           Object a(accts.get(i)), b(accts.get(j));
           a.set(balance, Value(a.get(balance).as_int() - amount));
           b.set(balance, Value(b.get(balance).as_int() + amount));
+          if (counting) {
+            Object c(counter_value);
+            counted = c.get(balance).as_int() + 1;
+            c.set(balance, Value(counted));
+          }
         },
         1000);
     ++count;
+    if (counting) {  // after every commit: a kill leaves at most one commit unreported
+      std::printf("committed %lld\n", counted);
+      std::fflush(stdout);
+    }
     if (Clock::now() - last >= std::chrono::milliseconds(500)) {
       last = Clock::now();
       std::printf("transfers %lld\n", count);
@@ -216,6 +268,18 @@ int check(const Options&) {
   const long long expected = repository(kTotal).get().as_int();
   const long long total = audit_total(accts, balance);
   std::printf("total %lld expected %lld\n", total, expected);
+  Value counters = repository(kCounters).get();
+  if (!counters.is_null()) {
+    List cs(counters);
+    const std::vector<long long> values = atomically(
+        [&] {
+          std::vector<long long> v;
+          for (std::size_t i = 0; i < cs.size(); ++i) v.push_back(Object(cs.get(i)).get(balance).as_int());
+          return v;
+        },
+        1000);
+    for (std::size_t i = 0; i < values.size(); ++i) std::printf("counter_%zu %lld\n", i, values[i]);
+  }
   // Twice: garbage dropped before the first call is freed by the second at the latest.
   collect(60000);
   GcStats st = collect(60000);

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The Python worker of the cross-language bank test (transactions).
 
-    python3 tests/bank/bank_worker.py --socket PATH --seed N [--seconds S]
+    python3 tests/bank/bank_worker.py --socket PATH --seed N [--seconds S] [--counter I]
 
 Repository ``bank.accounts`` holds a shared list of user objects of class ``bank.Account`` with an
 integer field ``balance`` (made by the driver). The worker loops: in ``colors_shm.atomically``, it
@@ -9,6 +9,9 @@ picks two different accounts at random and moves an amount in [0, 100) from one 
 the sum of the balances never changes for a transaction that can see it. It prints
 ``transfers <count>`` (flushed) about every 0.5 s and once more when it exits: after ``--seconds``,
 on SIGTERM or SIGINT, or never (SIGKILL: the server rolls back the transaction it was in).
+With ``--counter I`` each transfer also adds 1 to ``bank.counters[I]`` in the same transaction;
+the worker prints ``start <value>`` (the counter when it began) and ``committed <value>`` after
+every commit, so the driver can check that no acknowledged commit is lost.
 Needs colors_shm importable (PYTHONPATH=<build>/bindings-python).
 """
 
@@ -31,9 +34,13 @@ class Account:
     balance: int
 
 
-def transfer(a: Account, b: Account, amount: int) -> None:
+def transfer(a: Account, b: Account, amount: int, counter: Account | None) -> int:
     a.balance -= amount
     b.balance += amount
+    if counter is None:
+        return 0
+    counter.balance += 1
+    return counter.balance
 
 
 def main() -> int:
@@ -41,6 +48,7 @@ def main() -> int:
     ap.add_argument("--socket", required=True, help="the colors-server socket")
     ap.add_argument("--seed", type=int, required=True, help="seed of the random transfers")
     ap.add_argument("--seconds", type=float, default=None, help="stop after this many seconds (default: run until killed)")
+    ap.add_argument("--counter", type=int, default=None, help="index in bank.counters of this worker slot's counter")
     args = ap.parse_args()
 
     def stop(signum, frame):  # a clean exit that prints the final count
@@ -59,6 +67,14 @@ def main() -> int:
         accounts = cs.repository("bank.accounts").get()
     accounts = list(accounts)  # the driver does not change the list, only the balances
     n = len(accounts)
+    counter = None
+    if args.counter is not None:
+        counters = cs.repository("bank.counters").get()
+        if counters is None or args.counter >= len(counters):
+            print(f"bank_worker: bank.counters has no counter {args.counter}", file=sys.stderr)
+            return 2
+        counter = counters[args.counter]
+        print(f"start {cs.atomically(lambda: counter.balance)}", flush=True)
 
     rng = random.Random(args.seed)
     end = None if args.seconds is None else time.monotonic() + args.seconds
@@ -70,8 +86,14 @@ def main() -> int:
             j = rng.randrange(n - 1)
             if j >= i:
                 j += 1
-            cs.atomically(transfer, accounts[i], accounts[j], rng.randrange(100))
+            # 1000 retries, as the C++ worker: a killed worker's objects stay held until the server
+            # rolls its transaction back, which a successor that never heard from it does only at
+            # its once-a-second check of kept slots (tests/bank/run --server-kills); 100 retries
+            # (about 0.4 s of backoff) can run out before.
+            counted = cs.atomically(transfer, accounts[i], accounts[j], rng.randrange(100), counter, retries=1000)
             count += 1
+            if counter is not None:  # after every commit: a kill leaves at most one unreported
+                print(f"committed {counted}", flush=True)
             now = time.monotonic()
             if now >= next_report:
                 print(f"transfers {count}", flush=True)
