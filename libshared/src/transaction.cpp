@@ -586,13 +586,16 @@ void tx_commit() {
   t.d->state.store(static_cast<std::uint32_t>(TxState::kCommitted), std::memory_order_release);
   fault_commit_pause();
   release_all(t.writes, wv);
+  // Only a transaction that changed a word needs the log: one escalated to pessimistic reads
+  // (tx_escalate) holds records without writing.
+  const bool wrote = t.log_used != 0;
   clear_log(t);
   Metadata* m = t.m;
   finish(t);
   // Durable after it is visible, as group commit does: the log record that covers it is written
   // once the other processes are stopped (colors-server/checkpointer.hpp), so it can never hold
   // half of a transaction. Waiting last keeps the orecs free for everyone meanwhile.
-  if (m->durability.load(std::memory_order_relaxed) == static_cast<std::uint32_t>(DurabilityLevel::kFull)) {
+  if (wrote && m->durability.load(std::memory_order_relaxed) == static_cast<std::uint32_t>(DurabilityLevel::kFull)) {
     WaitHooks hooks;
     await_durable_commit();
   }
