@@ -71,6 +71,13 @@ off_t file_size(const std::string& path) {
   return st.st_size;
 }
 
+// Whether process `p` is stopped (state T in /proc/p/stat, after the name's closing parenthesis).
+bool stopped(pid_t p) {
+  std::string stat = read_file("/proc/" + std::to_string(p) + "/stat");
+  auto paren = stat.rfind(')');
+  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'T';
+}
+
 // Stores `value` in repository dur.marker, takes a checkpoint and returns its number.
 std::uint64_t mark_and_checkpoint(const std::string& value) {
   colors::repository("dur.marker").set(colors::Value(value));
@@ -347,11 +354,6 @@ TEST_CASE("a server killed while its clients are stopped for a checkpoint: they 
     }
     ::_exit(0);
   }
-  auto stopped = [](pid_t p) {
-    std::string stat = read_file("/proc/" + std::to_string(p) + "/stat");
-    auto paren = stat.rfind(')');
-    return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'T';
-  };
   CHECK(eventually([&] { return stopped(worker) && stopped(asker); }, 10000));
   kill9(*r.server);
   // The guardian resumes them as soon as it sees its server gone.
@@ -713,11 +715,6 @@ TEST_CASE("durability full: a commit waiting for the log when the server dies is
     }
     ::_exit(code);
   }
-  auto stopped = [](pid_t p) {
-    std::string stat = read_file("/proc/" + std::to_string(p) + "/stat");
-    auto paren = stat.rfind(')');
-    return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'T';
-  };
   REQUIRE(eventually([&] { return stopped(kid); }, 20000));  // inside the held capture
   kill9(*r.server);
   ServerProcess next(r.cfg, r.cfg.args(flags), r.dir.path() + "/next.log");  // adopts the heap file
