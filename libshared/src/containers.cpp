@@ -1,11 +1,13 @@
 #include "containers.hpp"
 
+#include <cstdint>
 #include <cstring>
 #include <string>
 
 #include "barrier.hpp"
 #include "colors/errors.hpp"
 #include "container_lock.hpp"
+#include "list_seqlock.hpp"
 #include "objects.hpp"
 #include "transaction.hpp"
 
@@ -29,8 +31,9 @@ std::size_t array_capacity(Word a) { return a == kNull ? 0 : as_array(a)->capaci
 // once with OwnerDiedError (the lock is released, the operation not performed).
 class ListLock {
  public:
-  ListLock(ListObject* l, TxAccess a) : tx_(l, a), guard_(&l->lock) {
+  ListLock(ListObject* l, TxAccess a) : tx_(l, a), guard_(&l->lock), write_(l, a == TxAccess::kWrite) {
     tx_.locked();
+    if (guard_.recovered()) list_version_repair(l);
     if (guard_.torn())
       throw OwnerDiedError(
           "a process died while it moved elements of this shared list: an element may be missing or "
@@ -42,6 +45,7 @@ class ListLock {
  private:
   TxContainerScope tx_;  // first: a transaction takes the container's orec before its lock word
   ContainerGuard guard_;
+  ListWrite write_;  // last: a change ends (version even again) before the lock word is released
 };
 
 // Under the lock, the list's size and storage, with the size clamped to the storage's capacity
@@ -262,7 +266,63 @@ void remove_entry(HashObject* ho, TableEntry* e, Rooted* value) {
 
 // ---- list ----
 
+// The lock-free reads (list_seqlock.hpp) serve only readers outside a transaction: a transaction's
+// read of a container goes through its ownership record, under the lock word.
+
+void (*g_list_read_pause)() = nullptr;
+
+namespace {
+
+// The list's size and storage read without the lock: false when a change was under way.
+// The array's capacity is read with an atomic builtin because the array may be one that a change
+// replaced, and that a later cycle freed and reused: the read is then a race the check discards.
+bool try_state(const ListObject* l, std::uint64_t& v, ListState& s) {
+  if (!list_begin_read(l, v)) return false;
+  const Word a = l->array.load(std::memory_order_acquire);
+  const std::size_t n = l->size.load(std::memory_order_acquire);
+  const std::size_t cap = a == kNull ? 0 : __atomic_load_n(&as_array(a)->capacity, __ATOMIC_RELAXED);
+  if (!list_still_unchanged(l, v)) return false;
+  s = {n > cap ? cap : n, a};
+  return true;
+}
+
+// list_load without the lock: false when a change was under way or i is out of range (the locked
+// path then reports it). `v` validated before the root is taken: only a word that was in the list
+// is ever published as a root. Validated again after the root is visible (the seq_cst fence), as
+// root_load re-reads its slot: the value was in the list at an instant when this process already
+// held it as a root, so no collector cycle can miss it.
+// A negative `i` counts from the end, as list_load_signed's.
+bool try_load(const ListObject* l, std::int64_t i, Rooted& out) {
+  std::uint64_t v;
+  ListState s;
+  if (!try_state(l, v, s)) return false;
+  const std::int64_t j = i < 0 ? i + static_cast<std::int64_t>(s.n) : i;
+  if (j < 0 || static_cast<std::size_t>(j) >= s.n) return false;
+  if (__builtin_expect(g_list_read_pause != nullptr, 0)) g_list_read_pause();
+  const Word w = s.arr()->slots[j].load(std::memory_order_acquire);
+  if (!list_still_unchanged(l, v)) return false;
+  if (!is_ref(w)) {
+    out = Rooted(w, nullptr);
+    return true;
+  }
+  std::atomic<Word>* r = root_acquire_before_fence(w);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (l->version.load(std::memory_order_relaxed) != v) {
+    root_release(r);
+    return false;
+  }
+  out = Rooted(w, r);
+  return true;
+}
+
+}  // namespace
+
 std::size_t list_size(Word list) {
+  if (!in_transaction()) {
+    std::uint64_t v;
+    ListState s;
+    if (try_state(as_list(list), v, s)) return s.n;
+  }
   ListLock lock(as_list(list), TxAccess::kRead);
   return state(as_list(list)).n;
 }
@@ -274,12 +334,17 @@ Word list_get(Word list, std::size_t i) {
 }
 
 Rooted list_load(Word list, std::size_t i) {
+  Rooted r;
+  if (!in_transaction() && i <= static_cast<std::size_t>(INT64_MAX) && try_load(as_list(list), static_cast<std::int64_t>(i), r))
+    return r;
   ListLock lock(as_list(list), TxAccess::kRead);
   ListState s = state(as_list(list));
   return root_locked(&s.arr()->slots[checked(i, s)]);
 }
 
 Rooted list_load_signed(Word list, std::int64_t i) {
+  Rooted r;
+  if (!in_transaction() && try_load(as_list(list), i, r)) return r;
   ListLock lock(as_list(list), TxAccess::kRead);
   ListState s = state(as_list(list));
   return root_locked(&s.arr()->slots[checked_signed(i, s)]);

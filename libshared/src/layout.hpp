@@ -124,7 +124,9 @@ struct ListObject {
   ObjectHead head;
   std::atomic<std::uint64_t> size;
   std::atomic<Word> array;  // ArrayObject reference (or null when empty)
-  std::atomic<std::uint64_t> lock;  // container_lock.hpp: every operation holds it
+  std::atomic<std::uint64_t> lock;  // container_lock.hpp: every locked operation holds it
+  // Seqlock of the readers that take no lock (list_seqlock.hpp): odd while a change is under way.
+  std::atomic<std::uint64_t> version;
 };
 
 struct TableEntry {

@@ -121,8 +121,9 @@ Rooted root_load(const std::atomic<Word>* slot) {
   for (;;) {
     Word w = slot->load(std::memory_order_acquire);
     if (!is_ref(w)) return Rooted(w, nullptr);
-    std::atomic<Word>* r = root_acquire(w);
-    // seq_cst pairs the root's publication with the re-read (store-load order).
+    std::atomic<Word>* r = root_acquire_before_fence(w);
+    // seq_cst pairs the root's publication with the re-read (store-load order), and with the
+    // collector's flip-then-scan (root_acquire).
     std::atomic_thread_fence(std::memory_order_seq_cst);
     if (slot->load(std::memory_order_acquire) == w) return Rooted(w, r);
     root_release(r);

@@ -52,6 +52,20 @@ inline std::atomic<Word>* root_acquire(Word value) {
   return root_acquire_slow(value);
 }
 
+// root_acquire for a caller that issues a seq_cst fence right after (root_load and the other
+// loads that validate what they rooted): the fence orders the root before every later load, which
+// is all root_acquire's seq_cst store is for, so the store itself can be relaxed.
+inline std::atomic<Word>* root_acquire_before_fence(Word value) {
+  RootCache& c = t_root_cache;
+  if (__builtin_expect(c.n != 0 && c.gen == g_roots_gen.load(std::memory_order_acquire), 1)) {
+    std::atomic<Word>* slot = c.slots[--c.n];
+    COLORS_CHECK_INTERNAL(slot->load(std::memory_order_relaxed) == kNull, "a cached root slot is empty");
+    slot->store(value, std::memory_order_relaxed);
+    return slot;
+  }
+  return root_acquire_slow(value);
+}
+
 // Empties the slot (deletion barrier) and returns it to this thread's free slots.
 // REQUIRES: the slot is this process's and held by the caller. Only its holder writes a root slot
 // while the process lives (the server clears a dead client's table), so no store can race this

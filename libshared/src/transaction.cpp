@@ -11,6 +11,7 @@
 
 #include "colors/errors.hpp"
 #include "container_lock.hpp"
+#include "list_seqlock.hpp"
 #include "futex.hpp"
 #include "objects.hpp"
 #include "segment.hpp"
@@ -415,6 +416,7 @@ std::atomic<std::uint64_t>* lock_word_of(Word container) {
 void undo(Word log, std::size_t used, std::uint64_t mine, std::uint32_t dead_id) {
   auto* a = reinterpret_cast<ArrayObject*>(log);
   std::unique_ptr<RollbackLock> held;
+  std::unique_ptr<ListWrite> change;  // a list's restores are one change (list_seqlock.hpp)
   Word held_for = kNull;
   for (std::size_t i = used; i >= kEntrySlots; i -= kEntrySlots) {
     const Word ak = a->slots[i - 3].load(std::memory_order_acquire);
@@ -422,10 +424,15 @@ void undo(Word log, std::size_t used, std::uint64_t mine, std::uint32_t dead_id)
     const Word owner = a->slots[i - 1].load(std::memory_order_acquire);
     const Word container = owner == kNull ? kNull : static_cast<Word>(small_value(owner));
     if (container != held_for) {
+      change.reset();  // before the lock word is released
       held.reset();
       held_for = container;
       if (container != kNull)
-        if (std::atomic<std::uint64_t>* lw = lock_word_of(container)) held = std::make_unique<RollbackLock>(lw, mine, dead_id);
+        if (std::atomic<std::uint64_t>* lw = lock_word_of(container)) {
+          held = std::make_unique<RollbackLock>(lw, mine, dead_id);
+          if (kind_of(container) == TypeKind::kList)
+            change = std::make_unique<ListWrite>(reinterpret_cast<ListObject*>(container));
+        }
     }
     const auto v = static_cast<std::uint64_t>(small_value(ak));
     if ((v & kLogKindMask) == kLogCount)

@@ -14,9 +14,10 @@ inline constexpr std::uint32_t kProtocolVersion = 4;
 // free block off the freelist after a death, which only the walk-based repair lists; 6: heap id
 // and header checksum, the collector's phase, the owner uid of a client slot, kAwaitingSuccessor;
 // 7: the sorted map kind, one more builtin class in Metadata::builtin; 8: transaction descriptors,
-// ownership records and the version clock in Metadata; 9: the durability level in Metadata). A
-// client and a server must agree exactly.
-inline constexpr std::uint32_t kLayoutVersion = 9;
+// ownership records and the version clock in Metadata; 9: the durability level in Metadata;
+// 10: a list's seqlock word, which lock-free readers rely on every writer to move). A client and a
+// server must agree exactly.
+inline constexpr std::uint32_t kLayoutVersion = 10;
 
 // Default fixed address of the segment. High in the user half of the x86-64 address space,
 // below where the kernel places mmap()s top-down (0x7f..) and far above where executables, their

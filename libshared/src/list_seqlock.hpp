@@ -1,0 +1,75 @@
+// A list's seqlock (ListObject::version): lets list_size and list_load outside a transaction read
+// a list without taking its lock word, which costs two serialising instructions per operation and
+// makes readers of one list contend on one cache line.
+//
+// Invariants:
+//  * Every change of a list's size, array or slots happens between ListWrite's begin and end,
+//    under the list's lock word: ListLock for writes (containers.cpp) and the rollback of a
+//    transaction (transaction.cpp's undo). A list nobody else can reach yet (being built) needs
+//    neither.
+//  * version is even while no change is under way. begin makes it odd (a writer that died inside
+//    a change leaves it odd: begin keeps it odd), end makes it the next even value, with a
+//    release store, after every store of the change.
+//  * Only a holder of the lock word writes version, so its plain load-then-store never races
+//    another write.
+//  * A reader that sees the same even version before and after its reads (acquire load, the reads,
+//    an acquire fence, a second load) read the list between two changes: its values were in the
+//    list at one instant. On any other outcome it takes the lock instead (list_load_locked), which
+//    also repairs a list whose writer died (ContainerGuard).
+#pragma once
+#include <atomic>
+#include <cstdint>
+
+#include "layout.hpp"
+
+namespace colors::detail {
+
+// Brackets one change of a list. REQUIRES: the list's lock word is held by this thread for the
+// whole life of the object.
+class ListWrite {
+ public:
+  explicit ListWrite(ListObject* l, bool active = true) : l_(active ? l : nullptr) {
+    if (l_ == nullptr) return;
+    const std::uint64_t v = l_->version.load(std::memory_order_relaxed);
+    if ((v & 1) == 0) l_->version.store(v + 1, std::memory_order_relaxed);
+    // The odd value is visible before any store of the change (Boehm's seqlock writer).
+    std::atomic_thread_fence(std::memory_order_release);
+  }
+  ~ListWrite() {
+    if (l_ == nullptr) return;
+    const std::uint64_t v = l_->version.load(std::memory_order_relaxed);
+    l_->version.store(v + 1, std::memory_order_release);  // v is odd: the next even value
+  }
+  ListWrite(const ListWrite&) = delete;
+  ListWrite& operator=(const ListWrite&) = delete;
+
+ private:
+  ListObject* l_;
+};
+
+// Under the lock word, after taking it over from a dead owner: a writer that died inside a change
+// left version odd, which sends every lock-free reader to the locked path until the next write.
+// The taker-over repairs what the change left (ContainerGuard's callers), so the list is readable
+// again. REQUIRES: the list's lock word held by this thread.
+inline void list_version_repair(ListObject* l) {
+  const std::uint64_t v = l->version.load(std::memory_order_relaxed);
+  if ((v & 1) != 0) l->version.store(v + 1, std::memory_order_release);
+}
+
+// Fault injection (tests/unit/test_list_seqlock.cpp): when set, a lock-free reader calls it between
+// reading the list's state and reading the element, widening the window in which a change can
+// come between the two. Null outside that test.
+extern void (*g_list_read_pause)();
+
+// The reader's side: a snapshot begins with begin_read (false: a change is under way) and is
+// valid if still_unchanged holds after the reads.
+inline bool list_begin_read(const ListObject* l, std::uint64_t& v) {
+  v = l->version.load(std::memory_order_acquire);
+  return (v & 1) == 0;
+}
+inline bool list_still_unchanged(const ListObject* l, std::uint64_t v) {
+  std::atomic_thread_fence(std::memory_order_acquire);
+  return l->version.load(std::memory_order_relaxed) == v;
+}
+
+}  // namespace colors::detail

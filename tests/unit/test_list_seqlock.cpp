@@ -1,0 +1,175 @@
+// Lists read without their lock word (libshared/src/list_seqlock.hpp): size() and get() outside a
+// transaction see each change whole, under concurrent writers and collector cycles, and a list
+// whose writer died inside a change is read through its lock until the change is repaired.
+#include <catch2/catch.hpp>
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "collector.hpp"
+#include "colors/colors.hpp"
+#include "container_lock.hpp"
+#include "containers.hpp"
+#include "layout.hpp"
+#include "list_seqlock.hpp"
+#include "test_segment.hpp"
+#include "verifier.hpp"
+
+using namespace colors;
+using namespace colors::detail;
+
+namespace {
+
+ListObject* list_object(const List& l) { return reinterpret_cast<ListObject*>(l.raw()); }
+
+std::uint64_t held_by(std::uint32_t id, std::uint32_t slot) {
+  return std::uint64_t{id} << 32 | std::uint64_t{slot} << 8 | kLockHeld;
+}
+
+}  // namespace
+
+// A pop lowers the size and then clears the slot it freed; a reader that took the old size and
+// then read that slot without checking the version would return a null nobody stored. The
+// writer's first rounds grow the list's array (a new one published, the old ones left to the
+// collector, which runs meanwhile), and every append stores a fresh string, which the readers
+// root while the writer's pops drop it.
+TEST_CASE("lists read without their lock see every change whole, under writers and collections") {
+  test::TestSegment seg(32 << 20);
+  gc::Collector c(seg.meta(), gc::Options{});
+  constexpr std::size_t kBase = 8;
+  List l = new_list();
+  for (std::size_t i = 0; i < kBase; ++i) l.append(Value("element " + std::to_string(i)));
+
+  // Every 16th lock-free read pauses between the list's size and the element (list_seqlock.hpp).
+  static std::atomic<unsigned> calls{0};
+  g_list_read_pause = [] {
+    if (calls.fetch_add(1, std::memory_order_relaxed) % 16 == 0) std::this_thread::sleep_for(std::chrono::microseconds(20));
+  };
+  struct Unhook {
+    ~Unhook() { g_list_read_pause = nullptr; }
+  } unhook;
+  std::atomic<bool> stop{false};
+  std::atomic<long> nulls{0}, reads{0}, out_of_range{0}, wrong{0};
+  std::thread writer([&] {
+    std::size_t round = 0;
+    while (!stop.load(std::memory_order_relaxed)) {
+      // Grow to a size that changes each round, then shrink back to kBase from the end.
+      const std::size_t extra = 1 + round++ % 40;
+      for (std::size_t k = 0; k < extra; ++k) l.append(Value("element " + std::to_string(kBase + k)));
+      for (std::size_t k = 0; k < extra; ++k) l.erase(l.size() - 1);
+    }
+  });
+  std::thread collector([&] {
+    while (!stop.load(std::memory_order_relaxed)) {
+      c.run_cycle();
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  });
+  std::vector<std::thread> readers;
+  for (int t = 0; t < 2; ++t) {
+    readers.emplace_back([&, t] {
+      std::size_t i = 0;
+      while (!stop.load(std::memory_order_relaxed)) {
+        // Indexes past kBase come and go; below it they are always there.
+        const std::size_t at = (i++ * 7 + static_cast<std::size_t>(t)) % (kBase + 40);
+        try {
+          Value v = l.get(at);
+          reads.fetch_add(1, std::memory_order_relaxed);
+          if (v.is_null()) {
+            nulls.fetch_add(1, std::memory_order_relaxed);
+          } else if (v.as_string() != "element " + std::to_string(at)) {
+            wrong.fetch_add(1, std::memory_order_relaxed);
+          }
+        } catch (const IndexError&) {
+          out_of_range.fetch_add(1, std::memory_order_relaxed);
+          if (at < kBase) wrong.fetch_add(1, std::memory_order_relaxed);
+        }
+        const std::size_t n = l.size();
+        if (n < kBase || n > kBase + 40) wrong.fetch_add(1, std::memory_order_relaxed);
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  stop = true;
+  writer.join();
+  collector.join();
+  for (auto& r : readers) r.join();
+  INFO("reads " << reads << ", out of range " << out_of_range << ", nulls " << nulls << ", wrong " << wrong);
+  CHECK(nulls == 0);
+  CHECK(wrong == 0);
+  REQUIRE(reads > 1000);
+  REQUIRE(out_of_range > 0);  // the readers did race the writer's changes
+  REQUIRE(l.size() == kBase);
+  for (std::size_t i = 0; i < kBase; ++i) REQUIRE(l.get(i).as_string() == "element " + std::to_string(i));
+  REQUIRE(verify_heap(seg.meta()).ok());
+}
+
+TEST_CASE("every change of a list moves its version by two, and leaves it even") {
+  test::TestSegment seg;
+  List l = new_list();
+  ListObject* lo = list_object(l);
+  std::uint64_t v = lo->version.load();
+  REQUIRE(v % 2 == 0);
+  auto changed = [&] {
+    const std::uint64_t now = lo->version.load();
+    CHECK(now == v + 2);
+    v = now;
+  };
+  l.append(Value(1));
+  changed();
+  l.insert(0, Value(0));
+  changed();
+  l.set(1, Value(5));
+  changed();
+  (void)l.erase(0);
+  changed();
+  l.clear();
+  changed();
+  (void)l.size();  // reads leave it
+  REQUIRE(lo->version.load() == v);
+  REQUIRE_THROWS_AS(l.erase(3), IndexError);  // a change that changed nothing still ends
+  REQUIRE(lo->version.load() % 2 == 0);
+}
+
+TEST_CASE("a list rolled back by its transaction is readable without its lock again") {
+  test::TestSegment seg;
+  List l(copy_to(std::vector<long long>{1, 2, 3}));
+  ListObject* lo = list_object(l);
+  {
+    Transaction t;
+    l.append(Value(4));
+    (void)l.erase(0);
+    t.rollback();
+  }
+  REQUIRE(lo->version.load() % 2 == 0);
+  REQUIRE(l.size() == 3);
+  REQUIRE(l.get(0).as_int() == 1);
+  REQUIRE(l.get(2).as_int() == 3);
+}
+
+// A writer killed inside a change leaves the version odd: readers must not trust what they read,
+// so they take the lock, which takes it over from the dead owner and makes the list readable
+// without it again.
+TEST_CASE("a list whose writer died inside a change is read through its lock, then without it") {
+  test::TestSegment seg;
+  seg.register_client(3, 7);
+  List l(copy_to(std::vector<long long>{1, 2, 3}));
+  ListObject* lo = list_object(l);
+  const std::uint64_t v = lo->version.load();
+  lo->version.store(v + 1);  // client 7 began a change...
+  lo->lock.store(held_by(7, 3));
+  std::atomic<bool> done{false};
+  std::thread reader([&] {
+    CHECK(l.get(1).as_int() == 2);
+    done = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  REQUIRE_FALSE(done);  // ...and lives: the reader waits for its lock
+  seg.meta()->clients[3].state.store(static_cast<std::uint32_t>(ClientState::kFree));  // it died
+  reader.join();
+  REQUIRE(lo->lock.load() == 0);
+  REQUIRE(lo->version.load() == v + 2);
+  REQUIRE(l.size() == 3);
+}
