@@ -125,7 +125,7 @@ final class Proxies {
           seen = now;
           PRESSURE_WATCH_CALLS.increment();
           try {
-            relieve();
+            relieve(generation);
           } catch (Throwable e) {
             pressureError = e;
           }
@@ -181,13 +181,21 @@ final class Proxies {
   static void onHeapPressure() {
     if (!PRESSURE_GC) return;
     try {
-      relieve();
+      relieve(0);
     } catch (Throwable t) {
       pressureError = t;
     }
   }
 
-  private static void relieve() {
+  /**
+   * The relief. {@code watcherGeneration} 0: called by the hook on an allocating thread (a mutator:
+   * no attach or detach runs meanwhile, and it must not take {@link Roots#LOCK}). Otherwise called
+   * by the watcher of that attachment generation, which uses no shared object, so an attach or
+   * detach by another thread may run meanwhile: it releases under {@link Roots#LOCK} (which attach
+   * and detach hold around the native attach/detach), and only while its generation is current, so
+   * it never empties a slot of an unmapped segment or, at the same address, of the next attachment's.
+   */
+  private static void relieve(long watcherGeneration) {
     PRESSURE_CALLS.increment();
     final long start = System.nanoTime();
     ReferenceQueue<Object> sentinelQueue = new ReferenceQueue<>();
@@ -213,8 +221,17 @@ final class Proxies {
     // Reference Handler thread has enqueued it yet: take them from the cache, then whatever the
     // queue holds (Roots of detached proxies; Roots enqueued meanwhile).
     Roots.Spares spares = new Roots.Spares();
-    long released = releaseCleared(spares) + relieveEnqueued(spares);
-    spares.flush();
+    long released;
+    if (watcherGeneration == 0) {
+      released = releaseCleared(spares) + relieveEnqueued(spares);
+      spares.flush();
+    } else {
+      synchronized (Roots.LOCK) {
+        if (Native.generation() != watcherGeneration) return;  // attached again or detached meanwhile
+        released = releaseCleared(spares) + relieveEnqueued(spares);
+        spares.flush();
+      }
+    }
     PRESSURE_RELEASED.add(released);
     if (interrupted) Thread.currentThread().interrupt();
     if (PRESSURE_VERBOSE) {
