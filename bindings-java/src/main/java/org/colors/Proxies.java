@@ -99,12 +99,13 @@ final class Proxies {
    * Starts the heap-pressure watcher of the current attachment (SharedMemory.attach): a daemon
    * thread that waits on the segment's heap-pressure counter and, whenever a process (another one,
    * e.g. a Python server building replies this JVM receives, or this one) could not allocate after
-   * collector cycles, runs {@link #relieve()} here: the objects of proxies this JVM dropped but has
-   * not collected yet are otherwise pinned until its own GC runs, which a JVM that allocates little
-   * Java memory may not do for a long time, while the other process fails with
+   * collector cycles, runs {@link #relieve(long)} here: the objects of proxies this JVM dropped but
+   * has not collected yet are otherwise pinned until its own GC runs, which a JVM that allocates
+   * little Java memory may not do for a long time, while the other process fails with
    * {@code OutOfMemoryError} (libshared heap.hpp, signal_heap_pressure). The thread holds no lock
-   * while it relieves, and ends at detach (the native returns -1, or the attachment generation
-   * changed). Not started with {@code -Dcolors.heapPressureGc=false}.
+   * while it waits for the JVM's GC, and {@link Roots#LOCK} while it releases (it is no mutator: an
+   * attach or detach may run meanwhile); it ends at detach (the native returns -1, or the
+   * attachment generation changed). Not started with {@code -Dcolors.heapPressureGc=false}.
    */
   static void startPressureWatcher() {
     if (!PRESSURE_GC) return;

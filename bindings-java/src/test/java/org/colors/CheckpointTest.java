@@ -235,6 +235,7 @@ class CheckpointTest {
     Files.writeString(full, "full");
     DurabilityException e = assertThrows(DurabilityException.class, () -> SharedMemory.atomically(() -> box.set(0, 2L)));
     assertTrue(e.getMessage().contains("No space left on device"), e.getMessage());
+    assertFalse(SharedMemory.inTransaction());  // committed: the thread's transaction ended, nothing to roll back
     assertEquals(2L, box.get(0));  // committed: visible, only not durable
     Files.delete(full);
     SharedMemory.atomically(() -> box.set(0, 3L));
