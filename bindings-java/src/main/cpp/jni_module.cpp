@@ -30,6 +30,12 @@ jmethodID g_remote_ctor = nullptr;
 // Handles are released by the Cleaner thread at any time; detach must not run concurrently with a
 // release (a root slot of an unmapped segment). Releases take it shared, attach/detach exclusive.
 std::shared_mutex g_attach_rw;
+// JValues holding a root of the current attachment (tests: SharedMemory.liveHandles). Invariant: a
+// JValue counts from its construction until its deletion only while its generation is the current
+// one: attach (a new attachment) and detach zero it with g_attach_rw held exclusively, after the
+// generation changed, and a JValue of an older generation is deleted (under g_attach_rw shared)
+// without counting down. So releases of an ended attachment's proxies, which the JVM collects
+// whenever it likes, never count down the current one's roots (never below zero).
 std::atomic<std::int64_t> g_live_handles{0};
 
 jclass global_class(JNIEnv* env, const char* name) {
@@ -57,7 +63,10 @@ JValue::JValue(colors::Value&& val) : gen(g_generation.load(std::memory_order_ac
   g_live_handles.fetch_add(1, std::memory_order_relaxed);
 }
 
-JValue::~JValue() { g_live_handles.fetch_sub(1, std::memory_order_relaxed); }
+// REQUIRES: g_attach_rw held (shared): n_release, n_release_under_pressure.
+JValue::~JValue() {
+  if (gen == g_generation.load(std::memory_order_acquire)) g_live_handles.fetch_sub(1, std::memory_order_relaxed);
+}
 
 const colors::Value& JValue::value() const {
   return std::visit([](const auto& x) -> const colors::Value& { return x; }, v);
@@ -314,6 +323,7 @@ jboolean JNICALL n_attach(JNIEnv* env, jclass, jstring socket) {
     if (colors::detail::attachment_epoch() == before) return JNI_FALSE;
     forget_spare_roots();
     g_generation.fetch_add(1, std::memory_order_acq_rel);
+    g_live_handles.store(0, std::memory_order_relaxed);
     return JNI_TRUE;
   });
 }
@@ -340,6 +350,7 @@ void JNICALL n_detach(JNIEnv* env, jclass) {
     std::unique_lock<std::shared_mutex> lk(g_attach_rw);
     if (!colors::has_segment()) return;
     g_generation.fetch_add(1, std::memory_order_acq_rel);
+    g_live_handles.store(0, std::memory_order_relaxed);
     forget_spare_roots();
     colors::detach();
   });

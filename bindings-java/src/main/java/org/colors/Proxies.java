@@ -99,12 +99,13 @@ final class Proxies {
    * Starts the heap-pressure watcher of the current attachment (SharedMemory.attach): a daemon
    * thread that waits on the segment's heap-pressure counter and, whenever a process (another one,
    * e.g. a Python server building replies this JVM receives, or this one) could not allocate after
-   * collector cycles, runs {@link #relieve()} here: the objects of proxies this JVM dropped but has
-   * not collected yet are otherwise pinned until its own GC runs, which a JVM that allocates little
-   * Java memory may not do for a long time, while the other process fails with
+   * collector cycles, runs {@link #relieve(long)} here: the objects of proxies this JVM dropped but
+   * has not collected yet are otherwise pinned until its own GC runs, which a JVM that allocates
+   * little Java memory may not do for a long time, while the other process fails with
    * {@code OutOfMemoryError} (libshared heap.hpp, signal_heap_pressure). The thread holds no lock
-   * while it relieves, and ends at detach (the native returns -1, or the attachment generation
-   * changed). Not started with {@code -Dcolors.heapPressureGc=false}.
+   * while it waits for the JVM's GC, and {@link Roots#LOCK} while it releases (it is no mutator: an
+   * attach or detach may run meanwhile); it ends at detach (the native returns -1, or the
+   * attachment generation changed). Not started with {@code -Dcolors.heapPressureGc=false}.
    */
   static void startPressureWatcher() {
     if (!PRESSURE_GC) return;
@@ -125,7 +126,7 @@ final class Proxies {
           seen = now;
           PRESSURE_WATCH_CALLS.increment();
           try {
-            relieve();
+            relieve(generation);
           } catch (Throwable e) {
             pressureError = e;
           }
@@ -181,13 +182,21 @@ final class Proxies {
   static void onHeapPressure() {
     if (!PRESSURE_GC) return;
     try {
-      relieve();
+      relieve(0);
     } catch (Throwable t) {
       pressureError = t;
     }
   }
 
-  private static void relieve() {
+  /**
+   * The relief. {@code watcherGeneration} 0: called by the hook on an allocating thread (a mutator:
+   * no attach or detach runs meanwhile, and it must not take {@link Roots#LOCK}). Otherwise called
+   * by the watcher of that attachment generation, which uses no shared object, so an attach or
+   * detach by another thread may run meanwhile: it releases under {@link Roots#LOCK} (which attach
+   * and detach hold around the native attach/detach), and only while its generation is current, so
+   * it never empties a slot of an unmapped segment or, at the same address, of the next attachment's.
+   */
+  private static void relieve(long watcherGeneration) {
     PRESSURE_CALLS.increment();
     final long start = System.nanoTime();
     ReferenceQueue<Object> sentinelQueue = new ReferenceQueue<>();
@@ -213,8 +222,17 @@ final class Proxies {
     // Reference Handler thread has enqueued it yet: take them from the cache, then whatever the
     // queue holds (Roots of detached proxies; Roots enqueued meanwhile).
     Roots.Spares spares = new Roots.Spares();
-    long released = releaseCleared(spares) + relieveEnqueued(spares);
-    spares.flush();
+    long released;
+    if (watcherGeneration == 0) {
+      released = releaseCleared(spares) + relieveEnqueued(spares);
+      spares.flush();
+    } else {
+      synchronized (Roots.LOCK) {
+        if (Native.generation() != watcherGeneration) return;  // attached again or detached meanwhile
+        released = releaseCleared(spares) + relieveEnqueued(spares);
+        spares.flush();
+      }
+    }
     PRESSURE_RELEASED.add(released);
     if (interrupted) Thread.currentThread().interrupt();
     if (PRESSURE_VERBOSE) {

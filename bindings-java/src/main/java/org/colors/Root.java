@@ -65,6 +65,14 @@ final class Root extends PhantomReference<Handle> {
 
   private static final java.util.concurrent.atomic.LongAdder UNCLAIMED = new java.util.concurrent.atomic.LongAdder();
 
+  /** Set once {@link #release} or {@link #releaseUnderPressure} has run (tests: wait for a release). */
+  private volatile boolean released;
+
+  /** Whether this root was released (tests). */
+  boolean isReleased() {
+    return released;
+  }
+
   /** Releases refused because the caller had not claimed the root (a binding bug; tests: 0). */
   static long unclaimedReleases() {
     return UNCLAIMED.sum();
@@ -97,10 +105,11 @@ final class Root extends PhantomReference<Handle> {
     long p = ptr;
     if (p != 0) {
       Native.releaseUnderPressure(p);
-      if (slot != 0) Roots.releasedNatively();
+      if (slot != 0) Roots.releasedNatively(gen, true);
     } else if (slot != 0) {
       Roots.releaseUnderPressure(view, slot, spares);
     }
+    released = true;
   }
 
   /**
@@ -113,9 +122,10 @@ final class Root extends PhantomReference<Handle> {
     long p = ptr;
     if (p != 0) {
       Native.release(p);  // under the library's attach lock
-      if (slot != 0) Roots.releasedNatively();
+      if (slot != 0) Roots.releasedNatively(gen, mutator);
     } else if (slot != 0) {
       Roots.release(view, slot, mutator);
     }
+    released = true;
   }
 }

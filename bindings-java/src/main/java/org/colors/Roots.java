@@ -14,8 +14,9 @@ import java.util.concurrent.atomic.LongAdder;
  *
  * <p>Invariants:
  * <ul>
- *   <li>Every cached or pooled slot is null and belongs to the attachment of its epoch; caches and
- *       the pool of an older epoch are dropped, never written (the server already dropped them).
+ *   <li>Every cached or pooled slot is null and belongs to the attachment of its generation; caches
+ *       and the pool of an older generation are dropped, never written (the server already dropped
+ *       them).
  *   <li>A slot is filled with a seq_cst store ({@link #load}: the root_load protocol) and emptied
  *       with the deletion barrier ({@code storeWord(slot, 0)}, store_ref), as roots.hpp requires.
  *   <li>{@link #LOCK} guards the pool and excludes attach/detach ({@link SharedMemory} takes it): the
@@ -34,12 +35,24 @@ final class Roots {
 
   private static long[] pool = new long[REFILL * 2];  // GUARDED_BY(LOCK)
   private static int pooled;                          // GUARDED_BY(LOCK)
-  private static long poolEpoch;                      // GUARDED_BY(LOCK)
-  /** Java-held roots in use (tests: SharedMemory.liveHandles). */
+  private static long poolGen;                        // GUARDED_BY(LOCK)
+  /**
+   * The native attachment generation ({@link Native#generation}) whose slots {@link #LIVE} counts,
+   * 0 while detached. Written only by {@link #forgetLocked} (LOCK held, at a new attachment and at
+   * detach); read under LOCK by the release thread, and without it by mutator threads (no attach or
+   * detach runs while they use shared objects).
+   */
+  private static volatile long currentGen;
+  /**
+   * Java-held roots of the current attachment in use (tests: SharedMemory.liveHandles). Invariant:
+   * it counts exactly the slots taken ({@link #take}, {@link #adopted}) since the last
+   * {@link #forgetLocked} and not released since; a slot of an older generation is never counted
+   * down (its attachment's count was dropped with it), so it is never negative.
+   */
   private static final LongAdder LIVE = new LongAdder();
 
   private static final class Cache {
-    long epoch;
+    long gen;
     int n;
     final long[] slots = new long[THREAD_MAX];
   }
@@ -49,9 +62,9 @@ final class Roots {
   /** An empty (null) root slot of {@code v}'s attachment, owned by the caller from now on. */
   static long take(Direct.View v) {
     Cache c = CACHES.get();
-    if (c.epoch != v.epoch) {
+    if (c.gen != v.gen) {
       c.n = 0;
-      c.epoch = v.epoch;
+      c.gen = v.gen;
     }
     if (c.n == 0) refill(v, c);
     LIVE.increment();
@@ -61,9 +74,9 @@ final class Roots {
   private static void refill(Direct.View v, Cache c) {
     synchronized (LOCK) {
       if (v.epoch != Direct.epoch) throw new NotAttachedException("colors: detached while rooting an object");
-      if (poolEpoch != v.epoch) {
+      if (poolGen != v.gen) {
         pooled = 0;
-        poolEpoch = v.epoch;
+        poolGen = v.gen;
       }
       if (pooled < BATCH) {
         long[] fresh = new long[REFILL];
@@ -107,7 +120,7 @@ final class Roots {
     v.storeWord(slot, 0);
     LIVE.decrement();
     Cache c = CACHES.get();
-    if (c.epoch == v.epoch && c.n < THREAD_MAX) {
+    if (c.gen == v.gen && c.n < THREAD_MAX) {
       c.slots[c.n++] = slot;
       return;
     }
@@ -118,17 +131,20 @@ final class Roots {
 
   /**
    * Releases a proxy's Java-held root: empties it (deletion barrier) and keeps it for reuse; nothing
-   * if {@code v}'s attachment is gone (its roots went with it). {@code mutator}: the calling thread
-   * uses shared objects (so no detach runs concurrently, as for every fast path): the slot goes to
-   * its own cache without the lock; otherwise (the release thread) under {@link #LOCK}.
+   * if {@code v}'s attachment is gone (its roots went with it). The attachment is the native
+   * generation, not the view's epoch: a successor that took this attachment back keeps the segment
+   * mapped and every root in it, so a root from before that attach() is still released (else its
+   * object would stay rooted until detach). {@code mutator}: the calling thread uses shared objects
+   * (so no attach or detach runs concurrently, as for every fast path): the slot goes to its own
+   * cache without the lock; otherwise (the release thread) under {@link #LOCK}.
    */
   static void release(Direct.View v, long slot, boolean mutator) {
-    if (mutator && v.epoch == Direct.epoch) {
+    if (mutator && v.gen == currentGen) {
       drop(v, slot);
       return;
     }
     synchronized (LOCK) {
-      if (v.epoch != Direct.epoch) return;  // detached: the server dropped every root of it
+      if (v.gen != currentGen) return;  // an ended attachment: the server dropped every root of it
       LIVE.decrement();
       v.storeWord(slot, 0);
       putLocked(v, slot);
@@ -140,11 +156,11 @@ final class Roots {
    * adds it to {@code spares}, which goes to the JNI library ({@link Native#spareRoots}) instead of
    * this class's pool, so that neither {@link #LOCK} nor the thread cache is touched (the allocating
    * thread may hold LOCK, e.g. in {@link #refill}, or another thread may hold it while it waits for
-   * libshared). Nothing if {@code v}'s attachment is gone. REQUIRES: the calling thread uses shared
-   * objects (no detach concurrently).
+   * libshared). Nothing if {@code v}'s attachment is gone. REQUIRES: no attach or detach
+   * concurrently: the calling thread uses shared objects, or holds LOCK (the pressure watcher).
    */
   static void releaseUnderPressure(Direct.View v, long slot, Spares spares) {
-    if (v.epoch != Direct.epoch) return;  // detached: the server dropped every root of it
+    if (v.gen != currentGen) return;  // an ended attachment: the server dropped every root of it
     v.storeWord(slot, 0);
     LIVE.decrement();
     spares.add(slot, v.gen);
@@ -168,11 +184,11 @@ final class Roots {
     }
   }
 
-  // REQUIRES: LOCK held, v current, slot null.
+  // REQUIRES: LOCK held, v of the current generation, slot null.
   private static void putLocked(Direct.View v, long slot) {
-    if (poolEpoch != v.epoch) {
+    if (poolGen != v.gen) {
       pooled = 0;
-      poolEpoch = v.epoch;
+      poolGen = v.gen;
     }
     ensure(pooled + 1);
     pool[pooled++] = slot;
@@ -184,11 +200,16 @@ final class Roots {
     }
   }
 
-  /** At attach/detach (REQUIRES: LOCK held): forget the pool; thread caches are dropped by epoch. */
-  static void forgetLocked() {
+  /**
+   * At a new attachment (generation {@code gen}) or a detach ({@code gen} 0); REQUIRES: LOCK held,
+   * no other thread using shared objects. Forgets the pool and the count; thread caches are dropped
+   * by generation. Roots of older generations released from now on count nothing down.
+   */
+  static void forgetLocked(long gen) {
     pooled = 0;
-    poolEpoch = 0;
+    poolGen = 0;
     LIVE.reset();
+    currentGen = gen;
   }
 
   /** Counts a slot Java took over from a native allocation (Direct.newObject). */
@@ -196,9 +217,20 @@ final class Roots {
     LIVE.increment();
   }
 
-  /** A Java-held slot was adopted by a JValue and released natively (Root.run). */
-  static void releasedNatively() {
-    LIVE.decrement();
+  /**
+   * A Java-held slot of generation {@code gen} was adopted by a JValue and released natively
+   * ({@link Root#release}): counted down only if it belongs to the current attachment (an older
+   * one's count was dropped with it; the native release of its JValue touched no slot). {@code
+   * mutator}: as for {@link #release} (no attach or detach concurrently), else under LOCK.
+   */
+  static void releasedNatively(long gen, boolean mutator) {
+    if (mutator) {
+      if (gen == currentGen) LIVE.decrement();
+      return;
+    }
+    synchronized (LOCK) {
+      if (gen == currentGen) LIVE.decrement();
+    }
   }
 
   static long live() {

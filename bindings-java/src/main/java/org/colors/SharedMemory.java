@@ -84,7 +84,7 @@ public final class SharedMemory {
       Mapped.clearAddresses();
       // Java's pooled roots belong to the attachment: dropped only when a new one began.
       fresh = Native.attach(socket);
-      if (fresh) Roots.forgetLocked();
+      if (fresh) Roots.forgetLocked(Native.generation());
       Direct.invalidate();
     }
     // The lost attachment's proxies, as detach() drops them: the new heap has objects at the same
@@ -111,7 +111,7 @@ public final class SharedMemory {
     synchronized (Roots.LOCK) {  // no Java-held root is released into the unmapped segment
       Direct.invalidate();
       Mapped.clearAddresses();
-      Roots.forgetLocked();
+      Roots.forgetLocked(0);
       Native.detach();
     }
   }

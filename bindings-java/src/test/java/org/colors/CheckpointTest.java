@@ -13,6 +13,7 @@ import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
@@ -212,5 +213,32 @@ class CheckpointTest {
     SharedMemory.attach(successor.socket);  // no detach() first
     assertTrue(SharedMemory.isAttached());
     assertEquals(List.of("checkpointed"), SharedMemory.findOrCreateRepository(kept).get());
+  }
+  /**
+   * Under {@code --durability full} a commit returns once the server's log covers it on disk; on
+   * a full disk it throws DurabilityException, stays committed and visible, and commits are
+   * durable again once there is room.
+   */
+  @Test
+  @SuppressWarnings("unchecked")
+  void aFullDiskFailsTheDurableCommitWithDurabilityException() throws Exception {
+    Path full = tmp.resolve("disk-full");  // while it exists, the server's writes fail with ENOSPC
+    ColorsServer.Server s = new ColorsServer.Server("16M",
+        List.of("--data-dir", dataDir().toString(), "--heap-dir", tmp.resolve("heap").toString(),
+            "--checkpoint-interval", "0", "--durability", "full"),
+        Map.of("COLORS_DATA_DIR_FAULT_FULL", full.toString()));
+    started.add(s);
+    attachTo(s);
+    List<Object> box = (List<Object>) SharedMemory.copyToSharedMemory(new ArrayList<>(List.of(0L)));
+    SharedMemory.findOrCreateRepository(unique("durable-box")).set(box);
+    SharedMemory.atomically(() -> box.set(0, 1L));  // durable: its record is on disk
+    Files.writeString(full, "full");
+    DurabilityException e = assertThrows(DurabilityException.class, () -> SharedMemory.atomically(() -> box.set(0, 2L)));
+    assertTrue(e.getMessage().contains("No space left on device"), e.getMessage());
+    assertFalse(SharedMemory.inTransaction());  // committed: the thread's transaction ended, nothing to roll back
+    assertEquals(2L, box.get(0));  // committed: visible, only not durable
+    Files.delete(full);
+    SharedMemory.atomically(() -> box.set(0, 3L));
+    assertEquals(3L, box.get(0));
   }
 }

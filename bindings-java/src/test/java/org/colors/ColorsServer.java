@@ -89,7 +89,7 @@ public final class ColorsServer implements BeforeAllCallback {
 
     /** A server with an objects space of {@code heapSize} ({@code --heap-size}, e.g. "16M"). */
     Server(String heapSize) {
-      this(heapSize, null, List.of());
+      this(heapSize, null, List.of(), Map.of());
     }
 
     /**
@@ -97,7 +97,12 @@ public final class ColorsServer implements BeforeAllCallback {
      * {@code --heap-dir DIR}); its successors get them too.
      */
     Server(String heapSize, List<String> extraArgs) {
-      this(heapSize, null, extraArgs);
+      this(heapSize, null, extraArgs, Map.of());
+    }
+
+    /** As {@link #Server(String, List)}, with more environment variables (e.g. a fault hook). */
+    Server(String heapSize, List<String> extraArgs, Map<String, String> env) {
+      this(heapSize, null, extraArgs, env);
     }
 
     /**
@@ -106,10 +111,10 @@ public final class ColorsServer implements BeforeAllCallback {
      * restores its newest checkpoint when that heap is gone and it has a data directory.
      */
     Server(Server predecessor) {
-      this("16M", predecessor, predecessor.extraArgs);
+      this("16M", predecessor, predecessor.extraArgs, Map.of());
     }
 
-    private Server(String heapSize, Server predecessor, List<String> extraArgs) {
+    private Server(String heapSize, Server predecessor, List<String> extraArgs, Map<String, String> env) {
       try {
         if (System.getProperty(Native.LIBRARY_PROPERTY) == null && System.getenv(Native.LIBRARY_ENV) == null) {
           System.setProperty(Native.LIBRARY_PROPERTY, jniLibrary());
@@ -124,6 +129,7 @@ public final class ColorsServer implements BeforeAllCallback {
             socket.toString(), "--heap-size", heapSize, "--log-level", "warn"));
         cmd.addAll(this.extraArgs);
         ProcessBuilder pb = new ProcessBuilder(cmd);
+        pb.environment().putAll(env);
         pb.redirectError(log.toFile());
         proc = pb.start();
         Runtime.getRuntime().addShutdownHook(new Thread(this::kill));

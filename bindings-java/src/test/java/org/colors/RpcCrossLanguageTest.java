@@ -64,7 +64,9 @@ class RpcCrossLanguageTest {
    * Serves RpcTestService, makes one warm-up call from this JVM (class mapping, the serving
    * thread's state; its result stays referenced, so its root counts before and after), runs
    * {@code python} with {@code c} connected, and checks its output and that the serving JVM holds
-   * as many roots afterwards as before.
+   * as many roots afterwards as before. The count before is taken once the JVM collected what
+   * earlier tests dropped: their proxies still hold roots until it does, and a collection during
+   * the calls (the JVM's own, or the heap-pressure watcher's) would release them in between.
    */
   private static void assertCallsLeaveNoRoot(String warmMethod, Object[] warmArgs, String python, String expected)
       throws Exception {
@@ -72,12 +74,29 @@ class RpcCrossLanguageTest {
     try (RpcServer s = RpcServer.serve(ep, new RpcTestService(), 1);
         RpcClient warm = RpcClient.connect(ep)) {
       Object kept = warm.call(warmMethod, warmArgs);
-      long before = SharedMemory.liveHandles();
+      long before = settledLiveHandles();
       List<String> out = CrossLanguageTest.run("from colors_shm import rpc\nc = rpc.connect('" + ep + "')\n" + python);
       assertEquals(List.of(expected), out);
       assertEquals(before, SharedMemory.liveHandles());
       java.lang.ref.Reference.reachabilityFence(kept);
     }
+  }
+
+  /**
+   * {@link SharedMemory#liveHandles()} once the roots of every proxy this JVM dropped are released:
+   * after a GC (and the releases it causes), three more in a row leave the count unchanged.
+   */
+  private static long settledLiveHandles() throws InterruptedException {
+    long last = Long.MIN_VALUE;
+    for (int i = 0, same = 0; i < 200 && same < 3; i++) {
+      System.gc();
+      Thread.sleep(20);
+      Proxies.drain(Integer.MAX_VALUE);  // what the release thread has not taken yet
+      long now = SharedMemory.liveHandles();
+      same = now == last ? same + 1 : 0;
+      last = now;
+    }
+    return last;
   }
 
   @Test
