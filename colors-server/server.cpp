@@ -31,6 +31,7 @@
 #include "restored_segment.hpp"
 #include "recovery.hpp"
 #include "adoption.hpp"
+#include "collector_barrier.hpp"
 #include "format.hpp"
 #include "futex.hpp"
 #include "verifier.hpp"
@@ -332,6 +333,20 @@ bool Server::start() {
   // This server's level, also over what an adopted heap's previous server had set (--durability
   // needs --data-dir, so none without one).
   meta_->durability.store(static_cast<std::uint32_t>(opt_.durability), std::memory_order_relaxed);
+  // Clients of this heap may take roots without a fence only while its collector issues the barrier
+  // (libshared/src/collector_barrier.hpp). An adopted heap's clients may already rely on it.
+  if (detail::collector_barrier_available()) {
+    meta_->collector_barrier.store(1, std::memory_order_release);
+  } else if (adopted_ && meta_->collector_barrier.load(std::memory_order_acquire) == 1) {
+    log_error("cannot adopt this heap: its clients take roots relying on the collector's membarrier, which this "
+              "kernel does not offer (membarrier MEMBARRIER_CMD_GLOBAL_EXPEDITED); run the successor where the first "
+              "server ran, or stop the clients and start with --fresh-heap");
+    exit_code_ = kExitHeapRefused;
+    return false;
+  } else {
+    meta_->collector_barrier.store(0, std::memory_order_release);
+    log_info("membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) is not available: clients take roots with a fence");
+  }
 
   gc::Options gopt;
   gopt.threads = opt_.gc_threads;

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "collector_barrier.hpp"
 #include "futex.hpp"
 #include "heap.hpp"
 #include "heap_walk.hpp"
@@ -105,9 +106,12 @@ struct Collector::Impl {
     // before the flip, so a death right after it is never taken for a finished marking.
     m->gc_phase.store(static_cast<std::uint8_t>(GcPhase::kMarking), std::memory_order_seq_cst);
     m->gc_epoch.store(epoch, std::memory_order_seq_cst);
-    // Store-load order with the mutators' "store root, then load epoch": either a mutator sees
-    // the new epoch (its object is recent) or the root pass below sees its root.
+    // Store-load order with the mutators' "store root, then load epoch" and "store root, then
+    // re-read the slot": either a mutator sees the new epoch (its object is recent) and the
+    // slot's state after the flip, or the root pass below sees its root. Clients that take roots
+    // without a fence rely on the barrier for their half (libshared/src/collector_barrier.hpp).
     std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (m->collector_barrier.load(std::memory_order_relaxed) == 1) detail::collector_barrier();
     // Partition boundaries stay block boundaries forever (heap_walk.hpp), so a cycle reuses the
     // previous cycle's partitions and walks the heap anew only now and then, to rebalance.
     if (parts.empty() || ++cycles_since_walk >= kRewalkEvery) {

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <thread>
 
+#include "collector_barrier.hpp"
 #include "barrier.hpp"
 #include "channel.hpp"
 #include "classes.hpp"
@@ -139,6 +140,7 @@ void end_attachment() {
     g_link_fd = -1;
   }
   set_current_client(0, 0);
+  stop_using_collector_barrier();
   g_segment.reset();
   set_current_meta(nullptr);
 }
@@ -228,6 +230,7 @@ void attach(const std::string& socket) {
   g_link_fd = link.fd;
   remember_link(link);
   set_current_client(link.client_id, link.slot);
+  use_collector_barrier(g_segment->meta());  // before this attachment's first root
   g_attachment_epoch.fetch_add(1, std::memory_order_acq_rel);
   forget_all_tlabs();
 }

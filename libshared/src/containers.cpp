@@ -288,7 +288,7 @@ bool try_state(const ListObject* l, std::uint64_t& v, ListState& s) {
 
 // list_load without the lock: false when a change was under way or i is out of range (the locked
 // path then reports it). `v` validated before the root is taken: only a word that was in the list
-// is ever published as a root. Validated again after the root is visible (the seq_cst fence), as
+// is ever published as a root. Validated again after the root is published (root_fence), as
 // root_load re-reads its slot: the value was in the list at an instant when this process already
 // held it as a root, so no collector cycle can miss it.
 // A negative `i` counts from the end, as list_load_signed's.
@@ -305,8 +305,7 @@ bool try_load(const ListObject* l, std::int64_t i, Rooted& out) {
     out = Rooted(w, nullptr);
     return true;
   }
-  std::atomic<Word>* r = root_acquire_before_fence(w);
-  std::atomic_thread_fence(std::memory_order_seq_cst);
+  std::atomic<Word>* r = root_acquire(w);  // root_fence: the root is published before the check
   if (l->version.load(std::memory_order_relaxed) != v) {
     root_release(r);
     return false;

@@ -96,7 +96,8 @@ inline BlockHeader* reserve_block(Metadata* m, std::uint32_t client_id, std::siz
 // `marked` is left as it is: reserve zeroed it, and the collector may have marked the block
 // since, through the root that protects it while it is being initialised.
 inline void publish_object(Metadata* m, BlockHeader* h, std::size_t bytes) {
-  // seq_cst load: ordered after the seq_cst store of the block's root (roots.cpp).
+  // Ordered after the store of the block's root by root_fence (roots.hpp): either the root pass
+  // sees the root, or this load sees the flip.
   h->recent.store(m->gc_epoch.load(std::memory_order_seq_cst), std::memory_order_relaxed);
   h->publish(bytes, BlockKind::kObject);
 }

@@ -339,6 +339,9 @@ struct Metadata {
   // DurabilityLevel of the server's --durability, set at its start (colors-server/README.md,
   // "Durability"): under kFull an update transaction's commit waits for the server's log.
   std::atomic<std::uint32_t> durability;
+  // 1 while this segment's collector issues its barrier after every flip (collector_barrier.hpp):
+  // clients may then take roots without a fence.
+  std::atomic<std::uint32_t> collector_barrier;
 
   ClientSlot clients[kMaxClients];
   MonitorEntry monitors[kMonitorCount];

@@ -95,7 +95,7 @@ void repository_check(const RepoRef& r) {
 Rooted repository_load(const RepoRef& r) {
   repository_check(r);
   Rooted v = read_slot_rooted(r.rec, &r.rec->root);
-  // Seqlock validation: root_load's last read is an acquire load (after a seq_cst fence).
+  // Seqlock validation: root_load's last read is an acquire load (after root_fence).
   std::atomic_thread_fence(std::memory_order_acquire);
   if (r.rec->generation.load(std::memory_order_seq_cst) != r.generation) throw_stale(r.rec);  // v is released
   return v;

@@ -102,7 +102,7 @@ std::atomic<Word>* root_acquire_slow(Word value) {
   if (c.n == 0) refill(c);
   std::atomic<Word>* slot = c.slots[--c.n];
   COLORS_CHECK_INTERNAL(slot->load(std::memory_order_relaxed) == kNull, "a free root slot is empty");
-  slot->store(value, std::memory_order_seq_cst);  // as root_acquire
+  slot->store(value, std::memory_order_relaxed);  // the caller's root_fence orders it (roots.hpp)
   return slot;
 }
 
@@ -121,10 +121,7 @@ Rooted root_load(const std::atomic<Word>* slot) {
   for (;;) {
     Word w = slot->load(std::memory_order_acquire);
     if (!is_ref(w)) return Rooted(w, nullptr);
-    std::atomic<Word>* r = root_acquire_before_fence(w);
-    // seq_cst pairs the root's publication with the re-read (store-load order), and with the
-    // collector's flip-then-scan (root_acquire).
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    std::atomic<Word>* r = root_acquire(w);  // root_fence: the root is published before the re-read
     if (slot->load(std::memory_order_acquire) == w) return Rooted(w, r);
     root_release(r);
   }

@@ -14,6 +14,7 @@
 
 #include "barrier.hpp"
 #include "check.hpp"
+#include "collector_barrier.hpp"
 #include "layout.hpp"
 
 namespace colors::detail {
@@ -36,34 +37,39 @@ extern std::atomic<std::uint64_t> g_roots_gen;
 std::atomic<Word>* root_acquire_slow(Word value);
 void root_release_slow(std::atomic<Word>* slot);
 
-// Takes a slot in this process's table holding `value`; returns the slot.
-inline std::atomic<Word>* root_acquire(Word value) {
-  RootCache& c = t_root_cache;
-  if (__builtin_expect(c.n != 0 && c.gen == g_roots_gen.load(std::memory_order_acquire), 1)) {
-    std::atomic<Word>* slot = c.slots[--c.n];
-    COLORS_CHECK_INTERNAL(slot->load(std::memory_order_relaxed) == kNull, "a cached root slot is empty");
-    // The slot is null: no deletion barrier needed. seq_cst (a full barrier on x86): the root must
-    // be visible before this thread's next load of the GC epoch (publish_object), pairing with the
-    // collector's flip-then-scan. Otherwise a thread could stamp a new object with the old epoch
-    // while the root pass still reads this slot as empty (gc/README.md, found by gc/model).
-    slot->store(value, std::memory_order_seq_cst);
-    return slot;
-  }
-  return root_acquire_slow(value);
+// Orders this thread's root store before its later loads: the re-read that validates a root
+// (root_load) and the epoch read that stamps a rooted object (publish_object). Either this
+// thread's full fence, or, while the segment's collector issues its barrier after every flip
+// (collector_barrier.hpp), only a compiler fence: the kernel then fences every mutator thread
+// between the flip and the root pass, which is the point this fence exists for. seq_cst pairs
+// with the collector's flip-then-scan. Without it, a thread could stamp a new object with the
+// old epoch while the root pass still reads its slot as empty (gc/README.md, found by gc/model).
+inline void root_fence() {
+  if (__builtin_expect(g_roots_unfenced.load(std::memory_order_relaxed), 1))
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+  else
+    std::atomic_thread_fence(std::memory_order_seq_cst);
 }
 
-// root_acquire for a caller that issues a seq_cst fence right after (root_load and the other
-// loads that validate what they rooted): the fence orders the root before every later load, which
-// is all root_acquire's seq_cst store is for, so the store itself can be relaxed.
+// Takes a slot in this process's table holding `value`, without root_fence; returns the slot.
+// For callers that issue root_fence themselves after more stores.
 inline std::atomic<Word>* root_acquire_before_fence(Word value) {
   RootCache& c = t_root_cache;
   if (__builtin_expect(c.n != 0 && c.gen == g_roots_gen.load(std::memory_order_acquire), 1)) {
     std::atomic<Word>* slot = c.slots[--c.n];
     COLORS_CHECK_INTERNAL(slot->load(std::memory_order_relaxed) == kNull, "a cached root slot is empty");
+    // The slot is null: no deletion barrier needed.
     slot->store(value, std::memory_order_relaxed);
     return slot;
   }
   return root_acquire_slow(value);
+}
+
+// Takes a slot in this process's table holding `value`; returns the slot.
+inline std::atomic<Word>* root_acquire(Word value) {
+  std::atomic<Word>* slot = root_acquire_before_fence(value);
+  root_fence();
+  return slot;
 }
 
 // Empties the slot (deletion barrier) and returns it to this thread's free slots.

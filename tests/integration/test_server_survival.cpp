@@ -24,6 +24,7 @@
 
 #include "colors/colors.hpp"
 #include "colors/errors.hpp"
+#include "collector_barrier.hpp"
 #include "layout.hpp"
 #include "protocol.hpp"
 #include "segment.hpp"
@@ -635,4 +636,80 @@ TEST_CASE("transactions through a server's kill -9: a live client's commits, a d
     CHECK(v.ok);
   }
   for (int fd : {ready[0], ready[1]}) ::close(fd);
+}
+
+// Roots without a fence (libshared/src/collector_barrier.hpp): a client takes them only while its
+// server's collector issues membarrier after each flip, and a successor that cannot issue it
+// refuses a heap whose clients may be relying on it.
+TEST_CASE("clients take roots without a fence exactly while their collector issues its barrier", "[server][survival]") {
+  // This machine's kernel must offer the barrier, or the unfenced paths would go untested here.
+  REQUIRE(colors::detail::collector_barrier_available());
+  Running r;
+  {
+    Attached a(r.cfg);
+    CHECK(colors::detail::current_meta()->collector_barrier.load() == 1);
+    CHECK(colors::detail::g_roots_unfenced.load());
+    write_graph("barrier.graph", 200);
+    colors::collect();
+    colors::List list(colors::repository("barrier.graph").get());
+    for (int i = 0; i < 200; ++i) REQUIRE(check_node(list, i, 0).empty());
+  }
+  CHECK_FALSE(colors::detail::g_roots_unfenced.load());  // detached
+  ::setenv("COLORS_FENCED_ROOTS", "1", 1);
+  {
+    Attached a(r.cfg);
+    CHECK_FALSE(colors::detail::g_roots_unfenced.load());
+    colors::collect();
+    colors::List list(colors::repository("barrier.graph").get());
+    for (int i = 0; i < 200; ++i) REQUIRE(check_node(list, i, 0).empty());
+  }
+  ::unsetenv("COLORS_FENCED_ROOTS");
+}
+
+TEST_CASE("a server without the collector's barrier serves fenced clients, and refuses to adopt a heap whose clients may run unfenced",
+          "[server][survival]") {
+  TempDir dir;
+  ServerConfig cfg = ServerConfig::fresh(dir.path());
+  LeftoverCleaner cleaner{cfg};
+  ::setenv("COLORS_MEMBARRIER_FAULT", "1", 1);
+  {
+    ServerProcess plain(cfg, cfg.args(), dir.path() + "/plain.log");
+    ::unsetenv("COLORS_MEMBARRIER_FAULT");
+    REQUIRE(plain.wait_ready());
+    INFO(plain.log());
+    {
+      Attached a(cfg);
+      CHECK(colors::detail::current_meta()->collector_barrier.load() == 0);
+      CHECK_FALSE(colors::detail::g_roots_unfenced.load());
+      write_graph("barrier.plain", 100);
+      colors::collect();
+      colors::List list(colors::repository("barrier.plain").get());
+      for (int i = 0; i < 100; ++i) REQUIRE(check_node(list, i, 0).empty());
+    }
+    CHECK(plain.log().find("clients take roots with a fence") != std::string::npos);
+  }
+  // A heap served with the barrier, its server killed: a successor without it refuses the heap and
+  // leaves it in place; one with it adopts it.
+  ServerProcess first(cfg, cfg.args(), dir.path() + "/first.log");
+  REQUIRE(first.wait_ready());
+  {
+    Attached a(cfg);
+    write_graph("barrier.kept", 100);
+    colors::detach();
+  }
+  kill9(first);
+  ::setenv("COLORS_MEMBARRIER_FAULT", "1", 1);
+  ServerProcess refusing(cfg, cfg.args(), dir.path() + "/refusing.log");
+  ::unsetenv("COLORS_MEMBARRIER_FAULT");
+  CHECK_FALSE(refusing.wait_ready(3000));
+  CHECK(refusing.wait_exit(5000) == 3);
+  INFO(refusing.log());
+  CHECK(refusing.log().find("cannot adopt this heap: its clients take roots relying on the collector's membarrier") !=
+        std::string::npos);
+  REQUIRE(path_exists(cfg.shm_path()));
+  ServerProcess next(cfg, cfg.args(), dir.path() + "/next.log");
+  REQUIRE(next.wait_ready());
+  Attached a(cfg);
+  colors::List list(colors::repository("barrier.kept").get());
+  for (int i = 0; i < 100; ++i) REQUIRE(check_node(list, i, 0).empty());
 }

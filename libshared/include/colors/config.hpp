@@ -15,7 +15,8 @@ inline constexpr std::uint32_t kProtocolVersion = 4;
 // and header checksum, the collector's phase, the owner uid of a client slot, kAwaitingSuccessor;
 // 7: the sorted map kind, one more builtin class in Metadata::builtin; 8: transaction descriptors,
 // ownership records and the version clock in Metadata; 9: the durability level in Metadata;
-// 10: a list's seqlock word, which lock-free readers rely on every writer to move). A client and a
+// 10: a list's seqlock word, which lock-free readers rely on every writer to move; the collector's
+// barrier flag in Metadata, which unfenced roots rely on). A client and a
 // server must agree exactly.
 inline constexpr std::uint32_t kLayoutVersion = 10;
 
