@@ -7,7 +7,22 @@
  *
  * Checked: the mutator never reaches a freed object, and after the cycle nothing reachable from
  * its roots has been freed. Run through run.sh, which also checks that the model finds the bugs
- * of protocols without the barrier (mutants), so that a passing run means something.
+ * of protocols without the barrier or without the membarrier (mutants), so that a passing run
+ * means something.
+ *
+ * Two root protocols, chosen at compile time:
+ * - default (sequentially consistent roots): every root store is seq_cst and root_load (load,
+ *   root, fence, re-read) is one atomic step.
+ * - LIGHT_ROOTS (asymmetric fences): the root stores are plain stores. Under x86-TSO they sit in
+ *   the mutator's FIFO store buffer, and the mutator's later loads (slots, the epoch) may overtake
+ *   them. R[] is the mutator's own view of its roots (store forwarding), Rc[] the memory the
+ *   collector's root pass reads; the flusher moves the oldest buffered store to memory at any
+ *   moment. In exchange the collector, after the epoch flip and before the root pass, runs
+ *   membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED): every store the mutator issued before it is
+ *   visible to the root pass (the buffer is drained), and every load the mutator issues after it
+ *   sees the flip (the flip is already in memory: the collector's store of `started` is seq_cst).
+ *   The publication of a new object goes through the same buffer; the other stores and loads
+ *   stay sequentially consistent (see the mutator).
  */
 #define N 4
 #define NIL 255
@@ -21,10 +36,45 @@ byte R[3];
 bool started = 0;   /* the epoch flip: objects published from now on are recent */
 bool gc_done = 0, mut_done = 0;
 
+#ifdef LIGHT_ROOTS
+/* The mutator's store buffer, oldest first: (k, v) with k < 3 is the store R[k] = v; k = 3 + n
+   is the publication of block n with recent = v. A mutator step buffers at most one store (L2
+   always matches, see below), the one allocation two: the buffer is never full. */
+#ifndef SB
+#define SB (STEPS + 1)
+#endif
+chan sb = [SB] of { byte, byte };
+byte Rc[3];                         /* the root table in memory: what the collector's root pass reads */
+bool flushed = 0;                   /* the mutator is done and its buffer is empty */
+hidden byte sbk, sbv;               /* a store being moved to memory (inside one atomic step) */
+#define GC_ROOT(k) Rc[k]
+#else
+#define GC_ROOT(k) R[k]
+#endif
+
+/* A root store by the mutator: seq_cst, or buffered (a full buffer would stall the mutator until
+   the flusher made room, as a real store buffer does). */
+inline root_store(k, v) {
+#ifdef LIGHT_ROOTS
+  sb!k,v; R[k] = v
+#else
+  R[k] = v
+#endif
+}
+
+/* One buffered store reaching memory. */
+inline flush_one() {
+  sb?sbk,sbv;
+  if
+  :: sbk < 3 -> Rc[sbk] = sbv
+  :: else -> recent[sbk - 3] = sbv; published[sbk - 3] = 1
+  fi
+}
+
 inline barrier(v) { if :: v != NIL -> pending[v] = 1 :: else -> skip fi }
 
 proctype mutator() {
-  byte a, b, old, n, steps = 0;
+  byte a, b, old, n, w, steps = 0;
   bool r;
   do
   :: steps < STEPS ->
@@ -33,21 +83,45 @@ proctype mutator() {
      if
      /* follow a reference: R[b] := slot[R[a]] (root_load: rooted, then re-validated) */
      :: R[a] != NIL ->
+#ifdef LIGHT_ROOTS
+        /* L1: read the slot; S: the deletion barrier on the root's old value, then the plain
+           (buffered) root store; L2: re-read the slot, which may overtake S (no fence). On a
+           mismatch the next iteration's barrier flags the value the root held, as root_release
+           does. With one mutator L2 always matches (the collector writes no slot); what this
+           models is the root store still sitting in the buffer while later loads go on. */
+        do
+        :: atomic { assert(!freed[R[a]]); w = slot[R[a]] };
+           atomic { old = R[b]; barrier(old); root_store(b, w) };
+           if :: slot[R[a]] == w -> break :: else -> skip fi
+        od;
+        w = 0
+#else
         atomic { assert(!freed[R[a]]); old = R[b]; barrier(old); R[b] = slot[R[a]] }
-     /* store: slot[R[a]] := R[b]; the barrier flags the old value, then a CAS replaces it */
+#endif
+     /* store: slot[R[a]] := R[b]; the barrier flags the old value, then a CAS replaces it.
+        With LIGHT_ROOTS the CAS (a locked instruction, which on x86 drains the store buffer) and
+        the barrier's flag are still modeled as sequentially consistent steps that leave the
+        buffered root stores where they are: this allows more behaviours than TSO does, which is
+        sound for a safety check. */
      :: R[a] != NIL ->
         do
         :: atomic { assert(!freed[R[a]]); old = slot[R[a]]; barrier(old) };
            atomic { if :: slot[R[a]] == old -> slot[R[a]] = R[b]; break :: else -> skip fi }
         od
-     /* drop a root */
-     :: atomic { old = R[a]; barrier(old); R[a] = NIL }
+     /* drop a root: the barrier, then a (buffered) store of NIL */
+     :: atomic { old = R[a]; barrier(old); root_store(a, NIL) }
      /* allocate, as objects.cpp does: reserve the block, root it, initialise it, then publish
         it with recent = the epoch read at publication (a flip may come between the read and
-        the store) */
+        the store). With LIGHT_ROOTS the root store is buffered, so the epoch read may overtake
+        it, and so is the publication (heap.hpp: a relaxed store of `recent`, then the header's
+        release store; consecutive in the FIFO, and the collector reads `recent` only with
+        `published`, so one buffered entry). The initialising store is modeled as visible at
+        once: the collector reads a block's slot only once the block is published, and on TSO
+        the publication follows the initialisation through the FIFO, so when it becomes visible
+        does not matter. */
      :: atomic {
           if
-          :: !allocated[3] && !freed[3] -> n = 3; allocated[n] = 1; old = R[a]; barrier(old); R[a] = n
+          :: !allocated[3] && !freed[3] -> n = 3; allocated[n] = 1; old = R[a]; barrier(old); root_store(a, n)
           :: else -> n = NIL
           fi
         };
@@ -55,14 +129,37 @@ proctype mutator() {
         :: n != NIL ->
            slot[n] = R[b];      /* initialisation: the value stored is rooted (R[b]) */
            r = started;
+#ifdef LIGHT_ROOTS
+           sb!3 + n,r
+#else
            recent[n] = r;
            published[n] = 1
+#endif
         :: else -> skip
         fi
      fi
   :: else -> break
   od;
   mut_done = 1
+}
+
+#ifdef LIGHT_ROOTS
+/* The store buffer drains on its own, oldest store first, at any moment. */
+proctype flusher() {
+  do
+  :: atomic { nempty(sb) -> flush_one() }
+  :: atomic { mut_done && empty(sb) -> break }
+  od;
+  flushed = 1
+}
+#endif
+
+/* membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED): every running mutator thread executes a full
+   barrier, so its buffered stores reach memory; one atomic step. */
+inline membarrier() {
+#ifdef LIGHT_ROOTS
+  atomic { do :: nempty(sb) -> flush_one() :: empty(sb) -> break od }
+#endif
 }
 
 byte stack[N];
@@ -94,10 +191,13 @@ inline drain(stop_recent) {
 proctype collector() {
   byte i, x, y, z, newmarks = 0;
   started = 1;
+#ifdef LIGHT_ROOTS
+  membarrier();
+#endif
   /* root pass: each root read is its own step */
-  x = R[0]; visit(x, 0);
-  x = R[1]; visit(x, 0);
-  x = R[2]; visit(x, 0);
+  x = GC_ROOT(0); visit(x, 0);
+  x = GC_ROOT(1); visit(x, 0);
+  x = GC_ROOT(2); visit(x, 0);
   drain(0);
   /* pending passes */
   do
@@ -125,14 +225,22 @@ proctype collector() {
   gc_done = 1
 }
 
-/* After both finish: everything reachable from the roots is still allocated. */
+/* After both finish (and the store buffer is empty): everything reachable from the roots' final
+   values is still allocated. */
 proctype check() {
   byte x, k;
+#ifdef LIGHT_ROOTS
+  (gc_done && flushed);
+#else
   (gc_done && mut_done);
+#endif
   k = 0;
   do
   :: k < 3 ->
-     x = R[k];
+     x = GC_ROOT(k);
+#ifdef LIGHT_ROOTS
+     assert(x == R[k]);   /* the buffer is empty: memory holds the mutator's view */
+#endif
      do
      :: x != NIL -> assert(!freed[x]); x = slot[x]   /* N steps at most: cycles are cut below */
      :: x == NIL -> break
@@ -150,6 +258,10 @@ init {
     published[0] = 1; published[1] = 1; published[2] = 1;
     slot[0] = 1; slot[1] = 2; slot[2] = NIL; slot[3] = NIL;
     R[0] = 0; R[1] = NIL; R[2] = NIL;
+#ifdef LIGHT_ROOTS
+    Rc[0] = 0; Rc[1] = NIL; Rc[2] = NIL;
+    run flusher();
+#endif
     run mutator(); run collector(); run check()
   }
 }
