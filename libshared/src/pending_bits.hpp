@@ -38,6 +38,10 @@ namespace colors::detail {
 struct PendingBits {
   std::uintptr_t objects_begin = 0;
   std::atomic<std::uint64_t>* words = nullptr;
+  // The segment's Metadata::gc_phase (a GcPhase) and gc_epoch: whether a dropped root must be
+  // flagged (roots.hpp, root_release_flags).
+  const std::atomic<std::uint8_t>* gc_phase = nullptr;
+  const std::atomic<std::uint8_t>* gc_epoch = nullptr;
 };
 extern PendingBits g_pending_bits;
 

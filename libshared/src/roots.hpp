@@ -72,13 +72,36 @@ inline std::atomic<Word>* root_acquire(Word value) {
   return slot;
 }
 
-// Empties the slot (deletion barrier) and returns it to this thread's free slots.
+// Whether dropping a root that holds `w` must flag it (the deletion barrier). With fenced roots,
+// always. With unfenced ones, only while the collector marks and only for an object that is not
+// recent in the marking cycle (gc/README.md, "Dropping a root"):
+//  * a drop that read another phase, or an older epoch, came before the cut that the collector's
+//    barrier makes after the flip of any cycle that would need the flag, and so did everything the
+//    thread did with the object before (another root, a store into the heap), which that cycle's
+//    root pass and marking then see. The root slot itself is private to its thread, so nobody
+//    else can have read the object from it;
+//  * a recent object is never freed by its cycle, and its pending passes ignore it anyway.
+// The phase is set to marking before the flip; acquire loads keep the three reads in order.
+inline bool root_release_flags(Word w) {
+  if (!is_ref(w)) return false;
+  if (!g_roots_unfenced.load(std::memory_order_relaxed)) return true;
+  const PendingBits& pb = g_pending_bits;
+  if (pb.gc_phase == nullptr) return true;
+  if (pb.gc_phase->load(std::memory_order_acquire) != static_cast<std::uint8_t>(GcPhase::kMarking)) return false;
+  const std::uint8_t epoch = pb.gc_epoch->load(std::memory_order_acquire);
+  return header_at(static_cast<std::uintptr_t>(w))->recent.load(std::memory_order_acquire) != epoch;
+}
+
+// Empties the slot (the deletion barrier when root_release_flags says so) and returns it to this thread's free
+// slots.
 // REQUIRES: the slot is this process's and held by the caller. Only its holder writes a root slot
 // while the process lives (the server clears a dead client's table), so no store can race this
 // one: the barrier's flag followed by a release store keeps the barrier's invariant (the old value
-// flagged before the new one is visible) without store_ref's compare-exchange.
+// flagged before the new one is visible) without store_ref's compare-exchange. The release store
+// also keeps root_release_flags's reads before it.
 inline void root_release(std::atomic<Word>* slot) {
-  mark_pending(slot->load(std::memory_order_relaxed));
+  const Word w = slot->load(std::memory_order_relaxed);
+  if (root_release_flags(w)) set_pending_bit(g_pending_bits, static_cast<std::uintptr_t>(w));
   slot->store(kNull, std::memory_order_release);
   RootCache& c = t_root_cache;
   if (__builtin_expect(c.n < RootCache::kCapacity && c.gen == g_roots_gen.load(std::memory_order_acquire), 1)) {

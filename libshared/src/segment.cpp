@@ -35,6 +35,8 @@ PendingBits pending_bits_of(const Metadata* m) {
   if (m != nullptr) {
     pb.objects_begin = m->objects_begin;
     pb.words = reinterpret_cast<std::atomic<std::uint64_t>*>(m->pending_bits_begin);
+    pb.gc_phase = &m->gc_phase;
+    pb.gc_epoch = &m->gc_epoch;
   }
   return pb;
 }
