@@ -2,11 +2,15 @@
 # Model-checks the collector's flag and barrier protocol (satb.pml) with spin, then checks that
 # the same model does find the lost-object bugs of broken protocols (mutants).
 # Two root protocols: sequentially consistent root stores (default), and plain root stores
-# through a TSO store buffer with the collector's membarrier after the epoch flip (LIGHT_ROOTS).
+# through a TSO store buffer with the collector's membarrier after the epoch flip (LIGHT_ROOTS);
+# the latter also with root releases that skip the barrier while the collector is not marking
+# (LIGHT_ROOTS + IDLE_RELEASE).
 # Usage: gc/model/run.sh [STEPS [LIGHT_STEPS]]   (mutator steps)
 #   STEPS, default 4: ~22M states, ~20 s.
-#   LIGHT_STEPS, default 3: ~7.7M states, ~10 s. The store buffer multiplies the state space:
-#   at 4 steps the LIGHT_ROOTS model has ~98M states (~2.5 min, 5.3 GB), too slow for ctest.
+#   LIGHT_STEPS, default 3: ~7.7M states, ~10 s; with IDLE_RELEASE ~39M states, ~55 s, 2.7 GB
+#   (its mutant steps are compound: a new root and a release, in either order). The store buffer
+#   multiplies the state space: at 4 steps the LIGHT_ROOTS model has ~98M states (~2.5 min,
+#   5.3 GB), too slow for ctest. The IDLE_RELEASE mutants fail only from 3 steps on.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 steps=${1:-4}
@@ -42,3 +46,9 @@ check no-store-barrier fail 's/old = slot\[R\[a\]\]; barrier(old) };/old = slot[
 check no-root-barrier fail 's/old = R\[b\]; barrier(old); R\[b\] = slot/old = R[b]; R[b] = slot/; s/old = R\[a\]; barrier(old); root_store(a, NIL)/old = R[a]; root_store(a, NIL)/' "$steps"
 check light-roots pass '' "$light_steps" -DLIGHT_ROOTS
 check light-roots-no-membarrier fail 's/^\( *\)membarrier();$/\1skip;/' "$light_steps" -DLIGHT_ROOTS
+check idle-release pass '' "$light_steps" -DLIGHT_ROOTS -DIDLE_RELEASE
+check idle-release-no-membarrier fail 's/^\( *\)membarrier();$/\1skip;/' "$light_steps" -DLIGHT_ROOTS -DIDLE_RELEASE
+# The phase set after the flip (still before the membarrier): a release may read the phase
+# after the flip and before it is set, skip the barrier, and have its store land after the cut.
+check idle-release-marking-after-flip fail 's/^  marking = 1;.*$/  skip;/; s/^  started = 1;$/  started = 1; marking = 1;/' "$light_steps" -DLIGHT_ROOTS -DIDLE_RELEASE
+check idle-release-marking-after-root-pass fail 's/^  marking = 1;.*$/  skip;/; s/^  drain(0);$/  drain(0); marking = 1;/' "$light_steps" -DLIGHT_ROOTS -DIDLE_RELEASE

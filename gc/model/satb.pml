@@ -23,6 +23,16 @@
  *   sees the flip (the flip is already in memory: the collector's store of `started` is seq_cst).
  *   The publication of a new object goes through the same buffer; the other stores and loads
  *   stay sequentially consistent (see the mutator).
+ * - IDLE_RELEASE (with LIGHT_ROOTS): emptying or overwriting a root skips the deletion barrier
+ *   while the collector is not marking. The collector sets `marking` (gc_phase = kMarking, seq_cst)
+ *   right before the flip and clears it once the pending passes are over, before the sweep. Every
+ *   mutator step that empties or overwrites a root reads `marking` in a step of its own (a plain
+ *   load, which may overtake the thread's buffered root stores), flags the old value only if it
+ *   read 1, then does the buffered root store. Stores into object slots keep the barrier always.
+ *   The C++ code never overwrites a root slot in place: a new root takes a fresh slot and the old
+ *   slot is emptied separately, before (Value::reset, copy assignment) or after (move assignment
+ *   of a returned Value) the new root's store, so the mutator does each order as one step (and
+ *   the in-place overwrite as well).
  */
 #define N 4
 #define NIL 255
@@ -36,12 +46,24 @@ byte R[3];
 bool started = 0;   /* the epoch flip: objects published from now on are recent */
 bool gc_done = 0, mut_done = 0;
 
+#if defined(IDLE_RELEASE) && !defined(LIGHT_ROOTS)
+#error IDLE_RELEASE models the release of plain root stores: use it with LIGHT_ROOTS
+#endif
+
+#ifdef IDLE_RELEASE
+bool marking = 0;   /* gc_phase == kMarking: from before the flip to the end of the pending passes */
+#endif
+
 #ifdef LIGHT_ROOTS
 /* The mutator's store buffer, oldest first: (k, v) with k < 3 is the store R[k] = v; k = 3 + n
    is the publication of block n with recent = v. A mutator step buffers at most one store (L2
    always matches, see below), the one allocation two: the buffer is never full. */
 #ifndef SB
+#ifdef IDLE_RELEASE
+#define SB (3 * STEPS)   /* an IDLE_RELEASE step buffers up to three stores (see the mutator) */
+#else
 #define SB (STEPS + 1)
+#endif
 #endif
 chan sb = [SB] of { byte, byte };
 byte Rc[3];                         /* the root table in memory: what the collector's root pass reads */
@@ -73,13 +95,92 @@ inline flush_one() {
 
 inline barrier(v) { if :: v != NIL -> pending[v] = 1 :: else -> skip fi }
 
+#ifdef IDLE_RELEASE
+/* The barrier of a root's release: only if the step's read of `marking` (m) returned 1. */
+inline release_barrier(v) { if :: m -> barrier(v) :: else -> skip fi }
+
+/* root_release(k): L, the read of the phase (its own step), then the barrier if marking and the
+   buffered store of NIL. */
+inline release(k) {
+  atomic { old = R[k]; m = marking };
+  atomic { release_barrier(old); root_store(k, NIL); m = 0 }
+}
+
+/* root_load into root k from the slot of R[a]: L1 read the slot; if k holds a root, L reads the
+   phase (its own step); the barrier if marking and the buffered root store (overwriting in place
+   what k held); L2 re-reads the slot (may overtake the store). On a mismatch the next iteration
+   releases the value k holds as root_release does. */
+inline load_into(k) {
+  do
+  :: atomic { assert(!freed[R[a]]); w = slot[R[a]] };
+     if :: R[k] != NIL -> atomic { old = R[k]; m = marking } :: else -> skip fi;
+     atomic { release_barrier(old); root_store(k, w); m = 0; old = NIL };
+     if :: slot[R[a]] == w -> break :: else -> skip fi
+  od;
+  w = 0
+}
+
+/* An allocation rooted in k (overwriting in place what k held, after L reads the phase in its own
+   step), initialised and published; see the allocation step below. */
+inline allocate_into(k) {
+  if :: R[k] != NIL -> atomic { old = R[k]; m = marking } :: else -> skip fi;
+  atomic {
+    if
+    :: !allocated[3] && !freed[3] -> n = 3; allocated[n] = 1; release_barrier(old); root_store(k, n)
+    :: else -> n = NIL
+    fi;
+    m = 0; old = NIL
+  };
+  if
+  :: n != NIL ->
+     slot[n] = R[b];
+     r = started;
+     sb!3 + n,r
+  :: else -> skip
+  fi
+}
+#endif
+
 proctype mutator() {
   byte a, b, old, n, w, steps = 0;
   bool r;
+#ifdef IDLE_RELEASE
+  byte c;   /* the third root: a fresh slot for a new root taken before the old one is released */
+  bool m;   /* what the current release read of `marking` */
+  old = NIL;
+#endif
   do
   :: steps < STEPS ->
      steps++;
      if :: a = 0; b = 1 :: a = 1; b = 0 :: a = 0; b = 2 :: a = 2; b = 0 :: a = 1; b = 2 :: a = 2; b = 1 fi;
+#ifdef IDLE_RELEASE
+     c = 3 - a - b;
+     if
+     /* follow a reference into R[b], overwriting its old value in place */
+     :: R[a] != NIL -> load_into(b)
+     /* the same, releasing R[b] first (Value::reset, then a new root) */
+     :: R[a] != NIL && R[b] != NIL -> release(b); load_into(b)
+     /* the same, new root first (v = list.get(i): the result's fresh slot, then the move
+        assignment releases v's old slot) */
+     :: R[a] != NIL && R[b] != NIL && R[c] == NIL -> load_into(c); release(b)
+     /* copy a root (copy assignment v = u: release v's old root, then a fresh slot holding u's
+        object, which u keeps rooted: no re-read) */
+     :: R[a] != NIL && R[b] != NIL -> release(b); atomic { root_store(b, R[a]) }
+     /* store into an object's slot: the barrier always */
+     :: R[a] != NIL ->
+        do
+        :: atomic { assert(!freed[R[a]]); old = slot[R[a]]; barrier(old) };
+           atomic { if :: slot[R[a]] == old -> slot[R[a]] = R[b]; break :: else -> skip fi }
+        od;
+        old = NIL
+     /* drop a root */
+     :: R[a] != NIL -> release(a)
+     /* allocate into R[a], overwriting its old value in place */
+     :: allocate_into(a)
+     /* allocate into a fresh slot, then release the old root (v = allocation, move assignment) */
+     :: R[b] != NIL && R[a] == NIL -> allocate_into(a); release(b)
+     fi
+#else
      if
      /* follow a reference: R[b] := slot[R[a]] (root_load: rooted, then re-validated) */
      :: R[a] != NIL ->
@@ -138,6 +239,7 @@ proctype mutator() {
         :: else -> skip
         fi
      fi
+#endif
   :: else -> break
   od;
   mut_done = 1
@@ -190,6 +292,12 @@ inline drain(stop_recent) {
 
 proctype collector() {
   byte i, x, y, z, newmarks = 0;
+#ifdef IDLE_RELEASE
+  /* gc_phase = kMarking, seq_cst, before the flip: a release that reads 0 read it before the flip,
+     so its store can be taken as made before the snapshot. Set after the flip (even before the
+     membarrier) it lets an object be lost (run.sh, idle-release-marking-after-flip). */
+  marking = 1;
+#endif
   started = 1;
 #ifdef LIGHT_ROOTS
   membarrier();
@@ -214,6 +322,9 @@ proctype collector() {
      od;
      if :: newmarks == 0 -> break :: else -> skip fi
   od;
+#ifdef IDLE_RELEASE
+  marking = 0;   /* gc_phase = kSweeping: releases stop flagging */
+#endif
   /* sweep */
   i = 0;
   do
