@@ -92,17 +92,28 @@ inline bool root_release_flags(Word w) {
   return header_at(static_cast<std::uintptr_t>(w))->recent.load(std::memory_order_acquire) != epoch;
 }
 
-// Empties the slot (the deletion barrier when root_release_flags says so) and returns it to this thread's free
-// slots.
+// Empties a root slot (the deletion barrier when root_release_flags says so).
 // REQUIRES: the slot is this process's and held by the caller. Only its holder writes a root slot
 // while the process lives (the server clears a dead client's table), so no store can race this
 // one: the barrier's flag followed by a release store keeps the barrier's invariant (the old value
 // flagged before the new one is visible) without store_ref's compare-exchange. The release store
 // also keeps root_release_flags's reads before it.
-inline void root_release(std::atomic<Word>* slot) {
+inline void root_clear(std::atomic<Word>* slot) {
   const Word w = slot->load(std::memory_order_relaxed);
   if (root_release_flags(w)) set_pending_bit(g_pending_bits, static_cast<std::uintptr_t>(w));
   slot->store(kNull, std::memory_order_release);
+}
+
+// Stores `value` into an empty root slot the caller holds, ordered before the caller's later loads
+// (root_fence). For bindings that pool root slots themselves.
+inline void root_set(std::atomic<Word>* slot, Word value) {
+  slot->store(value, std::memory_order_relaxed);
+  root_fence();
+}
+
+// root_clear, then the slot goes back to this thread's free slots.
+inline void root_release(std::atomic<Word>* slot) {
+  root_clear(slot);
   RootCache& c = t_root_cache;
   if (__builtin_expect(c.n < RootCache::kCapacity && c.gen == g_roots_gen.load(std::memory_order_acquire), 1)) {
     c.slots[c.n++] = slot;

@@ -173,12 +173,13 @@ std::string class_label(const cd::ClassRecord* c) {
 //
 // The protocol is libshared's own (roots.cpp: root_acquire, root_load, root_release), not a new
 // one:
-//  * rooting a word read from a shared slot: store it into an empty root slot (seq_cst, as
-//    root_acquire: visible before this thread's next load of the GC epoch), seq_cst fence, reload
-//    the source; if it changed, empty the root slot again through the deletion barrier and retry.
-//    So the word was in the source at an instant when it already was a root of this process.
-//  * dropping a root: store_ref(slot, null) (the deletion barrier flags the object pending); the
-//    slot is then empty and may be reused.
+//  * rooting a word read from a shared slot: store it into an empty root slot (root_set: ordered
+//    by root_fence before this thread's next loads), reload the source; if it changed, empty the
+//    root slot again (root_clear) and retry. So the word was in the source at an instant when it
+//    already was a root of this process.
+//  * dropping a root: root_clear (the deletion barrier when the collector needs it:
+//    root_release_flags); the slot is then empty and may be reused. The slots move between
+//    Python threads only under the GIL, whose hand-over orders what each thread stored before.
 //
 // Invariants:
 //  * every slot in g_free_roots is empty (null) and belongs to this process's root table of the
@@ -224,7 +225,7 @@ void give_root(std::atomic<cd::Word>* slot) {
 // the server released the whole table and the slot must not be touched.
 void drop_root(std::atomic<cd::Word>* slot, std::uint64_t gen) {
   if (slot == nullptr || gen != g_generation || cd::current_meta_or_null() == nullptr) return;
-  cd::store_ref(slot, cd::kNull);  // as root_release: through the deletion barrier
+  cd::root_clear(slot);  // as root_release: the deletion barrier when the collector needs it
   give_root(slot);
 }
 
@@ -238,13 +239,12 @@ cd::Word root_load_pooled(const std::atomic<cd::Word>* src, std::atomic<cd::Word
       return w;
     }
     std::atomic<cd::Word>* r = take_root();
-    r->store(w, std::memory_order_seq_cst);  // the slot is empty: no deletion barrier needed
-    std::atomic_thread_fence(std::memory_order_seq_cst);  // the root's publication before the re-read
+    cd::root_set(r, w);  // the slot is empty: no deletion barrier; root_fence before the re-read
     if (src->load(std::memory_order_acquire) == w) {
       *root = r;
       return w;
     }
-    cd::store_ref(r, cd::kNull);  // as root_release: through the deletion barrier
+    cd::root_clear(r);  // as root_release
     give_root(r);
   }
 }
@@ -293,7 +293,7 @@ void handle_dealloc(PyObject* self) {
   if (h->proxy != nullptr && h->gen == g_generation && g_proxies_gen == g_generation)
     (h->other ? g_other_proxies : g_proxies).erase(h->word, h->proxy);
   if (h->root != nullptr && h->gen == g_generation && cd::current_meta_or_null() != nullptr) {
-    cd::store_ref(h->root, cd::kNull);  // drops the root (deletion barrier), as root_release
+    cd::root_clear(h->root);  // drops the root, as root_release
     give_root(h->root);
   }
   h->root = nullptr;
@@ -494,7 +494,7 @@ PyObject* user_proxy(cd::Word w, std::atomic<cd::Word>** root, bool* generic, bo
   std::atomic<cd::Word>* r = *root;
   if (r == nullptr) {
     r = take_root();
-    r->store(w, std::memory_order_seq_cst);  // as root_acquire (w is kept alive by the caller)
+    cd::root_set(r, w);  // as root_acquire (w is kept alive by the caller)
   }
   Handle* h;
   try {
