@@ -51,23 +51,18 @@ inline void root_fence() {
     std::atomic_thread_fence(std::memory_order_seq_cst);
 }
 
-// Takes a slot in this process's table holding `value`, without root_fence; returns the slot.
-// For callers that issue root_fence themselves after more stores.
-inline std::atomic<Word>* root_acquire_before_fence(Word value) {
-  RootCache& c = t_root_cache;
-  if (__builtin_expect(c.n != 0 && c.gen == g_roots_gen.load(std::memory_order_acquire), 1)) {
-    std::atomic<Word>* slot = c.slots[--c.n];
-    COLORS_CHECK_INTERNAL(slot->load(std::memory_order_relaxed) == kNull, "a cached root slot is empty");
-    // The slot is null: no deletion barrier needed.
-    slot->store(value, std::memory_order_relaxed);
-    return slot;
-  }
-  return root_acquire_slow(value);
-}
-
-// Takes a slot in this process's table holding `value`; returns the slot.
+// Takes a slot in this process's table holding `value`, ordered before this thread's later loads
+// (root_fence); returns the slot.
 inline std::atomic<Word>* root_acquire(Word value) {
-  std::atomic<Word>* slot = root_acquire_before_fence(value);
+  RootCache& c = t_root_cache;
+  std::atomic<Word>* slot;
+  if (__builtin_expect(c.n != 0 && c.gen == g_roots_gen.load(std::memory_order_acquire), 1)) {
+    slot = c.slots[--c.n];
+    COLORS_CHECK_INTERNAL(slot->load(std::memory_order_relaxed) == kNull, "a cached root slot is empty");
+    slot->store(value, std::memory_order_relaxed);  // the slot is null: no deletion barrier needed
+  } else {
+    slot = root_acquire_slow(value);
+  }
   root_fence();
   return slot;
 }
