@@ -641,6 +641,17 @@ TEST_CASE("transactions through a server's kill -9: a live client's commits, a d
 // Roots without a fence (libshared/src/collector_barrier.hpp): a client takes them only while its
 // server's collector issues membarrier after each flip, and a successor that cannot issue it
 // refuses a heap whose clients may be relying on it.
+namespace {
+
+// Runs a collection, then checks every node of write_graph's graph `name` of n nodes.
+void collect_and_check_graph(const std::string& name, int n) {
+  colors::collect();
+  colors::List list(colors::repository(name).get());
+  for (int i = 0; i < n; ++i) REQUIRE(check_node(list, i, 0).empty());
+}
+
+}  // namespace
+
 TEST_CASE("clients take roots without a fence exactly while their collector issues its barrier", "[server][survival]") {
   // This machine's kernel must offer the barrier, or the unfenced paths would go untested here.
   REQUIRE(colors::detail::collector_barrier_available());
@@ -650,18 +661,14 @@ TEST_CASE("clients take roots without a fence exactly while their collector issu
     CHECK(colors::detail::current_meta()->collector_barrier.load() == 1);
     CHECK(colors::detail::g_roots_unfenced.load());
     write_graph("barrier.graph", 200);
-    colors::collect();
-    colors::List list(colors::repository("barrier.graph").get());
-    for (int i = 0; i < 200; ++i) REQUIRE(check_node(list, i, 0).empty());
+    collect_and_check_graph("barrier.graph", 200);
   }
   CHECK_FALSE(colors::detail::g_roots_unfenced.load());  // detached
   ::setenv("COLORS_FENCED_ROOTS", "1", 1);
   {
     Attached a(r.cfg);
     CHECK_FALSE(colors::detail::g_roots_unfenced.load());
-    colors::collect();
-    colors::List list(colors::repository("barrier.graph").get());
-    for (int i = 0; i < 200; ++i) REQUIRE(check_node(list, i, 0).empty());
+    collect_and_check_graph("barrier.graph", 200);
   }
   ::unsetenv("COLORS_FENCED_ROOTS");
 }
@@ -682,9 +689,7 @@ TEST_CASE("a server without the collector's barrier serves fenced clients, and r
       CHECK(colors::detail::current_meta()->collector_barrier.load() == 0);
       CHECK_FALSE(colors::detail::g_roots_unfenced.load());
       write_graph("barrier.plain", 100);
-      colors::collect();
-      colors::List list(colors::repository("barrier.plain").get());
-      for (int i = 0; i < 100; ++i) REQUIRE(check_node(list, i, 0).empty());
+      collect_and_check_graph("barrier.plain", 100);
     }
     CHECK(plain.log().find("clients take roots with a fence") != std::string::npos);
   }

@@ -100,8 +100,8 @@ class AttachmentRootsTest {
   /**
    * attach() to a successor that adopted the heap takes this attachment back (same segment, every
    * root kept) and moves the views to a new epoch. The Java-held roots made before are released
-   * when the JVM collects their proxies (they used to be skipped as belonging to another
-   * attachment, which kept their objects alive until detach and left them counted).
+   * when the JVM collects their proxies: skipping them as belonging to another attachment would
+   * keep their objects alive until detach and leave them counted.
    */
   @Test
   void javaHeldRootsFromBeforeASuccessorTookTheAttachmentBackAreReleased() throws Exception {

@@ -188,8 +188,8 @@ class CheckpointTest {
   }
   /**
    * After the heap was replaced (a restore), attach() alone, as the refusal's message says
-   * ("attach again"), ends the lost attachment and attaches to the restored heap. It used to do
-   * nothing while the lost heap was still mapped, leaving the JVM reading it with no error.
+   * ("attach again"), ends the lost attachment and attaches to the restored heap, rather than
+   * returning while the lost heap is still mapped and leaving the JVM reading it with no error.
    */
   @Test
   @SuppressWarnings("unchecked")
