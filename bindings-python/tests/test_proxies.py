@@ -422,3 +422,81 @@ def test_fork_child_code_before_the_bindings_at_fork_hook_cannot_use_the_parents
     """, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == ["NotAttachedError", "parent ok"]
+
+
+# ---- container proxies: _Ref, fast paths, cyclic GC ------------------------------------------
+
+
+def test_container_proxies_are_not_tracked_by_the_cyclic_gc_and_cannot_join_a_cycle():
+    # make_proxy untracks them: that is sound only while a proxy cannot refer to itself, so its
+    # `_ref` is read-only and it has no __dict__.
+    for private in ([1, 2], {"a": 1}, {1, 2}):
+        p = cs.copy_to(private)
+        assert not gc.is_tracked(p)
+        with pytest.raises(AttributeError):
+            p._ref = p
+        with pytest.raises(AttributeError):
+            p.anything = p
+    p = cs.copy_to([1])
+    d = {"p": p}  # what refers to a proxy is tracked as usual
+    assert gc.is_tracked(d)
+
+
+def test_a_dropped_list_proxy_frees_its_root_without_the_cyclic_gc():
+    gc.disable()
+    try:
+        lst = cs.copy_to([[i] for i in range(10)])
+        inner = lst[3]
+        ref = weakref.ref(inner)
+        raw = inner._ref.raw
+        del inner
+        assert ref() is None  # freed by its refcount alone: no cycle kept it
+        assert lst[3]._ref.raw == raw
+    finally:
+        gc.enable()
+
+
+def test_list_fast_paths_follow_list_semantics():
+    lst = cs.copy_to([10, 20, 30, "x", None])
+    assert len(lst) == 5 and lst[0] == 10 and lst[-1] is None and lst[-5] == 10
+    assert lst[1:3] == [20, 30] and lst[::-2] == [None, 30, 10] and lst[10:] == []
+    assert list(lst) == [10, 20, 30, "x", None] and [x for x in lst] == list(lst)
+    assert lst[True] == 20  # operator.index, as list
+    for bad in (5, -6, 2**70, -(2**70)):
+        with pytest.raises(IndexError, match="list index out of range"):
+            lst[bad]
+    with pytest.raises(TypeError):
+        lst["0"]
+    with pytest.raises(TypeError):
+        lst[1.0]
+    it = iter(lst)
+    lst.append(40)  # iteration reads a snapshot taken when it started
+    assert list(it) == [10, 20, 30, "x", None]
+    assert len(lst) == 6 and lst[5] == 40
+
+
+def test_fast_paths_and_ref_methods_refuse_foreign_receivers():
+    lst, dct = cs.copy_to([1]), cs.copy_to({"a": 1})
+    SharedList = type(lst)
+    for call in (lambda: SharedList.__len__(dct), lambda: SharedList.__getitem__(dct, 0),
+                 lambda: SharedList.__iter__(object()), lambda: SharedList.__len__(None)):
+        with pytest.raises(TypeError):
+            call()
+    Ref = type(lst._ref)
+    for call in (lambda: Ref.lget(5, 0), lambda: Ref.litems(object()), lambda: Ref.__len__("abc"),
+                 lambda: Ref.same(lst._ref, 5), lambda: Ref()):
+        with pytest.raises(TypeError):
+            call()
+    with pytest.raises(cs.TypeMismatchError):
+        dct._ref.lget(0)  # a _Ref of another kind
+    assert lst._ref.same(lst._ref) and lst._ref.kind == "list"
+
+
+def test_ref_objects_are_reused_without_mixing_up_their_objects():
+    lists = [cs.copy_to([i]) for i in range(600)]  # more than the free list keeps
+    raws = [l._ref.raw for l in lists]
+    del lists
+    again = [cs.copy_to([i, i]) for i in range(600)]
+    assert [l[0] for l in again] == list(range(600)) and all(len(l) == 2 for l in again)
+    assert len(set(l._ref.raw for l in again)) == 600
+    del raws

@@ -439,6 +439,7 @@ static void expect(const Value& v, TypeKind k) {
 }
 
 List::List(const Value& v) : Value(v) { expect(*this, TypeKind::kList); }
+List::List(Value&& v) : Value(std::move(v)) { expect(*this, TypeKind::kList); }
 std::size_t List::size() const { return list_size(word_); }
 Value List::get(std::size_t i) const { return adopt(list_load(word_, i)); }
 void List::set(std::size_t i, const Value& v) { list_set(word_, i, v.raw()); }
@@ -454,6 +455,7 @@ std::vector<Value> List::items() const {
 List new_list(std::size_t capacity) { return List(adopt(detail::new_list(meta(), capacity))); }
 
 Set::Set(const Value& v) : Value(v) { expect(*this, TypeKind::kSet); }
+Set::Set(Value&& v) : Value(std::move(v)) { expect(*this, TypeKind::kSet); }
 std::size_t Set::size() const { return hash_size(word_); }
 bool Set::contains(const Value& k) const { return hash_contains(word_, k.raw()); }
 bool Set::add(const Value& k) { return set_add(meta(), word_, k.raw()); }
@@ -467,6 +469,7 @@ std::vector<Value> Set::items() const {
 Set new_set(std::size_t capacity) { return Set(adopt(detail::new_set(meta(), capacity))); }
 
 Map::Map(const Value& v) : Value(v) { expect(*this, TypeKind::kMap); }
+Map::Map(Value&& v) : Value(std::move(v)) { expect(*this, TypeKind::kMap); }
 std::size_t Map::size() const { return hash_size(word_); }
 bool Map::contains(const Value& k) const { return hash_contains(word_, k.raw()); }
 std::optional<Value> Map::get(const Value& k) const {

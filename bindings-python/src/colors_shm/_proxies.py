@@ -74,23 +74,9 @@ class SharedList(SharedProxy, MutableSequence):
     __hash__ = None  # type: ignore[assignment]  # mutable, like list
 
     # ---- reading ----
-    def __len__(self) -> int:
-        return len(self._ref)
-
-    def __getitem__(self, index):
-        ref = self._ref
-        if isinstance(index, slice):
-            items = ref.litems()
-            return items[index]
-        try:
-            return ref.lget(operator.index(index))  # negative positions resolved atomically
-        except IndexError:
-            raise IndexError("list index out of range") from None
-
-    def __iter__(self):
-        # A snapshot: the elements at the instant iteration starts (one atomic read of the whole
-        # list); changes made meanwhile, by this or any other thread or process, are not seen.
-        return iter(self._ref.litems())
+    # __len__, __iter__ (over a snapshot: the elements at the instant iteration starts) and
+    # __getitem__ are C methods the extension installs on the class (_install_list_fast_paths):
+    # one atomic read each.
 
     def __reversed__(self):
         return reversed(self._ref.litems())  # a snapshot, as __iter__
@@ -821,6 +807,8 @@ class SharedSortedDict(SharedProxy, MutableMapping):
         return "SharedSortedDict({" + ", ".join(f"{k!r}: {v!r}" for k, v in self.items()) + "})"
 
 _ext._register_proxies(SharedProxy, SharedList, SharedDict, SharedSet, SharedObject)
+_ext._install_list_fast_paths(SharedList)
+abc.update_abstractmethods(SharedList)
 _ext._register_sorted_proxy(SharedSortedDict)
 _ext._install_sorted_fast_paths(SharedSortedDict)
 abc.update_abstractmethods(SharedSortedDict)

@@ -53,6 +53,9 @@ py::object from_value(colors::Value&& v);
 colors::Value copy_in(py::handle obj);
 // The Ref of a proxy (or of a bare _Ref), nullptr for anything else.
 Ref* ref_of(py::handle obj);
+// Installs `methods` (a null-terminated table of C methods whose self is a proxy) on the registered
+// proxy class `cls`, replacing its Python ones; returns the class. TypeError for any other class.
+PyTypeObject* install_fast_methods(py::handle cls, PyMethodDef* methods);
 // Forgets every cached proxy (detach).
 void clear_identity_cache();
 

@@ -1,6 +1,7 @@
 // The primitive operations of shared lists, maps, sets and user objects, as methods of _Ref.
 // The pure-Python proxies (_proxies.py) build the full collections.abc behaviour on these.
 #include "common.hpp"
+#include "ref_object.hpp"
 #include "containers.hpp"
 #include "roots.hpp"
 #include "segment.hpp"
@@ -75,6 +76,87 @@ std::vector<cd::Word> words_of(const std::vector<colors::Value>& vals) {
   return w;
 }
 
+// ---- list proxies' hot methods ----
+// SharedList's __len__, __iter__ and __getitem__ as C methods of the proxy class itself: no
+// Python frame and no pybind11 dispatch between `for x in lst` and the snapshot. Same semantics as
+// the primitives they replace (one atomic read each).
+
+colors::List& list_of_proxy(PyObject* self) {
+  Ref* r = ref_of(self);
+  if (r == nullptr) throw colors::TypeMismatchError("not a shared list proxy");
+  return r->list();
+}
+
+Py_ssize_t list_len(PyObject* self) {
+  try {
+    return static_cast<Py_ssize_t>(list_of_proxy(self).size());
+  } catch (...) {
+    set_python_error();
+    return -1;
+  }
+}
+
+PyObject* list_len_method(PyObject* self, PyObject*) {
+  const Py_ssize_t n = list_len(self);
+  return n < 0 ? nullptr : PyLong_FromSsize_t(n);
+}
+
+// A snapshot: the elements at the instant iteration starts; changes made meanwhile, by this or
+// any other thread or process, are not seen.
+PyObject* list_iter(PyObject* self) {
+  try {
+    py::list items = snapshot(list_of_proxy(self));
+    return PyObject_GetIter(items.ptr());
+  } catch (...) {
+    set_python_error();
+    return nullptr;
+  }
+}
+
+PyObject* list_iter_method(PyObject* self, PyObject*) { return list_iter(self); }
+
+// lst[i] (negative positions resolved atomically) or lst[slice] (a private list of a snapshot).
+PyObject* list_getitem(PyObject* self, PyObject* index) {
+  try {
+    colors::List& l = list_of_proxy(self);
+    if (PySlice_Check(index)) {
+      py::list items = snapshot(l);
+      return PyObject_GetItem(items.ptr(), index);
+    }
+    const Py_ssize_t i = PyNumber_AsSsize_t(index, PyExc_IndexError);
+    if (i == -1 && PyErr_Occurred()) {
+      if (PyErr_ExceptionMatches(PyExc_IndexError)) {
+        PyErr_SetString(PyExc_IndexError, "list index out of range");
+      }
+      return nullptr;
+    }
+    colors::List& again = list_of_proxy(self);  // converting the index may have run Python code
+    return py_of(cd::list_load_signed(again.raw(), i)).release().ptr();
+  } catch (const colors::IndexError&) {
+    PyErr_SetString(PyExc_IndexError, "list index out of range");
+    return nullptr;
+  } catch (...) {
+    set_python_error();
+    return nullptr;
+  }
+}
+
+PyMethodDef g_list_fast_methods[] = {
+    {"__len__", list_len_method, METH_NOARGS, "len(lst): the number of elements."},
+    {"__iter__", list_iter_method, METH_NOARGS,
+     "iter(lst): over a snapshot (the elements at the instant iteration starts)."},
+    {"__getitem__", list_getitem, METH_O,
+     "lst[i] (negative positions resolved atomically), or lst[a:b:c]: a private list of a snapshot."},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+// The user object of a generic SharedObject proxy.
+colors::Object obj(Ref& r) {
+  r.check();
+  if (r.kind != colors::TypeKind::kObject) throw colors::TypeMismatchError("not a shared user object");
+  return colors::Object(r.value());
+}
+
 }  // namespace
 
 // Every primitive below is one container operation (libshared/src/containers.hpp): atomic across
@@ -83,8 +165,7 @@ std::vector<cd::Word> words_of(const std::vector<colors::Value>& vals) {
 // container's word is fetched (r.list(), r.map(), r.set() check the attachment): converting may
 // run Python code, which may detach and attach again.
 void init_containers(py::module_& m) {
-  auto cls = py::reinterpret_borrow<py::class_<Ref>>(m.attr("_Ref"));
-  cls.def("__len__", [](Ref& r) -> std::size_t {
+  def_ref_method("__len__", +[](Ref& r) -> std::size_t {
     r.check();
     switch (r.kind) {
       case colors::TypeKind::kList: return r.list().size();
@@ -93,7 +174,7 @@ void init_containers(py::module_& m) {
       default: throw colors::TypeMismatchError("this shared object has no length");
     }
   });
-  cls.def("clear", [](Ref& r) {
+  def_ref_method("clear", +[](Ref& r) {
     r.check();
     switch (r.kind) {
       case colors::TypeKind::kList: r.list().clear(); break;
@@ -104,61 +185,70 @@ void init_containers(py::module_& m) {
   });
 
   // ---- list ----
-  cls.def("lget", [](Ref& r, std::int64_t i) { return py_of(cd::list_load_signed(r.list().raw(), i)); });
-  cls.def("lset", [](Ref& r, std::int64_t i, py::handle v) {
+  def_ref_method("lget", +[](Ref& r, std::int64_t i) { return py_of(cd::list_load_signed(r.list().raw(), i)); });
+  def_ref_method("lset", +[](Ref& r, std::int64_t i, py::handle v) {
     colors::Value sv = to_value(v);
     cd::list_set_signed(r.list().raw(), i, sv.raw());
   });
-  cls.def("lappend", [](Ref& r, py::handle v) {
+  def_ref_method("lappend", +[](Ref& r, py::handle v) {
     colors::Value sv = to_value(v);
     r.list().append(sv);
   });
-  cls.def("linsert", [](Ref& r, std::int64_t i, py::handle v) {  // list.insert: i clamped to [0, len]
+  def_ref_method("linsert", +[](Ref& r, std::int64_t i, py::handle v) {  // list.insert: i clamped to [0, len]
     colors::Value sv = to_value(v);
     cd::list_insert_clamped(cd::current_meta(), r.list().raw(), i, sv.raw());
   });
-  cls.def("lpop", [](Ref& r, std::int64_t i) { return py_of(cd::list_pop_signed(r.list().raw(), i)); });
+  def_ref_method("lpop", +[](Ref& r, std::int64_t i) { return py_of(cd::list_pop_signed(r.list().raw(), i)); });
   // Removes the element at i (>= 0) if it still equals `expected` (language-neutral equality:
   // identity for shared objects); returns whether it did.
-  cls.def("lpop_if", [](Ref& r, std::int64_t i, py::handle expected) {
+  def_ref_method("lpop_if", +[](Ref& r, std::int64_t i, py::handle expected) {
     colors::Value e = to_value(expected);
     colors::List& l = r.list();
     if (i < 0) return false;
     return cd::list_erase_if(l.raw(), static_cast<std::size_t>(i), e.raw());
   });
-  cls.def("litems", [](Ref& r) { return snapshot(r.list()); });
-  cls.def("lextend", [](Ref& r, py::iterable items) {
+  def_ref_method("litems", +[](Ref& r) { return snapshot(r.list()); });
+  m.def("_install_list_fast_paths", [](py::object cls) {
+    auto* t = install_fast_methods(cls, g_list_fast_methods);
+    // The type's slots point straight at the C functions: assigning the methods above left
+    // CPython's generic slot functions, which look the method up by name on every call.
+    t->tp_iter = list_iter;
+    t->tp_as_sequence->sq_length = list_len;
+    t->tp_as_mapping->mp_length = list_len;
+    t->tp_as_mapping->mp_subscript = list_getitem;
+  });
+  def_ref_method("lextend", +[](Ref& r, py::iterable items) {
     std::vector<colors::Value> vals = to_values(py::list(items));
     std::vector<cd::Word> w = words_of(vals);
     cd::list_append_all(cd::current_meta(), r.list().raw(), w.data(), w.size());
   });
   // Replaces the whole content (sort, reverse, slice assignment): values are checked first.
-  cls.def("lreplace", [](Ref& r, py::list items) {
+  def_ref_method("lreplace", +[](Ref& r, py::list items) {
     std::vector<colors::Value> vals = to_values(items);
     std::vector<cd::Word> w = words_of(vals);
     cd::list_replace(cd::current_meta(), r.list().raw(), w.data(), w.size());
   });
 
   // ---- map ----
-  cls.def("mget", [](Ref& r, py::handle key) {
+  def_ref_method("mget", +[](Ref& r, py::handle key) {
     colors::Value k = to_value(key);
     auto v = r.map().get(k);
     if (!v) key_error(key);
     return from_value(std::move(*v));
   });
-  cls.def("mget_default", [](Ref& r, py::handle key, py::object dflt) {
+  def_ref_method("mget_default", +[](Ref& r, py::handle key, py::object dflt) {
     colors::Value k = to_value(key);
     auto v = r.map().get(k);
     if (!v) return dflt;
     return from_value(std::move(*v));
   });
-  cls.def("mput", [](Ref& r, py::handle key, py::handle v) {
+  def_ref_method("mput", +[](Ref& r, py::handle key, py::handle v) {
     colors::Value k = to_value(key);
     colors::Value sv = to_value(v);
     return r.map().put(k, sv);
   });
   // dict.setdefault: the existing value, or `dflt` after storing it (one operation).
-  cls.def("msetdefault", [](Ref& r, py::handle key, py::handle dflt) {
+  def_ref_method("msetdefault", +[](Ref& r, py::handle key, py::handle dflt) {
     colors::Value k = to_value(key);
     colors::Value d = to_value(dflt);
     colors::Map& mp = r.map();
@@ -167,40 +257,40 @@ void init_containers(py::module_& m) {
       return from_value(std::move(d));
     return py_of(std::move(existing));
   });
-  cls.def("mcontains", [](Ref& r, py::handle key) {
+  def_ref_method("mcontains", +[](Ref& r, py::handle key) {
     colors::Value k = to_value(key);
     return r.map().contains(k);
   });
-  cls.def("mremove", [](Ref& r, py::handle key) {
+  def_ref_method("mremove", +[](Ref& r, py::handle key) {
     colors::Value k = to_value(key);
     return r.map().remove(k);
   });
-  cls.def("mpop", [](Ref& r, py::handle key) {  // KeyError when missing
+  def_ref_method("mpop", +[](Ref& r, py::handle key) {  // KeyError when missing
     colors::Value k = to_value(key);
     cd::Rooted v;
     if (!cd::hash_remove(r.map().raw(), k.raw(), &v)) key_error(key);
     return py_of(std::move(v));
   });
-  cls.def("mpopitem", [](Ref& r) -> py::object {  // None when empty
+  def_ref_method("mpopitem", +[](Ref& r) -> py::object {  // None when empty
     colors::Map& mp = r.map();
     cd::Rooted k, v;
     if (!cd::hash_pop_any(mp.raw(), &k, &v)) return py::none();
     return py::make_tuple(py_of(std::move(k)), py_of(std::move(v)));
   });
-  cls.def("mitems", [](Ref& r) {
+  def_ref_method("mitems", +[](Ref& r) {
     auto items = r.map().items();
     py::list out(items.size());
     for (std::size_t i = 0; i < items.size(); ++i)
       out[i] = py::make_tuple(from_value(std::move(items[i].first)), from_value(std::move(items[i].second)));
     return out;
   });
-  cls.def("mkeys", [](Ref& r) {
+  def_ref_method("mkeys", +[](Ref& r) {
     auto items = r.map().items();
     py::list out(items.size());
     for (std::size_t i = 0; i < items.size(); ++i) out[i] = from_value(std::move(items[i].first));
     return out;
   });
-  cls.def("mvalues", [](Ref& r) {
+  def_ref_method("mvalues", +[](Ref& r) {
     auto items = r.map().items();
     py::list out(items.size());
     for (std::size_t i = 0; i < items.size(); ++i) out[i] = from_value(std::move(items[i].second));
@@ -208,44 +298,39 @@ void init_containers(py::module_& m) {
   });
 
   // ---- set ----
-  cls.def("scontains", [](Ref& r, py::handle key) {
+  def_ref_method("scontains", +[](Ref& r, py::handle key) {
     colors::Value k = to_value(key);
     return r.set().contains(k);
   });
-  cls.def("sadd", [](Ref& r, py::handle key) {
+  def_ref_method("sadd", +[](Ref& r, py::handle key) {
     colors::Value k = to_value(key);
     return r.set().add(k);
   });
-  cls.def("sremove", [](Ref& r, py::handle key) {
+  def_ref_method("sremove", +[](Ref& r, py::handle key) {
     colors::Value k = to_value(key);
     return r.set().remove(k);
   });
-  cls.def("spop", [](Ref& r) -> py::object {  // a one-element tuple, or None when empty
+  def_ref_method("spop", +[](Ref& r) -> py::object {  // a one-element tuple, or None when empty
     colors::Set& st = r.set();
     cd::Rooted k;
     if (!cd::hash_pop_any(st.raw(), &k, nullptr)) return py::none();
     return py::make_tuple(py_of(std::move(k)));
   });
-  cls.def("sitems", [](Ref& r) { return to_list(r.set().items()); });
+  def_ref_method("sitems", +[](Ref& r) { return to_list(r.set().items()); });
 
   // ---- user objects (minimal: generic field access; the class mapping is still to come) ----
-  auto obj = [](Ref& r) -> colors::Object {
-    r.check();
-    if (r.kind != colors::TypeKind::kObject) throw colors::TypeMismatchError("not a shared user object");
-    return colors::Object(r.value());
-  };
-  cls.def("oclass", [obj](Ref& r) {
+  def_ref_method("oclass", +[](Ref& r) {
     colors::Class c = obj(r).cls();
     return py::make_tuple(c.name(), c.version());
   });
-  cls.def("ofields", [obj](Ref& r) {
+  def_ref_method("ofields", +[](Ref& r) {
     py::list out;
     for (const auto& f : obj(r).cls().fields()) out.append(py::str(f.name));
     return out;
   });
-  cls.def("ohas", [obj](Ref& r, const std::string& name) { return obj(r).has_field(name); });
-  cls.def("oget", [obj](Ref& r, const std::string& name) { return from_value(obj(r).get(name)); });
-  cls.def("oset", [obj](Ref& r, const std::string& name, py::handle v) {
+  def_ref_method("ohas", +[](Ref& r, const std::string& name) { return obj(r).has_field(name); });
+  def_ref_method("oget", +[](Ref& r, const std::string& name) { return from_value(obj(r).get(name)); });
+  def_ref_method("oset", +[](Ref& r, const std::string& name, py::handle v) {
     colors::Object o = obj(r);
     if (!o.has_field(name)) {  // a new field: its type follows the value (section 3.1.2)
       check_storable(v);
@@ -253,7 +338,7 @@ void init_containers(py::module_& m) {
     }
     o.set(name, to_value(v));
   });
-  cls.def("odel", [obj](Ref& r, const std::string& name) {
+  def_ref_method("odel", +[](Ref& r, const std::string& name) {
     colors::Object o = obj(r);
     if (!o.has_field(name)) {
       PyErr_SetString(PyExc_AttributeError, ("shared object has no field '" + name + "'").c_str());

@@ -3,6 +3,7 @@
 // them. Each primitive is one operation under the map's lock. Python values are converted before
 // the lock is taken (converting may run Python code), results after it is released.
 #include "common.hpp"
+#include "ref_object.hpp"
 #include "objects.hpp"
 #include "segment.hpp"
 #include "word.hpp"
@@ -164,21 +165,20 @@ PyMethodDef g_fast_methods[] = {
 }  // namespace
 
 void init_sorted_map(py::module_& m) {
-  auto cls = py::reinterpret_borrow<py::class_<Ref>>(m.attr("_Ref"));
-  cls.def("tclear", [](Ref& r) { cd::sorted_clear(map_word(r)); });
+  def_ref_method("tclear", +[](Ref& r) { cd::sorted_clear(map_word(r)); });
   // dict.setdefault: the existing value, or `dflt` after storing it (one operation).
-  cls.def("tsetdefault", [](Ref& r, py::handle key, py::handle dflt) {
+  def_ref_method("tsetdefault", +[](Ref& r, py::handle key, py::handle dflt) {
     colors::Value k = to_value(key);
     colors::Value d = to_value(dflt);
     cd::Rooted existing;
     if (cd::sorted_put(cd::current_meta(), map_word(r), k.raw(), d.raw(), &existing, false)) return from_value(std::move(d));
     return py_of(std::move(existing));
   });
-  cls.def("tremove", [](Ref& r, py::handle key) {
+  def_ref_method("tremove", +[](Ref& r, py::handle key) {
     colors::Value k = to_value(key);
     return cd::sorted_remove(cd::current_meta(), map_word(r), k.raw());
   });
-  cls.def("tpop", [](Ref& r, py::handle key) {  // KeyError when missing
+  def_ref_method("tpop", +[](Ref& r, py::handle key) {  // KeyError when missing
     colors::Value k = to_value(key);
     cd::Rooted v;
     if (!cd::sorted_remove(cd::current_meta(), map_word(r), k.raw(), &v)) key_error(key);
@@ -186,7 +186,7 @@ void init_sorted_map(py::module_& m) {
   });
   // Up to `limit` keys, values or (key, value) tuples between lo and hi (None: unbounded), one
   // instant, ascending or descending.
-  cls.def("trange", [](Ref& r, py::handle lo, py::handle hi, bool lo_incl, bool hi_incl, bool reverse, std::size_t limit, int mode) {
+  def_ref_method("trange", +[](Ref& r, py::handle lo, py::handle hi, bool lo_incl, bool hi_incl, bool reverse, std::size_t limit, int mode) {
     const bool lo_given = !lo.is_none(), hi_given = !hi.is_none();
     colors::Value l = lo_given ? to_value(lo) : colors::Value();
     colors::Value h = hi_given ? to_value(hi) : colors::Value();
@@ -201,31 +201,24 @@ void init_sorted_map(py::module_& m) {
     }
     return out;
   });
-  cls.def("trank", [](Ref& r, py::handle key, bool inclusive) {
+  def_ref_method("trank", +[](Ref& r, py::handle key, bool inclusive) {
     colors::Value k = to_value(key);
     return cd::sorted_rank(map_word(r), k.raw(), inclusive);
   });
-  cls.def("tat", [](Ref& r, std::int64_t i) {
+  def_ref_method("tat", +[](Ref& r, std::int64_t i) {
     auto [k, v] = cd::sorted_entry_at(map_word(r), i);
     return py::make_tuple(py_of(std::move(k)), py_of(std::move(v)));
   });
-  cls.def("tpopat", [](Ref& r, std::int64_t i) {
+  def_ref_method("tpopat", +[](Ref& r, std::int64_t i) {
     auto [k, v] = cd::sorted_pop_at(cd::current_meta(), map_word(r), i);
     return py::make_tuple(py_of(std::move(k)), py_of(std::move(v)));
   });
   m.def("_install_sorted_fast_paths", [](py::object cls) {
-    if (!PyType_Check(cls.ptr()) || !(reinterpret_cast<PyTypeObject*>(cls.ptr())->tp_flags & Py_TPFLAGS_HEAPTYPE))
-      throw py::type_error("_install_sorted_fast_paths takes the SharedSortedDict class");
-    for (PyMethodDef* d = g_fast_methods; d->ml_name != nullptr; ++d) {
-      py::object descr = py::reinterpret_steal<py::object>(PyDescr_NewMethod(reinterpret_cast<PyTypeObject*>(cls.ptr()), d));
-      if (!descr) throw py::error_already_set();
-      if (PyObject_SetAttrString(cls.ptr(), d->ml_name, descr.ptr()) != 0) throw py::error_already_set();
-    }
+    auto* t = install_fast_methods(cls, g_fast_methods);
     // d[key] straight through the type's slot: setting __getitem__ above left CPython's generic
     // slot function, which looks the method up by name on every call (~10% of a lookup). The class
     // is final in practice (only the extension makes its instances) and its __getitem__ is never
     // set again, which would reset the slot to the generic one (still correct).
-    auto* t = reinterpret_cast<PyTypeObject*>(cls.ptr());
     if (t->tp_as_mapping != nullptr) t->tp_as_mapping->mp_subscript = fast_getitem;
   });
   m.def("_new_sorted_map", [] {

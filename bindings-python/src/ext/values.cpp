@@ -5,6 +5,7 @@
 
 #include "common.hpp"
 #include "number_word.hpp"
+#include "ref_object.hpp"
 #include <structmember.h>
 #include "barrier.hpp"
 #include "containers.hpp"
@@ -22,9 +23,9 @@ using colors::TypeKind;
 
 Ref::Ref(colors::Value&& val) : gen(g_generation), kind(val.kind()) {
   switch (kind) {
-    case TypeKind::kList: v = colors::List(val); break;
-    case TypeKind::kMap: v = colors::Map(val); break;
-    case TypeKind::kSet: v = colors::Set(val); break;
+    case TypeKind::kList: v = colors::List(std::move(val)); break;
+    case TypeKind::kMap: v = colors::Map(std::move(val)); break;
+    case TypeKind::kSet: v = colors::Set(std::move(val)); break;
     default: v = std::move(val);
   }
 }
@@ -76,24 +77,21 @@ PyObject* g_object_cls = nullptr;   // _proxies.SharedObject
 PyObject* g_ref_attr = nullptr;     // interned "_ref"
 Py_ssize_t g_ref_offset = 0;        // offset of SharedProxy's `_ref` slot in its instances
 Py_ssize_t g_handle_offset = 0;     // offset of SharedProxy's hidden handle slot (identity table)
-PyTypeObject* g_ref_type = nullptr; // _Ref
-
-// The Ref inside an instance of exactly _Ref (pybind11's instance layout, read directly: a
-// py::isinstance + cast pair costs a type-info lookup in pybind11's registry, ~600 instructions,
-// and every proxy passed to a store or an rpc call went through two of them).
-Ref* ref_in(PyObject* r) {
-  return reinterpret_cast<py::detail::instance*>(r)->get_value_and_holder().value_ptr<Ref>();
-}
 
 // A new proxy of class `cls` (a subclass of SharedProxy) owning a Ref of `v`. Allocated and filled
 // directly (tp_alloc, a store into the `_ref` slot) rather than through `cls.__new__` and
 // setattr: what object.__new__ and the slot's member descriptor would do, without two Python-level
 // calls per proxy. The proxy classes define no __new__ and are not abstract.
 py::object make_proxy(PyObject* cls, colors::Value&& v) {
-  py::object ref = py::cast(Ref(std::move(v)));
+  py::object ref = new_ref_object(std::move(v));
   auto* tp = reinterpret_cast<PyTypeObject*>(cls);
   PyObject* obj = tp->tp_alloc(tp, 0);
   if (obj == nullptr) throw py::error_already_set();
+  // Not for the cyclic GC: a proxy class has no __dict__, and its object slots are the hidden
+  // handle and the read-only `_ref` (_register_proxies), each an object that refers to no Python
+  // object. So a proxy is never part of a reference cycle, and tracking it only made every
+  // young-generation collection walk the proxies a traversal makes and drops.
+  PyObject_GC_UnTrack(obj);
   *reinterpret_cast<PyObject**>(reinterpret_cast<char*>(obj) + g_ref_offset) = ref.release().ptr();
   return py::reinterpret_steal<py::object>(obj);
 }
@@ -113,7 +111,7 @@ py::object wrap(colors::Value&& v, TypeKind k) {
     case TypeKind::kObject: cls = g_object_cls; break;
     default: break;
   }
-  if (cls == nullptr) return py::cast(Ref(std::move(v)));  // before _proxies registered itself
+  if (cls == nullptr) return new_ref_object(std::move(v));  // before _proxies registered itself
   // One live proxy per shared object: the identity table of classes.cpp (its handle in the proxy's
   // hidden slot erases the entry when the proxy dies). It replaced a dict of weakrefs, whose int
   // key, per-proxy callback and weakref cost about 2,000 instructions per proxy.
@@ -178,6 +176,19 @@ Ref* ref_of(py::handle obj) {
   }
   if (Py_TYPE(o) == g_ref_type) return ref_in(o);
   return nullptr;
+}
+
+PyTypeObject* install_fast_methods(py::handle cls, PyMethodDef* methods) {
+  auto* t = reinterpret_cast<PyTypeObject*>(cls.ptr());
+  if (g_proxy_base == nullptr || !PyType_Check(cls.ptr()) || !(t->tp_flags & Py_TPFLAGS_HEAPTYPE) ||
+      !PyType_IsSubtype(t, reinterpret_cast<PyTypeObject*>(g_proxy_base)))
+    throw py::type_error("fast paths go on a registered proxy class");
+  for (PyMethodDef* d = methods; d->ml_name != nullptr; ++d) {
+    py::object descr = py::reinterpret_steal<py::object>(PyDescr_NewMethod(t, d));
+    if (!descr) throw py::error_already_set();
+    if (PyObject_SetAttrString(cls.ptr(), d->ml_name, descr.ptr()) != 0) throw py::error_already_set();
+  }
+  return t;
 }
 
 void clear_identity_cache() {
@@ -513,12 +524,7 @@ colors::Value copy_in(py::handle obj) {
 void init_values(py::module_& m) {
   g_ref_attr = PyUnicode_InternFromString("_ref");
 
-  // Final: ref_of's exact type check is then the same as isinstance.
-  py::class_<Ref> ref_cls(m, "_Ref", py::is_final(), "A GC root of this process holding one shared object (internal).");
-  ref_cls.def_property_readonly("raw", [](const Ref& r) { return r.value().raw(); })
-      .def_property_readonly("kind", [](const Ref& r) { return std::string(colors::type_name(r.kind)); })
-      .def("same", [](const Ref& a, const Ref& b) { return a.value().raw() == b.value().raw(); });
-  g_ref_type = reinterpret_cast<PyTypeObject*>(ref_cls.ptr());  // the module keeps the class alive
+  init_ref_type(m);
 
   m.def(
       "_register_proxies",
@@ -540,6 +546,14 @@ void init_values(py::module_& m) {
           return reinterpret_cast<PyMemberDescrObject*>(d)->d_member->offset;
         };
         Py_ssize_t ref_off = own_slot("_ref");
+        for (PyObject* c : {base.ptr(), list_cls.ptr(), dict_cls.ptr(), set_cls.ptr(), object_cls.ptr()})
+          if (reinterpret_cast<PyTypeObject*>(c)->tp_dictoffset != 0)
+            throw py::type_error("_register_proxies: proxy classes have no __dict__ (make_proxy relies on it)");
+        // `_ref` read-only: Python code cannot replace a proxy's _Ref (nor make a cycle through it).
+        static PyMemberDef ref_member = {"_ref", T_OBJECT_EX, ref_off, READONLY,
+                                         "The GC root holding this proxy's shared object (internal)."};
+        py::object ro = py::reinterpret_steal<py::object>(PyDescr_NewMember(bt, &ref_member));
+        if (!ro || PyObject_SetAttrString(base.ptr(), "_ref", ro.ptr()) != 0) throw py::error_already_set();
         Py_ssize_t handle_off = own_slot("_colors_handle");
         // The handle slot is hidden (its descriptor deleted, and skipped by tp_traverse): Python
         // code can neither read nor replace nor reach a proxy's handle, so the handle dies exactly
@@ -566,6 +580,7 @@ void init_values(py::module_& m) {
         if (!PyType_Check(sorted_cls.ptr()) || !(c->tp_flags & Py_TPFLAGS_HEAPTYPE) ||
             !PyType_IsSubtype(c, reinterpret_cast<PyTypeObject*>(g_proxy_base)))
           throw py::type_error("_register_sorted_proxy takes a class deriving from SharedProxy");
+        if (c->tp_dictoffset != 0) throw py::type_error("_register_sorted_proxy: proxy classes have no __dict__");
         hide_handle_slot(c, -1);
         g_sorted_cls = sorted_cls.release().ptr();
       },

@@ -130,6 +130,7 @@ class List : public Value {
  public:
   List() = default;
   explicit List(const Value& v);  // TypeMismatchError unless v is a list
+  explicit List(Value&& v);       // the same, taking v's root over instead of a second one
   std::size_t size() const;
   Value get(std::size_t i) const;
   Value operator[](std::size_t i) const { return get(i); }
@@ -146,6 +147,7 @@ class Set : public Value {
  public:
   Set() = default;
   explicit Set(const Value& v);
+  explicit Set(Value&& v);
   std::size_t size() const;
   bool contains(const Value& key) const;
   bool add(const Value& key);      // true when newly added
@@ -159,6 +161,7 @@ class Map : public Value {
  public:
   Map() = default;
   explicit Map(const Value& v);
+  explicit Map(Value&& v);
   std::size_t size() const;
   bool contains(const Value& key) const;
   std::optional<Value> get(const Value& key) const;
