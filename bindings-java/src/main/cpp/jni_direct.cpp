@@ -35,13 +35,16 @@ static_assert(offsetof(cd::FloatObject, value) % 8 == 0);
 static_assert(offsetof(cd::ArrayObject, slots) % 8 == 0);
 static_assert(sizeof(cd::UserObject) % 8 == 0);
 static_assert(offsetof(cd::StringObject, length) % 8 == 0);
+static_assert(offsetof(cd::ListObject, version) % 8 == 0 && sizeof(cd::ListObject::version) == 8);
+static_assert(offsetof(cd::ListObject, size) % 8 == 0 && offsetof(cd::ListObject, array) % 8 == 0);
 static_assert(sizeof(std::atomic<cd::Word>*) == sizeof(jlong));
 
 // Indices of the array returned by layout(); must match org.colors.Direct.
 enum : int {
   kBase, kSize, kOffCls, kPendingBits, kOffExtension, kOffSlots, kOffFloatValue, kOffArrayCapacity,
   kOffArraySlots, kOffClassKind, kOffGcStarted, kOffGcDone, kWordSize, kGranuleSize, kFloatClass,
-  kOffStringLength, kOffStringBytes, kStringClass, kObjectsBegin, kLayoutCount
+  kOffStringLength, kOffStringBytes, kStringClass, kObjectsBegin, kOffListSize, kOffListArray, kOffListVersion,
+  kLayoutCount
 };
 
 jlong slot_bits(std::atomic<cd::Word>* slot) { return static_cast<jlong>(reinterpret_cast<std::uintptr_t>(slot)); }
@@ -83,6 +86,10 @@ JNIEXPORT jlongArray JNICALL Java_org_colors_Direct_layout(JNIEnv* env, jclass) 
     v[kOffStringLength] = offsetof(cd::StringObject, length);
     v[kOffStringBytes] = offsetof(cd::StringObject, bytes);
     v[kStringClass] = static_cast<jlong>(reinterpret_cast<std::uintptr_t>(m->builtin[static_cast<int>(colors::TypeKind::kString)]));
+    // Lists are read from Java through their seqlock (org.colors.ListReads, list_seqlock.hpp).
+    v[kOffListSize] = offsetof(cd::ListObject, size);
+    v[kOffListArray] = offsetof(cd::ListObject, array);
+    v[kOffListVersion] = offsetof(cd::ListObject, version);
     jlongArray a = env->NewLongArray(kLayoutCount);
     check_pending(env);
     env->SetLongArrayRegion(a, 0, kLayoutCount, v);

@@ -86,7 +86,8 @@ final class Direct {
   private static final int L_BASE = 0, L_SIZE = 1, L_OFF_CLS = 2, L_PENDING_BITS = 3, L_OFF_EXTENSION = 4,
       L_OFF_SLOTS = 5, L_OFF_FLOAT_VALUE = 6, L_OFF_ARRAY_CAPACITY = 7, L_OFF_ARRAY_SLOTS = 8, L_OFF_CLASS_KIND = 9,
       L_OFF_GC_STARTED = 10, L_OFF_GC_DONE = 11, L_WORD = 12, L_GRANULE = 13, L_FLOAT_CLASS = 14,
-      L_OFF_STRING_LENGTH = 15, L_OFF_STRING_BYTES = 16, L_STRING_CLASS = 17, L_OBJECTS_BEGIN = 18;
+      L_OFF_STRING_LENGTH = 15, L_OFF_STRING_BYTES = 16, L_STRING_CLASS = 17, L_OBJECTS_BEGIN = 18,
+      L_OFF_LIST_SIZE = 19, L_OFF_LIST_ARRAY = 20, L_OFF_LIST_VERSION = 21;
 
   static native long[] layout();
   static native ByteBuffer[] segment();
@@ -188,6 +189,8 @@ final class Direct {
     final ByteBuffer[] chunks;
     final long offCls, offExtension, offSlots, offFloatValue, offArrayCapacity, offArraySlots,
         offClassKind, offGcStarted, offGcDone, offStringLength, offStringBytes;
+    /** ListObject's size, array and seqlock version ({@link ListReads}). */
+    final long offListSize, offListArray, offListVersion;
     /** The class record of every boxed float, of every string. */
     final long floatClass, stringClass;
     /** Addresses of Metadata::gc_started_seq / gc_done_seq (the collector's seqlock). */
@@ -218,9 +221,13 @@ final class Direct {
       offStringLength = l[L_OFF_STRING_LENGTH];
       offStringBytes = l[L_OFF_STRING_BYTES];
       stringClass = l[L_STRING_CLASS];
+      offListSize = l[L_OFF_LIST_SIZE];
+      offListArray = l[L_OFF_LIST_ARRAY];
+      offListVersion = l[L_OFF_LIST_VERSION];
       gcStartedAt = base + offGcStarted;
       gcDoneAt = base + offGcDone;
-      if (((base | offCls | offExtension | offSlots | offFloatValue | offArraySlots | offGcStarted) & 3) != 0) {
+      if (((base | offCls | offExtension | offSlots | offFloatValue | offArraySlots | offGcStarted) & 3) != 0
+          || ((offListSize | offListArray | offListVersion | offArrayCapacity) & 7) != 0) {
         throw new CorruptHeapException("colors: misaligned segment layout");
       }
       for (ByteBuffer b : chunks) b.order(ByteOrder.LITTLE_ENDIAN);

@@ -50,12 +50,31 @@ public final class SharedList extends AbstractList<Object> implements RandomAcce
 
   @Override
   public Object get(int index) {
+    Direct.View v = fastView();
+    if (v != null) {
+      Object x = ListReads.get(v, handle, index);
+      if (x != Proxies.MISS) return x;
+    }
     return Native.listGet(handle, index);
   }
 
   @Override
   public int size() {
+    Direct.View v = fastView();
+    if (v != null) {
+      int n = ListReads.size(v, handle);
+      if (n >= 0) return n;
+    }
     return Native.size(handle);
+  }
+
+  /**
+   * The view for reading this list without JNI ({@link ListReads}), or null: no Unsafe, inside a
+   * transaction, a handle of another attachment, or a released (transient) root.
+   */
+  private Direct.View fastView() {
+    if (Direct.UNSAFE == null || Transaction.inThisThread() || handle.root == null) return null;
+    return Direct.viewFor(handle);
   }
 
   @Override
@@ -223,6 +242,11 @@ public final class SharedList extends AbstractList<Object> implements RandomAcce
   /** A snapshot of the elements, read in one native call. */
   @Override
   public Object[] toArray() {
+    Direct.View v = fastView();
+    if (v != null) {
+      Object[] items = ListReads.items(v, handle);
+      if (items != null) return items;
+    }
     return Native.listItems(handle);
   }
 
