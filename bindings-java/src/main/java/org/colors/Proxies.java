@@ -548,15 +548,20 @@ final class Proxies {
    * proxy of a container or user object — its live proxy, else a new one rooted by a Java-held
    * slot (the root_load protocol, {@link Roots#load}); {@link #MISS} for anything else (scalars,
    * boxed numbers, binaries, long strings, a collector cycle during a string read).
+   * {@code strings}: the slot may hold a string (a field typed string or any); otherwise the
+   * object's class is not read before the identity cache is asked (a live proxy then costs no
+   * access to the object), and a string found there anyway takes the JNI path.
    * REQUIRES: UNSAFE; the object owning {@code s} kept alive by the caller.
    */
-  static Object readRef(Direct.View v, long s) {
+  static Object readRef(Direct.View v, long s, boolean strings) {
     for (;;) {
       long w = v.load(s);
       if (w == 0) return null;
       if ((w & Direct.TAG_MASK) != 0) return MISS;
-      String str = v.readString(s);  // checks the class first: cheap for anything else
-      if (str != null) return str;
+      if (strings) {
+        String str = v.readString(s);  // checks the class first: cheap for anything else
+        if (str != null) return str;
+      }
       // A live proxy of the object at address w: its root has kept that object at w since the
       // proxy was made. The proxy may be younger than the load above (another thread made it), and
       // in between the object the slot held could have died and w been reused; so the slot is read

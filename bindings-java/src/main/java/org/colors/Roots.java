@@ -1,5 +1,9 @@
 package org.colors;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.lang.ref.WeakReference;
+import java.util.ArrayList;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
@@ -37,27 +41,80 @@ final class Roots {
   private static int pooled;                          // GUARDED_BY(LOCK)
   private static long poolGen;                        // GUARDED_BY(LOCK)
   /**
-   * The native attachment generation ({@link Native#generation}) whose slots {@link #LIVE} counts,
+   * The native attachment generation ({@link Native#generation}) whose slots {@link #live} counts,
    * 0 while detached. Written only by {@link #forgetLocked} (LOCK held, at a new attachment and at
    * detach); read under LOCK by the release thread, and without it by mutator threads (no attach or
    * detach runs while they use shared objects).
    */
   private static volatile long currentGen;
-  /**
-   * Java-held roots of the current attachment in use (tests: SharedMemory.liveHandles). Invariant:
-   * it counts exactly the slots taken ({@link #take}, {@link #adopted}) since the last
-   * {@link #forgetLocked} and not released since; a slot of an older generation is never counted
-   * down (its attachment's count was dropped with it), so it is never negative.
+  /*
+   * The count of Java-held roots of the current attachment in use (tests: SharedMemory.liveHandles,
+   * live()). Invariant: the sum of the counts of the current generation — each thread's own
+   * (Cache.count, written only by its thread: a plain add and an opaque store, no locked
+   * instruction on the path of every proxy), the threads that ended (RETIRED) and the other
+   * threads' releases (OTHERS) — is exactly the slots taken ({@link #take}, {@link #adopted})
+   * since the last {@link #forgetLocked} and not released since; a slot of an older generation
+   * is never counted down (its attachment's count was dropped with it), so the sum is never
+   * negative. One thread's count may be (it released roots another thread took).
    */
-  private static final LongAdder LIVE = new LongAdder();
+  private static final LongAdder OTHERS = new LongAdder();
+  private static final ArrayList<Cache> REGISTRY = new ArrayList<>();  // GUARDED_BY(REGISTRY)
+  private static long retired;                                          // GUARDED_BY(REGISTRY)
 
   private static final class Cache {
     long gen;
     int n;
     final long[] slots = new long[THREAD_MAX];
+    /** The generation {@link #count} belongs to (release store after the count's reset). */
+    long countGen;
+    /** Roots this thread took minus those it released, in generation countGen. */
+    long count;
+    final WeakReference<Thread> owner = new WeakReference<>(Thread.currentThread());
+
+    Cache() {
+      synchronized (REGISTRY) {
+        retireEnded();
+        REGISTRY.add(this);
+      }
+    }
+  }
+
+  private static final VarHandle COUNT, COUNT_GEN;
+
+  static {
+    try {
+      MethodHandles.Lookup l = MethodHandles.lookup();
+      COUNT = l.findVarHandle(Cache.class, "count", long.class);
+      COUNT_GEN = l.findVarHandle(Cache.class, "countGen", long.class);
+    } catch (ReflectiveOperationException e) {
+      throw new ExceptionInInitializerError(e);
+    }
   }
 
   private static final ThreadLocal<Cache> CACHES = ThreadLocal.withInitial(Cache::new);
+
+  /** Adds {@code d} to this thread's count of generation {@code gen} (nothing for an older one). */
+  private static void count(Cache c, long gen, long d) {
+    if (gen != currentGen) return;
+    if (c.countGen != gen) {
+      COUNT.setOpaque(c, 0L);
+      COUNT_GEN.setRelease(c, gen);
+    }
+    COUNT.setOpaque(c, c.count + d);
+  }
+
+  /** Folds the counts of threads that ended into RETIRED and forgets their caches. REQUIRES: REGISTRY held. */
+  private static void retireEnded() {
+    for (int i = REGISTRY.size() - 1; i >= 0; i--) {
+      Cache c = REGISTRY.get(i);
+      Thread t = c.owner.get();
+      if (t != null && t.isAlive()) continue;
+      // The thread ended: its last writes happen-before isAlive() returned false (or it was collected).
+      if ((long) COUNT_GEN.getAcquire(c) == currentGen) retired += (long) COUNT.getOpaque(c);
+      REGISTRY.set(i, REGISTRY.get(REGISTRY.size() - 1));
+      REGISTRY.remove(REGISTRY.size() - 1);
+    }
+  }
 
   /** An empty (null) root slot of {@code v}'s attachment, owned by the caller from now on. */
   static long take(Direct.View v) {
@@ -67,7 +124,7 @@ final class Roots {
       c.gen = v.gen;
     }
     if (c.n == 0) refill(v, c);
-    LIVE.increment();
+    count(c, v.gen, 1);
     return c.slots[--c.n];
   }
 
@@ -118,8 +175,8 @@ final class Roots {
    */
   static void drop(Direct.View v, long slot) {
     v.storeWord(slot, 0);
-    LIVE.decrement();
     Cache c = CACHES.get();
+    count(c, v.gen, -1);
     if (c.gen == v.gen && c.n < THREAD_MAX) {
       c.slots[c.n++] = slot;
       return;
@@ -145,7 +202,7 @@ final class Roots {
     }
     synchronized (LOCK) {
       if (v.gen != currentGen) return;  // an ended attachment: the server dropped every root of it
-      LIVE.decrement();
+      OTHERS.decrement();
       v.storeWord(slot, 0);
       putLocked(v, slot);
     }
@@ -162,7 +219,7 @@ final class Roots {
   static void releaseUnderPressure(Direct.View v, long slot, Spares spares) {
     if (v.gen != currentGen) return;  // an ended attachment: the server dropped every root of it
     v.storeWord(slot, 0);
-    LIVE.decrement();
+    OTHERS.decrement();
     spares.add(slot, v.gen);
   }
 
@@ -208,13 +265,16 @@ final class Roots {
   static void forgetLocked(long gen) {
     pooled = 0;
     poolGen = 0;
-    LIVE.reset();
-    currentGen = gen;
+    synchronized (REGISTRY) {
+      retired = 0;
+      OTHERS.reset();
+      currentGen = gen;  // every thread's count of an older generation stops counting
+    }
   }
 
-  /** Counts a slot Java took over from a native allocation (Direct.newObject). */
+  /** Counts a slot Java took over from a native allocation (Direct.newObject). REQUIRES: a mutator thread. */
   static void adopted() {
-    LIVE.increment();
+    count(CACHES.get(), currentGen, 1);
   }
 
   /**
@@ -225,15 +285,23 @@ final class Roots {
    */
   static void releasedNatively(long gen, boolean mutator) {
     if (mutator) {
-      if (gen == currentGen) LIVE.decrement();
+      count(CACHES.get(), gen, -1);
       return;
     }
     synchronized (LOCK) {
-      if (gen == currentGen) LIVE.decrement();
+      if (gen == currentGen) OTHERS.decrement();
     }
   }
 
+  /** The count above. Exact when no thread takes or releases roots meanwhile (tests). */
   static long live() {
-    return LIVE.sum();
+    synchronized (REGISTRY) {
+      retireEnded();
+      long n = retired + OTHERS.sum();
+      for (Cache c : REGISTRY) {
+        if ((long) COUNT_GEN.getAcquire(c) == currentGen) n += (long) COUNT.getOpaque(c);
+      }
+      return n;
+    }
   }
 }

@@ -331,10 +331,12 @@ public final class SharedField {
     // Inside a transaction references and strings take the JNI path (read_slot_rooted).
     Direct.View view = Direct.UNSAFE != null && !Transaction.inThisThread() ? viewOf(a) : null;
     if (view != null) {
-      long s = slot(view, a);
+      Entry e = entry(view, a);
+      long s = e.slot == MISSING ? -1 : view.slotAddress(a, e.slot, view.inlineSlots(a));
       if (s > 0) {
         // Strings in place, references through the identity cache or a Java-held root: no JNI.
-        v = Proxies.readRef(view, s);
+        // Only a field typed string or any can hold a string (check_field_type on every store).
+        v = Proxies.readRef(view, s, e.type == STRING || e.type == ANY);
       } else if (s < 0 && mapped) {
         v = ABSENT;
       }
