@@ -456,6 +456,7 @@ PyObject* user_proxy(cd::Word w, std::atomic<cd::Word>** root, bool* generic, bo
   sync_proxies_gen();
   const cd::ClassRecord* rec = cd::class_of(w);
   Mapped mp;
+  bool resolved = false;  // the resolver (Python code) ran
   if (rec == g_last_rec) {
     mp = g_last;
   } else {
@@ -468,6 +469,7 @@ PyObject* user_proxy(cd::Word w, std::atomic<cd::Word>** root, bool* generic, bo
         return nullptr;
       }
       // Python code: may register classes (clear_mappings) or even detach.
+      resolved = true;
       py::object r = py::reinterpret_borrow<py::object>(g_resolver)(py::str(std::string(cd::name_view(rec->name))));
       if (g_mapping_gen != g_generation) throw colors::NotAttachedError("detached while resolving a class");
       mp.type = r.is_none() ? Py_None : r.ptr();
@@ -488,7 +490,9 @@ PyObject* user_proxy(cd::Word w, std::atomic<cd::Word>** root, bool* generic, bo
     *generic = true;
     return nullptr;
   }
-  if (PyObject* p = live_proxy(w)) return Py_NewRef(p);  // the resolver's Python code made one
+  if (resolved) {
+    if (PyObject* p = live_proxy(w)) return Py_NewRef(p);  // the resolver's Python code made one
+  }
   sync_proxies_gen();
   g_proxies.reserve_one();  // the insert below cannot fail then
   std::atomic<cd::Word>* r = *root;
@@ -1039,13 +1043,13 @@ PyObject* live_user_proxy(std::uint64_t w) {
   return p != nullptr ? Py_NewRef(p) : nullptr;
 }
 
-py::object from_rooted(std::uint64_t w, std::atomic<std::uint64_t>* root) {
+py::object from_rooted(std::uint64_t w, std::atomic<std::uint64_t>* root, bool absent) {
   if (cd::is_ref(w) && cd::class_of(w)->kind == TypeKind::kObject) {
     bool generic = false;
     std::uint64_t gen = g_generation;
     PyObject* p;
     try {
-      p = user_proxy(w, &root, &generic);  // takes `root` over when it makes a proxy
+      p = user_proxy(w, &root, &generic, absent);  // takes `root` over when it makes a proxy
     } catch (...) {
       drop_root(root, gen);
       throw;

@@ -73,7 +73,8 @@ PyObject* live_user_proxy(std::uint64_t w);
 // Shared -> Python for a word the caller holds rooted in `root` (a slot of this process's root
 // table, or nullptr for a non-reference): a new user proxy takes the slot over, anything else
 // hands it to the Value it becomes. Saves a second root per user object read from a container.
-py::object from_rooted(std::uint64_t w, std::atomic<std::uint64_t>* root);
+// `absent`: the caller looked `w` up (live_user_proxy) and found no proxy, holding the GIL since.
+py::object from_rooted(std::uint64_t w, std::atomic<std::uint64_t>* root, bool absent = false);
 void forget_user_proxies();  // detach
 // How copy_to stores an instance of a private class: the shared class version for its declared
 // fields plus `extras` (attributes the class does not declare), and the fields resolved in it.

@@ -48,7 +48,7 @@ py::list snapshot(colors::List& l) {
     } else if ((item = live_user_proxy(w)) != nullptr) {
       items[i].reset();  // the live proxy holds its own root
     } else {
-      item = py_of(std::move(items[i])).release().ptr();
+      item = from_rooted(w, items[i].take(), /*absent=*/true).release().ptr();
       // Making a proxy may run Python code (a class resolver), which may detach: the rest of the
       // snapshot then holds words of a closed attachment.
       if (!l.is_current()) {
