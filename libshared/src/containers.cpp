@@ -314,6 +314,32 @@ bool try_load(const ListObject* l, std::int64_t i, Rooted& out) {
   return true;
 }
 
+// list_snapshot without the lock: false when a change came between the reads (the locked path
+// then runs). As try_load for every element: the words are validated before any of them is
+// rooted, and again after every root is published, so each value was in the list at one instant
+// when this process already held it as a root. `out` is empty on false.
+bool try_snapshot(const ListObject* l, std::vector<Rooted>& out) {
+  std::uint64_t v;
+  ListState s;
+  if (!try_state(l, v, s)) return false;
+  out.reserve(s.n);
+  if (__builtin_expect(g_list_read_pause != nullptr, 0)) g_list_read_pause();
+  for (std::size_t i = 0; i < s.n; ++i) out.emplace_back(s.arr()->slots[i].load(std::memory_order_acquire), nullptr);
+  if (!list_still_unchanged(l, v)) {
+    out.clear();
+    return false;
+  }
+  for (Rooted& r : out) {
+    const Word w = r.word();
+    if (is_ref(w)) r = Rooted(w, root_acquire(w));  // root_fence: published before the check below
+  }
+  if (l->version.load(std::memory_order_relaxed) != v) {
+    out.clear();  // releases the roots taken
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::size_t list_size(Word list) {
@@ -439,6 +465,10 @@ void list_replace(Metadata* m, Word list, const Word* v, std::size_t k) {
 }
 
 std::vector<Rooted> list_snapshot(Word list) {
+  if (!in_transaction()) {
+    std::vector<Rooted> out;
+    if (try_snapshot(as_list(list), out)) return out;
+  }
   ListLock lock(as_list(list), TxAccess::kRead);
   ListState s = state(as_list(list));
   std::vector<Rooted> out;

@@ -1,5 +1,5 @@
-// Lists read without their lock word (libshared/src/list_seqlock.hpp): size() and get() outside a
-// transaction see each change whole, under concurrent writers and collector cycles, and a list
+// Lists read without their lock word (libshared/src/list_seqlock.hpp): size(), get() and items()
+// outside a transaction see each change whole, under concurrent writers and collector cycles, and a list
 // whose writer died inside a change is read through its lock until the change is repaired.
 #include <catch2/catch.hpp>
 #include <atomic>
@@ -51,7 +51,7 @@ TEST_CASE("lists read without their lock see every change whole, under writers a
     ~Unhook() { g_list_read_pause = nullptr; }
   } unhook;
   std::atomic<bool> stop{false};
-  std::atomic<long> nulls{0}, reads{0}, out_of_range{0}, wrong{0};
+  std::atomic<long> nulls{0}, reads{0}, out_of_range{0}, wrong{0}, snapshots{0};
   std::thread writer([&] {
     std::size_t round = 0;
     while (!stop.load(std::memory_order_relaxed)) {
@@ -88,6 +88,15 @@ TEST_CASE("lists read without their lock see every change whole, under writers a
         }
         const std::size_t n = l.size();
         if (n < kBase || n > kBase + 40) wrong.fetch_add(1, std::memory_order_relaxed);
+        if (i % 8 == 0) {  // a whole snapshot (list_snapshot): element k is "element k"
+          std::vector<Value> all = l.items();
+          snapshots.fetch_add(1, std::memory_order_relaxed);
+          if (all.size() < kBase || all.size() > kBase + 40) wrong.fetch_add(1, std::memory_order_relaxed);
+          for (std::size_t k = 0; k < all.size(); ++k) {
+            if (all[k].is_null()) nulls.fetch_add(1, std::memory_order_relaxed);
+            else if (all[k].as_string() != "element " + std::to_string(k)) wrong.fetch_add(1, std::memory_order_relaxed);
+          }
+        }
       }
     });
   }
@@ -96,10 +105,12 @@ TEST_CASE("lists read without their lock see every change whole, under writers a
   writer.join();
   collector.join();
   for (auto& r : readers) r.join();
-  INFO("reads " << reads << ", out of range " << out_of_range << ", nulls " << nulls << ", wrong " << wrong);
+  INFO("reads " << reads << ", snapshots " << snapshots << ", out of range " << out_of_range << ", nulls " << nulls
+                 << ", wrong " << wrong);
   CHECK(nulls == 0);
   CHECK(wrong == 0);
   REQUIRE(reads > 1000);
+  REQUIRE(snapshots > 100);
   REQUIRE(out_of_range > 0);  // the readers did race the writer's changes
   REQUIRE(l.size() == kBase);
   for (std::size_t i = 0; i < kBase; ++i) REQUIRE(l.get(i).as_string() == "element " + std::to_string(i));
