@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "classes.hpp"
+#include "containers.hpp"
 #include "jni_class_record.hpp"
 #include "jni_common.hpp"
 #include "barrier.hpp"
@@ -187,6 +188,34 @@ JNIEXPORT jlong JNICALL Java_org_colors_Direct_newObject(JNIEnv* env, jclass, jl
     cd::Metadata* m = cd::current_meta();
     cd::Rooted r = cd::new_user_object(m, colors_jni::user_class_record(cls));
     return slot_bits(r.take());
+  });
+}
+
+// The elements of the list of handle `h` at one instant (list_snapshot: its lock-free read, or its
+// lock, and inside a transaction its ownership record), as pairs {word, root slot}: a reference
+// comes with the root slot holding it, which is the caller's from now on (org.colors.ListReads
+// adopts it or drops it, as the slots of newObject); a scalar with 0. Java makes the proxies, so no
+// element costs a JNI upcall.
+JNIEXPORT jlongArray JNICALL Java_org_colors_Direct_listWords(JNIEnv* env, jclass, jobject h) {
+  using namespace colors_jni;
+  return guarded<jlongArray>(env, nullptr, [&] {
+    colors::List& l = jvalue_of(env, h)->list();
+    std::vector<cd::Rooted> items = cd::list_snapshot(l.raw());
+    const std::size_t n = items.size();
+    if (n > static_cast<std::size_t>(INT32_MAX / 2)) throw colors::OutOfMemoryError("list too long for a Java array");
+    jlongArray a = env->NewLongArray(static_cast<jsize>(2 * n));
+    check_pending(env);  // nothing handed over yet: the Rooteds release everything
+    std::vector<jlong> v(2 * n);
+    for (std::size_t i = 0; i < n; ++i) v[2 * i] = static_cast<jlong>(items[i].word());
+    env->SetLongArrayRegion(a, 0, static_cast<jsize>(2 * n), v.data());
+    check_pending(env);
+    // Handed over only now that nothing can fail any more.
+    for (std::size_t i = 0; i < n; ++i) {
+      std::atomic<cd::Word>* slot = items[i].take();
+      v[2 * i + 1] = slot == nullptr ? 0 : slot_bits(slot);
+    }
+    env->SetLongArrayRegion(a, 0, static_cast<jsize>(2 * n), v.data());
+    return a;
   });
 }
 

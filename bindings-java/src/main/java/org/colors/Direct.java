@@ -103,6 +103,13 @@ final class Direct {
   /** Gives the first {@code n} (null) slots of {@code slots} back to libshared. */
   static native void giveRoots(long[] slots, int n);
 
+  /**
+   * The elements of list {@code h} at one instant through libshared (transactional inside a
+   * transaction), as pairs {word, root slot}: each reference with the root slot holding it, now
+   * the caller's ({@link ListReads#itemsRooted}); scalars with 0.
+   */
+  static native long[] listWords(Handle h);
+
   /** A new user object of class version {@code cls}: the address of the root slot holding it (now the caller's). */
   static native long newObject(long cls);
 

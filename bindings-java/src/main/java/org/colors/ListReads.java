@@ -19,10 +19,12 @@ import java.lang.ref.Reference;
  * keeps alive) after the proxy was found, so the proxy is of the object at that address now
  * ({@link Proxies#readRef}'s re-read, for a list).
  *
- * <p>Every method returns "not read" (a negative size, null, {@link Proxies#MISS}) when a change
- * was under way or an element is a value this path does not decode (boxed numbers, strings,
- * binaries); the caller then takes the JNI path, which takes the list's lock. Not used inside a
- * transaction (libshared's reads then check the list's ownership record) nor without Unsafe.
+ * <p>Every method returns "not read" (a negative size, null or {@link #NOT_DECODED},
+ * {@link Proxies#MISS}) when a change was under way or an element is a value this path does not
+ * decode (boxed numbers, strings, binaries); the caller then takes the JNI path, which takes the
+ * list's lock. The seqlock reads are not used inside a transaction (libshared's reads then check
+ * the list's ownership record): there {@link #itemsRooted} lets libshared read the list and makes
+ * the proxies in Java. Nothing here runs without Unsafe.
  * Each method keeps the list's {@link Handle} reachable until it returns (its root then keeps the
  * list alive: the Handle's phantom reference would release it). REQUIRES for every method:
  * {@code v} is the current view, {@code h} a list's handle of its attachment with its root.
@@ -96,7 +98,10 @@ final class ListReads {
     return Proxies.MISS;
   }
 
-  /** All elements at one instant, or null. */
+  /** What {@link #items} returns when an element is a value only the JNI path converts. */
+  static final Object[] NOT_DECODED = new Object[0];
+
+  /** All elements at one instant; null (the list kept changing) or {@link #NOT_DECODED}. */
   static Object[] items(Direct.View v, Handle h) {
     try {
       return items(v, h.raw);
@@ -126,7 +131,7 @@ final class ListReads {
         long w = words[i];
         if ((w & Direct.TAG_MASK) != 0 || w == 0) {
           Object s = scalar(w);
-          if (s == Proxies.MISS) return dropAll(v, slots, null);
+          if (s == Proxies.MISS) return dropAll(v, slots, NOT_DECODED);
           out[i] = s;
           continue;
         }
@@ -148,7 +153,7 @@ final class ListReads {
       // Every word is a rooted object now: its kind can be read. A kind this path does not proxy
       // (a boxed number, a string, a binary) sends the whole read to JNI.
       for (int i = 0; i < len; i++) {
-        if (slots[i] != 0 && !proxied(v.kindOf(words[i]))) return dropAll(v, slots, null);
+        if (slots[i] != 0 && !proxied(v.kindOf(words[i]))) return dropAll(v, slots, NOT_DECODED);
       }
       for (int i = 0; i < len; i++) {
         if (slots[i] == 0) continue;
@@ -164,6 +169,54 @@ final class ListReads {
       return out;
     }
     return null;
+  }
+
+  /**
+   * All elements at one instant read by libshared ({@link Direct#listWords}: the list's lock-free
+   * read or its lock, and inside a transaction its ownership record, as the JNI path), with the
+   * proxies made in Java from the root slots it hands over instead of one JNI upcall per element;
+   * or {@link #NOT_DECODED}. A rooted word's object is alive at that address, so a live proxy of
+   * the address is of that object (the handed root is then dropped). For use where {@link #items}
+   * does not apply (inside a transaction, or a list that kept changing). REQUIRES: as the class.
+   */
+  static Object[] itemsRooted(Direct.View v, Handle h) {
+    long[] ws = Direct.listWords(h);  // h is an argument: reachable for the call
+    int len = ws.length / 2;
+    long[] slots = new long[len];
+    for (int i = 0; i < len; i++) {
+      slots[i] = ws[2 * i + 1];
+      if (slots[i] != 0) Roots.adopted();  // Java-held from now on, as Direct.newObject's
+    }
+    Object[] out = new Object[len];
+    for (int i = 0; i < len; i++) {
+      long w = ws[2 * i];
+      if (slots[i] == 0) {
+        Object x = scalar(w);
+        if (x == Proxies.MISS) return dropAll(v, slots, NOT_DECODED);
+        out[i] = x;
+      } else if (!proxied(v.kindOf(w))) {
+        return dropAll(v, slots, NOT_DECODED);
+      }
+    }
+    for (int i = 0; i < len; i++) {
+      if (slots[i] == 0) continue;
+      long w = ws[2 * i];
+      long slot = slots[i];
+      slots[i] = 0;  // owned below, whatever happens
+      try {
+        Object live = Proxies.lookup(w);
+        if (live != null) {
+          Roots.drop(v, slot);
+          out[i] = live;
+        } else {
+          out[i] = Proxies.adopt(v, slot, w, v.kindOf(w), null);
+        }
+      } catch (RuntimeException | Error e) {
+        dropAll(v, slots, null);
+        throw e;
+      }
+    }
+    return out;
   }
 
   private static Object adopt(Direct.View v, long slot, long w) {

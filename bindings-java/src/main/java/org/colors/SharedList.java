@@ -243,10 +243,12 @@ public final class SharedList extends AbstractList<Object> implements RandomAcce
   @Override
   public Object[] toArray() {
     Direct.View v = fastView();
-    if (v != null) {
-      Object[] items = ListReads.items(v, handle);
-      if (items != null) return items;
+    Object[] items = null;
+    if (v != null) items = ListReads.items(v, handle);
+    if (items == null && Direct.UNSAFE != null && handle.root != null && (v = Direct.viewFor(handle)) != null) {
+      items = ListReads.itemsRooted(v, handle);  // inside a transaction, or a list that kept changing
     }
+    if (items != null && items != ListReads.NOT_DECODED) return items;
     return Native.listItems(handle);
   }
 

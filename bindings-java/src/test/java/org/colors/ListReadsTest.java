@@ -65,8 +65,10 @@ class ListReadsTest {
     SharedList l = (SharedList) SharedMemory.copyToSharedMemory(mixed);
     Direct.View v = view(l);
     long before = Roots.live();
-    assertNull(ListReads.items(v, l.handle));
+    assertSame(ListReads.NOT_DECODED, ListReads.items(v, l.handle));
     assertEquals(before, Roots.live(), "the roots taken for the first 20 elements were dropped");
+    assertSame(ListReads.NOT_DECODED, ListReads.itemsRooted(v, l.handle));
+    assertEquals(before, Roots.live(), "the roots handed over by libshared were dropped");
     assertSame(Proxies.MISS, ListReads.get(v, l.handle, 20));
     assertSame(Proxies.MISS, ListReads.get(v, l.handle, 21));
     assertEquals(before, Roots.live());
@@ -75,6 +77,35 @@ class ListReadsTest {
     assertEquals(1L << 62, all[21]);
     assertTrue(Double.isNaN((Double) all[22]));
     assertEquals(List.of(19L), l.get(19));
+  }
+
+  @Test
+  void insideATransactionLibsharedReadsTheListAndJavaMakesTheProxies() {
+    SharedList inner = (SharedList) SharedMemory.copyToSharedMemory(new ArrayList<>(List.of(7L)));
+    SharedList l = (SharedList) SharedMemory.copyToSharedMemory(new ArrayList<>(Arrays.asList(
+        1L, null, true, 0.25, inner, Map.of("k", 1L), List.of(2L, 3L))));
+    Direct.View v = view(l);
+    Object[] slow = Native.listItems(l.handle);
+    long before = Roots.live();
+    Object[] inTx = SharedMemory.atomically(() -> {
+      assertTrue(Transaction.inThisThread());
+      return l.toArray();
+    });
+    assertEquals(Arrays.asList(slow), Arrays.asList(inTx));
+    assertSame(inner, inTx[4], "a live proxy is handed out");
+    assertSame(slow[5], inTx[5], "one proxy per object");
+    assertEquals(before, Roots.live(), "a root handed over for an object with a live proxy is dropped");
+    Object[] rooted = ListReads.itemsRooted(v, l.handle);
+    assertEquals(Arrays.asList(slow), Arrays.asList(rooted));
+    // A transaction that changed the list reads its own change; another reader does not see it
+    // before the commit.
+    SharedMemory.atomically(() -> {
+      l.add(SharedMemory.copyToSharedMemory(new ArrayList<>(List.of(9L))));
+      Object[] mine = l.toArray();
+      assertEquals(8, mine.length);
+      assertEquals(List.of(9L), mine[7]);
+    });
+    assertEquals(List.of(9L), l.toArray()[7]);
   }
 
   @Test
