@@ -253,6 +253,24 @@ JNIEXPORT jlong JNICALL Java_org_colors_Direct_txLoad(JNIEnv* env, jclass, jobje
   });
 }
 
+// Inside a transaction: the value in `slot` of the object at `obj`, read through the transaction
+// (read_slot_rooted: the object's orec checked, a reference rooted), in one jlong: 0 for null; a
+// scalar word as it is (the low three bits of a scalar word are never 000); for a reference the
+// address of the root slot holding it (8-aligned: low three bits 000), the caller's from now on
+// (org.colors.SharedField adopts it or drops it, as the slots of newObject).
+JNIEXPORT jlong JNICALL Java_org_colors_Direct_txLoadRooted(JNIEnv* env, jclass, jobject keep, jlong obj, jlong slot) {
+  using namespace colors_jni;
+  return guarded<jlong>(env, 0, [&] {
+    (void)keep;
+    cd::Rooted r = cd::read_slot_rooted(reinterpret_cast<const void*>(static_cast<std::uintptr_t>(obj)), slot_of(slot));
+    const cd::Word w = r.word();
+    if (!cd::is_ref(w)) return static_cast<jlong>(w);
+    std::atomic<cd::Word>* root = r.take();
+    static_assert(alignof(std::atomic<cd::Word>) == 8, "a root slot's address has its low three bits clear");
+    return slot_bits(root);
+  });
+}
+
 // write_slot(obj, slot, word): the object's orec taken, the old word logged, then stored.
 // REQUIRES: `word` is a scalar the field's type takes (checked in Java as for the fast path).
 JNIEXPORT void JNICALL Java_org_colors_Direct_txStore(JNIEnv* env, jclass, jobject keep, jlong obj, jlong slot,

@@ -127,6 +127,14 @@ final class Direct {
   static native long txLoad(Object keep, long obj, long slot);
 
   /**
+   * Inside a transaction: the value in {@code slot} of the object at {@code obj} read through the
+   * transaction (read_slot_rooted), in one long: 0 for null, a scalar word as it is (low three bits
+   * never 000), or for a reference the address of the root slot holding it (8-aligned), now the
+   * caller's. {@code keep} roots the object.
+   */
+  static native long txLoadRooted(Object keep, long obj, long slot);
+
+  /**
    * Inside a transaction: stores the scalar word {@code word} into {@code slot} of the object at
    * {@code obj} through the transaction (write_slot: the object's orec taken, the old word logged).
    */

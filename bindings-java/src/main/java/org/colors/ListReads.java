@@ -153,7 +153,7 @@ final class ListReads {
       // Every word is a rooted object now: its kind can be read. A kind this path does not proxy
       // (a boxed number, a string, a binary) sends the whole read to JNI.
       for (int i = 0; i < len; i++) {
-        if (slots[i] != 0 && !proxied(v.kindOf(words[i]))) return dropAll(v, slots, NOT_DECODED);
+        if (slots[i] != 0 && !Proxies.proxied(v.kindOf(words[i]))) return dropAll(v, slots, NOT_DECODED);
       }
       for (int i = 0; i < len; i++) {
         if (slots[i] == 0) continue;
@@ -194,7 +194,7 @@ final class ListReads {
         Object x = scalar(w);
         if (x == Proxies.MISS) return dropAll(v, slots, NOT_DECODED);
         out[i] = x;
-      } else if (!proxied(v.kindOf(w))) {
+      } else if (!Proxies.proxied(v.kindOf(w))) {
         return dropAll(v, slots, NOT_DECODED);
       }
     }
@@ -221,17 +221,13 @@ final class ListReads {
 
   private static Object adopt(Direct.View v, long slot, long w) {
     int kind = v.kindOf(w);  // rooted: safe to read
-    if (!proxied(kind)) {
+    if (!Proxies.proxied(kind)) {
       Roots.drop(v, slot);
       return Proxies.MISS;
     }
     return Proxies.adopt(v, slot, w, kind, null);
   }
 
-  private static boolean proxied(int kind) {
-    return kind == Proxies.LIST || kind == Proxies.MAP || kind == Proxies.SET || kind == Proxies.OBJECT
-        || kind == Proxies.SORTED_MAP;
-  }
 
   /** A non-reference word as its Java value (SharedList's types), or MISS for an internal marker. */
   private static Object scalar(long w) {

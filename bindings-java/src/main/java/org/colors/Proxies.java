@@ -574,12 +574,46 @@ final class Proxies {
       long slot = Roots.load(v, s, w);
       if (slot == 0) continue;  // the slot changed: read it again
       int kind = v.kindOf(w);   // rooted now: safe to read
-      if (kind != LIST && kind != MAP && kind != SET && kind != OBJECT && kind != SORTED_MAP) {
+      if (!proxied(kind)) {
         Roots.drop(v, slot);
         return MISS;
       }
       return adopt(v, slot, w, kind, null);  // publish() checks the cache again under its lock
     }
+  }
+
+  /**
+   * Inside a transaction: the value of slot {@code s} of the object at {@code a}, read through the
+   * transaction ({@link Direct#txLoadRooted}: the object's ownership record, the value rooted by
+   * libshared and the root handed over), with a reference's proxy made in Java: the live proxy of
+   * its address (the root handed over is dropped: the object is alive at that address while
+   * rooted, so that proxy is its), else a new one owning the root. {@link #MISS} for what the JNI
+   * path converts (scalars in a reference field, strings, boxed numbers, binaries).
+   * REQUIRES: UNSAFE; in a transaction; {@code keep} roots the object at {@code a}.
+   */
+  static Object readRefInTx(Direct.View v, Object keep, long a, long s) {
+    long r = Direct.txLoadRooted(keep, a, s);
+    if (r == 0) return null;
+    if ((r & 7) != 0) return MISS;  // a scalar word
+    long slot = r;
+    Roots.adopted();
+    long w = v.load(slot);
+    int kind = v.kindOf(w);
+    if (!proxied(kind)) {
+      Roots.drop(v, slot);
+      return MISS;
+    }
+    Object live = lookup(w);
+    if (live != null) {
+      Roots.drop(v, slot);
+      return live;
+    }
+    return adopt(v, slot, w, kind, null);
+  }
+
+  /** The kinds whose shared objects appear in Java as proxies. */
+  static boolean proxied(int kind) {
+    return kind == LIST || kind == MAP || kind == SET || kind == OBJECT || kind == SORTED_MAP;
   }
 
   private static Object create(Handle h, Class<?> mapped) {

@@ -328,12 +328,14 @@ public final class SharedField {
 
   private Object getObject0(long a, Object owner) {
     Object v = Proxies.MISS;
-    // Inside a transaction references and strings take the JNI path (read_slot_rooted).
-    Direct.View view = Direct.UNSAFE != null && !Transaction.inThisThread() ? viewOf(a) : null;
+    Direct.View view = Direct.UNSAFE != null ? viewOf(a) : null;
     if (view != null) {
       Entry e = entry(view, a);
       long s = e.slot == MISSING ? -1 : view.slotAddress(a, e.slot, view.inlineSlots(a));
-      if (s > 0) {
+      if (s > 0 && Transaction.inThisThread()) {
+        // Read through the transaction by libshared; the proxy made in Java (strings: JNI).
+        v = Proxies.readRefInTx(view, owner, a, s);
+      } else if (s > 0) {
         // Strings in place, references through the identity cache or a Java-held root: no JNI.
         // Only a field typed string or any can hold a string (check_field_type on every store).
         v = Proxies.readRef(view, s, e.type == STRING || e.type == ANY);
