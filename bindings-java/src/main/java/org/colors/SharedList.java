@@ -239,7 +239,11 @@ public final class SharedList extends AbstractList<Object> implements RandomAcce
     return Spliterators.spliterator(toArray(), Spliterator.ORDERED);
   }
 
-  /** A snapshot of the elements, read in one native call. */
+  /**
+   * A snapshot of the elements at one instant: read from Java through the list's seqlock, or (inside
+   * a transaction, or while the list keeps changing) by libshared with the proxies made in Java
+   * ({@link ListReads}); lists holding strings, boxed numbers or binaries are converted by JNI.
+   */
   @Override
   public Object[] toArray() {
     Direct.View v = fastView();
