@@ -7,16 +7,16 @@
 //
 // Lifetime rule: every shared reference held by Java is one GC root of this process, owned by
 // exactly one org.colors.Handle (through its org.colors.Root), which a proxy owns: either a
-// colors::Value inside a JValue (Root.ptr), or a root-table slot held by Java (Root.slot: filled
-// by the field fast path, org.colors.Roots, or handed over by a native, to_java), which jvalue_of
-// turns into a JValue adopting it when a native first needs one. The Handle's Cleaner releases the root (Native.release, or Roots.release in
+// colors::Value inside a JValue (Root.ptr), or a root-table slot Java filled itself (Root.slot; the
+// field fast path, org.colors.Roots), which jvalue_of turns into a JValue adopting it when a native
+// first needs one. The Handle's Cleaner releases the root (Native.release, or Roots.release in
 // Java). Natives receive the Handle object itself (not its pointer as a long), so the Handle stays
 // reachable, and its root alive, for the whole call.
 //
 // Values cross the boundary Java -> C++ as a triple (tag, bits, obj) built by org.colors.Codec:
 // no allocation for scalars, one JNI call per operation. C++ -> Java they come back as null, Long,
-// Double, Boolean, String, byte[] or a proxy (built by an upcall to Proxies.wrapSlot, which keeps
-// the identity cache and takes the reference's root slot over as a Java-held root).
+// Double, Boolean, String, byte[] or a proxy (built by an upcall to Proxies.wrap, which keeps the
+// identity cache).
 #pragma once
 #include <jni.h>
 
@@ -107,15 +107,13 @@ void guarded_void(JNIEnv* env, F&& f) {
 // ---- cached classes and members (jni_module.cpp, resolved in JNI_OnLoad) ----
 struct Cache {
   jclass long_cls, double_cls, boolean_cls, string_cls, object_cls, ioobe_cls, proxies_cls, thread_cls;
-  jmethodID long_value_of, double_value_of, wrap_slot, wrap_transient, lookup, thread_interrupted;
+  jmethodID long_value_of, double_value_of, wrap, wrap_transient, lookup, thread_interrupted;
   jobject boolean_true, boolean_false;
   jfieldID handle_root, handle_raw, root_ptr, root_slot, root_gen;
 };
 extern Cache g;
 
 JValue* jvalue_of(JNIEnv* env, jobject handle);  // the JValue of an org.colors.Handle (checked)
-// Takes the root slot out of `v` (which then holds null and no root): the caller owns the slot.
-std::atomic<std::uint64_t>* take_value_root(colors::Value& v);
 
 // Spare root slots (jni_module.cpp, "heap pressure"): null slots of the current attachment emptied
 // on the heap-pressure path. Moves up to n of them into out (as slot addresses); returns how many.

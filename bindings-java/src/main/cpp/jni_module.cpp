@@ -77,7 +77,8 @@ colors::Value& JValue::mutable_value() {
 }
 
 namespace {
-// Pointers to Value's protected members, formed in a derived class as the language allows.
+// Takes the root slot out of a Value (which then holds null and no root): pointers to Value's
+// protected members, formed in a derived class as the language allows.
 struct ValueAccess : colors::Value {
   static std::atomic<cd::Word>* take_root(colors::Value& v) {
     constexpr void* colors::Value::*kRoot = &ValueAccess::root_;
@@ -89,8 +90,6 @@ struct ValueAccess : colors::Value {
   }
 };
 }  // namespace
-
-std::atomic<std::uint64_t>* take_value_root(colors::Value& v) { return ValueAccess::take_root(v); }
 
 void JValue::check() const {
   if (gen != g_generation.load(std::memory_order_acquire) || !colors::has_segment())
@@ -425,7 +424,7 @@ void JNICALL n_release_under_pressure(JNIEnv* env, jclass, jlong ptr) {
     std::shared_lock<std::shared_mutex> lk(g_attach_rw, std::try_to_lock);
     if (!lk.owns_lock()) return;
     if (r->gen == g_generation.load(std::memory_order_acquire) && colors::has_segment()) {
-      if (std::atomic<cd::Word>* slot = take_value_root(r->mutable_value())) {
+      if (std::atomic<cd::Word>* slot = ValueAccess::take_root(r->mutable_value())) {
         cd::store_ref(slot, cd::kNull);
         add_spare_root(slot, r->gen);
       }
@@ -512,11 +511,11 @@ bool init_cache(JNIEnv* env) {
     return false;
   g.long_value_of = env->GetStaticMethodID(g.long_cls, "valueOf", "(J)Ljava/lang/Long;");
   g.double_value_of = env->GetStaticMethodID(g.double_cls, "valueOf", "(D)Ljava/lang/Double;");
-  g.wrap_slot = env->GetStaticMethodID(g.proxies_cls, "wrapSlot", "(JJI)Ljava/lang/Object;");
+  g.wrap = env->GetStaticMethodID(g.proxies_cls, "wrap", "(JJI)Ljava/lang/Object;");
   g.wrap_transient = env->GetStaticMethodID(g.proxies_cls, "wrapTransient", "(JJI)Ljava/lang/Object;");
   g.lookup = env->GetStaticMethodID(g.proxies_cls, "lookup", "(J)Ljava/lang/Object;");
   g.thread_interrupted = env->GetStaticMethodID(g.thread_cls, "interrupted", "()Z");
-  if (!g.long_value_of || !g.double_value_of || !g.wrap_slot || !g.wrap_transient || !g.lookup || !g.thread_interrupted)
+  if (!g.long_value_of || !g.double_value_of || !g.wrap || !g.wrap_transient || !g.lookup || !g.thread_interrupted)
     return false;
   jfieldID t = env->GetStaticFieldID(g.boolean_cls, "TRUE", "Ljava/lang/Boolean;");
   jfieldID f = env->GetStaticFieldID(g.boolean_cls, "FALSE", "Ljava/lang/Boolean;");

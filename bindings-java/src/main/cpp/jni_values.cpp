@@ -1,5 +1,5 @@
 // Java values <-> shared values: the (tag, bits, obj) decoding, results as Java objects, proxies
-// through Proxies.wrapSlot (the identity cache lives on the Java side), UTF-16 <-> UTF-8.
+// through Proxies.wrap (the identity cache lives on the Java side), UTF-16 <-> UTF-8.
 #include <cstring>
 #include <vector>
 
@@ -154,14 +154,16 @@ jobject to_java(JNIEnv* env, colors::Value&& v) {
     }
     default: {
       const jlong raw = static_cast<jlong>(v.raw());
-      std::atomic<std::uint64_t>* slot = take_value_root(v);
-      if (slot == nullptr) throw colors::CorruptHeapError("a shared reference without a root (binding bug)");
-      // Proxies.wrapSlot owns the root slot from the call on, as Java-held roots: the live proxy of
-      // the object (the slot dropped) or a new proxy owning it; dropped when it fails. One upcall,
-      // and no native handle to free later.
-      r = env->CallStaticObjectMethod(g.proxies_cls, g.wrap_slot,
-                                      static_cast<jlong>(reinterpret_cast<std::uintptr_t>(slot)), raw,
-                                      static_cast<jint>(k));
+      // The common case, a live proxy of the object: no new handle at all (v's root goes with v).
+      jobject cached = env->CallStaticObjectMethod(g.proxies_cls, g.lookup, raw);
+      check_pending(env);
+      if (cached != nullptr) return cached;
+      auto* h = new JValue(std::move(v));
+      // Proxies.wrap owns the handle from the call on: it adopts it into a new proxy's Root, or
+      // releases it (Native.release) when a live proxy of the same object exists or when it
+      // fails. Never released here: a second release would free it twice.
+      r = env->CallStaticObjectMethod(g.proxies_cls, g.wrap, static_cast<jlong>(reinterpret_cast<std::intptr_t>(h)),
+                                      raw, static_cast<jint>(k));
       check_pending(env);
       return r;
     }

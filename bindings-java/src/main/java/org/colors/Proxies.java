@@ -431,28 +431,23 @@ final class Proxies {
   // ---- proxies from natives ------------------------------------------------------------------
 
   /**
-   * Called by the natives for a shared reference ({@code to_java}): the live proxy of {@code raw},
-   * else a new proxy whose root is {@code slot}, the root slot holding the object, handed over by
-   * the native as a Java-held root (as {@link Direct#newObject}'s). A rooted object is alive at its
-   * address, so a live proxy of that address is its proxy; the slot is then dropped.
+   * Called by the natives for a shared reference without a live proxy: adopts the native handle
+   * {@code ptr} into a new proxy, or releases it and returns the live proxy of the same object.
    */
-  static Object wrapSlot(long slot, long raw, int kind) {
-    // Owns the slot from the call on, whatever happens (the natives never release it afterwards).
-    Roots.adopted();
-    Direct.View v = Direct.currentOrMake();
-    if (v == null) throw new NotAttachedException("colors: detached while a value was read");
-    Object live;
+  static Object wrap(long ptr, long raw, int kind) {
+    // Owns ptr from the call on, whatever happens: released here until a Root holds it (the
+    // natives never release it after calling this, even when it throws).
+    Root root = null;
     try {
-      live = lookup(raw);
-    } catch (RuntimeException | Error e) {
-      Roots.drop(v, slot);
-      throw e;
+      Object live = lookup(raw);
+      if (live != null) return live;
+      Handle h = new Handle(raw, kind, Direct.epoch);
+      Object proxy = create(h, null);
+      root = new Root(h, QUEUE, ptr, 0, null);
+      return publishNew(h, proxy, root);
+    } finally {
+      if (root == null) Native.release(ptr);
     }
-    if (live != null) {
-      Roots.drop(v, slot);
-      return live;
-    }
-    return adopt(v, slot, raw, kind, null);  // drops the slot itself if making the proxy fails
   }
 
   /**

@@ -21,12 +21,6 @@ import org.junit.jupiter.api.extension.ExtendWith;
 @ExtendWith(ColorsServer.class)
 class AttachmentRootsTest {
   /**
-   * The chains' heads: their proxies (made by copyToSharedMemory's result) hold Java-held roots
-   * too, kept reachable so that only the roots a test counts are released by its collections.
-   */
-  private static final List<Node> HEADS = new ArrayList<>();
-
-  /**
    * {@code n} bound {@code @Shared} instances rooted by Java-held slots: read by the field fast
    * path from a chain copied in without proxies of its inner nodes.
    */
@@ -38,7 +32,6 @@ class AttachmentRootsTest {
       chain = x;
     }
     Node head = (Node) SharedMemory.copyToSharedMemory(chain);
-    HEADS.add(head);
     LifetimeTest.settle();  // proxies the copy made of inner nodes, if any, are gone
     List<Node> nodes = new ArrayList<>();
     for (Node x = head.left; nodes.size() < n; x = x.left) nodes.add(x);
