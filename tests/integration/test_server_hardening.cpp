@@ -60,15 +60,25 @@ std::size_t count_lines(const std::string& path) {
   return n;
 }
 
-// 50 attaches of a real client while an abuser runs: each must succeed within 1 s. Then SIGTERM
-// must stop the server within 1 s.
+// The bound a real client's attach must meet while an abuser runs: 1 s. Sanitizer builds run the
+// server, the abuser and the client several times slower on the same two cores (an ASan run took
+// 1,051 ms once), so there the bound is 3 s: those builds check what the abuse cannot break
+// (every attach succeeds, the server stops), the release build checks the time.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr std::int64_t kAttachBoundMs = 3000;
+#else
+constexpr std::int64_t kAttachBoundMs = 1000;
+#endif
+
+// 50 attaches of a real client while an abuser runs: each must succeed within kAttachBoundMs. Then
+// SIGTERM must stop the server within 1 s.
 void attach_50_times_then_stop(Running& r) {
   for (int i = 0; i < 50; ++i) {
     auto t0 = std::chrono::steady_clock::now();
     ServerLink l = connect_to_server(r.cfg.socket);
     std::int64_t ms = ms_since(t0);
     INFO("attach " << i << " took " << ms << " ms");
-    CHECK(ms < 1000);
+    CHECK(ms < kAttachBoundMs);
     CHECK(l.client_id != 0);
     ::close(l.segment_fd);
     close_link(l.fd);
