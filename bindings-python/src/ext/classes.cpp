@@ -39,6 +39,7 @@
 #include "barrier.hpp"
 #include "classes.hpp"
 #include "common.hpp"  // Python.h first
+#include "free_list.hpp"
 #include "identity_table.hpp"
 #include "number_word.hpp"
 #include <structmember.h>
@@ -258,25 +259,11 @@ struct Handle {
   bool other;       // the proxy is in g_other_proxies (root stays null: its _Ref holds the object)
 };
 
-// Handles of dead proxies, reused by the next proxies: a tree walk drops and makes one proxy per
-// child it reads, and this saves an allocation and a free of the handle each time.
-// Invariants: every entry is a Handle whose refcount is 0, whose root has been dropped and which
-// holds no reference to its type; touched only with the GIL held.
-constexpr int kMaxFreeHandles = 256;
-Handle* g_free_handles[kMaxFreeHandles];
-int g_free_handle_count = 0;
+FreeList<256> g_free_handles;  // handles of dead proxies (free_list.hpp)
 
 // A new handle (refcount 1, root and proxy null).
 Handle* new_handle() {
-  Handle* h;
-  if (g_free_handle_count > 0) {
-    h = g_free_handles[--g_free_handle_count];
-    PyObject_Init(reinterpret_cast<PyObject*>(h), g_handle_type);  // refcount 1, takes a type reference
-  } else {
-    PyObject* o = g_handle_type->tp_alloc(g_handle_type, 0);  // takes a type reference (heap type)
-    if (o == nullptr) throw py::error_already_set();
-    h = reinterpret_cast<Handle*>(o);
-  }
+  auto* h = reinterpret_cast<Handle*>(g_free_handles.take(g_handle_type));
   h->word = cd::kNull;
   h->root = nullptr;
   h->gen = g_generation;
@@ -297,13 +284,7 @@ void handle_dealloc(PyObject* self) {
     give_root(h->root);
   }
   h->root = nullptr;
-  PyTypeObject* tp = Py_TYPE(self);
-  if (g_free_handle_count < kMaxFreeHandles) {
-    g_free_handles[g_free_handle_count++] = h;
-  } else {
-    tp->tp_free(self);
-  }
-  Py_DECREF(tp);  // instances of a heap type hold a reference to it
+  g_free_handles.give(self);
 }
 
 PyType_Slot handle_slots[] = {

@@ -1,6 +1,8 @@
 // The _Ref type (ref_object.hpp).
 #include "ref_object.hpp"
 
+#include "free_list.hpp"
+
 #include <new>
 
 namespace colors_py {
@@ -14,20 +16,11 @@ struct RefObject {
   Ref ref;  // constructed in new_ref_object, destroyed in ref_dealloc
 };
 
-// _Refs of dead proxies, reused: a traversal makes and drops one per list it reads.
-// Invariants: every entry has refcount 0, a destroyed Ref and no reference to its type; touched
-// only with the GIL held.
-constexpr int kMaxFree = 256;
-RefObject* g_free[kMaxFree];
-int g_free_count = 0;
+FreeList<256> g_free_refs;  // _Refs of dead proxies: a traversal makes and drops one per list it reads
 
 void ref_dealloc(PyObject* self) {
-  auto* r = reinterpret_cast<RefObject*>(self);
-  r->ref.~Ref();  // drops the root (a Value of a closed attachment only forgets it)
-  PyTypeObject* tp = Py_TYPE(self);
-  if (g_free_count < kMaxFree) g_free[g_free_count++] = r;
-  else tp->tp_free(self);
-  Py_DECREF(tp);  // instances of a heap type hold a reference to it
+  reinterpret_cast<RefObject*>(self)->ref.~Ref();  // drops the root (a Value of a closed attachment only forgets it)
+  g_free_refs.give(self);
 }
 
 PyObject* ref_raw(PyObject* self, void*) {
@@ -85,24 +78,14 @@ Ref& ref_self(py::handle self) {
 }
 
 py::object new_ref_object(colors::Value&& v) {
-  RefObject* r;
-  if (g_free_count > 0) {
-    r = g_free[--g_free_count];
-    PyObject_Init(reinterpret_cast<PyObject*>(r), g_ref_type);  // refcount 1, takes a type reference
-  } else {
-    PyObject* o = g_ref_type->tp_alloc(g_ref_type, 0);  // takes a type reference (heap type)
-    if (o == nullptr) throw py::error_already_set();
-    r = reinterpret_cast<RefObject*>(o);
-  }
+  PyObject* o = g_free_refs.take(g_ref_type);
   try {
-    new (&r->ref) Ref(std::move(v));
-  } catch (...) {  // no Ref to destroy: the object goes back as raw memory
-    PyTypeObject* tp = Py_TYPE(reinterpret_cast<PyObject*>(r));
-    tp->tp_free(r);
-    Py_DECREF(tp);
+    new (&reinterpret_cast<RefObject*>(o)->ref) Ref(std::move(v));
+  } catch (...) {
+    g_free_refs.give(o);  // no Ref to destroy: the object goes back as raw memory
     throw;
   }
-  return py::reinterpret_steal<py::object>(reinterpret_cast<PyObject*>(r));
+  return py::reinterpret_steal<py::object>(o);
 }
 
 void init_ref_type(py::module_& m) {
