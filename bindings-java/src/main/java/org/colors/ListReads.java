@@ -152,15 +152,16 @@ final class ListReads {
       if (slots == null) return out;
       // Every word is a rooted object now: its kind can be read. A kind this path does not proxy
       // (a boxed number, a string, a binary) sends the whole read to JNI.
+      int[] kinds = new int[len];
       for (int i = 0; i < len; i++) {
-        if (slots[i] != 0 && !Proxies.proxied(v.kindOf(words[i]))) return dropAll(v, slots, NOT_DECODED);
+        if (slots[i] != 0 && !Proxies.proxied(kinds[i] = v.kindOf(words[i]))) return dropAll(v, slots, NOT_DECODED);
       }
       for (int i = 0; i < len; i++) {
         if (slots[i] == 0) continue;
         long slot = slots[i];
         slots[i] = 0;  // adopt owns it from here, whatever happens
         try {
-          out[i] = Proxies.adopt(v, slot, words[i], v.kindOf(words[i]), null);
+          out[i] = Proxies.adopt(v, slot, words[i], kinds[i], null);
         } catch (RuntimeException | Error e) {
           dropAll(v, slots, null);
           throw e;
@@ -188,29 +189,23 @@ final class ListReads {
       if (slots[i] != 0) Roots.adopted();  // Java-held from now on, as Direct.newObject's
     }
     Object[] out = new Object[len];
+    int[] kinds = new int[len];
     for (int i = 0; i < len; i++) {
       long w = ws[2 * i];
       if (slots[i] == 0) {
         Object x = scalar(w);
         if (x == Proxies.MISS) return dropAll(v, slots, NOT_DECODED);
         out[i] = x;
-      } else if (!Proxies.proxied(v.kindOf(w))) {
+      } else if (!Proxies.proxied(kinds[i] = v.kindOf(w))) {
         return dropAll(v, slots, NOT_DECODED);
       }
     }
     for (int i = 0; i < len; i++) {
       if (slots[i] == 0) continue;
-      long w = ws[2 * i];
       long slot = slots[i];
       slots[i] = 0;  // owned below, whatever happens
       try {
-        Object live = Proxies.lookup(w);
-        if (live != null) {
-          Roots.drop(v, slot);
-          out[i] = live;
-        } else {
-          out[i] = Proxies.adopt(v, slot, w, v.kindOf(w), null);
-        }
+        out[i] = Proxies.ofRooted(v, slot, ws[2 * i], kinds[i]);
       } catch (RuntimeException | Error e) {
         dropAll(v, slots, null);
         throw e;

@@ -603,6 +603,15 @@ final class Proxies {
       Roots.drop(v, slot);
       return MISS;
     }
+    return ofRooted(v, slot, w, kind);
+  }
+
+  /**
+   * The proxy of the object {@code w} that the Java-held slot {@code slot} roots (taken over): its
+   * live proxy, the slot then dropped (a rooted object is alive at its address, so a live proxy of
+   * that address is its), else a new proxy owning the slot. REQUIRES: {@code proxied(kind)}.
+   */
+  static Object ofRooted(Direct.View v, long slot, long w, int kind) {
     Object live = lookup(w);
     if (live != null) {
       Roots.drop(v, slot);
