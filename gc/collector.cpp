@@ -2,13 +2,16 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
+#include <thread>
 
 #include "collector_barrier.hpp"
 #include "futex.hpp"
 #include "heap.hpp"
 #include "heap_walk.hpp"
 #include "marker.hpp"
+#include "read_scope.hpp"
 #include "roots.hpp"
 #include "sweeper.hpp"
 #include "transaction.hpp"
@@ -83,6 +86,40 @@ struct Collector::Impl {
     }
   }
 
+  // Waits until every scope in `scopes` has ended (its word changed: exit, a newer scope, or the
+  // server nulled a dead client's table). Never stops a client; a client that stays inside a scope
+  // holds back this cycle's sweep, so after a second the wait is logged once, naming the client.
+  // False when the collector is stopping.
+  bool wait_for_read_scopes(const std::vector<detail::ActiveReadScope>& scopes) {
+    const auto start = std::chrono::steady_clock::now();
+    bool logged = false;
+    for (const detail::ActiveReadScope& a : scopes) {
+      for (unsigned spins = 0; a.slot->load(std::memory_order_acquire) == a.seen; ++spins) {
+        if (stopping.load(std::memory_order_acquire)) return false;
+        if (spins < 64) {
+          std::this_thread::yield();
+          continue;
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds(spins < 1000 ? 50 : 1000));
+        if (!logged && std::chrono::steady_clock::now() - start > std::chrono::seconds(1)) {
+          logged = true;
+          std::fprintf(stderr, "colors-server: the collector has waited 1 s for a read scope of client %u (pid %d) to end; memory is not reclaimed meanwhile\n",
+                       a.client, m->clients[a.client].pid.load(std::memory_order_relaxed));
+        }
+      }
+    }
+    return true;
+  }
+
+  // A cycle given up while marking (the collector is stopping): nothing is swept, and the phase
+  // says idle, as a cycle that never began. Marks of this epoch are simply stale next cycle.
+  GcCycleStats abandon_cycle(GcCycleStats s) {
+    m->gc_phase.store(static_cast<std::uint8_t>(GcPhase::kIdle), std::memory_order_release);
+    m->gc_done_seq.fetch_add(1, std::memory_order_seq_cst);
+    if (m->gc_waiters.load(std::memory_order_seq_cst) != 0) futex_wake_all(&m->gc_done_seq);
+    return s;
+  }
+
   GcCycleStats run_cycle() {
     std::lock_guard<std::mutex> cycle(cycle_mu);
     // Excludes the heap verifier for the whole cycle (on_cycle below runs under it too).
@@ -120,8 +157,15 @@ struct Collector::Impl {
     }
     auto t1 = clock::now();
 
+    // Read scopes (read_scope.hpp) that began before the membarrier's cut: what they borrowed
+    // may be unreachable at the snapshot. Read after the cut, so every scope that is not in this
+    // list began its reads after the flip.
+    const std::vector<detail::ActiveReadScope> scopes = detail::active_read_scopes(m);
     Marker marker(m, pool.size(), epoch);
     marker.root_pass(pool);
+    // Before the pending passes: what such a scope promoted before it ended is flagged, and the
+    // passes below mark it; nothing it still reads is swept.
+    if (!scopes.empty() && !wait_for_read_scopes(scopes)) return abandon_cycle(s);
     auto t2 = clock::now();
     s.marking_passes = 1;
     // Repeat until a pass marks nothing new (gc/README.md: why this terminates, and why nothing

@@ -605,22 +605,9 @@ Field::Field(const Class& cls, const std::string& name) : cls_(cls.record()), na
 }
 
 Object::Object(const Value& v) : Value(v) { expect(*this, TypeKind::kObject); }
+Object::Object(Value&& v) : Value(std::move(v)) { expect(*this, TypeKind::kObject); }
 Class Object::cls() const { return Class(detail::class_of(word_)); }
 bool Object::has_field(std::string_view name) const { return find_field(detail::class_of(word_), name) != nullptr; }
-
-static const FieldInfo& field_or_throw(Word o, std::string_view name) {
-  const ClassRecord* c = detail::class_of(o);
-  const FieldInfo* f = find_field(c, name);
-  if (f == nullptr)
-    throw KeyError("object of class " + std::string(name_view(c->name)) + " has no field '" + std::string(name) +
-                   "' (add it with add_field)");
-  return *f;
-}
-static std::atomic<Word>* slot_or_throw(Word o, const FieldInfo& f) {
-  std::atomic<Word>* s = field_slot(o, f);
-  if (s == nullptr) throw CorruptHeapError("object storage lacks the slot of field '" + std::string(name_view(f.name)) + "'");
-  return s;
-}
 
 Value Object::get(std::string_view name) const {
   return adopt(read_slot_rooted(reinterpret_cast<const void*>(word_), slot_or_throw(word_, field_or_throw(word_, name))));

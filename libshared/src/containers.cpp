@@ -367,6 +367,21 @@ Rooted list_load(Word list, std::size_t i) {
   return root_locked(&s.arr()->slots[checked(i, s)]);
 }
 
+Word list_load_borrowed(Word list, std::size_t i) {
+  const ListObject* l = as_list(list);
+  std::uint64_t v;
+  ListState s;
+  if (i <= static_cast<std::size_t>(INT64_MAX) && try_state(l, v, s) && i < s.n) {
+    const Word w = s.arr()->slots[i].load(std::memory_order_acquire);
+    // Validated: the word was in the list at one instant inside the scope, which is all a
+    // borrowed reference needs (no root to publish, so no second check).
+    if (list_still_unchanged(l, v)) return w;
+  }
+  ListLock lock(as_list(list), TxAccess::kRead);
+  ListState st = state(as_list(list));
+  return st.arr()->slots[checked(i, st)].load(std::memory_order_acquire);
+}
+
 Rooted list_load_signed(Word list, std::int64_t i) {
   Rooted r;
   if (!in_transaction() && try_load(as_list(list), i, r)) return r;

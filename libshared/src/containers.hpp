@@ -41,6 +41,9 @@ namespace colors::detail {
 std::size_t list_size(Word list);
 Word list_get(Word list, std::size_t i);           // IndexError when out of range
 Rooted list_load(Word list, std::size_t i);        // list_get, rooted (roots.hpp, root_load)
+// list_get for a read scope (read_scope.hpp): the element word, borrowed, not rooted.
+// REQUIRES: inside a read scope, outside a transaction.
+Word list_load_borrowed(Word list, std::size_t i);
 void list_set(Word list, std::size_t i, Word v);   // IndexError when out of range
 // Stores v at i and returns the element it replaced, rooted.
 Rooted list_exchange(Word list, std::size_t i, Word v);

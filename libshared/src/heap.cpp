@@ -12,6 +12,7 @@
 #include "colors/errors.hpp"
 #include "futex.hpp"
 #include "pending_bits.hpp"
+#include "read_scope.hpp"
 #include "segment.hpp"
 #include "session.hpp"
 
@@ -370,6 +371,10 @@ HeapLockGuard::HeapLockGuard(Metadata* m) : m_(m) {
 HeapLockGuard::~HeapLockGuard() { m_->heap_lock.unlock(); }
 
 bool request_gc_and_wait(Metadata* m, std::int64_t timeout_ns) {
+  // The cycle would wait for this thread's scope to end (read_scope.hpp): refuse, never hang.
+  if (in_read_scope())
+    throw InvalidArgumentError("cannot wait for a collector cycle inside a read scope (the cycle waits for the scope to end): "
+                               "leave the ReadScope first (an allocation that found the heap full also lands here)");
   if (m->gc_running.load(std::memory_order_acquire) == 0) {
     // A server stopped with --keep-heap stopped its collector: wait for its successor (which
     // starts its collector before it takes clients back), or fail after the attach timeout.

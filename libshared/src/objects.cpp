@@ -263,4 +263,17 @@ ClassRecord* remove_field(Metadata* m, Word o, std::string_view name) {
   return to;
 }
 
+const FieldInfo& field_or_throw(Word o, std::string_view name) {
+  const ClassRecord* c = class_of(o);
+  const FieldInfo* f = find_field(c, name);
+  if (f == nullptr)
+    throw KeyError("object of class " + std::string(name_view(c->name)) + " has no field '" + std::string(name) +
+                   "' (add it with add_field)");
+  return *f;
+}
+
+void throw_missing_slot(const FieldInfo& f) {
+  throw CorruptHeapError("object storage lacks the slot of field '" + std::string(name_view(f.name)) + "'");
+}
+
 }  // namespace colors::detail

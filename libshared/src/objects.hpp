@@ -89,6 +89,15 @@ inline std::atomic<Word>* field_slot(Word o, const FieldInfo& f) {
   std::size_t i = f.slot - n;
   return i < a->capacity ? &a->slots[i] : nullptr;
 }
+// The field named `name` of o's current class version; KeyError naming the class otherwise.
+const FieldInfo& field_or_throw(Word o, std::string_view name);
+[[noreturn]] void throw_missing_slot(const FieldInfo& f);  // CorruptHeapError
+// field_slot, or CorruptHeapError when the object's storage lacks the slot.
+inline std::atomic<Word>* slot_or_throw(Word o, const FieldInfo& f) {
+  std::atomic<Word>* s = field_slot(o, f);
+  if (__builtin_expect(s == nullptr, 0)) throw_missing_slot(f);
+  return s;
+}
 // Checks that `v` may be stored in a field of type `f` (TypeMismatchError otherwise).
 void check_field_type(const FieldInfo& f, Word v);
 // Switches `o` to the version of its class that also has `field` (schema evolution), in place.

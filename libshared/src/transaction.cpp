@@ -14,6 +14,7 @@
 #include "list_seqlock.hpp"
 #include "futex.hpp"
 #include "objects.hpp"
+#include "read_scope.hpp"
 #include "segment.hpp"
 #include "session.hpp"
 
@@ -547,6 +548,8 @@ void tx_begin(std::int64_t timeout_ns) {
     ++t.depth;
     return;
   }
+  if (in_read_scope())
+    throw InvalidArgumentError("a transaction cannot start inside a read scope (its commit may wait for a collector cycle, which waits for the scope)");
   TxThread& t = thread_state();
   check_server_state(t.m);
   t.depth = 1;

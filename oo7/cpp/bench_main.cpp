@@ -17,6 +17,7 @@
 #include "private_builder.hpp"
 #include "queries.hpp"
 #include "shared_access.hpp"
+#include "shared_view_access.hpp"
 #include "shared_builder.hpp"
 #include "shared_schema.hpp"
 
@@ -24,7 +25,7 @@ namespace oo7 {
 namespace {
 
 const char* const kUsage =
-    "usage: oo7-bench [--size small|medium] [--seed N] [--rounds N] [--min-ms MS] [--only t1,q2,...]\n"
+    "usage: oo7-bench [--size small|medium] [--seed N] [--rounds N] [--min-ms MS] [--only t1,t1-rooted,q2,...]\n"
     "  builds OO7 in the heap of the server COLORS_SOCKET names and in private structs, then\n"
     "  times T1, T6, T2b and Q7 on both in interleaved rounds (median of shared/private ratios),\n"
     "  and Q1, Q2, Q3 through the shared sorted-map indexes vs std::unordered_map / std::map\n";
@@ -79,7 +80,7 @@ Row bench_row(const char* name, const P& on_private, const S& on_shared, int rou
     ratios.push_back(ss / ps);
   }
   auto [lo, hi] = std::minmax_element(ratios.begin(), ratios.end());
-  std::printf("%-5s %14.4f %14.4f %9.2fx %8.2f..%-8.2f\n", name, median(pms), median(sms), median(ratios), *lo, *hi);
+  std::printf("%-9s %14.4f %14.4f %9.2fx %8.2f..%-8.2f\n", name, median(pms), median(sms), median(ratios), *lo, *hi);
   std::fflush(stdout);
   return {median(pms), median(sms)};
 }
@@ -148,19 +149,23 @@ int run(int argc, char** argv) {
 
   const Op ops[] = {Op::kT1, Op::kT6, Op::kT2b, Op::kQ7};
   auto wanted = [&](const char* name) { return only.empty() || only.find("," + std::string(name) + ",") != std::string::npos; };
-  std::printf("OO7 %s seed %llu, C++: shared heap (colors::Object/List through the public API) vs structs\n",
+  std::printf("OO7 %s seed %llu, C++: shared heap through the public API (read-only ops in a read scope through views,\n"
+              "updates through colors::Object in transactions) vs structs\n",
               p.size.c_str(), static_cast<unsigned long long>(seed));
   std::printf("%d rounds; per round each op repeated to take >= %.0f ms on the shared side; thread CPU time\n\n", rounds, min_ms);
   double t1_private_ms = 0, t1_shared_ms = 0;
-  std::printf("%-5s %14s %14s %10s %17s\n", "op", "private ms/op", "shared ms/op", "ratio", "ratio min..max");
+  std::printf("%-9s %14s %14s %10s %17s\n", "op", "private ms/op", "shared ms/op", "ratio", "ratio min..max");
   for (Op op : ops) {
     if (!wanted(op_name(op))) continue;
-    Row row = bench_row(op_name(op), [&] { return run_op(pa, op); }, [&] { return run_op(sa, op); }, rounds, min_ms);
+    Row row = bench_row(op_name(op), [&] { return run_op(pa, op); }, [&] { return run_shared_op(sa, op); }, rounds, min_ms);
     if (op == Op::kT1) {
       t1_private_ms = row.private_ms;
       t1_shared_ms = row.shared_ms;
     }
   }
+  // T1 through rooted handles (colors::Object, a GC root per reference read), for comparison.
+  if (wanted("t1-rooted"))
+    bench_row("t1-rooted", [&] { return run_op(pa, Op::kT1); }, [&] { return run_op(sa, Op::kT1); }, rounds, min_ms);
   for (Query q : {Query::kQ1, Query::kQ2, Query::kQ3}) {
     if (!wanted(query_name(q))) continue;
     bench_row(query_name(q), [&] { return run_query(pi, q, seed, atomic_parts(p)); },

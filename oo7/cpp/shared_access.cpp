@@ -22,8 +22,7 @@ colors::List SharedAccess::list(colors::Value&& v) {
   return l;
 }
 
-bool SharedAccess::is_complex(const Assm& a) const {
-  colors::Class c = a.obj.cls();
+bool SharedAccess::is_complex_class(const colors::Class& c) const {
   if (c == s_.complex.cls) return true;
   if (c == s_.base.cls) return false;
   for (const auto& [rec, complex] : complex_versions_)

@@ -79,7 +79,12 @@ class SharedAccess {
   std::int64_t build_date(const Assm& a) const {
     return a.obj.get(is_complex(a) ? s_.complex.build_date : s_.base.build_date).as_int();
   }
-  bool is_complex(const Assm& a) const;
+  bool is_complex(const Assm& a) const { return is_complex_class(a.obj.cls()); }
+  // Whether `c` is a version of oo7.ComplexAssembly (false: of oo7.BaseAssembly);
+  // TypeMismatchError for any other class.
+  bool is_complex_class(const colors::Class& c) const;
+  const Schema& schema() const { return s_; }
+  const colors::Object& database() const { return db_; }
   std::int64_t super_id(const Assm& a) const {
     colors::Value v = a.obj.get(is_complex(a) ? s_.complex.super_assembly : s_.base.super_assembly);
     if (v.is_null()) return 0;

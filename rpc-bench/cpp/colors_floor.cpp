@@ -166,24 +166,26 @@ List build_input(const NodeFields& nf, const std::string& kind, int n) {
   return in;
 }
 
-double walk(const NodeFields& nf, const Object& p) {
-  Value s = p.get(nf.s);
+// Reads a node and its subtree through views: the reply is read inside one read scope, so no
+// reference read takes a GC root (libshared's read scopes).
+double walk(const NodeFields& nf, const ObjectView& p) {
   double acc = static_cast<double>(p.get(nf.i).as_int()) + p.get(nf.f).as_float() + (p.get(nf.b).as_bool() ? 1 : 0) +
-               static_cast<double>(s.string_view().size());
-  Value l = p.get(nf.left);
-  if (!l.is_null()) acc += walk(nf, Object(l));
-  Value r = p.get(nf.right);
-  if (!r.is_null()) acc += walk(nf, Object(r));
+               static_cast<double>(p.get(nf.s).string_view().size());
+  ValueView l = p.get(nf.left);
+  if (!l.is_null()) acc += walk(nf, l.as_object());
+  ValueView r = p.get(nf.right);
+  if (!r.is_null()) acc += walk(nf, r.as_object());
   return acc;
 }
 
-// Reads every element and field of a reply (the read variant and the checks).
+// Reads every element and field of a reply (the read variant and the checks), in one read scope.
 double read_all(const NodeFields& nf, const std::string& kind, const Value& reply) {
-  List xs(reply);
+  ReadScope scope;
+  ListView xs(List{reply});
   std::size_t n = xs.size();
   if (tree_depth(kind)) {
     double acc = 0;
-    for (std::size_t k = 0; k < n; ++k) acc += walk(nf, Object(xs.get(k)));
+    for (std::size_t k = 0; k < n; ++k) acc += walk(nf, xs.get(k).as_object());
     return acc;
   }
   if (kind == "float") {
@@ -193,7 +195,7 @@ double read_all(const NodeFields& nf, const std::string& kind, const Value& repl
   }
   long long acc = 0;
   for (std::size_t k = 0; k < n; ++k) {
-    Value v = xs.get(k);
+    ValueView v = xs.get(k);
     if (kind == "bool") acc += v.as_bool() ? 1 : 0;
     else if (kind == "int") acc += v.as_int();
     else {

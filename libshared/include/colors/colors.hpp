@@ -287,6 +287,7 @@ class Field {
 
  private:
   friend class Object;
+  friend class ObjectView;
   const detail::ClassRecord* cls_ = nullptr;
   const detail::FieldInfo* info_ = nullptr;
   std::string name_;
@@ -296,6 +297,7 @@ class Object : public Value {
  public:
   Object() = default;
   explicit Object(const Value& v);  // TypeMismatchError unless v is a user object
+  explicit Object(Value&& v);       // the same, taking v's root over instead of a second one
   Class cls() const;
   bool has_field(std::string_view name) const;
   Value get(std::string_view name) const;  // KeyError when absent
@@ -307,6 +309,92 @@ class Object : public Value {
   void remove_field(std::string_view name);
 };
 Object new_object(const Class& cls);
+
+// ---- read scopes: borrowed references -----------------------------------------------------------
+
+// While a ReadScope lives on this thread, reads through the view types below borrow references:
+// no GC root is taken per reference read, which makes a traversal's reads plain loads. A view is
+// valid until this thread's outermost ReadScope ends, like a std::string_view of its string: keep
+// nothing from a scope but Values (promote()). The collector waits for a scope that began before
+// its cycle to end before it frees memory (gc/README.md, "Read scopes"), so a scope should be
+// short: a thread stopped inside one holds back reclamation for the whole heap.
+//
+// Inside a scope a thread may read, promote, allocate and store rooted Values, but must not wait
+// for the collector: collect(), an allocation that finds the heap full, and starting a
+// transaction throw InvalidArgumentError instead of waiting forever. A scope cannot be opened
+// inside a transaction (InvalidArgumentError). Scopes nest; the outermost one counts.
+//
+//   colors::ReadScope scope;
+//   colors::ObjectView part{db_root};              // a view of a held Object
+//   std::int64_t x = part.get(x_field).as_int();
+//   colors::ListView to = part.get(to_field).as_list();
+//   for (std::size_t i = 0; i < to.size(); ++i) visit(to.get(i).as_object());
+class ReadScope {
+ public:
+  ReadScope();   // NotAttachedError, InvalidArgumentError inside a transaction
+  ~ReadScope();
+  ReadScope(const ReadScope&) = delete;
+  ReadScope& operator=(const ReadScope&) = delete;
+  // Whether this thread is inside a read scope.
+  static bool active();
+};
+
+class ObjectView;
+class ListView;
+
+// A value read inside a read scope: scalars by value, references borrowed. Every accessor throws
+// InvalidArgumentError when called outside a read scope; one used after its scope ended (in a
+// later scope) is undefined behaviour, as for a dangling string_view.
+class ValueView {
+ public:
+  ValueView() = default;
+  explicit ValueView(const Value& v) : word_(v.raw()) {}  // a view of a value this thread holds
+  TypeKind kind() const;
+  bool is_null() const { return word_ == 0; }
+  std::int64_t as_int() const;           // integer; TypeMismatchError otherwise
+  double as_float() const;               // float or integer
+  bool as_bool() const;
+  std::string_view string_view() const;  // string; valid while the scope lives
+  ObjectView as_object() const;          // TypeMismatchError unless a user object
+  ListView as_list() const;              // TypeMismatchError unless a list
+  bool same_object(const ValueView& other) const { return word_ == other.word_; }
+  std::uint64_t raw() const { return word_; }
+  // A Value holding this value beyond the scope (a GC root for a reference).
+  Value promote() const;
+
+ protected:
+  friend class ObjectView;
+  friend class ListView;
+  explicit ValueView(std::uint64_t word) : word_(word) {}
+  std::uint64_t word_ = 0;
+};
+
+class ObjectView : public ValueView {
+ public:
+  ObjectView() = default;
+  explicit ObjectView(const Object& o) : ValueView(o) {}
+  Class cls() const;
+  ValueView get(const Field& f) const;         // as Object::get, borrowed
+  ValueView get(std::string_view name) const;  // KeyError when absent
+  Object promote() const;
+
+ private:
+  friend class ValueView;
+  explicit ObjectView(std::uint64_t word) : ValueView(word) {}
+};
+
+class ListView : public ValueView {
+ public:
+  ListView() = default;
+  explicit ListView(const List& l) : ValueView(l) {}
+  std::size_t size() const;
+  ValueView get(std::size_t i) const;  // IndexError out of range
+  ValueView operator[](std::size_t i) const { return get(i); }
+
+ private:
+  friend class ValueView;
+  explicit ListView(std::uint64_t word) : ValueView(word) {}
+};
 
 // ---- repositories and channels ---------------------------------------------------------------
 

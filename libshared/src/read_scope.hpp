@@ -1,0 +1,98 @@
+// Read scopes: while a thread is inside one, the references it reads through the view types
+// (colors::ObjectView, ListView, ValueView) are borrowed: used without a GC root, valid until the
+// thread leaves its outermost scope. Instead of rooting each reference, the thread announces the
+// scope once, and a collector cycle that could free what the scope read waits for the scope to
+// end before it sweeps (gc/README.md, "Read scopes": the protocol and why it is enough).
+//
+// Invariants:
+//  * A thread's scope word is one slot of its process's root table (taken at its first scope,
+//    given back at thread exit). It holds a small integer: odd while the thread is inside a scope,
+//    even outside, a new value at every entry and exit, so the collector can tell that a scope it
+//    saw has ended even when the thread has entered another one since.
+//  * Only the owning thread writes the word while the process lives: entry with a relaxed store
+//    followed by root_fence (the collector's membarrier is the other half, as for roots), exit
+//    with a release store after every read of the scope. The server nulls it with the rest of a
+//    dead client's table.
+//  * A borrowed reference never goes into the heap or a root directly: it is promoted first
+//    (promote_borrowed), which roots it and flags it while the collector marks, with
+//    root_release_flags's rule (roots.hpp).
+//  * A thread inside a scope never waits for a collector cycle (request_gc_and_wait refuses) and
+//    never starts a transaction (tx_begin refuses): the cycle would wait for the scope.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+#include "layout.hpp"
+#include "roots.hpp"
+#include "word.hpp"
+
+namespace colors::detail {
+
+struct ReadScopeState {
+  std::uint64_t gen;              // the attachment `slot` belongs to (g_roots_gen)
+  std::atomic<Word>* slot;        // the scope word, or nullptr before the thread's first scope
+  std::uint64_t seq;              // the scope word's last value: odd inside a scope
+  std::uint32_t depth;            // nesting depth; the word changes only at the outermost scope
+};
+extern constinit thread_local ReadScopeState t_read_scope;
+
+inline Word read_scope_word(std::uint64_t seq) {
+  return make_small(static_cast<std::int64_t>(seq & ((std::uint64_t{1} << 58) - 1)));
+}
+inline bool is_active_scope_word(Word w) { return is_small_int(w) && (small_value(w) & 1) != 0; }
+
+// Takes the thread's scope word (first scope, or first since an attach). NotAttachedError when
+// no heap is mapped.
+void read_scope_first_entry();
+
+// REQUIRES: not inside a transaction (the caller checks: colors::ReadScope throws).
+inline void read_scope_enter() {
+  ReadScopeState& s = t_read_scope;
+  if (s.depth != 0) {
+    ++s.depth;
+    return;
+  }
+  if (__builtin_expect(s.slot == nullptr || s.gen != g_roots_gen.load(std::memory_order_acquire), 0))
+    read_scope_first_entry();
+  s.seq += 1;  // odd: inside
+  s.slot->store(read_scope_word(s.seq), std::memory_order_relaxed);
+  // The word is published before the scope's first read (the same Dekker pair as a root's store
+  // and its re-read: either the collector's scan after its membarrier sees the word, or every
+  // read of the scope comes after the epoch flip).
+  root_fence();
+  s.depth = 1;
+}
+
+// REQUIRES: inside a scope.
+inline void read_scope_exit() {
+  ReadScopeState& s = t_read_scope;
+  if (--s.depth != 0) return;
+  s.seq += 1;  // even: outside
+  // Release: every read of the scope happens before a collector that sees this value sweeps.
+  s.slot->store(read_scope_word(s.seq), std::memory_order_release);
+}
+
+inline bool in_read_scope() { return t_read_scope.depth != 0; }
+
+// A root for the borrowed reference `w` (read inside the current scope): root_acquire, then the
+// deletion barrier's flag while the collector marks (root_release_flags), read after the root's
+// store. So either the collector's root pass sees the root (the phase read came before the flip,
+// the root store before the membarrier's cut), or the object is flagged and the pending passes,
+// which run after the collector has waited for this scope, mark it; a recent object needs neither.
+Rooted promote_borrowed(Word w);
+
+// ---- the collector's side ----
+
+// A scope the collector saw active: it waits until `slot` holds another value.
+struct ActiveReadScope {
+  const std::atomic<Word>* slot;
+  Word seen;
+  std::uint32_t client;  // index in Metadata::clients, for diagnostics
+};
+
+// Every scope word of every attached client that is inside a scope now.
+// REQUIRES: called after the cycle's epoch flip and its membarrier (gc/collector.cpp).
+std::vector<ActiveReadScope> active_read_scopes(const Metadata* m);
+
+}  // namespace colors::detail

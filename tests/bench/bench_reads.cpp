@@ -1,0 +1,148 @@
+// Reading rpc-bench's depth-4 trees (1024 trees of 15 nodes: an int, a float, a bool, an
+// 11-character string and two children each) from C++: through views in a read scope (no GC root
+// per reference read) and through the rooted API (colors::Object::get: a root per reference), each
+// against the same trees in private structs, interleaved rounds in one run, medians.
+#include <algorithm>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "bench_util.hpp"
+#include "colors/colors.hpp"
+#include "collector_barrier.hpp"
+#include "test_segment.hpp"
+
+using namespace colors;
+
+namespace {
+
+struct Fields {
+  Field i, f, b, s, left, right;
+};
+
+struct PNode {
+  long long i;
+  double f;
+  bool b;
+  std::string s;
+  std::unique_ptr<PNode> left, right;
+};
+
+Object shared_tree(const Class& cls, const Fields& nf, int depth, int& k) {
+  Object n = new_object(cls);
+  n.set(nf.i, Value(k));
+  n.set(nf.f, Value(k * 0.5));
+  n.set(nf.b, Value(k % 2 == 0));
+  n.set(nf.s, Value("str" + std::to_string(100000 + k) + "-x"));
+  ++k;
+  if (depth > 1) {
+    n.set(nf.left, shared_tree(cls, nf, depth - 1, k));
+    n.set(nf.right, shared_tree(cls, nf, depth - 1, k));
+  }
+  return n;
+}
+
+std::unique_ptr<PNode> private_tree(int depth, int& k) {
+  auto n = std::make_unique<PNode>();
+  n->i = k;
+  n->f = k * 0.5;
+  n->b = k % 2 == 0;
+  n->s = "str" + std::to_string(100000 + k) + "-x";
+  ++k;
+  if (depth > 1) {
+    n->left = private_tree(depth - 1, k);
+    n->right = private_tree(depth - 1, k);
+  }
+  return n;
+}
+
+double walk_view(const Fields& nf, const ObjectView& p) {
+  double acc = static_cast<double>(p.get(nf.i).as_int()) + p.get(nf.f).as_float() + (p.get(nf.b).as_bool() ? 1 : 0) +
+               static_cast<double>(p.get(nf.s).string_view().size());
+  ValueView l = p.get(nf.left);
+  if (!l.is_null()) acc += walk_view(nf, l.as_object());
+  ValueView r = p.get(nf.right);
+  if (!r.is_null()) acc += walk_view(nf, r.as_object());
+  return acc;
+}
+
+double walk_rooted(const Fields& nf, const Object& p) {
+  Value s = p.get(nf.s);
+  double acc = static_cast<double>(p.get(nf.i).as_int()) + p.get(nf.f).as_float() + (p.get(nf.b).as_bool() ? 1 : 0) +
+               static_cast<double>(s.string_view().size());
+  Value l = p.get(nf.left);
+  if (!l.is_null()) acc += walk_rooted(nf, Object(std::move(l)));
+  Value r = p.get(nf.right);
+  if (!r.is_null()) acc += walk_rooted(nf, Object(std::move(r)));
+  return acc;
+}
+
+double walk_private(const PNode& p) {
+  double acc = static_cast<double>(p.i) + p.f + (p.b ? 1 : 0) + static_cast<double>(p.s.size());
+  if (p.left) acc += walk_private(*p.left);
+  if (p.right) acc += walk_private(*p.right);
+  return acc;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+void bench_reads(std::ostream& out) {
+  test::TestSegment seg(64 << 20);
+  // Roots as a client of a server with the collector's membarrier takes them (no fence), when
+  // this kernel offers it.
+  seg.meta()->collector_barrier.store(1, std::memory_order_release);
+  const bool unfenced = detail::use_collector_barrier(seg.meta());
+  Class cls = define_class("bench.ReadNode", {{"i", TypeKind::kInteger, ""},
+                                              {"f", TypeKind::kFloat, ""},
+                                              {"b", TypeKind::kBoolean, ""},
+                                              {"s", TypeKind::kString, ""},
+                                              {"left", TypeKind::kObject, "bench.ReadNode"},
+                                              {"right", TypeKind::kObject, "bench.ReadNode"}});
+  Fields nf{Field(cls, "i"), Field(cls, "f"), Field(cls, "b"), Field(cls, "s"), Field(cls, "left"), Field(cls, "right")};
+  constexpr int kTrees = 1024, kNodes = kTrees * 15;
+  List trees = new_list();
+  std::vector<std::unique_ptr<PNode>> ptrees;
+  for (int t = 0, k = 0, pk = 0; t < kTrees; ++t) {
+    trees.append(shared_tree(cls, nf, 4, k));
+    ptrees.push_back(private_tree(4, pk));
+  }
+  const int rounds = std::getenv("COLORS_BENCH_QUICK") ? 5 : 21;
+  std::vector<double> view_ns, rooted_ns, private_ns;
+  volatile double sink = 0;
+  for (int r = 0; r < rounds; ++r) {
+    auto t0 = bench::now();
+    {
+      ReadScope scope;
+      ListView xs(trees);
+      double acc = 0;
+      for (std::size_t k = 0; k < xs.size(); ++k) acc += walk_view(nf, xs.get(k).as_object());
+      sink = sink + acc;
+    }
+    view_ns.push_back(bench::ns_since(t0) / kNodes);
+    t0 = bench::now();
+    {
+      double acc = 0;
+      for (std::size_t k = 0; k < trees.size(); ++k) acc += walk_rooted(nf, Object(trees.get(k)));
+      sink = sink + acc;
+    }
+    rooted_ns.push_back(bench::ns_since(t0) / kNodes);
+    t0 = bench::now();
+    {
+      double acc = 0;
+      for (const auto& p : ptrees) acc += walk_private(*p);
+      sink = sink + acc;
+    }
+    private_ns.push_back(bench::ns_since(t0) / kNodes);
+  }
+  bench::row(out, "read a tree node: views in a read scope (base: private struct)", median(view_ns), median(private_ns),
+             "issue 17 target: <= 30 ns");
+  bench::row(out, "read a tree node: rooted Values (base: views in a read scope)", median(rooted_ns), median(view_ns),
+             unfenced ? "roots without a fence" : "fenced roots: this kernel has no membarrier");
+  detail::stop_using_collector_barrier();
+}

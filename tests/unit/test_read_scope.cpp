@@ -1,0 +1,205 @@
+// Read scopes (libshared/src/read_scope.hpp, gc/README.md "Read scopes"): references read through
+// views inside a scope are not rooted, so the collector must not free what a scope that began
+// before its cycle may hold, and a reference promoted out of such a scope must be kept. The
+// collector poisons freed memory here, so a freed object read through a view shows up as a wrong
+// value, not as a silent pass.
+#include <catch2/catch.hpp>
+#include <atomic>
+#include <chrono>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "collector.hpp"
+#include "collector_barrier.hpp"
+#include "colors/colors.hpp"
+#include "heap.hpp"
+#include "read_scope.hpp"
+#include "test_segment.hpp"
+#include "verifier.hpp"
+
+using namespace colors;
+using namespace colors::detail;
+using namespace std::chrono_literals;
+
+namespace {
+
+gc::Options poisoning() {
+  gc::Options o;
+  o.threads = 2;
+  o.poison = true;
+  return o;
+}
+
+// Roots without a fence, as a client of a server with the collector barrier takes them: dropping
+// a root outside marking then flags nothing, which is what leaves a borrowed object unflagged.
+struct UnfencedRoots {
+  explicit UnfencedRoots(Metadata* m) {
+    m->collector_barrier.store(1, std::memory_order_release);
+    REQUIRE(use_collector_barrier(m));  // membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) is required
+  }
+  ~UnfencedRoots() { stop_using_collector_barrier(); }
+};
+
+// Cycles run on another thread (the scope's own thread cannot wait for them).
+class CyclesInBackground {
+ public:
+  CyclesInBackground(gc::Collector& c, int n) : t_([this, &c, n] {
+    for (int i = 0; i < n; ++i) {
+      freed_ += c.run_cycle().objects_freed;
+      done_.fetch_add(1, std::memory_order_release);
+    }
+  }) {}
+  ~CyclesInBackground() { join(); }
+  int done() const { return done_.load(std::memory_order_acquire); }
+  std::uint64_t join() {
+    if (t_.joinable()) t_.join();
+    return freed_;
+  }
+
+ private:
+  std::atomic<int> done_{0};
+  std::uint64_t freed_ = 0;
+  std::thread t_;
+};
+
+Class node_class() {
+  return define_class("t.ScopeNode", {{"v", TypeKind::kInteger, ""}, {"s", TypeKind::kString, ""}, {"next", TypeKind::kAny, ""}});
+}
+
+Object node(const Class& cls, std::int64_t v, const std::string& s) {
+  Object o = new_object(cls);
+  o.set("v", Value(v));
+  o.set("s", Value(s));
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("views read what the rooted API reads: fields, strings, references, lists, nested scopes") {
+  test::TestSegment seg(8 << 20);
+  Class cls = node_class();
+  Field v(cls, "v"), s(cls, "s"), next(cls, "next");
+  Object a = node(cls, 1, "a");
+  Object b = node(cls, -(std::int64_t{1} << 61), "b");  // a boxed integer
+  a.set(next, b);
+  List l = new_list();
+  for (int i = 0; i < 5; ++i) l.append(Value(i * 10));
+  l.append(a);
+  b.set(next, l);
+
+  ReadScope scope;
+  REQUIRE(ReadScope::active());
+  ObjectView av(a);
+  REQUIRE(av.get(v).as_int() == 1);
+  REQUIRE(av.get("s").string_view() == "a");
+  ObjectView bv = av.get(next).as_object();
+  REQUIRE(bv.same_object(ValueView(b)));
+  REQUIRE(bv.get(v).as_int() == -(std::int64_t{1} << 61));
+  {
+    ReadScope inner;
+    ListView lv = bv.get(next).as_list();
+    REQUIRE(lv.size() == 6);
+    REQUIRE(lv[3].as_int() == 30);
+    REQUIRE(lv.get(5).as_object().get(s).string_view() == "a");
+    REQUIRE_THROWS_AS(lv.get(6), IndexError);
+  }
+  REQUIRE(ReadScope::active());  // the inner scope's end does not end the outer one
+  REQUIRE(bv.get(s).string_view() == "b");
+  REQUIRE_THROWS_AS(av.get(v).as_list(), TypeMismatchError);
+  REQUIRE_THROWS_AS(av.get(s).as_int(), TypeMismatchError);
+  REQUIRE_THROWS_AS(av.get(s).as_object(), TypeMismatchError);
+  REQUIRE_THROWS_AS(av.get("missing"), KeyError);
+  Object promoted = av.get(next).as_object().promote();
+  REQUIRE(promoted.same_object(b));
+  REQUIRE(av.get(v).promote().as_int() == 1);
+}
+
+TEST_CASE("views outside a scope, and waits for the collector inside one, are refused with errors") {
+  test::TestSegment seg(8 << 20);
+  Class cls = node_class();
+  Object a = node(cls, 5, "x");
+  ObjectView av(a);
+  REQUIRE_FALSE(ReadScope::active());
+  REQUIRE_THROWS_AS(av.get("v"), InvalidArgumentError);
+  REQUIRE_THROWS_AS(ValueView(a).kind(), InvalidArgumentError);
+  REQUIRE_THROWS_AS(ListView(new_list()).size(), InvalidArgumentError);
+  {
+    ReadScope scope;
+    REQUIRE(av.get("v").as_int() == 5);
+    // The cycle would wait for this scope: refused rather than a hang.
+    REQUIRE_THROWS_AS(request_gc_and_wait(seg.meta(), 1'000'000), InvalidArgumentError);
+    REQUIRE_THROWS_AS(Transaction(), InvalidArgumentError);
+    REQUIRE(av.get("v").as_int() == 5);  // still inside, still usable
+  }
+  REQUIRE_THROWS_AS(av.get("v"), InvalidArgumentError);
+  {
+    Transaction tx;
+    REQUIRE_THROWS_AS(ReadScope(), InvalidArgumentError);
+    REQUIRE_FALSE(ReadScope::active());
+    tx.commit();
+  }
+  ReadScope after;  // nothing was left half-entered
+  REQUIRE(av.get("v").as_int() == 5);
+}
+
+// The scope borrows b through a; b is then unlinked and its only root dropped while no cycle
+// marks, so nothing flags it. A first cycle would mark it anyway (it was reachable at the
+// snapshot) and a second would free it: neither may finish while the scope is open.
+TEST_CASE("no cycle that began during a read scope frees what the scope borrowed before it ends") {
+  test::TestSegment seg(16 << 20);
+  UnfencedRoots unfenced(seg.meta());
+  gc::Collector c(seg.meta(), poisoning());
+  Class cls = node_class();
+  Field v(cls, "v"), s(cls, "s"), next(cls, "next");
+  Object a = node(cls, 1, "a");
+  a.set(next, node(cls, 42, "borrowed"));
+
+  std::optional<ReadScope> scope(std::in_place);
+  ObjectView b = ObjectView(a).get(next).as_object();
+  a.set(next, Value());  // b is garbage from here
+  CyclesInBackground cycles(c, 2);
+  std::this_thread::sleep_for(300ms);
+  REQUIRE(cycles.done() == 0);  // the first cycle waits for this scope
+  REQUIRE(b.get(v).as_int() == 42);
+  REQUIRE(b.get(s).string_view() == "borrowed");
+  scope.reset();  // the cycles may finish now
+  std::uint64_t total = cycles.join();
+  // b (and its string) is freed by the second of those cycles or one of the next.
+  for (int i = 0; i < 2; ++i) total += c.run_cycle().objects_freed;
+  REQUIRE(total >= 2);
+  VerifyReport r = verify_heap(seg.meta());
+  INFO(r.summary());
+  REQUIRE(r.ok());
+}
+
+// The borrowed object's only root was dropped outside marking (no flag), so the cycle's root pass
+// cannot find it; promoting it while that cycle waits for the scope must flag it, or the sweep
+// frees an object a root holds.
+TEST_CASE("a reference promoted out of a scope that a cycle waits for survives the cycle") {
+  test::TestSegment seg(16 << 20);
+  UnfencedRoots unfenced(seg.meta());
+  gc::Collector c(seg.meta(), poisoning());
+  Class cls = node_class();
+  Field v(cls, "v"), s(cls, "s");
+  Object kept;
+  std::optional<ReadScope> scope(std::in_place);
+  ObjectView b;
+  {
+    Object only_root = node(cls, 7, "promoted");
+    b = ObjectView(only_root);
+  }  // dropped while no cycle marks: unflagged garbage from here
+  CyclesInBackground cycle(c, 1);
+  std::this_thread::sleep_for(100ms);  // the cycle has flipped and waits for this scope
+  REQUIRE(cycle.done() == 0);
+  REQUIRE(seg.meta()->gc_phase.load() == static_cast<std::uint8_t>(GcPhase::kMarking));
+  kept = b.promote();
+  scope.reset();  // the cycle finishes: its pending passes run after the wait
+  cycle.join();
+  for (int i = 0; i < 2; ++i) c.run_cycle();
+  REQUIRE(kept.get(v).as_int() == 7);
+  REQUIRE(kept.get(s).as_string() == "promoted");
+  VerifyReport r = verify_heap(seg.meta());
+  INFO(r.summary());
+  REQUIRE(r.ok());
+}
