@@ -69,6 +69,9 @@ inline void read_scope_exit() {
   ReadScopeState& s = t_read_scope;
   if (--s.depth != 0) return;
   s.seq += 1;  // even: outside
+  // A detach (or a fork, in the child) since the entry: the table the word lived in is released
+  // (the server emptied it) or the parent's; never write it.
+  if (__builtin_expect(s.gen != g_roots_gen.load(std::memory_order_acquire), 0)) return;
   // Release: every read of the scope happens before a collector that sees this value sweeps.
   s.slot->store(read_scope_word(s.seq), std::memory_order_release);
 }

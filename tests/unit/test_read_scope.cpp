@@ -203,3 +203,20 @@ TEST_CASE("a reference promoted out of a scope that a cycle waits for survives t
   INFO(r.summary());
   REQUIRE(r.ok());
 }
+
+// A detach while a thread is inside a scope: the server empties the client's table, whose memory
+// a later cycle may reuse, so the scope's exit must not write its word there.
+TEST_CASE("leaving a scope after the process detached does not write the released scope word") {
+  test::TestSegment seg(8 << 20);
+  std::optional<ReadScope> scope(std::in_place);
+  std::atomic<Word>* word = t_read_scope.slot;
+  REQUIRE(word != nullptr);
+  REQUIRE(is_active_scope_word(word->load()));
+  roots_forget_process_state();  // what detach() does to this process's root state
+  word->store(kNull);            // what the server does to a detached client's table
+  scope.reset();
+  REQUIRE(word->load() == kNull);
+  ReadScope again;  // a new attachment's first scope takes a new word
+  REQUIRE(t_read_scope.slot != nullptr);
+  REQUIRE(is_active_scope_word(t_read_scope.slot->load()));
+}
