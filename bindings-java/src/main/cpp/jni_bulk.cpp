@@ -41,8 +41,8 @@
 // (UTF-8 for strings); kOutObj (an object number); kOutProxy (index into proxies: maps and sets,
 // made into proxies here, each with its own root).
 //
-// Invariants (GC safety): see `struct Flat` (an optimistic walk without roots, valid only if no
-// collector cycle started during it, else a walk that roots everything it follows).
+// Invariants (GC safety): see `struct Flat` (a walk without roots inside a read scope, else, inside
+// a transaction or when the scoped walk gives up, a walk that roots everything it follows).
 #include <cstring>
 #include <optional>
 #include <string>
@@ -55,6 +55,7 @@
 #include "jni_class_record.hpp"
 #include "jni_common.hpp"
 #include "layout.hpp"
+#include "list_seqlock.hpp"
 #include "objects.hpp"
 #include "roots.hpp"
 #include "segment.hpp"
@@ -210,28 +211,24 @@ class Memo {
   std::size_t count_ = 0;
 };
 
-// Thrown by the optimistic walk when it cannot vouch for what it read (a collector cycle started,
-// a word that does not look like a live object, a map or set that needs a rooted proxy).
+// Thrown by the scoped walk when the rooted one must do the copy (a map or set that needs a rooted
+// proxy, a list that kept changing under its seqlock reads, a transaction).
 struct Retry {};
 
 // The walk. Two modes:
-//  * optimistic (no roots): valid only if no collector cycle starts during the whole walk
-//    (read_without_cycle's seqlock: gc_started_seq unchanged, no cycle running at the start).
-//    Memory is freed only by a cycle's sweep, and no object that survives a cycle refers to one
-//    it frees (gc/README.md: a store needs the stored object held, i.e. reachable, rooted or
-//    recent), so without a cycle every object reached from the (rooted) root is allocated memory
-//    for the whole walk. If a cycle does start, what was read may be freed and reused memory:
-//    so every word is checked before it is followed (inside the objects space, a class pointer
-//    inside the classes space with the class magic, lengths and slot indices within the block
-//    the header gives), which keeps every read inside the mapping; gc_started_seq is checked
-//    every kCheckEvery values and at the end, and any doubt throws Retry, which discards the
-//    result. Maps and sets (which become proxies, each with a root) and lists (read under their
-//    container lock, which only the rooted mode may take) also throw Retry.
+//  * scoped (no roots): the whole walk runs inside a read scope (colors::ReadScope, gc/README.md
+//    "Read scopes"): every word it reads from a reachable object is a borrowed reference that no
+//    collector cycle frees before the scope ends, so nothing is rooted and nothing is checked.
+//    A list is read through its seqlock (list_seqlock.hpp: its words copied, then the version
+//    checked), not under its lock word: a thread inside a scope must never wait for another that
+//    may wait for a collector cycle (a list's writer allocating its new array). Maps and sets
+//    (which become proxies, each with a root, made by Java code) and a list that keeps changing
+//    under the reads throw Retry, and so does every transaction (a scope cannot open in one).
 //  * rooted: every reference followed is read with root_load (rooted, then the slot re-read: it
 //    was in the slot at an instant when this thread already held the root) and its Rooted kept in
 //    `pins` until the walk ends (user objects, lists and their storage arrays) or until its
-//    payload was copied (strings, binaries, boxed scalars). Always valid; used when a cycle is
-//    running at the start or the optimistic walk gave up.
+//    payload was copied (strings, binaries, boxed scalars). Always valid; lists are read under
+//    their lock word (and, inside a transaction, its TxContainerScope).
 // The root is rooted by the caller's Handle (a parameter, so reachable for the whole call).
 // Racing writers of other threads may change the graph during either walk; the copy then mixes
 // old and new values per slot (as a walk through proxies would), but never reads a freed object.
@@ -243,85 +240,32 @@ struct Flat {
   std::vector<jobject> proxies;  // local refs
   std::vector<cd::Rooted> pins;  // object k (its root in the rooted mode; an unrooted word otherwise)
   std::vector<cd::Rooted> arrays;  // rooted mode: lists' storage arrays
+  std::vector<cd::Word> list_words;  // scoped mode: the list being copied, read under its seqlock
   Memo memo;
-  const cd::Metadata* m;
-  bool optimistic;
-  std::uint32_t started = 0;
-  std::uint32_t countdown = 0;
-  std::uintptr_t obj_lo = 0, obj_hi = 0, cls_lo = 0, cls_hi = 0;
+  bool scoped;
 
-  static constexpr std::uint32_t kCheckEvery = 1024;
-  static constexpr std::size_t kLongPayload = 4096;
+  static constexpr int kListAttempts = 8;  // seqlock reads of one list before the rooted walk
 
-  Flat(const cd::Metadata* meta, bool opt) : m(meta), optimistic(opt) {
-    obj_lo = meta->objects_begin;
-    obj_hi = meta->objects_end;
-    cls_lo = meta->classes_begin;
-    cls_hi = meta->classes_end;
-    if (optimistic) {
-      started = m->gc_started_seq.load(std::memory_order_acquire);
-      if (m->gc_done_seq.load(std::memory_order_acquire) != started) throw Retry{};  // a cycle is running
-      countdown = kCheckEvery;
-    }
-  }
+  explicit Flat(bool in_scope) : scoped(in_scope) {}
 
   void put(jbyte t, jlong v) {
     tags.push_back(t);
     vals.push_back(v);
-    if (optimistic && --countdown == 0) {
-      countdown = kCheckEvery;
-      if (m->gc_started_seq.load(std::memory_order_acquire) != started) throw Retry{};
-    }
   }
   jlong bytes(const void* p, std::size_t n) {
-    // A long payload is copied only if no cycle started yet: words read after a cycle started may
-    // be reused memory, and a garbage length could otherwise copy up to the rest of the heap
-    // before the next periodic check.
-    if (optimistic && n > kLongPayload && m->gc_started_seq.load(std::memory_order_acquire) != started) throw Retry{};
-    if (blob.size() + n > 0x7fffffffu) {
-      if (optimistic) throw Retry{};
-      throw colors::InvalidArgumentError("graph too large to copy in one call (over 2 GiB of strings)");
-    }
+    if (blob.size() + n > 0x7fffffffu) throw colors::InvalidArgumentError("graph too large to copy in one call (over 2 GiB of strings)");
     const jlong at = static_cast<jlong>(blob.size());
     blob.insert(blob.end(), static_cast<const jbyte*>(p), static_cast<const jbyte*>(p) + n);
     return at << 32 | static_cast<jlong>(n);
   }
-  // Optimistic mode: the end of the walk; Retry unless no cycle started during it.
-  void finish() const {
-    if (!optimistic) return;
-    std::atomic_thread_fence(std::memory_order_acquire);
-    if (m->gc_started_seq.load(std::memory_order_relaxed) != started) throw Retry{};
-  }
-
-  // ---- checks of the optimistic mode (no-ops in the rooted mode, whose words are live) ----
-  // The block of object w, at least `need` bytes: its size, else Retry.
-  std::size_t block(cd::Word w, std::size_t need) const {
-    if (!optimistic) return cd::block_size_of(w);
-    if (w < obj_lo || w >= obj_hi || obj_hi - w < sizeof(cd::ObjectHead)) throw Retry{};
-    std::size_t size = cd::block_size_of(w);
-    if (size < need || size > obj_hi - w) throw Retry{};
-    return size;
-  }
-  const cd::ClassRecord* cls(cd::Word w) const {
-    const cd::ClassRecord* c = cd::class_of(w);
-    if (!optimistic) return c;
-    auto a = reinterpret_cast<std::uintptr_t>(c);
-    if (a < cls_lo || a % alignof(cd::ClassRecord) != 0 || cls_hi - a < sizeof(cd::ClassRecord) ||
-        c->magic != cd::kClassMagic)
-      throw Retry{};
-    if (c->kind == colors::TypeKind::kObject &&
-        (cls_hi - a - sizeof(cd::ClassRecord)) / sizeof(cd::FieldInfo) < c->field_count)
-      throw Retry{};
-    return c;
-  }
 };
 
-// The word in `slot`: rooted into `r` in the rooted mode, a plain acquire load otherwise. `owner`:
+// The word in `slot`: rooted into `r` in the rooted mode, a plain acquire load in the scoped one. `owner`:
 // the user object owning a field slot, read under the running transaction's isolation
 // (read_slot_rooted; only the rooted mode runs inside one); null for a list element, read under
 // the list's lock and, inside a transaction, its TxContainerScope (out_object).
 cd::Word load(Flat& f, const std::atomic<cd::Word>* slot, cd::Rooted& r, const void* owner = nullptr) {
-  if (f.optimistic) return slot->load(std::memory_order_acquire);
+  if (f.scoped) return slot->load(std::memory_order_acquire);
   r = owner != nullptr ? cd::read_slot_rooted(owner, slot) : cd::root_load(slot);
   return r.word();
 }
@@ -332,36 +276,24 @@ void put_double(Flat& f, double d) {
   f.put(colors_jni::kTagFloat, b);
 }
 
-// Encodes the value in `slot`.
-void out_value(JNIEnv* env, Flat& f, const std::atomic<cd::Word>* slot, const void* owner = nullptr) {
-  cd::Rooted r;
-  cd::Word w = load(f, slot, r, owner);
+// Encodes the value `w`, rooted by `r` in the rooted mode.
+void out_word(JNIEnv* env, Flat& f, cd::Word w, cd::Rooted& r) {
   if (w == cd::kNull) return f.put(colors_jni::kTagNull, 0);
   if (cd::is_small_int(w)) return f.put(colors_jni::kTagInt, cd::small_value(w));
   if (cd::is_bool(w)) return f.put(colors_jni::kTagBool, cd::bool_value(w) ? 1 : 0);
   if (cd::is_small_float(w)) return put_double(f, cd::small_float_value(w));
-  if (!cd::is_ref(w)) {
-    if (f.optimistic) throw Retry{};
-    throw colors::CorruptHeapError("a slot holds a word that is no value");
-  }
-  f.block(w, sizeof(cd::ObjectHead));
-  switch (f.cls(w)->kind) {
+  if (!cd::is_ref(w)) throw colors::CorruptHeapError("a slot holds a word that is no value");
+  switch (cd::class_of(w)->kind) {
     case colors::TypeKind::kInteger:
-      f.block(w, sizeof(cd::IntegerObject));
       return f.put(colors_jni::kTagInt, reinterpret_cast<const cd::IntegerObject*>(w)->value);
     case colors::TypeKind::kFloat:
-      f.block(w, sizeof(cd::FloatObject));
       return put_double(f, reinterpret_cast<const cd::FloatObject*>(w)->value);
     case colors::TypeKind::kString: {
-      std::size_t size = f.block(w, sizeof(cd::StringObject));
       auto* so = reinterpret_cast<const cd::StringObject*>(w);
-      if (f.optimistic && so->length > size - sizeof(cd::StringObject)) throw Retry{};
       return f.put(colors_jni::kTagString, f.bytes(so->bytes, so->length));
     }
     case colors::TypeKind::kBinary: {
-      std::size_t size = f.block(w, sizeof(cd::BinaryObject));
       auto* b = reinterpret_cast<const cd::BinaryObject*>(w);
-      if (f.optimistic && b->length > size - sizeof(cd::BinaryObject)) throw Retry{};
       return f.put(colors_jni::kTagBinary, f.bytes(b->bytes, b->length));
     }
     case colors::TypeKind::kObject:
@@ -369,11 +301,11 @@ void out_value(JNIEnv* env, Flat& f, const std::atomic<cd::Word>* slot, const vo
       const auto id = static_cast<std::int32_t>(f.pins.size());
       std::int32_t known = f.memo.find_or_add(w, id);
       if (known >= 0) return f.put(kOutObj, known);
-      f.pins.push_back(f.optimistic ? cd::Rooted(w, nullptr) : std::move(r));
+      f.pins.push_back(f.scoped ? cd::Rooted(w, nullptr) : std::move(r));
       return f.put(kOutObj, id);
     }
-    default: {  // maps, sets: a proxy with its own root
-      if (f.optimistic) throw Retry{};
+    default: {  // maps, sets: a proxy with its own root, made by Java code
+      if (f.scoped) throw Retry{};
       jobject p = colors_jni::to_java(env, colors::Value::adopt_root(w, r.take()));
       check_pending(env);
       f.proxies.push_back(p);
@@ -382,31 +314,45 @@ void out_value(JNIEnv* env, Flat& f, const std::atomic<cd::Word>* slot, const vo
   }
 }
 
-// field_slot with the optimistic mode's checks (the extension array's bounds from its block).
-const std::atomic<cd::Word>* field_slot(Flat& f, cd::Word o, std::size_t size, const cd::FieldInfo& fi) {
-  if (!f.optimistic) return cd::field_slot(o, fi);
-  auto* u = reinterpret_cast<const cd::UserObject*>(o);
-  std::size_t n = (size - sizeof(cd::UserObject)) / sizeof(cd::Word);
-  if (fi.slot < n) return &u->slots[fi.slot];
-  cd::Word ext = u->extension.load(std::memory_order_acquire);
-  if (ext == cd::kNull) return nullptr;
-  if (!cd::is_ref(ext)) throw Retry{};
-  std::size_t esize = f.block(ext, sizeof(cd::ArrayObject));
-  auto* a = reinterpret_cast<const cd::ArrayObject*>(ext);
-  std::size_t i = fi.slot - n;
-  if (a->capacity > (esize - sizeof(cd::ArrayObject)) / sizeof(cd::Word)) throw Retry{};
-  return i < a->capacity ? &a->slots[i] : nullptr;
+// Encodes the value in `slot`.
+void out_value(JNIEnv* env, Flat& f, const std::atomic<cd::Word>* slot, const void* owner = nullptr) {
+  cd::Rooted r;
+  const cd::Word w = load(f, slot, r, owner);
+  out_word(env, f, w, r);
+}
+
+// Scoped mode: the words of list `l` at one instant between two changes (its seqlock), into
+// f.list_words; Retry when changes keep coming (or a writer died inside one: the lock repairs it).
+void scoped_list_words(Flat& f, const cd::ListObject* l) {
+  for (int attempt = 0; attempt < Flat::kListAttempts; ++attempt) {
+    std::uint64_t v;
+    if (!cd::list_begin_read(l, v)) continue;
+    const cd::Word a = l->array.load(std::memory_order_acquire);
+    std::size_t n = l->size.load(std::memory_order_acquire);
+    f.list_words.clear();
+    if (a != cd::kNull) {
+      // The array was the list's at the instant the version names (checked below); a racing
+      // change may have replaced it, but inside the scope it stays allocated memory.
+      const auto* arr = reinterpret_cast<const cd::ArrayObject*>(a);
+      const std::size_t cap = __atomic_load_n(&arr->capacity, __ATOMIC_RELAXED);
+      if (n > cap) n = cap;
+      for (std::size_t i = 0; i < n; ++i) f.list_words.push_back(arr->slots[i].load(std::memory_order_acquire));
+    } else {
+      n = 0;
+    }
+    if (cd::list_still_unchanged(l, v)) return;
+  }
+  throw Retry{};
 }
 
 void out_object(JNIEnv* env, Flat& f, std::size_t k) {
   cd::Word w = f.pins[k].word();
   f.starts.push_back(static_cast<jint>(f.tags.size()));
-  const cd::ClassRecord* cls = f.cls(w);
+  const cd::ClassRecord* cls = cd::class_of(w);
   if (cls->kind == colors::TypeKind::kObject) {
-    std::size_t size = f.block(w, sizeof(cd::UserObject));
     f.put(kOutUser, static_cast<jlong>(reinterpret_cast<std::uintptr_t>(cls)));
     for (std::uint32_t i = 0; i < cls->field_count; ++i) {
-      const std::atomic<cd::Word>* s = field_slot(f, w, size, cls->fields[i]);
+      const std::atomic<cd::Word>* s = cd::field_slot(w, cls->fields[i]);
       if (s == nullptr) {
         f.put(colors_jni::kTagNull, 0);
       } else {
@@ -415,17 +361,21 @@ void out_object(JNIEnv* env, Flat& f, std::size_t k) {
     }
     return;
   }
-  if (cls->kind != colors::TypeKind::kList) throw Retry{};  // only the optimistic mode can see this
-  // A list is read under its container lock (libshared containers.hpp): every list operation
-  // holds it, so the copy sees the list between two operations, never half of one (a shifted
-  // insert or a pop from the front would otherwise show an element twice, or a null nobody
-  // stored). Only the rooted mode takes it: the optimistic mode may be reading memory that a
-  // starting cycle frees, where no lock word may be written, so a list sends it to the rooted one.
-  if (f.optimistic) throw Retry{};
-  f.block(w, sizeof(cd::ListObject));
+  if (cls->kind != colors::TypeKind::kList) throw colors::CorruptHeapError("a bulk copy met an object that is neither a user object nor a list");
   auto* l = reinterpret_cast<cd::ListObject*>(w);
-  // Inside a transaction, a read of the list as libshared's list operations make it: the orec
-  // before the lock word (lock order), then validated under it.
+  if (f.scoped) {
+    scoped_list_words(f, l);
+    const std::vector<cd::Word> words = std::move(f.list_words);  // out_word may meet another list
+    f.put(kOutList, static_cast<jlong>(words.size()));
+    cd::Rooted none;
+    for (cd::Word e : words) out_word(env, f, e, none);
+    return;
+  }
+  // The rooted mode reads a list under its container lock (libshared containers.hpp): every list
+  // operation holds it, so the copy sees the list between two operations, never half of one (a
+  // shifted insert or a pop from the front would otherwise show an element twice, or a null
+  // nobody stored). Inside a transaction, a read of the list as libshared's list operations make
+  // it: the orec before the lock word (lock order), then validated under it.
   cd::TxContainerScope tx(l, cd::TxAccess::kRead);
   cd::ContainerGuard guard(&l->lock);
   tx.locked();
@@ -433,14 +383,8 @@ void out_object(JNIEnv* env, Flat& f, std::size_t k) {
   cd::Rooted ar;
   cd::Word arr = load(f, &l->array, ar);
   std::size_t n = l->size.load(std::memory_order_acquire);
-  std::size_t cap = 0;
-  if (arr != cd::kNull) {
-    if (!cd::is_ref(arr)) throw Retry{};
-    std::size_t asize = f.block(arr, sizeof(cd::ArrayObject));
-    cap = reinterpret_cast<const cd::ArrayObject*>(arr)->capacity;
-    if (f.optimistic && cap > (asize - sizeof(cd::ArrayObject)) / sizeof(cd::Word)) throw Retry{};
-  }
-  if (!f.optimistic) f.arrays.push_back(std::move(ar));
+  std::size_t cap = arr == cd::kNull ? 0 : reinterpret_cast<const cd::ArrayObject*>(arr)->capacity;
+  f.arrays.push_back(std::move(ar));
   if (n > cap) n = cap;
   f.put(kOutList, static_cast<jlong>(n));
   for (std::size_t i = 0; i < n; ++i) out_value(env, f, &reinterpret_cast<const cd::ArrayObject*>(arr)->slots[i]);
@@ -451,7 +395,6 @@ void walk(JNIEnv* env, Flat& f, cd::Word root) {
   f.memo.find_or_add(root, 0);
   f.pins.emplace_back(root, nullptr);  // rooted by the caller's Handle
   for (std::size_t k = 0; k < f.pins.size(); ++k) out_object(env, f, k);
-  f.finish();
 }
 
 template <class T, class A>
@@ -596,21 +539,18 @@ JNIEXPORT jobjectArray JNICALL Java_org_colors_Bulk_flatten(JNIEnv* env, jclass,
     if (!cd::is_ref(w) || (cd::class_of(w)->kind != colors::TypeKind::kObject &&
                            cd::class_of(w)->kind != colors::TypeKind::kList))
       throw colors::InvalidArgumentError("bulk copies start at a user object or a list (binding bug)");
-    cd::Metadata* m = cd::current_meta();
+    cd::current_meta();
     std::optional<Flat> opt;
     try {
       // Inside a transaction only the rooted walk runs: its reads go through the transaction.
       if (cd::in_transaction()) throw Retry{};
-      opt.emplace(m, true);
+      colors::ReadScope scope;
+      opt.emplace(true);
       walk(env, *opt, w);
     } catch (const Retry&) {
-      opt.reset();  // a cycle ran (or something needs roots): again, rooting what it follows
-      opt.emplace(m, false);
-      try {
-        walk(env, *opt, w);
-      } catch (const Retry&) {  // the rooted walk reads only live objects: a corrupt heap
-        throw colors::CorruptHeapError("the shared graph holds a word that is no object (bulk copy)");
-      }
+      opt.reset();  // something needs roots or the lock: again, rooting what it follows
+      opt.emplace(false);
+      walk(env, *opt, w);  // throws no Retry
     }
     Flat& f = *opt;
     f.pins.clear();
