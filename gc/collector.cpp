@@ -40,6 +40,7 @@ struct Collector::Impl {
   static constexpr unsigned kRewalkEvery = 16;
   std::vector<Partition> parts;        // GUARDED_BY(cycle_mu)
   unsigned cycles_since_walk = 0;      // GUARDED_BY(cycle_mu)
+  unsigned abandoned_in_a_row = 0;     // GUARDED_BY(cycle_mu): cycles given up since the last sweep
 
   Impl(Metadata* mm, Options o) : m(mm), opt(std::move(o)), pool(std::max(1u, opt.threads)) {}
 
@@ -87,11 +88,12 @@ struct Collector::Impl {
   }
 
   // Waits until every scope in `scopes` has ended (its word changed: exit, a newer scope, or the
-  // server nulled a dead client's table). Never stops a client; a client that stays inside a scope
-  // holds back this cycle's sweep, so after a second the wait is logged once, naming the client.
-  // False when the collector is stopping.
+  // server emptied a dead client's table). Never stops or signals a client. False when the
+  // collector is stopping, or after opt.read_scope_wait_ms unless the last kMaxAbandonedCycles
+  // cycles were all given up: the caller then abandons the cycle.
   bool wait_for_read_scopes(const std::vector<detail::ActiveReadScope>& scopes) {
     const auto start = std::chrono::steady_clock::now();
+    const bool bounded = abandoned_in_a_row < kMaxAbandonedCycles;
     bool logged = false;
     for (const detail::ActiveReadScope& a : scopes) {
       for (unsigned spins = 0; a.slot->load(std::memory_order_acquire) == a.seen; ++spins) {
@@ -101,19 +103,30 @@ struct Collector::Impl {
           continue;
         }
         std::this_thread::sleep_for(std::chrono::microseconds(spins < 1000 ? 50 : 1000));
-        if (!logged && std::chrono::steady_clock::now() - start > std::chrono::seconds(1)) {
+        const auto waited = std::chrono::steady_clock::now() - start;
+        if (bounded && waited > std::chrono::milliseconds(opt.read_scope_wait_ms)) {
+          std::fprintf(stderr, "colors-server: a read scope of client %u (pid %d) stayed open for %u ms after a collector cycle began: the cycle is given up, nothing freed\n",
+                       a.client, m->clients[a.client].pid.load(std::memory_order_relaxed), opt.read_scope_wait_ms);
+          return false;
+        }
+        if (!bounded && !logged && waited > std::chrono::seconds(1)) {
           logged = true;
-          std::fprintf(stderr, "colors-server: the collector has waited 1 s for a read scope of client %u (pid %d) to end; memory is not reclaimed meanwhile\n",
-                       a.client, m->clients[a.client].pid.load(std::memory_order_relaxed));
+          std::fprintf(stderr, "colors-server: the collector waits for a read scope of client %u (pid %d) after %u cycles given up; memory is not reclaimed meanwhile\n",
+                       a.client, m->clients[a.client].pid.load(std::memory_order_relaxed), kMaxAbandonedCycles);
         }
       }
     }
     return true;
   }
 
-  // A cycle given up while marking (the collector is stopping): nothing is swept, and the phase
-  // says idle, as a cycle that never began. Marks of this epoch are simply stale next cycle.
+  // A cycle given up after its root pass (the collector is stopping, or a read scope stayed open):
+  // nothing is swept, the phase goes back to idle, and waiters are woken as for a finished cycle
+  // (an allocation that waited retries, and fails after two cycles without space). This epoch's
+  // marks are simply stale for the next cycle; objects published meanwhile carry this epoch as
+  // `recent` and are old for the next one. No sweep resets those stamps, so at most
+  // kMaxAbandonedCycles cycles in a row are given up before the 8-bit epoch could come back.
   GcCycleStats abandon_cycle(GcCycleStats s) {
+    ++abandoned_in_a_row;
     m->gc_phase.store(static_cast<std::uint8_t>(GcPhase::kIdle), std::memory_order_release);
     m->gc_done_seq.fetch_add(1, std::memory_order_seq_cst);
     if (m->gc_waiters.load(std::memory_order_seq_cst) != 0) futex_wake_all(&m->gc_done_seq);
@@ -179,6 +192,7 @@ struct Collector::Impl {
     // Marking terminated: from here a successor may finish this sweep with this epoch's marks.
     m->gc_phase.store(static_cast<std::uint8_t>(GcPhase::kSweeping), std::memory_order_seq_cst);
 
+    abandoned_in_a_row = 0;
     SweepResult sw;
     {
       std::lock_guard<std::mutex> walk(walk_mu);

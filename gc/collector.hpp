@@ -27,6 +27,12 @@ struct Options {
   // 1.17-1.31x faster paced, gc/README.md). A sweep costs about the same per byte allocated either way.
   unsigned pacing_percent = 400;
   std::uint64_t min_trigger_bytes = std::uint64_t{16} << 20;
+  // How long a cycle waits for the read scopes that were open at its flip before it gives up
+  // (abandons, freeing nothing) so that a thread that waits for the cycle while a scope waits for
+  // that thread (a container lock held across an allocation) gets an answer (gc/README.md, "Read
+  // scopes"). After kMaxAbandonedCycles in a row a cycle waits without a bound: the 8-bit epoch
+  // must not wrap around without a sweep.
+  std::uint32_t read_scope_wait_ms = 1000;
   bool poison = false;               // debug: fill freed memory with kPoison
   std::function<void(const detail::GcCycleStats&)> on_cycle;  // e.g. the server's log
   // Fault injection: run by start()'s thread before its first look at the requests (a test delays
@@ -35,6 +41,7 @@ struct Options {
 };
 
 inline constexpr std::uint64_t kPoison = 0xdeadbeefdeadbeefULL;
+inline constexpr unsigned kMaxAbandonedCycles = 64;  // < 254: see Options::read_scope_wait_ms
 
 class Collector {
  public:

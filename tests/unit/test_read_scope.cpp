@@ -6,6 +6,8 @@
 #include <catch2/catch.hpp>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <optional>
 #include <string>
 #include <thread>
@@ -62,6 +64,16 @@ class CyclesInBackground {
   std::uint64_t freed_ = 0;
   std::thread t_;
 };
+
+template <class Pred>
+bool eventually(Pred pred, int timeout_ms) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(5ms);
+  }
+  return true;
+}
 
 Class node_class() {
   return define_class("t.ScopeNode", {{"v", TypeKind::kInteger, ""}, {"s", TypeKind::kString, ""}, {"next", TypeKind::kAny, ""}});
@@ -219,4 +231,66 @@ TEST_CASE("leaving a scope after the process detached does not write the release
   ReadScope again;  // a new attachment's first scope takes a new word
   REQUIRE(t_read_scope.slot != nullptr);
   REQUIRE(is_active_scope_word(t_read_scope.slot->load()));
+}
+
+// A scope open longer than the collector's bound: the cycle is given up (nothing freed, waiters
+// answered), and what the scope borrowed is still there; after the scope, cycles free it.
+TEST_CASE("a read scope open past the collector's bound makes the cycle give up, freeing nothing") {
+  test::TestSegment seg(16 << 20);
+  UnfencedRoots unfenced(seg.meta());
+  gc::Options o = poisoning();
+  o.read_scope_wait_ms = 100;
+  gc::Collector c(seg.meta(), o);
+  Class cls = node_class();
+  Field v(cls, "v"), next(cls, "next");
+  Object a = node(cls, 1, "a");
+  a.set(next, node(cls, 9, "borrowed"));
+  std::optional<ReadScope> scope(std::in_place);
+  ObjectView b = ObjectView(a).get(next).as_object();
+  a.set(next, Value());
+  CyclesInBackground cycles(c, 2);
+  REQUIRE(eventually([&] { return cycles.done() == 2; }, 5000));  // given up, not hung
+  REQUIRE(cycles.join() == 0);
+  REQUIRE(b.get(v).as_int() == 9);
+  REQUIRE(seg.meta()->gc_phase.load() == static_cast<std::uint8_t>(GcPhase::kIdle));
+  scope.reset();
+  std::uint64_t freed = 0;
+  for (int i = 0; i < 2; ++i) freed += c.run_cycle().objects_freed;
+  REQUIRE(freed >= 2);
+}
+
+// The hazard the bound exists for: a thread inside a scope waits for a monitor whose holder waits
+// (without a timeout) for a collector cycle, and the cycle waits for the scope. The cycle is given
+// up, the holder's wait ends and it releases the monitor, and the scope's thread goes on.
+TEST_CASE("a scope waiting for a monitor whose holder waits for the collector does not deadlock") {
+  test::TestSegment seg(8 << 20);
+  gc::Options o = poisoning();
+  o.read_scope_wait_ms = 100;
+  gc::Collector c(seg.meta(), o);
+  c.start();
+  Object guarded = node(node_class(), 3, "guarded");
+  std::atomic<bool> held{false}, reader_in{false}, holder_done{false}, reader_done{false};
+  std::thread holder([&] {
+    Monitor mon(guarded);
+    held = true;
+    while (!reader_in.load()) std::this_thread::sleep_for(1ms);
+    std::this_thread::sleep_for(20ms);                         // the reader now waits for the monitor
+    request_gc_and_wait(seg.meta(), -1);                        // no timeout: only a cycle ends it
+    holder_done = true;
+  });
+  std::thread reader([&] {
+    while (!held.load()) std::this_thread::sleep_for(1ms);
+    ReadScope scope;
+    reader_in = true;
+    Monitor mon(guarded);  // waits for the holder
+    reader_done = true;
+  });
+  const bool ended = eventually([&] { return holder_done.load() && reader_done.load(); }, 30000);
+  if (!ended) {
+    std::fprintf(stderr, "deadlock: holder %d, reader %d\n", int(holder_done.load()), int(reader_done.load()));
+    std::_Exit(1);  // the threads cannot be joined
+  }
+  holder.join();
+  reader.join();
+  c.stop();
 }

@@ -317,7 +317,7 @@ Object new_object(const Class& cls);
 // valid until this thread's outermost ReadScope ends, like a std::string_view of its string: keep
 // nothing from a scope but Values (promote()). The collector waits for a scope that began before
 // its cycle to end before it frees memory (gc/README.md, "Read scopes"), so a scope should be
-// short: a thread stopped inside one holds back reclamation for the whole heap.
+// short: past a bound (1 s) the cycle is given up and frees nothing.
 //
 // Inside a scope a thread may read, promote, allocate and store rooted Values, but must not wait
 // for the collector: collect(), an allocation that finds the heap full, and starting a
