@@ -15,6 +15,7 @@
 #include "private_builder.hpp"
 #include "queries.hpp"
 #include "shared_access.hpp"
+#include "shared_view_access.hpp"
 #include "shared_builder.hpp"
 #include "shared_schema.hpp"
 
@@ -137,7 +138,7 @@ int run_ops(const LoadOptions& o, const Schema& s, const colors::Object& db) {
   OpResult first{};
   for (int i = 0; i < o.repeat; ++i) {
     auto t0 = std::chrono::steady_clock::now();
-    OpResult r = run_op(shared, *o.op);
+    OpResult r = run_shared_op(shared, *o.op);
     double ms = ms_since(t0);
     if (i == 0) first = r;
     std::printf("op %s run %d count %llu sum %lld ms %.2f\n", op_name(*o.op), i + 1,
