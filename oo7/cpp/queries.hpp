@@ -56,15 +56,18 @@ class SharedIndexAccess {
     std::optional<colors::Value> v = ix_.by_id.get(colors::Value(static_cast<long long>(id)));
     if (v) fn(a_.x({SharedAccess::object(std::move(*v))}));
   }
-  // One locked range read of the date map, then each list read element by element.
+  // One locked range read of the date map, then each list and part read through views in a read
+  // scope (no root per element).
   template <class F>
   void dates(std::int64_t lo, std::int64_t hi, F&& fn) const {
     using B = colors::SortedMap::Bound;
     auto entries = ix_.by_date.range(B::at(colors::Value(static_cast<long long>(lo))),
                                      B::at(colors::Value(static_cast<long long>(hi)), false));
+    colors::ReadScope scope;
+    const colors::Field& x = a_.schema().part.x;
     for (auto& [date, value] : entries) {
-      colors::List same = SharedAccess::list(std::move(value));
-      for (std::size_t i = 0, n = same.size(); i < n; ++i) fn(a_.x({SharedAccess::object(same.get(i))}));
+      const colors::ListView same = colors::ValueView(value).as_list();
+      for (std::size_t i = 0, n = same.size(); i < n; ++i) fn(same.get(i).as_object().get(x).as_int());
     }
   }
 
