@@ -23,6 +23,7 @@
 #include "heap.hpp"
 #include "monitor.hpp"
 #include "objects.hpp"
+#include "read_scope.hpp"
 #include "repository.hpp"
 #include "roots.hpp"
 #include "segment.hpp"
@@ -304,6 +305,14 @@ void Value::reset(std::uint64_t word) {
 }
 
 Value Value::from_raw(std::uint64_t word) {
+  // The raw word of a view (ValueView::raw) is a borrowed reference: rooting it needs
+  // promotion's flag (read_scope.hpp), which promote() would have given.
+  if (in_read_scope()) {
+    current_meta();
+    Rooted r = promote_borrowed(word);
+    const Word w = r.word();
+    return adopt_root(w, r.take());
+  }
   Value v;
   v.reset(word);
   return v;

@@ -205,7 +205,9 @@ TEST_CASE("a reference promoted out of a scope that a cycle waits for survives t
   std::this_thread::sleep_for(100ms);  // the cycle has flipped and waits for this scope
   REQUIRE(cycle.done() == 0);
   REQUIRE(seg.meta()->gc_phase.load() == static_cast<std::uint8_t>(GcPhase::kMarking));
-  kept = b.promote();
+  // promote(), or Value::from_raw of the view's word (a binding's way), which must flag as well.
+  const bool via_raw = GENERATE(false, true);
+  kept = via_raw ? Object(Value::from_raw(b.raw())) : b.promote();
   scope.reset();  // the cycle finishes: its pending passes run after the wait
   cycle.join();
   for (int i = 0; i < 2; ++i) c.run_cycle();

@@ -110,7 +110,8 @@ class Value {
 
   // Raw tagged word and construction from one (takes a new root). For bindings.
   // REQUIRES for from_raw: the object is kept alive by something else meanwhile (e.g. another
-  // Value); to read a shared slot use the typed accessors, which root before they return.
+  // Value, or the read scope a view's word was read in: inside a scope from_raw roots as
+  // promote() does); to read a shared slot use the typed accessors, which root before they return.
   std::uint64_t raw() const { return word_; }
   static Value from_raw(std::uint64_t word);
   // Takes over an already acquired root slot of `word` (internal: allocation and rooted loads).
