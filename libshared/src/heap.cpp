@@ -251,6 +251,11 @@ std::uintptr_t carve_or_collect(Metadata* m, std::size_t bytes, std::uint32_t ow
       if (pressure_watched(m)) await_relief(m, relief);
       cycles = -1;
     }
+    // Inside a read scope a cycle would wait for this thread (read_scope.hpp): say so instead.
+    if (in_read_scope())
+      throw OutOfMemoryError("the heap has no room for " + std::to_string(want) +
+                             " bytes without a collector cycle, and this thread is inside a read scope, which such a cycle "
+                             "waits for: leave the scope and retry");
     if (!request_gc_and_wait(m, 10'000'000'000LL)) break;
     ++cycles;
   }

@@ -9,6 +9,7 @@
 #include "classes.hpp"
 #include "colors/errors.hpp"
 #include "heap.hpp"
+#include "read_scope.hpp"
 #include "session.hpp"
 
 namespace colors::detail {
@@ -20,15 +21,16 @@ std::size_t object_bytes(std::size_t payload) { return round_up(sizeof(BlockHead
 namespace {
 
 // `body`: bytes after the ObjectHead (header + class pointer).
-// The block is rooted before it is published (roots.hpp, Rooted).
-template <class Init>
+// The block is rooted before it is published (roots.hpp, Rooted), unless `kRooted` is false: an
+// allocation in a read scope, which the scope keeps (read_scope.hpp, "Allocating in a scope").
+template <bool kRooted = true, class Init>
 Rooted allocate(Metadata* m, TypeKind kind, ClassRecord* cls, std::size_t body, Init&& init) {
   (void)kind;
   std::size_t bytes = round_up(sizeof(ObjectHead) + body, kGranule);
   if (bytes > (std::size_t{1} << 40)) throw OutOfMemoryError("object of " + std::to_string(bytes) + " bytes is too large");
   BlockHeader* h = reserve_block(m, current_client_id(), bytes);
   Word w = reinterpret_cast<Word>(h);
-  Rooted r(w, root_acquire(w));
+  Rooted r(w, kRooted ? root_acquire(w) : nullptr);
   auto* o = reinterpret_cast<ObjectHead*>(h);
   o->cls.store(cls, std::memory_order_relaxed);
   init(o);
@@ -261,6 +263,44 @@ ClassRecord* remove_field(Metadata* m, Word o, std::string_view name) {
   reinterpret_cast<ObjectHead*>(o)->cls.store(to, std::memory_order_release);
   if (std::atomic<Word>* slot = field_slot(o, *f)) store_ref(slot, kNull);
   return to;
+}
+
+// ---- allocation in a read scope ----
+
+Word new_integer_scoped(Metadata* m, std::int64_t v) {
+  if (fits_small(v)) return make_small(v);
+  return allocate<false>(m, TypeKind::kInteger, builtin_class(m, TypeKind::kInteger), sizeof(std::int64_t),
+                         [v](ObjectHead* o) { reinterpret_cast<IntegerObject*>(o)->value = v; }).word();
+}
+
+Word new_float_scoped(Metadata* m, double v) {
+  if (fits_small_float(v)) return make_small_float(v);
+  return allocate<false>(m, TypeKind::kFloat, builtin_class(m, TypeKind::kFloat), sizeof(double),
+                         [v](ObjectHead* o) { reinterpret_cast<FloatObject*>(o)->value = v; }).word();
+}
+
+Word new_string_scoped(Metadata* m, std::string_view s) {
+  if (!is_valid_utf8(s)) throw InvalidArgumentError("string is not valid UTF-8");
+  std::uint64_t h = bytes_hash(s.data(), s.size());
+  return allocate<false>(m, TypeKind::kString, builtin_class(m, TypeKind::kString), 16 + s.size(), [&](ObjectHead* o) {
+    auto* so = reinterpret_cast<StringObject*>(o);
+    so->length = s.size();
+    so->hash = h;
+    if (!s.empty()) std::memcpy(so->bytes, s.data(), s.size());
+  }).word();
+}
+
+Word new_user_object_scoped(Metadata* m, ClassRecord* cls, const SlotInit* init, std::size_t n) {
+  if (cls == nullptr || cls->kind != TypeKind::kObject) throw InvalidArgumentError("not a user class");
+  const Word w = allocate<false>(m, TypeKind::kObject, cls, 8 + std::size_t{cls->slot_count} * sizeof(Word), [&](ObjectHead* o) {
+    auto* u = reinterpret_cast<UserObject*>(o);
+    // Plain stores into a block nobody else can reach: the publication (a release store) orders them.
+    for (std::size_t i = 0; i < n; ++i) u->slots[init[i].slot].store(init[i].value, std::memory_order_relaxed);
+  }).word();
+  // After the publication's epoch read: a new object recent in a marking cycle is not traced by its
+  // pending passes, so what it holds that only the scope kept is flagged here (read_scope.hpp).
+  for (std::size_t i = 0; i < n; ++i) flag_scope_reference(init[i].value);
+  return w;
 }
 
 const FieldInfo& field_or_throw(Word o, std::string_view name) {

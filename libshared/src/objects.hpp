@@ -89,6 +89,19 @@ inline std::atomic<Word>* field_slot(Word o, const FieldInfo& f) {
   std::size_t i = f.slot - n;
   return i < a->capacity ? &a->slots[i] : nullptr;
 }
+// ---- allocation in a read scope (read_scope.hpp, "Allocating in a scope") ----
+// Unrooted: the calling thread's read scope keeps the object until it ends.
+// REQUIRES: inside a read scope.
+struct SlotInit {
+  std::uint32_t slot;  // FieldInfo::slot, below the class's slot_count
+  Word value;          // a scalar, a reference the scope holds, or one rooted by the caller
+};
+Word new_integer_scoped(Metadata* m, std::int64_t v);
+Word new_float_scoped(Metadata* m, double v);
+Word new_string_scoped(Metadata* m, std::string_view utf8);
+// A user object of `cls` with `init` stored into it before it is published.
+Word new_user_object_scoped(Metadata* m, ClassRecord* cls, const SlotInit* init, std::size_t n);
+
 // The field named `name` of o's current class version; KeyError naming the class otherwise.
 const FieldInfo& field_or_throw(Word o, std::string_view name);
 [[noreturn]] void throw_missing_slot(const FieldInfo& f);  // CorruptHeapError

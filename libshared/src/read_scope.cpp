@@ -41,7 +41,7 @@ void read_scope_first_entry() {
 Rooted promote_borrowed(Word w) {
   if (!is_ref(w)) return Rooted(w, nullptr);
   std::atomic<Word>* slot = root_acquire(w);  // root_fence: the root's store before the phase read
-  if (root_release_flags(w)) set_pending_bit(g_pending_bits, static_cast<std::uintptr_t>(w));
+  flag_scope_reference(w);
   return Rooted(w, slot);
 }
 

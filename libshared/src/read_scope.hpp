@@ -13,17 +13,22 @@
 //    followed by root_fence (the collector's membarrier is the other half, as for roots), exit
 //    with a release store after every read of the scope. The server nulls it with the rest of a
 //    dead client's table.
-//  * A borrowed reference never goes into the heap or a root directly: it is promoted first
-//    (promote_borrowed), which roots it and flags it while the collector marks, with
-//    root_release_flags's rule (roots.hpp).
-//  * A thread inside a scope never waits for a collector cycle (request_gc_and_wait refuses) and
-//    never starts a transaction (tx_begin refuses): the cycle would wait for the scope.
+//  * A reference the scope holds (borrowed, or allocated in the scope without a root) is flagged
+//    while the collector marks, with root_release_flags's rule (roots.hpp), wherever it goes
+//    that the collector may not look at again: a root (promote_borrowed), a heap slot
+//    (store_scope_reference), a new object's fields (new_user_object_scoped, after publishing).
+//    The flag's phase read comes after that store.
+//  * A thread inside a scope never waits for a collector cycle (request_gc_and_wait refuses, an
+//    allocation on a full heap throws) and never starts a transaction (tx_begin refuses): the
+//    cycle would wait for the scope.
 #pragma once
 #include <atomic>
 #include <cstdint>
 #include <vector>
 
+#include "barrier.hpp"
 #include "layout.hpp"
+#include "pending_bits.hpp"
 #include "roots.hpp"
 #include "word.hpp"
 
@@ -84,6 +89,19 @@ inline bool in_read_scope() { return t_read_scope.depth != 0; }
 // the root store before the membarrier's cut), or the object is flagged and the pending passes,
 // which run after the collector has waited for this scope, mark it; a recent object needs neither.
 Rooted promote_borrowed(Word w);
+
+// The flag every reference a scope holds gets when it goes somewhere the collector may not look
+// again (a root, a heap slot, a new object that may be recent): promote_borrowed's, after the store.
+// REQUIRES: called after the store (or the publication) that this flag covers.
+inline void flag_scope_reference(Word w) {
+  if (root_release_flags(w)) set_pending_bit(g_pending_bits, static_cast<std::uintptr_t>(w));
+}
+// Stores the scope-held (or rooted) `w` into the heap slot `slot` of a published object: the write
+// barrier, then flag_scope_reference. REQUIRES: inside a read scope, outside a transaction.
+inline void store_scope_reference(std::atomic<Word>* slot, Word w) {
+  store_ref(slot, w);
+  flag_scope_reference(w);
+}
 
 // ---- the collector's side ----
 

@@ -1,12 +1,14 @@
 // The public read-scope API (colors.hpp, "read scopes"): ReadScope and the views whose reads
 // borrow references instead of rooting them (read_scope.hpp has the protocol).
 #include <string>
+#include <vector>
 
 #include "classes.hpp"
 #include "colors/colors.hpp"
 #include "containers.hpp"
 #include "objects.hpp"
 #include "read_scope.hpp"
+#include "segment.hpp"
 #include "transaction.hpp"
 
 namespace colors {
@@ -77,6 +79,52 @@ Value ValueView::promote() const {
   Rooted r = promote_borrowed(word_);
   const Word w = r.word();
   return Value::adopt_root(w, r.take());
+}
+
+ValueView ValueView::integer(std::int64_t v) {
+  if (fits_small(v)) return ValueView(make_small(v));
+  require_scope("ValueView::integer (a boxed integer)");
+  return ValueView(new_integer_scoped(current_meta(), v));
+}
+ValueView ValueView::floating(double v) {
+  if (fits_small_float(v)) return ValueView(make_small_float(v));
+  require_scope("ValueView::floating (a boxed float)");
+  return ValueView(new_float_scoped(current_meta(), v));
+}
+ValueView ValueView::boolean(bool v) { return ValueView(make_bool(v)); }
+
+ValueView new_string_view(std::string_view utf8) {
+  require_scope("new_string_view");
+  return ValueView(new_string_scoped(current_meta(), utf8));
+}
+
+ObjectView new_object_view(const Class& cls, std::initializer_list<FieldValue> values) {
+  require_scope("new_object_view");
+  if (!cls.valid()) throw InvalidArgumentError("new_object_view needs a class");
+  const ClassRecord* rec = cls.record();
+  constexpr std::size_t kInline = 16;
+  SlotInit inline_init[kInline];
+  std::vector<SlotInit> more;
+  SlotInit* init = inline_init;
+  if (values.size() > kInline) {
+    more.resize(values.size());
+    init = more.data();
+  }
+  std::size_t n = 0;
+  for (const FieldValue& fv : values) {
+    const FieldInfo* f = fv.field.cls_ == rec ? fv.field.info_ : find_field(rec, fv.field.name());
+    if (f == nullptr) throw KeyError("class " + cls.name() + " version " + std::to_string(cls.version()) + " has no field '" + fv.field.name() + "'");
+    check_field_type(*f, fv.value.raw());
+    init[n++] = {f->slot, fv.value.raw()};
+  }
+  return ObjectView(new_user_object_scoped(current_meta(), const_cast<ClassRecord*>(rec), init, n));
+}
+
+void ObjectView::set(const Field& f, const ValueView& v) {
+  require_scope("ObjectView::set");
+  const FieldInfo& info = class_of(word_) == f.cls_ ? *f.info_ : field_or_throw(word_, f.name());
+  check_field_type(info, v.raw());
+  store_scope_reference(slot_or_throw(word_, info), v.raw());
 }
 
 Class ObjectView::cls() const {

@@ -1,6 +1,6 @@
 // colors-bench: every core benchmark, each against its baseline measured in the same run.
 //
-//   colors-bench [--quick] [alloc] [reads] [sync] [gc] [containers] [sortedmap] [tx]
+//   colors-bench [--quick] [alloc] [trees] [sync] [gc] [containers] [sortedmap] [tx]
 //
 // With no names every benchmark runs. --quick (or COLORS_BENCH_QUICK=1) shortens the long ones.
 #include <cstdlib>
@@ -13,7 +13,7 @@
 
 void bench_alloc(std::ostream& out);
 void bench_roots(std::ostream& out);
-void bench_reads(std::ostream& out);
+void bench_trees(std::ostream& out);
 void bench_sync(std::ostream& out);
 void bench_gc(std::ostream& out);
 void bench_containers(std::ostream& out);
@@ -25,12 +25,12 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0) {
       setenv("COLORS_BENCH_QUICK", "1", 1);
-    } else if (std::strcmp(argv[i], "alloc") == 0 || std::strcmp(argv[i], "reads") == 0 || std::strcmp(argv[i], "sync") == 0 || std::strcmp(argv[i], "gc") == 0 ||
+    } else if (std::strcmp(argv[i], "alloc") == 0 || std::strcmp(argv[i], "trees") == 0 || std::strcmp(argv[i], "sync") == 0 || std::strcmp(argv[i], "gc") == 0 ||
                std::strcmp(argv[i], "containers") == 0 || std::strcmp(argv[i], "sortedmap") == 0 ||
                std::strcmp(argv[i], "tx") == 0) {
       only.insert(argv[i]);
     } else {
-      std::cerr << "usage: colors-bench [--quick] [alloc] [reads] [sync] [gc] [containers] [sortedmap] [tx]\n";
+      std::cerr << "usage: colors-bench [--quick] [alloc] [trees] [sync] [gc] [containers] [sortedmap] [tx]\n";
       return 2;
     }
   }
@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
     bench_alloc(std::cout);
     bench_roots(std::cout);
   }
-  if (want("reads")) bench_reads(std::cout);
+  if (want("trees")) bench_trees(std::cout);
   if (want("sync")) bench_sync(std::cout);
   if (want("gc")) bench_gc(std::cout);
   if (want("containers")) bench_containers(std::cout);

@@ -142,6 +142,12 @@ TEST_CASE("views outside a scope, and waits for the collector inside one, are re
     // The cycle would wait for this scope: refused rather than a hang.
     REQUIRE_THROWS_AS(request_gc_and_wait(seg.meta(), 1'000'000), InvalidArgumentError);
     REQUIRE_THROWS_AS(Transaction(), InvalidArgumentError);
+    // A full heap: the allocation cannot wait for a cycle either, and says why.
+    try {
+      for (;;) new_string_view(std::string(4000, 'x'));
+    } catch (const OutOfMemoryError& e) {
+      REQUIRE(std::string(e.what()).find("inside a read scope") != std::string::npos);
+    }
     REQUIRE(av.get("v").as_int() == 5);  // still inside, still usable
   }
   REQUIRE_THROWS_AS(av.get("v"), InvalidArgumentError);
@@ -295,4 +301,90 @@ TEST_CASE("a scope waiting for a monitor whose holder waits for the collector do
   holder.join();
   reader.join();
   c.stop();
+}
+
+// ---- allocation in a scope ----
+
+TEST_CASE("objects allocated in a scope: fields written at birth, set, promoted, checked like the rooted API") {
+  test::TestSegment seg(8 << 20);
+  Class cls = node_class();
+  Field v(cls, "v"), s(cls, "s"), next(cls, "next");
+  REQUIRE_THROWS_AS(new_string_view("x"), InvalidArgumentError);  // outside a scope
+  REQUIRE(ValueView::integer(5).raw() == Value(5).raw());          // a small integer needs none
+  Object holder = node(cls, 0, "holder");
+  {
+    ReadScope scope;
+    ObjectView leaf = new_object_view(cls, {{v, ValueView::integer(1)}, {s, new_string_view("leaf")}});
+    ObjectView top = new_object_view(cls, {{v, ValueView::integer(std::int64_t{1} << 62)}, {next, leaf}});
+    REQUIRE(top.get(next).as_object().get(s).string_view() == "leaf");
+    REQUIRE(top.get(v).as_int() == std::int64_t{1} << 62);  // boxed, allocated in the scope
+    REQUIRE(top.get(s).is_null());
+    ObjectView(holder).set(next, top);
+    ObjectView(holder).set(s, new_string_view("changed"));
+    ObjectView boxed = new_object_view(cls, {{next, ValueView::floating(1e300)}});  // boxed: allocated
+    REQUIRE(boxed.get(next).as_float() == 1e300);
+    REQUIRE(new_object_view(cls, {{next, ValueView::floating(0.5)}}).get(next).as_float() == 0.5);
+    REQUIRE_THROWS_AS(new_object_view(cls, {{v, new_string_view("not an int")}}), TypeMismatchError);
+    REQUIRE_THROWS_AS(ObjectView(holder).set(v, new_string_view("no")), TypeMismatchError);
+    REQUIRE_THROWS_AS(new_string_view(std::string_view("\xff", 1)), InvalidArgumentError);
+    Class other = define_class("t.ScopeOther", {{"w", TypeKind::kInteger, ""}});
+    REQUIRE_THROWS_AS(new_object_view(other, {{v, ValueView::integer(1)}}), KeyError);
+  }
+  Object top = Object(holder.get(next));
+  REQUIRE(Object(top.get(next)).get(s).as_string() == "leaf");
+  REQUIRE(holder.get(s).as_string() == "changed");
+  REQUIRE_THROWS_AS(ObjectView(holder).set(v, ValueView::integer(1)), InvalidArgumentError);  // outside
+}
+
+// x is allocated in the scope before a cycle's flip, without a root, and stored into a published
+// object only after that cycle's root pass: only the store's flag gets it marked.
+TEST_CASE("an object allocated in a scope and stored after a cycle's root pass survives the cycle") {
+  test::TestSegment seg(16 << 20);
+  UnfencedRoots unfenced(seg.meta());
+  gc::Collector c(seg.meta(), poisoning());
+  Class cls = node_class();
+  Field v(cls, "v"), s(cls, "s"), next(cls, "next");
+  Object holder = node(cls, 0, "holder");
+  std::optional<ReadScope> scope(std::in_place);
+  ObjectView x = new_object_view(cls, {{v, ValueView::integer(11)}, {s, new_string_view("stored late")}});
+  CyclesInBackground cycle(c, 1);
+  std::this_thread::sleep_for(100ms);  // flipped, root pass done, waiting for this scope
+  REQUIRE(cycle.done() == 0);
+  ObjectView(holder).set(next, x);
+  scope.reset();
+  cycle.join();
+  for (int i = 0; i < 2; ++i) c.run_cycle();
+  Object got = Object(holder.get(next));
+  REQUIRE(got.get(v).as_int() == 11);
+  REQUIRE(got.get(s).as_string() == "stored late");
+  VerifyReport r = verify_heap(seg.meta());
+  INFO(r.summary());
+  REQUIRE(r.ok());
+}
+
+// x is allocated before a cycle's flip, y after it (so y is recent, and that cycle's pending passes
+// do not trace it) holding x: y's birth must flag x.
+TEST_CASE("an object allocated in a scope before a cycle, held only by one born during it, survives") {
+  test::TestSegment seg(16 << 20);
+  UnfencedRoots unfenced(seg.meta());
+  gc::Collector c(seg.meta(), poisoning());
+  Class cls = node_class();
+  Field v(cls, "v"), s(cls, "s"), next(cls, "next");
+  Object holder = node(cls, 0, "holder");
+  std::optional<ReadScope> scope(std::in_place);
+  ObjectView x = new_object_view(cls, {{v, ValueView::integer(21)}, {s, new_string_view("old, unrooted")}});
+  CyclesInBackground cycle(c, 1);
+  std::this_thread::sleep_for(100ms);
+  REQUIRE(cycle.done() == 0);
+  ObjectView y = new_object_view(cls, {{v, ValueView::integer(22)}, {next, x}});
+  ObjectView(holder).set(next, y);
+  scope.reset();
+  cycle.join();
+  for (int i = 0; i < 2; ++i) c.run_cycle();
+  Object got = Object(Object(holder.get(next)).get(next));
+  REQUIRE(got.get(v).as_int() == 21);
+  REQUIRE(got.get(s).as_string() == "old, unrooted");
+  VerifyReport r = verify_heap(seg.meta());
+  INFO(r.summary());
+  REQUIRE(r.ok());
 }

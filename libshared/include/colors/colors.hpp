@@ -14,6 +14,7 @@
 #pragma once
 #include <chrono>
 #include <cstddef>
+#include <initializer_list>
 #include <cstdint>
 #include <map>
 #include <limits>
@@ -278,6 +279,9 @@ std::vector<Class> class_versions(const std::string& name);
 // The shared class of any value (builtin classes for builtins).
 Class class_of(const Value& v);
 
+class ObjectView;
+struct FieldValue;
+
 // A field resolved once against a class version: access through it skips the name lookup when
 // the object still has that version.
 class Field {
@@ -289,6 +293,7 @@ class Field {
  private:
   friend class Object;
   friend class ObjectView;
+  friend ObjectView new_object_view(const Class& cls, std::initializer_list<FieldValue> values);
   const detail::ClassRecord* cls_ = nullptr;
   const detail::FieldInfo* info_ = nullptr;
   std::string name_;
@@ -320,10 +325,11 @@ Object new_object(const Class& cls);
 // its cycle to end before it frees memory (gc/README.md, "Read scopes"), so a scope should be
 // short: past a bound (1 s) the cycle is given up and frees nothing.
 //
-// Inside a scope a thread may read, promote, allocate and store rooted Values, but must not wait
-// for the collector: collect(), an allocation that finds the heap full, and starting a
-// transaction throw InvalidArgumentError instead of waiting forever. A scope cannot be opened
-// inside a transaction (InvalidArgumentError). Scopes nest; the outermost one counts.
+// Inside a scope a thread may read, promote, allocate (new_object_view below: no root per
+// object either) and store, but must not wait for the collector: collect() and starting a
+// transaction throw InvalidArgumentError, an allocation that finds the heap full
+// OutOfMemoryError, instead of waiting for a cycle that waits for the scope. A scope cannot be
+// opened inside a transaction (InvalidArgumentError). Scopes nest; the outermost one counts.
 //
 //   colors::ReadScope scope;
 //   colors::ObjectView part{db_root};              // a view of a held Object
@@ -363,9 +369,17 @@ class ValueView {
   // A Value holding this value beyond the scope (a GC root for a reference).
   Value promote() const;
 
+  // Scalars as views, for new_object_view and ObjectView::set. One outside the unboxed ranges
+  // (60-bit integers; floats with a binary exponent in [-126, 128], and zeros) is allocated, kept
+  // by the scope like any allocation in it; those need a scope.
+  static ValueView integer(std::int64_t v);
+  static ValueView floating(double v);
+  static ValueView boolean(bool v);
+
  protected:
   friend class ObjectView;
   friend class ListView;
+  friend ValueView new_string_view(std::string_view utf8);
   explicit ValueView(std::uint64_t word) : word_(word) {}
   std::uint64_t word_ = 0;
 };
@@ -377,12 +391,29 @@ class ObjectView : public ValueView {
   Class cls() const;
   ValueView get(const Field& f) const;         // as Object::get, borrowed
   ValueView get(std::string_view name) const;  // KeyError when absent
+  // As Object::set (KeyError, TypeMismatchError), with a value read or allocated in the scope.
+  void set(const Field& f, const ValueView& v);
   Object promote() const;
 
  private:
   friend class ValueView;
+  friend ObjectView new_object_view(const Class& cls, std::initializer_list<FieldValue> values);
   explicit ObjectView(std::uint64_t word) : ValueView(word) {}
 };
+
+// ---- allocation in a read scope ----
+// Objects allocated inside a read scope take no GC root each: the scope keeps them until it ends
+// (gc/README.md, "Read scopes"). To keep one beyond the scope, store it (ObjectView::set, or a
+// container operation with its promote()) or promote it. Each throws InvalidArgumentError outside
+// a scope, and when the heap is full (the scope cannot wait for the collector: leave it, retry).
+struct FieldValue {
+  const Field& field;
+  ValueView value;
+};
+// A new object of `cls` with `values` in its fields (the others null), written before anything
+// else can see it (KeyError for a field `cls` lacks, TypeMismatchError for a value its type refuses).
+ObjectView new_object_view(const Class& cls, std::initializer_list<FieldValue> values = {});
+ValueView new_string_view(std::string_view utf8);  // InvalidArgumentError unless valid UTF-8
 
 class ListView : public ValueView {
  public:
