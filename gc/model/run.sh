@@ -4,22 +4,26 @@
 # Two root protocols: sequentially consistent root stores (default), and plain root stores
 # through a TSO store buffer with the collector's membarrier after the epoch flip (LIGHT_ROOTS);
 # the latter also with root releases that skip the barrier while the collector is not marking
-# (LIGHT_ROOTS + IDLE_RELEASE).
-# Usage: gc/model/run.sh [STEPS [LIGHT_STEPS]]   (mutator steps)
+# (LIGHT_ROOTS + IDLE_RELEASE), and then with read scopes (LIGHT_ROOTS + IDLE_RELEASE + READ_SCOPE).
+# Usage: gc/model/run.sh [STEPS [LIGHT_STEPS [SCOPE_STEPS]]]   (mutator steps)
 #   STEPS, default 4: ~22M states, ~20 s.
 #   LIGHT_STEPS, default 3: ~7.7M states, ~10 s; with IDLE_RELEASE ~39M states, ~55 s, 2.7 GB
 #   (its mutant steps are compound: a new root and a release, in either order). The store buffer
 #   multiplies the state space: at 4 steps the LIGHT_ROOTS model has ~98M states (~2.5 min,
 #   5.3 GB), too slow for ctest. The IDLE_RELEASE mutants fail only from 3 steps on.
+#   SCOPE_STEPS, default 2: ~52M states, ~90 s, 3.3 GB (one scope and two borrowed loads per run,
+#   which are not steps; a promotion is one). At 3 steps it does not fit (the IDLE_RELEASE model
+#   alone has 39M states there).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 steps=${1:-4}
 light_steps=${2:-3}
+scope_steps=${3:-2}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 # name, expected (pass|fail), sed expression making the mutant ('' for none), mutator steps,
-# then spin's -D options.
+# then spin's -D options. pan_flags (optional, in the environment): more options for pan's build.
 check() {
   local name=$1 expect=$2 edit=$3 n=$4
   shift 4
@@ -30,7 +34,7 @@ check() {
   fi
   local start=$SECONDS
   (cd "$work/$name" && spin -DSTEPS="$n" "$@" -a model.pml >/dev/null &&
-   gcc -O2 -DSAFETY -DCOLLAPSE -w -o pan pan.c && ./pan -m10000000 >out.txt 2>&1) || true
+   gcc -O2 -DSAFETY -DCOLLAPSE ${pan_flags:-} -w -o pan pan.c && ./pan -m10000000 >out.txt 2>&1) || true
   local errors
   errors=$(sed -n 's/.*errors: \([0-9]*\).*/\1/p' "$work/$name/out.txt")
   local states
@@ -52,3 +56,22 @@ check idle-release-no-membarrier fail 's/^\( *\)membarrier();$/\1skip;/' "$light
 # after the flip and before it is set, skip the barrier, and have its store land after the cut.
 check idle-release-marking-after-flip fail 's/^  marking = 1;.*$/  skip;/; s/^  started = 1;$/  started = 1; marking = 1;/' "$light_steps" -DLIGHT_ROOTS -DIDLE_RELEASE
 check idle-release-marking-after-root-pass fail 's/^  marking = 1;.*$/  skip;/; s/^  drain(0);$/  drain(0); marking = 1;/' "$light_steps" -DLIGHT_ROOTS -DIDLE_RELEASE
+check read-scope pass '' "$scope_steps" -DLIGHT_ROOTS -DIDLE_RELEASE -DREAD_SCOPE
+# The read-scope mutants' pans try the processes in reverse order (-DREVERSE: the same states, the
+# collector's moves after the mutator's), which finds their errors in seconds rather than after
+# most of the state space.
+# No wait for the scope read active: the sweep frees what the scope borrowed before the cut, whose
+# holder's root was dropped without a flag (not marking), and the thread dereferences it.
+pan_flags=-DREVERSE check read-scope-no-wait fail 's/^  atomic { !sc_watch || sc_moved -> sc_watch = 0; sc_moved = 0 };$/  skip;/' "$scope_steps" -DLIGHT_ROOTS -DIDLE_RELEASE -DREAD_SCOPE
+# A promotion that never flags: promoted after the cut while marking, its root store still
+# buffered when the root pass reads the slot, the object is freed while rooted.
+pan_flags=-DREVERSE check read-scope-no-promote-flag fail 's/-> pending\[bw\[j\]\] = 1/-> skip/g' "$scope_steps" -DLIGHT_ROOTS -DIDLE_RELEASE -DREAD_SCOPE
+# The scope word read before the membarrier: the entry store, before the cut in program order, is
+# still buffered, so the scope is not waited for, though its loads ran before the flip.
+pan_flags=-DREVERSE check read-scope-read-before-membarrier fail 's/^  atomic { sc_read = 1; sc_watch = Sc };.*$/  skip;/; s/^\( *\)membarrier();$/\1atomic { sc_read = 1; sc_watch = Sc }; membarrier();/' "$scope_steps" -DLIGHT_ROOTS -DIDLE_RELEASE -DREAD_SCOPE
+# The pending passes before the wait (then the wait, then the sweep): a promotion's flag set after
+# the last pass is lost.
+pan_flags=-DREVERSE check read-scope-passes-before-wait fail 's/^  atomic { !sc_watch || sc_moved -> sc_watch = 0; sc_moved = 0 };$/  skip;/; s/^  marking = 0;/  atomic { !sc_watch || sc_moved -> sc_watch = 0; sc_moved = 0 }; marking = 0;/' "$scope_steps" -DLIGHT_ROOTS -DIDLE_RELEASE -DREAD_SCOPE
+# A promotion that reads the phase before its root store: it reads "not marking" before the flip
+# and its root store lands after the cut, after the root pass read the slot.
+pan_flags=-DREVERSE check read-scope-promote-reads-phase-first fail 's/atomic { (seq \& 1) \&\& bw\[j\] != NIL \&\& R\[k\] == NIL -> root_store(k, bw\[j\]) }; atomic { m = marking; e = started };/atomic { (seq \& 1) \&\& bw[j] != NIL \&\& R[k] == NIL -> m = marking; e = started }; atomic { root_store(k, bw[j]) };/' "$scope_steps" -DLIGHT_ROOTS -DIDLE_RELEASE -DREAD_SCOPE

@@ -33,6 +33,20 @@
  *   slot is emptied separately, before (Value::reset, copy assignment) or after (move assignment
  *   of a returned Value) the new root's store, so the mutator does each order as one step (and
  *   the in-place overwrite as well).
+ * - READ_SCOPE (with LIGHT_ROOTS and IDLE_RELEASE): read scopes (gc/README.md, "Read scopes"). The
+ *   mutator may enter a scope: a buffered store of its scope word (odd), after which its loads
+ *   may overtake that store. Inside, it makes borrowed loads (bw[j] = slot[x], x a root or a
+ *   borrowed reference: no root, no re-read), dereferences borrowed references (asserting they
+ *   are not freed), and promotes one into a fresh root slot (the buffered root store, then a read
+ *   of `marking` and the epoch, then the flag if marking and not recent). It leaves with a
+ *   buffered store of the next, even word, forgetting its borrowed references. Borrowed
+ *   references are never stored into a slot. The collector reads the scope word after the
+ *   membarrier and, if it read it odd, waits after the root pass until the word in memory has
+ *   changed, before the pending passes. Entries, exits, borrowed loads and dereferences are not
+ *   mutator steps (at most SCOPES scopes and BORROWS borrowed loads per run); a promotion is one.
+ *   The word is a counter that never repeats a value, so "changed since the collector read it" is
+ *   "a store of the word reached memory since then": the model keeps that bit (sc_moved) and the
+ *   word's parity, not the counter.
  */
 #define N 4
 #define NIL 255
@@ -54,12 +68,35 @@ bool gc_done = 0, mut_done = 0;
 bool marking = 0;   /* gc_phase == kMarking: from before the flip to the end of the pending passes */
 #endif
 
+#if defined(READ_SCOPE) && !defined(IDLE_RELEASE)
+#error READ_SCOPE models read scopes in the production configuration: use it with LIGHT_ROOTS and IDLE_RELEASE
+#endif
+
+#ifdef READ_SCOPE
+#ifndef SCOPES
+#define SCOPES 1    /* scopes per run (entries and exits are not mutator steps) */
+#endif
+#ifndef BORROWS
+#define BORROWS 2   /* borrowed loads per run (not mutator steps) */
+#endif
+#ifndef NB
+#define NB 2        /* borrowed references the thread holds at once (1 or 2) */
+#endif
+bool Sc = 0;        /* the scope word in memory, as the collector's read would find it: active (odd) */
+bool sc_read = 0;   /* the collector has read the scope word */
+bool sc_watch = 0;  /* it read it active and has not finished waiting for it to change */
+bool sc_moved = 0;  /* a store of the scope word has reached memory since that read */
+#define SCOPE_WORD 7   /* a buffered store of the scope word: (SCOPE_WORD, value) */
+#endif
+
 #ifdef LIGHT_ROOTS
 /* The mutator's store buffer, oldest first: (k, v) with k < 3 is the store R[k] = v; k = 3 + n
    is the publication of block n with recent = v. A mutator step buffers at most one store (L2
    always matches, see below), the one allocation two: the buffer is never full. */
 #ifndef SB
-#ifdef IDLE_RELEASE
+#if defined(READ_SCOPE)
+#define SB (3 * STEPS + 2 * SCOPES)   /* and the scope word's stores, two per scope */
+#elif defined(IDLE_RELEASE)
 #define SB (3 * STEPS)   /* an IDLE_RELEASE step buffers up to three stores (see the mutator) */
 #else
 #define SB (STEPS + 1)
@@ -89,6 +126,10 @@ inline flush_one() {
   sb?sbk,sbv;
   if
   :: sbk < 3 -> Rc[sbk] = sbv
+#ifdef READ_SCOPE
+  :: sbk == SCOPE_WORD ->   /* the scope word: its parity until the collector reads it, then whether it moved */
+     if :: !sc_read -> Sc = sbv :: sc_watch -> sc_moved = 1 :: else -> skip fi
+#endif
   :: else -> recent[sbk - 3] = sbv; published[sbk - 3] = 1
   fi
 }
@@ -141,6 +182,36 @@ inline allocate_into(k) {
 }
 #endif
 
+#ifdef READ_SCOPE
+/* A borrowed load: bw[j] = slot[x], x held by the thread (a root or a borrowed reference of the
+   current scope). A plain load from memory, which may overtake the thread's buffered stores (the
+   scope entry's among them); no root, no re-read. */
+inline borrow(j, x) {
+  assert(!freed[x]); bw[j] = slot[x]; nb++
+}
+
+/* Promotion of bw[j] into the fresh root slot k (root_acquire, then root_release_flags's test):
+   the buffered root store; then, in a step of its own, plain loads of `marking` and of the epoch
+   (which may overtake the root store); then, if it read 1 and the object is not recent, its pending
+   flag (sequentially consistent, as the barrier's). `recent` here is the model's one-cycle stamp; the
+   library compares the object's stamp with the epoch it read, so an epoch read before the flip may
+   find the stamp of an object published since the last sweep equal to it and skip the flag: with
+   e = 0 both outcomes are allowed. */
+inline promote(k, j) {
+  atomic { (seq & 1) && bw[j] != NIL && R[k] == NIL -> root_store(k, bw[j]) }; atomic { m = marking; e = started };
+  atomic {
+    assert(!freed[bw[j]]);
+    if
+    :: m && e && !recent[bw[j]] -> pending[bw[j]] = 1
+    :: m && !e -> pending[bw[j]] = 1
+    :: m && !e -> skip
+    :: else -> skip
+    fi;
+    m = 0; e = 0
+  }
+}
+#endif
+
 proctype mutator() {
   byte a, b, old, n, w, steps = 0;
   bool r;
@@ -149,7 +220,40 @@ proctype mutator() {
   bool m;   /* what the current release read of `marking` */
   old = NIL;
 #endif
+#ifdef READ_SCOPE
+  byte seq = 0;   /* the scope word as the thread sees it: odd inside a scope */
+  byte nb = 0;    /* borrowed loads so far */
+  bool e;         /* what a promotion read of the epoch: 1 after the flip */
+  byte bw[NB];    /* the borrowed references of the current scope (locals, not roots) */
+  bw[0] = NIL;
+#if NB > 1
+  bw[1] = NIL;
+#endif
+#endif
   do
+#ifdef READ_SCOPE
+  /* not steps (tried first, which only orders the search): entering a scope (the buffered store
+     of an odd word; then program order goes on, and loads may overtake the store; a scope that
+     could borrow nothing more would only delay the collector, so none is entered then), borrowed
+     loads, dereferences of borrowed references (the assertion is the dereference) */
+  :: atomic { (seq & 1) == 0 && seq < 2 * SCOPES && nb < BORROWS -> seq++; sb!SCOPE_WORD,1 }
+  :: atomic { (seq & 1) && nb < BORROWS && R[0] != NIL -> borrow(0, R[0]) }
+  :: atomic { (seq & 1) && nb < BORROWS && R[1] != NIL -> borrow(0, R[1]) }
+  :: atomic { (seq & 1) && nb < BORROWS && R[2] != NIL -> borrow(0, R[2]) }
+  :: atomic { (seq & 1) && nb < BORROWS && bw[0] != NIL -> borrow(0, bw[0]) }
+#if NB > 1
+  :: atomic { (seq & 1) && nb < BORROWS && R[0] != NIL -> borrow(1, R[0]) }
+  :: atomic { (seq & 1) && nb < BORROWS && R[1] != NIL -> borrow(1, R[1]) }
+  :: atomic { (seq & 1) && nb < BORROWS && R[2] != NIL -> borrow(1, R[2]) }
+  :: atomic { (seq & 1) && nb < BORROWS && bw[0] != NIL -> borrow(1, bw[0]) }
+  :: atomic { (seq & 1) && nb < BORROWS && bw[1] != NIL -> borrow(0, bw[1]) }
+  :: atomic { (seq & 1) && nb < BORROWS && bw[1] != NIL -> borrow(1, bw[1]) }
+#endif
+  :: d_step { (seq & 1) && bw[0] != NIL -> assert(!freed[bw[0]]) }
+#if NB > 1
+  :: d_step { (seq & 1) && bw[1] != NIL -> assert(!freed[bw[1]]) }
+#endif
+#endif
   :: steps < STEPS ->
      steps++;
      if :: a = 0; b = 1 :: a = 1; b = 0 :: a = 0; b = 2 :: a = 2; b = 0 :: a = 1; b = 2 :: a = 2; b = 1 fi;
@@ -179,7 +283,18 @@ proctype mutator() {
      :: allocate_into(a)
      /* allocate into a fresh slot, then release the old root (v = allocation, move assignment) */
      :: R[b] != NIL && R[a] == NIL -> allocate_into(a); release(b)
+#ifdef READ_SCOPE
+     /* promotion of a borrowed reference into a fresh root slot (one step) */
+     :: promote(a, 0)
+#if NB > 1
+     :: promote(a, 1)
+#endif
+#endif
      fi
+#ifdef READ_SCOPE
+     ;
+     a = 0; b = 0; c = 0; n = 0; r = 0   /* dead after the step: states that differ only in them merge */
+#endif
 #else
      if
      /* follow a reference: R[b] := slot[R[a]] (root_load: rooted, then re-validated) */
@@ -240,7 +355,14 @@ proctype mutator() {
         fi
      fi
 #endif
+#ifdef READ_SCOPE
+  /* not a step: leaving the scope (a release store: the buffered store of the next, even word,
+     after every earlier store); the borrowed references are forgotten */
+  :: atomic { (seq & 1) -> seq++; sb!SCOPE_WORD,0; bw[0] = NIL; bw[NB - 1] = NIL }
+  :: steps >= STEPS && (seq & 1) == 0 -> break
+#else
   :: else -> break
+#endif
   od;
   mut_done = 1
 }
@@ -302,11 +424,18 @@ proctype collector() {
 #ifdef LIGHT_ROOTS
   membarrier();
 #endif
+#ifdef READ_SCOPE
+  atomic { sc_read = 1; sc_watch = Sc };   /* read the scope word, after the membarrier */
+#endif
   /* root pass: each root read is its own step */
   x = GC_ROOT(0); visit(x, 0);
   x = GC_ROOT(1); visit(x, 0);
   x = GC_ROOT(2); visit(x, 0);
   drain(0);
+#ifdef READ_SCOPE
+  /* a scope read as active: wait until its word changes (the scope exited) */
+  atomic { !sc_watch || sc_moved -> sc_watch = 0; sc_moved = 0 };
+#endif
   /* pending passes */
   do
   :: newmarks = 0;
