@@ -73,6 +73,11 @@ CLASSES = [list, dict, set, tuple, bytes, frozenset, int, str, object, type, Ite
 # Names that would end the process or block it by design, not by a bug.
 SKIP = {"_exit", "exit", "abort", "kill", "fork", "system", "__del__", "__init_subclass__",
         "__subclasshook__", "__instancecheck__", "__subclasscheck__", "register_at_fork", "wait4"}
+# Methods of Python's own objects whose cost grows with their arguments without bound: on the
+# ints the fuzzer holds (up to 2**63), (10**30).__pow__(2**31) multiplies for minutes and a str
+# times 2**62 asks for the whole memory. They test CPython, not colors.
+UNBOUNDED_ON_BUILTINS = {"__pow__", "__rpow__", "__ipow__", "__lshift__", "__rlshift__", "__ilshift__",
+                         "__mul__", "__rmul__", "__imul__"}
 
 
 class Fuzz:
@@ -167,7 +172,8 @@ class Fuzz:
 
     def op_call_method(self, a):
         obj = self.pick(a, 0)
-        names = [n for n in sorted(dir(obj)) if n not in SKIP]
+        builtin = type(obj).__module__ == "builtins"
+        names = [n for n in sorted(dir(obj)) if n not in SKIP and not (builtin and n in UNBOUNDED_ON_BUILTINS)]
         if not names:
             return
         f = getattr(obj, names[self.num(a, 1) % len(names)])
