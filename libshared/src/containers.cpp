@@ -1,5 +1,6 @@
 #include "containers.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -273,16 +274,12 @@ void (*g_list_read_pause)() = nullptr;
 
 namespace {
 
-// The list's size and storage read without the lock: false when a change was under way.
-// The array's capacity is read with an atomic builtin because the array may be one that a change
-// replaced, and that a later cycle freed and reused: the read is then a race the check discards.
+// The list's size and storage read without the lock (list_try_storage): false when a change was
+// under way.
 bool try_state(const ListObject* l, std::uint64_t& v, ListState& s) {
-  if (!list_begin_read(l, v)) return false;
-  const Word a = l->array.load(std::memory_order_acquire);
-  const std::size_t n = l->size.load(std::memory_order_acquire);
-  const std::size_t cap = a == kNull ? 0 : __atomic_load_n(&as_array(a)->capacity, __ATOMIC_RELAXED);
-  if (!list_still_unchanged(l, v)) return false;
-  s = {n > cap ? cap : n, a};
+  ListStorage st;
+  if (!list_try_storage(l, v, st)) return false;
+  s = {st.n, reinterpret_cast<Word>(st.array)};
   return true;
 }
 
@@ -380,6 +377,16 @@ Word list_load_borrowed(Word list, std::size_t i) {
   ListLock lock(as_list(list), TxAccess::kRead);
   ListState st = state(as_list(list));
   return st.arr()->slots[checked(i, st)].load(std::memory_order_acquire);
+}
+
+std::size_t list_read_locked(Word list, std::size_t from, std::size_t max, std::size_t& size,
+                             void (*put)(void*, std::size_t, Word), void* ctx) {
+  ListLock lock(as_list(list), TxAccess::kRead);
+  ListState s = state(as_list(list));
+  const std::size_t k = from >= s.n ? 0 : std::min(max, s.n - from);
+  for (std::size_t i = 0; i < k; ++i) put(ctx, i, s.arr()->slots[from + i].load(std::memory_order_acquire));
+  size = s.n;
+  return k;
 }
 
 Rooted list_load_signed(Word list, std::int64_t i) {

@@ -30,9 +30,11 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <type_traits>
 #include <vector>
 
 #include "layout.hpp"
+#include "list_seqlock.hpp"
 #include "roots.hpp"
 
 namespace colors::detail {
@@ -44,6 +46,18 @@ Rooted list_load(Word list, std::size_t i);        // list_get, rooted (roots.hp
 // list_get for a read scope (read_scope.hpp): the element word, borrowed, not rooted.
 // REQUIRES: inside a read scope, outside a transaction.
 Word list_load_borrowed(Word list, std::size_t i);
+// Up to `max` element words from index `from` on, borrowed, every one of them in the list at one
+// instant: put(i, word) for i = 0..k-1, and returns k, with the list's size at that instant in
+// `size`. A few seqlock reads (list_seqlock.hpp), then the list's lock: a reader that keeps losing
+// to writers waits once rather than for as long as they write. `put` may be called again from
+// i = 0 after an attempt that failed: only the last k calls count.
+// REQUIRES: inside a read scope (it keeps what is read, and a replaced array, allocated), outside
+// a transaction.
+template <class Put>
+std::size_t list_read_borrowed(Word list, std::size_t from, std::size_t max, std::size_t& size, Put&& put);
+// list_read_borrowed's locked path.
+std::size_t list_read_locked(Word list, std::size_t from, std::size_t max, std::size_t& size,
+                             void (*put)(void*, std::size_t, Word), void* ctx);
 void list_set(Word list, std::size_t i, Word v);   // IndexError when out of range
 // Stores v at i and returns the element it replaced, rooted.
 Rooted list_exchange(Word list, std::size_t i, Word v);
@@ -90,5 +104,24 @@ void hash_clear(Word h);
 // Visits the live entries of one instant as rooted (key, value) pairs (taken under the lock, then
 // visited without it: `f` may use the container).
 void hash_for_each_rooted(Word h, const std::function<void(Rooted key, Rooted value)>& f);
+
+template <class Put>
+std::size_t list_read_borrowed(Word list, std::size_t from, std::size_t max, std::size_t& size, Put&& put) {
+  const auto* l = reinterpret_cast<const ListObject*>(list);
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    std::uint64_t v;
+    ListStorage s;
+    if (!list_try_storage(l, v, s)) continue;
+    const std::size_t k = from >= s.n ? 0 : (max < s.n - from ? max : s.n - from);
+    if (__builtin_expect(g_list_read_pause != nullptr, 0)) g_list_read_pause();
+    for (std::size_t i = 0; i < k; ++i) put(i, s.array->slots[from + i].load(std::memory_order_acquire));
+    if (list_still_unchanged(l, v)) {
+      size = s.n;
+      return k;
+    }
+  }
+  using P = std::remove_reference_t<Put>;
+  return list_read_locked(list, from, max, size, [](void* c, std::size_t i, Word w) { (*static_cast<P*>(c))(i, w); }, &put);
+}
 
 }  // namespace colors::detail

@@ -18,6 +18,7 @@
 //    also repairs a list whose writer died (ContainerGuard).
 #pragma once
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 
 #include "layout.hpp"
@@ -70,6 +71,28 @@ inline bool list_begin_read(const ListObject* l, std::uint64_t& v) {
 inline bool list_still_unchanged(const ListObject* l, std::uint64_t v) {
   std::atomic_thread_fence(std::memory_order_acquire);
   return l->version.load(std::memory_order_relaxed) == v;
+}
+
+// A list's size, clamped to its array's capacity, and its array, as a lock-free reader sees them.
+struct ListStorage {
+  std::size_t n;
+  const ArrayObject* array;  // null when n == 0 and the list never had one
+};
+
+// Begins a snapshot (list_begin_read) and reads the list's storage: false when a change was under
+// way. Valid, as everything read from `s.array` after it, if list_still_unchanged(l, v) holds after
+// the reads. The array's capacity is read with an atomic builtin because the array may be one that
+// a change replaced, and that a later cycle freed and reused: the read is then a race the final
+// check discards.
+inline bool list_try_storage(const ListObject* l, std::uint64_t& v, ListStorage& s) {
+  if (!list_begin_read(l, v)) return false;
+  const Word a = l->array.load(std::memory_order_acquire);
+  const std::size_t n = l->size.load(std::memory_order_acquire);
+  const auto* arr = reinterpret_cast<const ArrayObject*>(a);
+  const std::size_t cap = a == kNull ? 0 : __atomic_load_n(&arr->capacity, __ATOMIC_RELAXED);
+  if (!list_still_unchanged(l, v)) return false;
+  s = {n > cap ? cap : n, arr};
+  return true;
 }
 
 }  // namespace colors::detail

@@ -150,5 +150,10 @@ ValueView ListView::get(std::size_t i) const {
   require_scope("ListView::get");
   return ValueView(list_load_borrowed(word_, i));
 }
+std::size_t ListView::read(std::size_t from, ValueView* out, std::size_t max, std::size_t* size) const {
+  require_scope("ListView::read");
+  std::size_t n = 0;
+  return list_read_borrowed(word_, from, max, size != nullptr ? *size : n, [out](std::size_t i, Word w) { out[i].word_ = w; });
+}
 
 }  // namespace colors

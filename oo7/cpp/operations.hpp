@@ -55,13 +55,9 @@ class Traversal {
 
   void assembly(const Assm& x) {
     if (a_.is_complex(x)) {
-      const auto& subs = a_.sub_assemblies(x);
-      const std::size_t n = A::size(subs);
-      for (std::size_t i = 0; i < n; ++i) assembly(A::at(subs, i));
+      A::for_each(a_.sub_assemblies(x), [&](const Assm& s) { assembly(s); });
     } else {
-      const auto& comps = a_.components(x);
-      const std::size_t n = A::size(comps);
-      for (std::size_t i = 0; i < n; ++i) composite(A::at(comps, i));
+      A::for_each(a_.components(x), [&](const Comp& c) { composite(c); });
     }
   }
 
@@ -101,12 +97,10 @@ class Traversal {
     } else if (swap_ == Swap::kEveryFour) {
       for (int i = 0; i < 4; ++i) a_.swap_xy(p);
     }
-    const auto& to = a_.to(p);
-    const std::size_t n = A::size(to);
-    for (std::size_t i = 0; i < n; ++i) {
-      const Part next = a_.to(A::at(to, i));
+    A::for_each(a_.to(p), [&](const typename A::Conn& c) {
+      const Part next = a_.to(c);
       if (!visited_.contains(A::key(next))) search(next, collect);
-    }
+    });
   }
 
   const A& a_;
@@ -125,17 +119,12 @@ std::uint64_t t6(const A& a) {
     std::uint64_t roots = 0;
     void assembly(const typename A::Assm& x) {
       if (a.is_complex(x)) {
-        const auto& subs = a.sub_assemblies(x);
-        const std::size_t n = A::size(subs);
-        for (std::size_t i = 0; i < n; ++i) assembly(A::at(subs, i));
+        A::for_each(a.sub_assemblies(x), [&](const typename A::Assm& s) { assembly(s); });
       } else {
-        const auto& comps = a.components(x);
-        const std::size_t n = A::size(comps);
-        for (std::size_t i = 0; i < n; ++i) {
-          const auto root = a.root_part(A::at(comps, i));
-          keep(A::key(root));
+        A::for_each(a.components(x), [&](const typename A::Comp& c) {
+          keep(A::key(a.root_part(c)));
           ++roots;
-        }
+        });
       }
     }
   } w{a};
@@ -147,16 +136,12 @@ std::uint64_t t6(const A& a) {
 template <class A>
 OpResult q7(const A& a) {
   OpResult r;
-  const auto& comps = a.composites();
-  const std::size_t nc = A::size(comps);
-  for (std::size_t i = 0; i < nc; ++i) {
-    const auto& parts = a.parts(A::at(comps, i));
-    const std::size_t np = A::size(parts);
-    for (std::size_t k = 0; k < np; ++k) {
-      r.sum += a.x(A::at(parts, k));
+  A::for_each(a.composites(), [&](const typename A::Comp& c) {
+    A::for_each(a.parts(c), [&](const typename A::Part& p) {
+      r.sum += a.x(p);
       ++r.count;
-    }
-  }
+    });
+  });
   return r;
 }
 

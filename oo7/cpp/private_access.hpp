@@ -26,6 +26,10 @@ class PrivateAccess {
   static std::size_t size(const std::vector<T>& s) { return s.size(); }
   template <class T>
   static T at(const std::vector<T>& s, std::size_t i) { return s[i]; }
+  template <class T, class F>
+  static void for_each(const std::vector<T>& s, F&& f) {
+    for (const T& x : s) f(x);
+  }
 
   Module module() const { return db_.module; }
   const std::vector<Comp>& composites() const { return db_.composites; }

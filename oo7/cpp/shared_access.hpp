@@ -64,6 +64,11 @@ class SharedAccess {
   static std::size_t size(const Seq<T>& s) { return s.list.size(); }
   template <class T>
   static T at(const Seq<T>& s, std::size_t i) { return T{object(s.list.get(i))}; }
+  template <class T, class F>
+  static void for_each(const Seq<T>& s, F&& f) {
+    const std::size_t n = size(s);
+    for (std::size_t i = 0; i < n; ++i) f(at(s, i));
+  }
 
   Module module() const { return {object(db_.get(s_.database.module))}; }
   Seq<Comp> composites() const { return {list(db_.get(s_.database.composites))}; }

@@ -19,9 +19,13 @@ namespace oo7 {
 
 namespace shared_view {
 
+// A reference read from the database, checked to be an object when it is first used, not when
+// it is read: T1 reaches most parts again through a connection and only compares the reference
+// with the visited set, as the private model compares pointers without dereferencing them.
 template <class Tag>
 struct Ref {
-  colors::ObjectView obj;
+  colors::ValueView ref;
+  colors::ObjectView obj() const { return ref.as_object(); }
 };
 template <class T>
 struct Seq {
@@ -50,56 +54,70 @@ class SharedViewAccess {
   template <class T>
   static std::size_t size(const Seq<T>& s) { return s.list.size(); }
   template <class T>
-  static T at(const Seq<T>& s, std::size_t i) { return T{object(s.list.get(i))}; }
+  static T at(const Seq<T>& s, std::size_t i) { return T{s.list.get(i)}; }
+  // The elements in chunks, each chunk one validated read of the list (ListView::read); a list
+  // changed between chunks is read on from where the last chunk ended.
+  template <class T, class F>
+  static void for_each(const Seq<T>& s, F&& f) {
+    constexpr std::size_t kChunk = 16;
+    colors::ValueView chunk[kChunk];
+    std::size_t from = 0;
+    for (;;) {
+      const std::size_t k = s.list.read(from, chunk, kChunk);
+      for (std::size_t i = 0; i < k; ++i) f(T{chunk[i]});
+      if (k < kChunk) return;
+      from += k;
+    }
+  }
 
-  Module module() const { return {object(db_.get(s_.database.module))}; }
+  Module module() const { return {db_.get(s_.database.module)}; }
   Seq<Comp> composites() const { return {list(db_.get(s_.database.composites))}; }
   Seq<Assm> assemblies() const { return {list(db_.get(s_.database.assemblies))}; }
 
-  std::int64_t id(const Module& m) const { return m.obj.get(s_.module.id).as_int(); }
-  shared_view::Str type(const Module& m) const { return {m.obj.get(s_.module.type).string_view()}; }
-  std::int64_t build_date(const Module& m) const { return m.obj.get(s_.module.build_date).as_int(); }
-  Assm design_root(const Module& m) const { return {object(m.obj.get(s_.module.design_root))}; }
+  std::int64_t id(const Module& m) const { return m.obj().get(s_.module.id).as_int(); }
+  shared_view::Str type(const Module& m) const { return {m.obj().get(s_.module.type).string_view()}; }
+  std::int64_t build_date(const Module& m) const { return m.obj().get(s_.module.build_date).as_int(); }
+  Assm design_root(const Module& m) const { return {m.obj().get(s_.module.design_root)}; }
 
-  bool is_complex(const Assm& a) const { return a_.is_complex_class(a.obj.cls()); }
-  std::int64_t id(const Assm& a) const { return a.obj.get(is_complex(a) ? s_.complex.id : s_.base.id).as_int(); }
+  bool is_complex(const Assm& a) const { return a_.is_complex_class(a.obj().cls()); }
+  std::int64_t id(const Assm& a) const { return a.obj().get(is_complex(a) ? s_.complex.id : s_.base.id).as_int(); }
   shared_view::Str type(const Assm& a) const {
-    return {a.obj.get(is_complex(a) ? s_.complex.type : s_.base.type).string_view()};
+    return {a.obj().get(is_complex(a) ? s_.complex.type : s_.base.type).string_view()};
   }
   std::int64_t build_date(const Assm& a) const {
-    return a.obj.get(is_complex(a) ? s_.complex.build_date : s_.base.build_date).as_int();
+    return a.obj().get(is_complex(a) ? s_.complex.build_date : s_.base.build_date).as_int();
   }
   std::int64_t super_id(const Assm& a) const {
-    colors::ValueView v = a.obj.get(is_complex(a) ? s_.complex.super_assembly : s_.base.super_assembly);
+    colors::ValueView v = a.obj().get(is_complex(a) ? s_.complex.super_assembly : s_.base.super_assembly);
     if (v.is_null()) return 0;
     return object(v).get(s_.complex.id).as_int();
   }
-  Seq<Assm> sub_assemblies(const Assm& a) const { return {list(a.obj.get(s_.complex.sub_assemblies))}; }
-  Seq<Comp> components(const Assm& a) const { return {list(a.obj.get(s_.base.components))}; }
+  Seq<Assm> sub_assemblies(const Assm& a) const { return {list(a.obj().get(s_.complex.sub_assemblies))}; }
+  Seq<Comp> components(const Assm& a) const { return {list(a.obj().get(s_.base.components))}; }
 
-  std::int64_t id(const Comp& c) const { return c.obj.get(s_.composite.id).as_int(); }
-  shared_view::Str type(const Comp& c) const { return {c.obj.get(s_.composite.type).string_view()}; }
-  std::int64_t build_date(const Comp& c) const { return c.obj.get(s_.composite.build_date).as_int(); }
-  shared_view::Str document(const Comp& c) const { return {c.obj.get(s_.composite.document).string_view()}; }
-  Part root_part(const Comp& c) const { return {object(c.obj.get(s_.composite.root_part))}; }
-  Seq<Part> parts(const Comp& c) const { return {list(c.obj.get(s_.composite.parts))}; }
-  Seq<Assm> used_in(const Comp& c) const { return {list(c.obj.get(s_.composite.used_in))}; }
+  std::int64_t id(const Comp& c) const { return c.obj().get(s_.composite.id).as_int(); }
+  shared_view::Str type(const Comp& c) const { return {c.obj().get(s_.composite.type).string_view()}; }
+  std::int64_t build_date(const Comp& c) const { return c.obj().get(s_.composite.build_date).as_int(); }
+  shared_view::Str document(const Comp& c) const { return {c.obj().get(s_.composite.document).string_view()}; }
+  Part root_part(const Comp& c) const { return {c.obj().get(s_.composite.root_part)}; }
+  Seq<Part> parts(const Comp& c) const { return {list(c.obj().get(s_.composite.parts))}; }
+  Seq<Assm> used_in(const Comp& c) const { return {list(c.obj().get(s_.composite.used_in))}; }
 
-  std::int64_t id(const Part& p) const { return p.obj.get(s_.part.id).as_int(); }
-  std::int64_t x(const Part& p) const { return p.obj.get(s_.part.x).as_int(); }
-  std::int64_t y(const Part& p) const { return p.obj.get(s_.part.y).as_int(); }
-  std::int64_t build_date(const Part& p) const { return p.obj.get(s_.part.build_date).as_int(); }
-  shared_view::Str type(const Part& p) const { return {p.obj.get(s_.part.type).string_view()}; }
-  Comp part_of(const Part& p) const { return {object(p.obj.get(s_.part.part_of))}; }
-  Seq<Conn> to(const Part& p) const { return {list(p.obj.get(s_.part.to))}; }
-  Seq<Conn> from(const Part& p) const { return {list(p.obj.get(s_.part.from))}; }
-  static std::uintptr_t key(const Part& p) { return static_cast<std::uintptr_t>(p.obj.raw()); }
+  std::int64_t id(const Part& p) const { return p.obj().get(s_.part.id).as_int(); }
+  std::int64_t x(const Part& p) const { return p.obj().get(s_.part.x).as_int(); }
+  std::int64_t y(const Part& p) const { return p.obj().get(s_.part.y).as_int(); }
+  std::int64_t build_date(const Part& p) const { return p.obj().get(s_.part.build_date).as_int(); }
+  shared_view::Str type(const Part& p) const { return {p.obj().get(s_.part.type).string_view()}; }
+  Comp part_of(const Part& p) const { return {p.obj().get(s_.part.part_of)}; }
+  Seq<Conn> to(const Part& p) const { return {list(p.obj().get(s_.part.to))}; }
+  Seq<Conn> from(const Part& p) const { return {list(p.obj().get(s_.part.from))}; }
+  static std::uintptr_t key(const Part& p) { return static_cast<std::uintptr_t>(p.ref.raw()); }
 
-  std::int64_t id(const Conn& c) const { return c.obj.get(s_.connection.id).as_int(); }
-  shared_view::Str type(const Conn& c) const { return {c.obj.get(s_.connection.type).string_view()}; }
-  std::int64_t length(const Conn& c) const { return c.obj.get(s_.connection.length).as_int(); }
-  Part from(const Conn& c) const { return {object(c.obj.get(s_.connection.from))}; }
-  Part to(const Conn& c) const { return {object(c.obj.get(s_.connection.to))}; }
+  std::int64_t id(const Conn& c) const { return c.obj().get(s_.connection.id).as_int(); }
+  shared_view::Str type(const Conn& c) const { return {c.obj().get(s_.connection.type).string_view()}; }
+  std::int64_t length(const Conn& c) const { return c.obj().get(s_.connection.length).as_int(); }
+  Part from(const Conn& c) const { return {c.obj().get(s_.connection.from)}; }
+  Part to(const Conn& c) const { return {c.obj().get(s_.connection.to)}; }
 
   // The updates (T2*) have no place here (a read scope cannot run a transaction): the
   // traversal's update branches exist in every instantiation, so these refuse instead.

@@ -2,6 +2,7 @@
 // outside a transaction see each change whole, under concurrent writers and collector cycles, and a list
 // whose writer died inside a change is read through its lock until the change is repaired.
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <string>
@@ -114,6 +115,83 @@ TEST_CASE("lists read without their lock see every change whole, under writers a
   REQUIRE(out_of_range > 0);  // the readers did race the writer's changes
   REQUIRE(l.size() == kBase);
   for (std::size_t i = 0; i < kBase; ++i) REQUIRE(l.get(i).as_string() == "element " + std::to_string(i));
+  REQUIRE(verify_heap(seg.meta()).ok());
+}
+
+// ListView::read (list_read_borrowed): a chunk of the list read inside a read scope, every element
+// of it in the list at one instant, with the same writer (appends that grow the array, pops from
+// the end that clear the slots they free) and collections between the scopes.
+TEST_CASE("lists read in chunks inside read scopes see each chunk whole, under writers and collections") {
+  test::TestSegment seg(32 << 20);
+  gc::Collector c(seg.meta(), gc::Options{});
+  constexpr std::size_t kBase = 8, kMax = kBase + 40;
+  List l = new_list();
+  for (std::size_t i = 0; i < kBase; ++i) l.append(Value("element " + std::to_string(i)));
+  static std::atomic<unsigned> calls{0};
+  g_list_read_pause = [] {
+    if (calls.fetch_add(1, std::memory_order_relaxed) % 4 == 0) std::this_thread::sleep_for(std::chrono::microseconds(20));
+  };
+  struct Unhook {
+    ~Unhook() { g_list_read_pause = nullptr; }
+  } unhook;
+  std::atomic<bool> stop{false};
+  std::atomic<long> chunks{0}, short_chunks{0}, nulls{0}, wrong{0};
+  std::thread writer([&] {
+    std::size_t round = 0;
+    while (!stop.load(std::memory_order_relaxed)) {
+      const std::size_t extra = 1 + round++ % 40;
+      for (std::size_t k = 0; k < extra; ++k) l.append(Value("element " + std::to_string(kBase + k)));
+      for (std::size_t k = 0; k < extra; ++k) l.erase(l.size() - 1);
+    }
+  });
+  std::thread collector([&] {
+    while (!stop.load(std::memory_order_relaxed)) {
+      c.run_cycle();
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  });
+  std::vector<std::thread> readers;
+  for (int t = 0; t < 2; ++t) {
+    readers.emplace_back([&, t] {
+      std::size_t i = 0;
+      while (!stop.load(std::memory_order_relaxed)) {
+        ReadScope scope;  // one per chunk: the collector waits for each to end
+        const std::size_t from = (i++ * 5 + static_cast<std::size_t>(t)) % kMax;
+        ValueView out[16];
+        std::size_t size = 0;
+        const std::size_t k = ListView(l).read(from, out, 16, &size);
+        chunks.fetch_add(1, std::memory_order_relaxed);
+        if (size < kBase || size > kMax) wrong.fetch_add(1, std::memory_order_relaxed);
+        if (k != (from >= size ? 0 : std::min<std::size_t>(16, size - from))) wrong.fetch_add(1, std::memory_order_relaxed);
+        if (k < 16) short_chunks.fetch_add(1, std::memory_order_relaxed);
+        for (std::size_t j = 0; j < k; ++j) {
+          if (out[j].is_null()) nulls.fetch_add(1, std::memory_order_relaxed);
+          else if (out[j].string_view() != "element " + std::to_string(from + j)) wrong.fetch_add(1, std::memory_order_relaxed);
+        }
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  stop = true;
+  writer.join();
+  collector.join();
+  for (auto& r : readers) r.join();
+  INFO("chunks " << chunks << ", short " << short_chunks << ", nulls " << nulls << ", wrong " << wrong);
+  CHECK(nulls == 0);
+  CHECK(wrong == 0);
+  REQUIRE(chunks > 1000);
+  REQUIRE(short_chunks > 0);
+  {
+    ReadScope scope;
+    ValueView out[4];
+    std::size_t size = 0;
+    REQUIRE(ListView(l).read(kBase - 2, out, 4, &size) == 2);  // the end cuts the chunk short
+    REQUIRE(size == kBase);
+    REQUIRE(out[1].string_view() == "element 7");
+    REQUIRE(ListView(l).read(kBase, out, 4) == 0);
+    REQUIRE(ListView(l).read(0, out, 0) == 0);
+  }
+  REQUIRE_THROWS_AS(ListView(l).read(0, nullptr, 0), InvalidArgumentError);  // outside a scope
   REQUIRE(verify_heap(seg.meta()).ok());
 }
 

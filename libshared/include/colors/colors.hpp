@@ -422,6 +422,11 @@ class ListView : public ValueView {
   std::size_t size() const;
   ValueView get(std::size_t i) const;  // IndexError out of range
   ValueView operator[](std::size_t i) const { return get(i); }
+  // Up to `max` elements from index `from` on into `out`, all of them in
+  // the list at one instant; returns how many (0 from the end on), and the list's size at that
+  // instant in `*size` when given. One validated read of the list for the lot, where get() makes
+  // one per element: the way to iterate.
+  std::size_t read(std::size_t from, ValueView* out, std::size_t max, std::size_t* size = nullptr) const;
 
  private:
   friend class ValueView;

@@ -326,20 +326,12 @@ void out_value(JNIEnv* env, Flat& f, const std::atomic<cd::Word>* slot, const vo
 void scoped_list_words(Flat& f, const cd::ListObject* l) {
   for (int attempt = 0; attempt < Flat::kListAttempts; ++attempt) {
     std::uint64_t v;
-    if (!cd::list_begin_read(l, v)) continue;
-    const cd::Word a = l->array.load(std::memory_order_acquire);
-    std::size_t n = l->size.load(std::memory_order_acquire);
+    cd::ListStorage st;
+    if (!cd::list_try_storage(l, v, st)) continue;
+    // The array was the list's at the instant the version names (checked below); a racing
+    // change may have replaced it, but inside the scope it stays allocated memory.
     f.list_words.clear();
-    if (a != cd::kNull) {
-      // The array was the list's at the instant the version names (checked below); a racing
-      // change may have replaced it, but inside the scope it stays allocated memory.
-      const auto* arr = reinterpret_cast<const cd::ArrayObject*>(a);
-      const std::size_t cap = __atomic_load_n(&arr->capacity, __ATOMIC_RELAXED);
-      if (n > cap) n = cap;
-      for (std::size_t i = 0; i < n; ++i) f.list_words.push_back(arr->slots[i].load(std::memory_order_acquire));
-    } else {
-      n = 0;
-    }
+    for (std::size_t i = 0; i < st.n; ++i) f.list_words.push_back(st.array->slots[i].load(std::memory_order_acquire));
     if (cd::list_still_unchanged(l, v)) return;
   }
   throw Retry{};
