@@ -65,9 +65,11 @@ class SharedIndexAccess {
                                      B::at(colors::Value(static_cast<long long>(hi)), false));
     colors::ReadScope scope;
     const colors::Field& x = a_.schema().part.x;
+    colors::ValueView chunk[16];
     for (auto& [date, value] : entries) {
       const colors::ListView same = colors::ValueView(value).as_list();
-      for (std::size_t i = 0, n = same.size(); i < n; ++i) fn(same.get(i).as_object().get(x).as_int());
+      for (std::size_t from = 0, k; (k = same.read(from, chunk, 16)) > 0; from += k)
+        for (std::size_t i = 0; i < k; ++i) fn(chunk[i].as_object().get(x).as_int());
     }
   }
 
