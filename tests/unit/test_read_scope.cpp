@@ -86,6 +86,39 @@ Object node(const Class& cls, std::int64_t v, const std::string& s) {
   return o;
 }
 
+// What each case of a cycle racing a scope starts from: a segment whose roots are taken without a
+// fence, a poisoning collector run by hand, and the node class with its fields.
+struct ScopeAndCycles {
+  explicit ScopeAndCycles(gc::Options o = poisoning()) : unfenced(seg.meta()), c(seg.meta(), o) {}
+  // Cycles after the scope (what it kept and let go is freed by one of these); their frees.
+  std::uint64_t settle(int cycles = 2) {
+    std::uint64_t freed = 0;
+    for (int i = 0; i < cycles; ++i) freed += c.run_cycle().objects_freed;
+    return freed;
+  }
+  void verify() {
+    VerifyReport r = verify_heap(seg.meta());
+    INFO(r.summary());
+    REQUIRE(r.ok());
+  }
+
+  test::TestSegment seg{16 << 20};
+  UnfencedRoots unfenced;
+  gc::Collector c;
+  Class cls = node_class();
+  Field v{cls, "v"}, s{cls, "s"}, next{cls, "next"};
+};
+
+// The same with a collector that waits at most 100 ms for a scope.
+gc::Options short_scope_wait() {
+  gc::Options o = poisoning();
+  o.read_scope_wait_ms = 100;
+  return o;
+}
+struct ShortScopeWait : ScopeAndCycles {
+  ShortScopeWait() : ScopeAndCycles(short_scope_wait()) {}
+};
+
 }  // namespace
 
 TEST_CASE("views read what the rooted API reads: fields, strings, references, lists, nested scopes") {
@@ -164,12 +197,7 @@ TEST_CASE("views outside a scope, and waits for the collector inside one, are re
 // The scope borrows b through a; b is then unlinked and its only root dropped while no cycle
 // marks, so nothing flags it. A first cycle would mark it anyway (it was reachable at the
 // snapshot) and a second would free it: neither may finish while the scope is open.
-TEST_CASE("no cycle that began during a read scope frees what the scope borrowed before it ends") {
-  test::TestSegment seg(16 << 20);
-  UnfencedRoots unfenced(seg.meta());
-  gc::Collector c(seg.meta(), poisoning());
-  Class cls = node_class();
-  Field v(cls, "v"), s(cls, "s"), next(cls, "next");
+TEST_CASE_METHOD(ScopeAndCycles, "no cycle that began during a read scope frees what the scope borrowed before it ends") {
   Object a = node(cls, 1, "a");
   a.set(next, node(cls, 42, "borrowed"));
 
@@ -184,22 +212,15 @@ TEST_CASE("no cycle that began during a read scope frees what the scope borrowed
   scope.reset();  // the cycles may finish now
   std::uint64_t total = cycles.join();
   // b (and its string) is freed by the second of those cycles or one of the next.
-  for (int i = 0; i < 2; ++i) total += c.run_cycle().objects_freed;
+  total += settle();
   REQUIRE(total >= 2);
-  VerifyReport r = verify_heap(seg.meta());
-  INFO(r.summary());
-  REQUIRE(r.ok());
+  verify();
 }
 
 // The borrowed object's only root was dropped outside marking (no flag), so the cycle's root pass
 // cannot find it; promoting it while that cycle waits for the scope must flag it, or the sweep
 // frees an object a root holds.
-TEST_CASE("a reference promoted out of a scope that a cycle waits for survives the cycle") {
-  test::TestSegment seg(16 << 20);
-  UnfencedRoots unfenced(seg.meta());
-  gc::Collector c(seg.meta(), poisoning());
-  Class cls = node_class();
-  Field v(cls, "v"), s(cls, "s");
+TEST_CASE_METHOD(ScopeAndCycles, "a reference promoted out of a scope that a cycle waits for survives the cycle") {
   Object kept;
   std::optional<ReadScope> scope(std::in_place);
   ObjectView b;
@@ -216,12 +237,10 @@ TEST_CASE("a reference promoted out of a scope that a cycle waits for survives t
   kept = via_raw ? Object(Value::from_raw(b.raw())) : b.promote();
   scope.reset();  // the cycle finishes: its pending passes run after the wait
   cycle.join();
-  for (int i = 0; i < 2; ++i) c.run_cycle();
+  settle();
   REQUIRE(kept.get(v).as_int() == 7);
   REQUIRE(kept.get(s).as_string() == "promoted");
-  VerifyReport r = verify_heap(seg.meta());
-  INFO(r.summary());
-  REQUIRE(r.ok());
+  verify();
 }
 
 // A detach while a thread is inside a scope: the server empties the client's table, whose memory
@@ -243,14 +262,7 @@ TEST_CASE("leaving a scope after the process detached does not write the release
 
 // A scope open longer than the collector's bound: the cycle is given up (nothing freed, waiters
 // answered), and what the scope borrowed is still there; after the scope, cycles free it.
-TEST_CASE("a read scope open past the collector's bound makes the cycle give up, freeing nothing") {
-  test::TestSegment seg(16 << 20);
-  UnfencedRoots unfenced(seg.meta());
-  gc::Options o = poisoning();
-  o.read_scope_wait_ms = 100;
-  gc::Collector c(seg.meta(), o);
-  Class cls = node_class();
-  Field v(cls, "v"), next(cls, "next");
+TEST_CASE_METHOD(ShortScopeWait, "a read scope open past the collector's bound makes the cycle give up, freeing nothing") {
   Object a = node(cls, 1, "a");
   a.set(next, node(cls, 9, "borrowed"));
   std::optional<ReadScope> scope(std::in_place);
@@ -262,9 +274,7 @@ TEST_CASE("a read scope open past the collector's bound makes the cycle give up,
   REQUIRE(b.get(v).as_int() == 9);
   REQUIRE(seg.meta()->gc_phase.load() == static_cast<std::uint8_t>(GcPhase::kIdle));
   scope.reset();
-  std::uint64_t freed = 0;
-  for (int i = 0; i < 2; ++i) freed += c.run_cycle().objects_freed;
-  REQUIRE(freed >= 2);
+  REQUIRE(settle() >= 2);
 }
 
 // The hazard the bound exists for: a thread inside a scope waits for a monitor whose holder waits
@@ -338,12 +348,7 @@ TEST_CASE("objects allocated in a scope: fields written at birth, set, promoted,
 
 // x is allocated in the scope before a cycle's flip, without a root, and stored into a published
 // object only after that cycle's root pass: only the store's flag gets it marked.
-TEST_CASE("an object allocated in a scope and stored after a cycle's root pass survives the cycle") {
-  test::TestSegment seg(16 << 20);
-  UnfencedRoots unfenced(seg.meta());
-  gc::Collector c(seg.meta(), poisoning());
-  Class cls = node_class();
-  Field v(cls, "v"), s(cls, "s"), next(cls, "next");
+TEST_CASE_METHOD(ScopeAndCycles, "an object allocated in a scope and stored after a cycle's root pass survives the cycle") {
   Object holder = node(cls, 0, "holder");
   std::optional<ReadScope> scope(std::in_place);
   ObjectView x = new_object_view(cls, {{v, ValueView::integer(11)}, {s, new_string_view("stored late")}});
@@ -353,23 +358,16 @@ TEST_CASE("an object allocated in a scope and stored after a cycle's root pass s
   ObjectView(holder).set(next, x);
   scope.reset();
   cycle.join();
-  for (int i = 0; i < 2; ++i) c.run_cycle();
+  settle();
   Object got = Object(holder.get(next));
   REQUIRE(got.get(v).as_int() == 11);
   REQUIRE(got.get(s).as_string() == "stored late");
-  VerifyReport r = verify_heap(seg.meta());
-  INFO(r.summary());
-  REQUIRE(r.ok());
+  verify();
 }
 
 // x is allocated before a cycle's flip, y after it (so y is recent, and that cycle's pending passes
 // do not trace it) holding x: y's birth must flag x.
-TEST_CASE("an object allocated in a scope before a cycle, held only by one born during it, survives") {
-  test::TestSegment seg(16 << 20);
-  UnfencedRoots unfenced(seg.meta());
-  gc::Collector c(seg.meta(), poisoning());
-  Class cls = node_class();
-  Field v(cls, "v"), s(cls, "s"), next(cls, "next");
+TEST_CASE_METHOD(ScopeAndCycles, "an object allocated in a scope before a cycle, held only by one born during it, survives") {
   Object holder = node(cls, 0, "holder");
   std::optional<ReadScope> scope(std::in_place);
   ObjectView x = new_object_view(cls, {{v, ValueView::integer(21)}, {s, new_string_view("old, unrooted")}});
@@ -380,11 +378,9 @@ TEST_CASE("an object allocated in a scope before a cycle, held only by one born 
   ObjectView(holder).set(next, y);
   scope.reset();
   cycle.join();
-  for (int i = 0; i < 2; ++i) c.run_cycle();
+  settle();
   Object got = Object(Object(holder.get(next)).get(next));
   REQUIRE(got.get(v).as_int() == 21);
   REQUIRE(got.get(s).as_string() == "old, unrooted");
-  VerifyReport r = verify_heap(seg.meta());
-  INFO(r.summary());
-  REQUIRE(r.ok());
+  verify();
 }
