@@ -82,16 +82,31 @@ std::string reversed(std::string_view s) { return std::string(s.rbegin(), s.rend
 
 // ---- the server: Derive.java's rules ---------------------------------------------------------
 
-Object derive(const NodeFields& nf, const Object& p) {
-  Object q = new_object(nf.cls);
-  q.set(nf.i, Value(p.get(nf.i).as_int() + 1));
-  q.set(nf.f, Value(p.get(nf.f).as_float() * 0.5 + 1.0));
-  q.set(nf.b, Value(!p.get(nf.b).as_bool()));
-  q.set(nf.s, Value(reversed(p.get(nf.s).string_view())));
-  Value l = p.get(nf.left), r = p.get(nf.right);
-  if (!l.is_null()) q.set(nf.left, derive(nf, Object(l)));
-  if (!r.is_null()) q.set(nf.right, derive(nf, Object(r)));
-  return q;
+// Derive.java's rule for a node, in a read scope: the input read through views and the reply's nodes allocated with their
+// fields written at birth, no GC root per node (libshared/README.md, "Read scopes").
+ObjectView derive_view(const NodeFields& nf, const ObjectView& p) {
+  const ValueView l = p.get(nf.left), r = p.get(nf.right);
+  return new_object_view(nf.cls, {{nf.i, ValueView::integer(p.get(nf.i).as_int() + 1)},
+                                  {nf.f, ValueView::floating(p.get(nf.f).as_float() * 0.5 + 1.0)},
+                                  {nf.b, ValueView::boolean(!p.get(nf.b).as_bool())},
+                                  {nf.s, new_string_view(reversed(p.get(nf.s).string_view()))},
+                                  {nf.left, l.is_null() ? ValueView() : derive_view(nf, l.as_object())},
+                                  {nf.right, r.is_null() ? ValueView() : derive_view(nf, r.as_object())}});
+}
+
+// One scope per tree, so that a collector cycle waits for one tree's build at most; the tree's
+// root is promoted to leave it. A full heap inside a scope throws OutOfMemoryError (a scope cannot
+// wait for the collector): the tree is built again after a collection.
+Value derive_scoped(const NodeFields& nf, const Object& p) {
+  for (int attempt = 0;; ++attempt) {
+    try {
+      ReadScope scope;
+      return derive_view(nf, ObjectView(p)).promote();
+    } catch (const OutOfMemoryError&) {
+      if (attempt == 2) throw;
+      collect();
+    }
+  }
 }
 
 int serve() {
@@ -116,7 +131,7 @@ int serve() {
       } else if (m == "strings") {
         for (std::size_t k = 0; k < n; ++k) out.append(Value(reversed(in.get(k).string_view())));
       } else if (m == "trees") {
-        for (std::size_t k = 0; k < n; ++k) out.append(derive(nf, Object(in.get(k))));
+        for (std::size_t k = 0; k < n; ++k) out.append(derive_scoped(nf, Object(in.get(k))));
       } else {
         return rpc::Outcome::failure("colors.rpc.NoSuchMethod", m);
       }
