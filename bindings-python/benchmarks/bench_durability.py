@@ -9,8 +9,9 @@ Each colors level is paired with the sqlite3 setting that promises about the sam
                     log record at most every --async-delay ms; sqlite3: the WAL is fsync'ed only at
                     its checkpoints);
   * none  / OFF:    no sync at commit (colors: checkpoints only; sqlite3: never fsyncs).
-A transfer debits one account and credits another, both chosen at random among 1000, from 1 worker
-process and from 2 at once (colors: `atomically`; sqlite3: BEGIN IMMEDIATE; two UPDATEs; COMMIT).
+A transfer debits one account and credits another, both chosen at random among 1000, from each
+number of worker processes committing at once given by --procs (default 1,2) (colors: `atomically`;
+sqlite3: BEGIN IMMEDIATE; two UPDATEs; COMMIT).
 The colors data directory and the sqlite3 file are in one temporary directory on a disk file
 system (default: the system's temp dir; --dir; tmpfs is refused, since nothing there reaches a
 disk). Rounds are interleaved (each round measures every configuration once) and the table shows
@@ -21,7 +22,7 @@ written during the runs and their median page count, clients-stopped time and wr
 After every colors run the sum of all balances is checked (it must not change); the same for
 sqlite3 at the end.
 Starts its own colors-servers (as the tests do: $COLORS_SERVER_BIN or build/colors-server).
-`--quick`: shorter runs.
+`--quick`: shorter runs. `--procs 1,2,4,8`: more processes committing at once (group commit).
 """
 
 from __future__ import annotations
@@ -212,6 +213,17 @@ def records_since(log_path: str, offset: int) -> tuple[list[tuple[int, int, int,
     return recs, cps, offset + cut
 
 
+def procs_list(text: str) -> tuple[int, ...]:
+    """--procs: comma-separated worker process counts, each at least 1, no repeats."""
+    try:
+        counts = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a comma-separated list of numbers: {text!r}") from None
+    if any(c < 1 for c in counts) or len(set(counts)) != len(counts):
+        raise argparse.ArgumentTypeError(f"process counts must be at least 1 and distinct: {text!r}")
+    return counts
+
+
 def med(xs) -> float:
     return statistics.median(xs) if xs else float("nan")
 
@@ -224,9 +236,13 @@ def main() -> None:
                          "(a disk file system; default: %(default)s)")
     ap.add_argument("--rounds", type=int, default=None, help="rounds (default: 3, --quick 2)")
     ap.add_argument("--seconds", type=float, default=None, help="seconds per run (default: 2.5, --quick 0.5)")
+    ap.add_argument("--procs", type=procs_list, default=(1, 2), metavar="LIST",
+                    help="comma-separated numbers of worker processes committing at once; every configuration "
+                         "runs with each (default: 1,2)")
     args = ap.parse_args()
     rounds = args.rounds or (2 if args.quick else 3)
     seconds = args.seconds or (0.5 if args.quick else 2.5)
+    proc_counts = args.procs
 
     fstype, dev = file_system(args.dir)
     if fstype in ("tmpfs", "ramfs"):
@@ -257,7 +273,7 @@ def main() -> None:
         for r in range(rounds):
             for level, sync in LEVELS:
                 sock = servers[level].socket
-                for procs in (1, 2):
+                for procs in proc_counts:
                     _, cps, offsets[level] = records_since(logs[level], offsets[level])  # setup, checks
                     checkpoints[level] += cps
                     run = run_workers(procs, seconds, ["colors"], sock)
@@ -286,7 +302,7 @@ def main() -> None:
               f"{'colors p50':>12}{'p99':>9}{'sqlite p50':>12}{'p99':>9}")
         errors = 0
         for level, sync in LEVELS:
-            for procs in (1, 2):
+            for procs in proc_counts:
                 c, s = results[(level, "colors", procs)], results[(level, "sqlite", procs)]
                 errors += sum(x.errors for x in c)
                 ratios = [a.rate / b.rate for a, b in zip(c, s)]
@@ -309,7 +325,7 @@ def main() -> None:
         print(f"  {'level':<8}{'procs':>6}{'records':>9}{'per s':>9}{'commits/rec':>13}{'pages':>7}{'stopped':>10}"
               f"{'procs':>7}{'write+sync':>12}")
         for level, _ in LEVELS:
-            for procs in (1, 2):
+            for procs in proc_counts:
                 rs = recs.get((level, procs), [])
                 runs = results[(level, "colors", procs)]
                 if not rs:
