@@ -66,6 +66,15 @@ static bool valid_utf8(std::string_view s) {
   std::size_t i = 0;
   const std::size_t n = s.size();
   while (i < n) {
+    // Eight ASCII bytes at a time (no high bit set): most strings are ASCII throughout.
+    if (n - i >= 8) {
+      std::uint64_t w;
+      std::memcpy(&w, s.data() + i, 8);
+      if ((w & 0x8080808080808080ULL) == 0) {
+        i += 8;
+        continue;
+      }
+    }
     unsigned char c = static_cast<unsigned char>(s[i]);
     std::size_t extra;
     std::uint32_t cp;
@@ -224,6 +233,17 @@ ClassFamily* family_locked(Metadata* m, std::string_view name) {
   return f;
 }
 
+// A field's class name: the name of that class's family when it exists (this one's, for a field of
+// its own class), so that check_field_type finds the class by comparing pointers; a copy of the
+// name otherwise (a class defined later, or never).
+// REQUIRES: classes_lock held.
+NameRef class_name_ref(Metadata* m, const ClassFamily* self, std::string_view name) {
+  if (name.empty()) return make_name(m, name);
+  if (name_view(self->name) == name) return self->name;
+  if (const ClassFamily* f = find_family(m, name)) return f->name;
+  return make_name(m, name);
+}
+
 // REQUIRES: classes_lock held.
 ClassRecord* append_version(Metadata* m, ClassFamily* fam, const std::vector<Wanted>& w) {
   ClassRecord* c = new_record(m, TypeKind::kObject, fam->name, static_cast<std::uint32_t>(w.size()));
@@ -233,7 +253,7 @@ ClassRecord* append_version(Metadata* m, ClassFamily* fam, const std::vector<Wan
     f.name = make_name(m, w[i].spec.name);
     f.type = w[i].spec.type;
     f.slot = w[i].slot;
-    f.class_name = make_name(m, w[i].spec.class_name);
+    f.class_name = class_name_ref(m, fam, w[i].spec.class_name);
     slots = std::max(slots, w[i].slot + 1);
   }
   c->slot_count = slots;

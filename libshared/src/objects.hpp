@@ -112,7 +112,13 @@ inline std::atomic<Word>* slot_or_throw(Word o, const FieldInfo& f) {
   return s;
 }
 // Checks that `v` may be stored in a field of type `f` (TypeMismatchError otherwise).
-void check_field_type(const FieldInfo& f, Word v);
+void check_field_type_slow(const FieldInfo& f, Word v);
+inline void check_field_type(const FieldInfo& f, Word v) {
+  if (v == kNull || f.type == TypeKind::kAny) return;
+  const TypeKind k = kind_of(v);
+  if (k == f.type && (k != TypeKind::kObject || f.class_name.len == 0)) return;
+  check_field_type_slow(f, v);  // a class name to compare, or a mismatch
+}
 // Switches `o` to the version of its class that also has `field` (schema evolution), in place.
 // Returns the new class. Reuses a version with that exact layout when one exists.
 ClassRecord* add_field(Metadata* m, Word o, const FieldSpec& field);

@@ -11,14 +11,13 @@
 
 namespace colors::detail {
 
-namespace {
 std::atomic<std::uint32_t> g_client_id{0};
 std::atomic<std::uint32_t> g_client_slot{0};
+
+namespace {
 thread_local InterruptHook t_hook = nullptr;
 }  // namespace
 
-std::uint32_t current_client_id() { return g_client_id.load(std::memory_order_relaxed); }
-std::uint32_t current_client_slot() { return g_client_slot.load(std::memory_order_relaxed); }
 void set_current_client(std::uint32_t client_id, std::uint32_t slot) {
   g_client_slot.store(slot, std::memory_order_relaxed);
   g_client_id.store(client_id, std::memory_order_release);

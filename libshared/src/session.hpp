@@ -9,8 +9,11 @@ namespace colors::detail {
 
 // Client id of this process's attachment (0 when not attached). Monitor owners and TLAB owners
 // are derived from it.
-std::uint32_t current_client_id();
-std::uint32_t current_client_slot();
+// Inline: every allocation reads the id (its TLAB's owner).
+extern std::atomic<std::uint32_t> g_client_id;    // written only by set_current_client
+extern std::atomic<std::uint32_t> g_client_slot;
+inline std::uint32_t current_client_id() { return g_client_id.load(std::memory_order_relaxed); }
+inline std::uint32_t current_client_slot() { return g_client_slot.load(std::memory_order_relaxed); }
 void set_current_client(std::uint32_t client_id, std::uint32_t slot);
 // Changes at every attach and detach (and in a fork child): an object that keeps raw pointers into
 // the segment remembers it and refuses to work once it changed (another attachment, maybe another

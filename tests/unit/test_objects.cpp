@@ -117,6 +117,30 @@ TEST_CASE("neutral equality and hash") {
   REQUIRE_FALSE(n == Value(nan));
 }
 
+// The string hash reads eight bytes per step and the tail with overlapping reads: every byte of
+// every length must count, and equal bytes of different lengths (a zero byte appended) must not
+// collide by construction.
+TEST_CASE("a string's hash depends on every byte and on the length") {
+  test::TestSegment seg;
+  for (std::size_t n = 0; n <= 40; ++n) {
+    std::string s(n, 'a');
+    for (std::size_t i = 0; i < n; ++i) s[i] = static_cast<char>('a' + (i * 7) % 26);
+    const std::uint64_t h = Value(s).hash();
+    REQUIRE(Value(std::string(s)).hash() == h);
+    REQUIRE(new_binary(s.data(), s.size()).hash() == new_binary(s.data(), s.size()).hash());
+    for (std::size_t i = 0; i < n; ++i) {
+      std::string t = s;
+      t[i] = static_cast<char>(t[i] == 'z' ? 'y' : t[i] + 1);
+      INFO("length " << n << ", byte " << i);
+      REQUIRE(Value(t).hash() != h);
+    }
+    std::string longer = s;
+    longer.push_back('\0');
+    INFO("length " << n << " and the same bytes with a zero byte appended");
+    REQUIRE(Value(longer).hash() != h);
+  }
+}
+
 TEST_CASE("values keep roots - copies and moves are independent") {
   test::TestSegment seg;
   Value s("shared");
