@@ -73,14 +73,37 @@ std::size_t checked_signed(std::int64_t i, const ListState& s) {
   return static_cast<std::size_t>(j);
 }
 
-// Makes room for `need` elements, copying into a larger array that is published once filled.
+// The capacity a list of capacity `cap` grows to when it needs `need` slots.
+std::size_t grown_capacity(std::size_t cap, std::size_t need) {
+  std::size_t ncap = cap < 4 ? 4 : cap * 2;
+  return ncap < need ? need : ncap;
+}
+
+// The array a change will need, allocated before the change takes the list's lock (empty when the
+// list has room, as a lock-free read of it says): an allocation may wait for a collector cycle, a
+// cycle waits for the read scopes open at its flip, and a thread in a scope may wait for this lock
+// (ListView's fallback after failed seqlock reads). So a change allocates, and may wait, with no
+// lock held. `need(n)`: the slots the change needs when the list holds n. A change that raced in
+// between and left the list needing more allocates under the lock, as grow does without this.
+template <class Need>
+Rooted storage_ahead(Metadata* m, const ListObject* l, Need&& need) {
+  std::uint64_t v;
+  ListStorage st;
+  if (!list_try_storage(l, v, st)) return Rooted();  // a change under way: grow decides, locked
+  const std::size_t want = need(st.n);
+  if (want <= st.capacity) return Rooted();
+  return new_array(m, TypeKind::kArray, grown_capacity(st.capacity, want));
+}
+
+// Makes room for `need` elements, copying into a larger array that is published once filled:
+// `ahead` (storage_ahead's) when it is large enough, else one allocated here.
 // Returns the array to use. REQUIRES: the list's lock.
-Word grow(Metadata* m, ListObject* l, const ListState& s, std::size_t need) {
+Word grow(Metadata* m, ListObject* l, const ListState& s, std::size_t need, Rooted& ahead) {
   std::size_t cap = array_capacity(s.a);
   if (need <= cap) return s.a;
-  std::size_t ncap = cap < 4 ? 4 : cap * 2;
-  if (ncap < need) ncap = need;
-  Rooted fresh_root = new_array(m, TypeKind::kArray, ncap);
+  Rooted fresh_root = ahead.word() != kNull && array_capacity(ahead.word()) >= need
+                          ? std::move(ahead)
+                          : new_array(m, TypeKind::kArray, grown_capacity(cap, need));
   Word fresh = fresh_root.word();
   for (std::size_t i = 0; i < s.n; ++i) init_ref(&as_array(fresh)->slots[i], s.arr()->slots[i].load(std::memory_order_acquire));
   store_ref_logged(&l->array, fresh);
@@ -106,15 +129,15 @@ Rooted erase_at(ListLock& lock, ListObject* l, const ListState& s, std::size_t i
 
 // Appends v[0..k): the slots past the end first, then the size in one store, so a crash leaves
 // the list either without or with all of them. REQUIRES: the list's lock.
-void append_at_end(Metadata* m, ListObject* l, const ListState& s, const Word* v, std::size_t k) {
-  Word a = grow(m, l, s, s.n + k);
+void append_at_end(Metadata* m, ListObject* l, const ListState& s, const Word* v, std::size_t k, Rooted& ahead) {
+  Word a = grow(m, l, s, s.n + k, ahead);
   for (std::size_t j = 0; j < k; ++j) store_ref_logged(&as_array(a)->slots[s.n + j], v[j]);
   store_count_logged(&l->size, s.n + k);
 }
 
-void insert_at(Metadata* m, ListLock& lock, ListObject* l, const ListState& s, std::size_t i, Word v) {
-  if (i == s.n) return append_at_end(m, l, s, &v, 1);
-  Word a = grow(m, l, s, s.n + 1);
+void insert_at(Metadata* m, ListLock& lock, ListObject* l, const ListState& s, std::size_t i, Word v, Rooted& ahead) {
+  if (i == s.n) return append_at_end(m, l, s, &v, 1, ahead);
+  Word a = grow(m, l, s, s.n + 1, ahead);
   ArrayObject* arr = as_array(a);
   lock.guard().begin_torn();
   for (std::size_t k = s.n; k > i; --k) store_ref_logged(&arr->slots[k], arr->slots[k - 1].load(std::memory_order_acquire));
@@ -419,30 +442,34 @@ Rooted list_exchange(Word list, std::size_t i, Word v) {
 }
 
 void list_append(Metadata* m, Word list, Word v) {
+  Rooted ahead = storage_ahead(m, as_list(list), [](std::size_t n) { return n + 1; });
   ListLock lock(as_list(list), TxAccess::kWrite);
-  append_at_end(m, as_list(list), state(as_list(list)), &v, 1);
+  append_at_end(m, as_list(list), state(as_list(list)), &v, 1, ahead);
 }
 
 void list_append_all(Metadata* m, Word list, const Word* v, std::size_t n) {
+  Rooted ahead = storage_ahead(m, as_list(list), [n](std::size_t have) { return have + n; });
   ListLock lock(as_list(list), TxAccess::kWrite);
-  append_at_end(m, as_list(list), state(as_list(list)), v, n);
+  append_at_end(m, as_list(list), state(as_list(list)), v, n, ahead);
 }
 
 void list_insert(Metadata* m, Word list, std::size_t i, Word v) {
+  Rooted ahead = storage_ahead(m, as_list(list), [](std::size_t n) { return n + 1; });
   ListLock lock(as_list(list), TxAccess::kWrite);
   ListState s = state(as_list(list));
   if (i > s.n) index_error(static_cast<std::int64_t>(i), s.n);
-  insert_at(m, lock, as_list(list), s, i, v);
+  insert_at(m, lock, as_list(list), s, i, v, ahead);
 }
 
 void list_insert_clamped(Metadata* m, Word list, std::int64_t i, Word v) {
+  Rooted ahead = storage_ahead(m, as_list(list), [](std::size_t n) { return n + 1; });
   ListLock lock(as_list(list), TxAccess::kWrite);
   ListState s = state(as_list(list));
   const auto n = static_cast<std::int64_t>(s.n);
   std::int64_t j = i < 0 ? i + n : i;
   if (j < 0) j = 0;
   if (j > n) j = n;
-  insert_at(m, lock, as_list(list), s, static_cast<std::size_t>(j), v);
+  insert_at(m, lock, as_list(list), s, static_cast<std::size_t>(j), v, ahead);
 }
 
 Rooted list_pop(Word list, std::size_t i) {
@@ -474,10 +501,11 @@ void list_clear(Word list) {
 }
 
 void list_replace(Metadata* m, Word list, const Word* v, std::size_t k) {
+  Rooted ahead = storage_ahead(m, as_list(list), [k](std::size_t) { return k; });
   ListLock lock(as_list(list), TxAccess::kWrite);
   ListObject* l = as_list(list);
   ListState s = state(l);
-  Word a = grow(m, l, s, k);
+  Word a = grow(m, l, s, k, ahead);
   ArrayObject* arr = as_array(a);
   lock.guard().begin_torn();
   for (std::size_t j = 0; j < k; ++j) store_ref_logged(&arr->slots[j], v[j]);

@@ -77,6 +77,7 @@ inline bool list_still_unchanged(const ListObject* l, std::uint64_t v) {
 struct ListStorage {
   std::size_t n;
   const ArrayObject* array;  // null when n == 0 and the list never had one
+  std::size_t capacity;      // the array's (0 without one)
 };
 
 // Begins a snapshot (list_begin_read) and reads the list's storage: false when a change was under
@@ -91,7 +92,7 @@ inline bool list_try_storage(const ListObject* l, std::uint64_t& v, ListStorage&
   const auto* arr = reinterpret_cast<const ArrayObject*>(a);
   const std::size_t cap = a == kNull ? 0 : __atomic_load_n(&arr->capacity, __ATOMIC_RELAXED);
   if (!list_still_unchanged(l, v)) return false;
-  s = {n > cap ? cap : n, arr};
+  s = {n > cap ? cap : n, arr, cap};
   return true;
 }
 

@@ -313,6 +313,61 @@ TEST_CASE("a scope waiting for a monitor whose holder waits for the collector do
   c.stop();
 }
 
+// A list that must grow allocates its new array before it takes the list's lock. In a full heap
+// that allocation waits for a collector cycle, which waits for the read scopes open at its flip;
+// a thread in such a scope reading the list (ListView::read, whose seqlock reads fail while a
+// writer holds the lock, then take the lock) would otherwise wait for the writer, who waits for
+// the cycle, until the cycle is given up.
+TEST_CASE("a read scope reading a list whose growth waits for the collector is not held up") {
+  test::TestSegment seg(24 << 20);
+  gc::Options o = poisoning();
+  o.read_scope_wait_ms = 200;
+  o.threshold_percent = 100;  // cycles only when asked: the fill below stays garbage until then
+  o.pacing_percent = 0;
+  gc::Collector c(seg.meta(), o);
+  constexpr std::size_t kFull = 1 << 17;  // its growth needs a 2 MiB array
+  List l = new_list(kFull);
+  for (std::size_t i = 0; i < kFull; ++i) l.append(Value(static_cast<long long>(i)));
+  // Garbage until no free block could hold the grown array: only a cycle makes room for it.
+  constexpr std::size_t kGrown = 2 * kFull * sizeof(Word);
+  for (int i = 0; i < 10000 && heap_usage(seg.meta()).largest_free >= kGrown; ++i) new_binary(nullptr, 64 << 10);
+  REQUIRE(heap_usage(seg.meta()).largest_free < kGrown);
+  const std::uint32_t cycles_before = seg.meta()->gc_done_seq.load();
+  c.start();
+
+  std::atomic<bool> in_scope{false}, appending{false};
+  std::atomic<long long> read_us{-1}, read_count{-1}, fourth{-1};
+  std::thread reader([&] {
+    ReadScope scope;
+    in_scope = true;
+    while (!appending.load()) std::this_thread::sleep_for(1ms);
+    std::this_thread::sleep_for(50ms);  // the writer now waits for a cycle, which waits for this scope
+    const auto t0 = std::chrono::steady_clock::now();
+    ValueView out[4];
+    read_count = static_cast<long long>(ListView(l).read(0, out, 4));
+    read_us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count();
+    fourth = out[3].as_int();
+  });
+  while (!in_scope.load()) std::this_thread::sleep_for(1ms);
+  appending = true;
+  std::string append_error;
+  try {
+    l.append(Value(-1));  // waits for the cycle, which frees the garbage once the reader has left
+  } catch (const Error& e) {
+    append_error = e.what();
+  }
+  reader.join();
+  c.stop();
+  INFO("the reader's read took " << read_us.load() << " us; the append: " << append_error);
+  REQUIRE(seg.meta()->gc_done_seq.load() != cycles_before);  // the append did wait for a cycle
+  REQUIRE(read_count.load() == 4);
+  REQUIRE(fourth.load() == 3);
+  REQUIRE(read_us.load() < 20000);  // not the collector's 200 ms bound
+  REQUIRE(append_error.empty());
+  REQUIRE(l.size() == kFull + 1);
+  REQUIRE(l.get(kFull).as_int() == -1);
+}
+
 // ---- allocation in a scope ----
 
 TEST_CASE("objects allocated in a scope: fields written at birth, set, promoted, checked like the rooted API") {
