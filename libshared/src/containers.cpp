@@ -236,9 +236,30 @@ bool insert_new(TableObject* t, Word key, Word value, std::uint64_t h) {
   return false;
 }
 
-// Replaces the table by one sized for `need` live entries, dropping tombstones.
-Word rehash(Metadata* m, HashObject* ho, Word table, std::size_t need) {
-  Rooted fresh_root = new_table(m, need * 2);
+// The table a put will need, allocated before the set's or map's lock is taken (empty when the
+// table looks to have room): as storage_ahead for lists, an allocation may wait for a collector
+// cycle, which waits for the read scopes open at its flip, and a thread in a scope may wait for
+// this lock. Read without the lock, the table may be one a change replaced and a cycle freed: its
+// counts (atomic builtins) only decide whether to allocate, and the size allocated comes from the
+// container's own size.
+Rooted table_ahead(Metadata* m, const HashObject* ho) {
+  const Word table = ho->table.load(std::memory_order_acquire);
+  const std::size_t size = ho->size.load(std::memory_order_relaxed);
+  if (table != kNull) {
+    const TableObject* t = as_table(table);
+    const std::size_t cap = __atomic_load_n(&t->capacity, __ATOMIC_RELAXED);
+    const std::size_t used = t->used.load(std::memory_order_relaxed);
+    if ((used + 1) * 4 <= cap * 3) return Rooted();
+  }
+  return new_table(m, (size + 1) * 2);
+}
+
+// Replaces the table by one sized for `need` live entries, dropping tombstones: `ahead`
+// (table_ahead's) when it is as large as that, else one allocated here.
+Word rehash(Metadata* m, HashObject* ho, Word table, std::size_t need, Rooted& ahead) {
+  Rooted fresh_root = ahead.word() != kNull && as_table(ahead.word())->capacity >= table_entries_for(need * 2)
+                          ? std::move(ahead)
+                          : new_table(m, need * 2);
   Word fresh = fresh_root.word();
   TableObject* nt = as_table(fresh);
   if (table != kNull) {
@@ -253,8 +274,8 @@ Word rehash(Metadata* m, HashObject* ho, Word table, std::size_t need) {
   return fresh;
 }
 
-// REQUIRES: the lock.
-bool put(Metadata* m, HashObject* ho, Word key, Word value, Rooted* old) {
+// `ahead`: table_ahead's. REQUIRES: the lock.
+bool put(Metadata* m, HashObject* ho, Word key, Word value, Rooted* old, Rooted& ahead) {
   Word ekey = encode_key(key);
   std::uint64_t hv = value_hash(key);
   Word table = ho->table.load(std::memory_order_acquire);
@@ -267,10 +288,10 @@ bool put(Metadata* m, HashObject* ho, Word key, Word value, Rooted* old) {
   }
   std::size_t size = ho->size.load(std::memory_order_relaxed);
   if (table == kNull || (as_table(table)->used.load(std::memory_order_relaxed) + 1) * 4 > as_table(table)->capacity * 3) {
-    table = rehash(m, ho, table, size + 1);
+    table = rehash(m, ho, table, size + 1, ahead);
   }
   if (!insert_new(as_table(table), ekey, value, hv)) {
-    table = rehash(m, ho, table, size + 1);
+    table = rehash(m, ho, table, size + 1, ahead);
     insert_new(as_table(table), ekey, value, hv);
   }
   store_count_logged(&ho->size, size + 1);
@@ -559,23 +580,26 @@ bool map_load(Word map, Word key, Rooted* value) {
 }
 
 bool map_put(Metadata* m, Word map, Word key, Word value, Rooted* old) {
+  Rooted ahead = table_ahead(m, as_hash(map));
   HashLock lock(as_hash(map), TxAccess::kWrite);
-  return put(m, as_hash(map), key, value, old);
+  return put(m, as_hash(map), key, value, old, ahead);
 }
 
 bool map_put_if_absent(Metadata* m, Word map, Word key, Word value, Rooted* existing) {
+  Rooted ahead = table_ahead(m, as_hash(map));
   HashLock lock(as_hash(map), TxAccess::kWrite);
   if (TableEntry* e = find(as_hash(map), key)) {
     *existing = root_locked(&e->value);
     return false;
   }
-  return put(m, as_hash(map), key, value, nullptr);
+  return put(m, as_hash(map), key, value, nullptr, ahead);
 }
 
 bool set_add(Metadata* m, Word set, Word key) {
+  Rooted ahead = table_ahead(m, as_hash(set));
   HashLock lock(as_hash(set), TxAccess::kWrite);
   if (find(as_hash(set), key) != nullptr) return false;
-  return put(m, as_hash(set), key, kNull, nullptr);
+  return put(m, as_hash(set), key, kNull, nullptr, ahead);
 }
 
 bool hash_remove(Word h, Word key, Rooted* value) {

@@ -129,9 +129,14 @@ Rooted new_list(Metadata* m, std::size_t capacity) {
   });
 }
 
-Rooted new_table(Metadata* m, std::size_t capacity) {
+std::size_t table_entries_for(std::size_t capacity) {
   std::size_t cap = 8;
   while (cap < capacity * 4 / 3 + 1) cap <<= 1;
+  return cap;
+}
+
+Rooted new_table(Metadata* m, std::size_t capacity) {
+  const std::size_t cap = table_entries_for(capacity);
   return allocate(m, TypeKind::kTable, builtin_class(m, TypeKind::kTable), 16 + cap * sizeof(TableEntry),
                   [cap](ObjectHead* o) { reinterpret_cast<TableObject*>(o)->capacity = cap; });
 }

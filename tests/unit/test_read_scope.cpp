@@ -16,6 +16,8 @@
 #include "collector_barrier.hpp"
 #include "colors/colors.hpp"
 #include "heap.hpp"
+#include "layout.hpp"
+#include "objects.hpp"
 #include "read_scope.hpp"
 #include "test_segment.hpp"
 #include "verifier.hpp"
@@ -366,6 +368,57 @@ TEST_CASE("a read scope reading a list whose growth waits for the collector is n
   REQUIRE(append_error.empty());
   REQUIRE(l.size() == kFull + 1);
   REQUIRE(l.get(kFull).as_int() == -1);
+}
+
+// The same for a map: a put that must rehash allocates its new table before it takes the map's
+// lock, so a thread in a read scope reading the map through the rooted API goes on.
+TEST_CASE("a read scope reading a map whose growth waits for the collector is not held up") {
+  test::TestSegment seg(24 << 20);
+  gc::Options o = poisoning();
+  o.read_scope_wait_ms = 200;
+  o.threshold_percent = 100;
+  o.pacing_percent = 0;
+  gc::Collector c(seg.meta(), o);
+  Map map = new_map();
+  const auto* ho = reinterpret_cast<const HashObject*>(map.raw());
+  auto table = [ho] { return reinterpret_cast<const TableObject*>(ho->table.load()); };
+  // Filled until the next new key makes the table rehash, into one of a few MiB.
+  long long n = 0;
+  while (n < 20000 || (table()->used.load() + 1) * 4 <= table()->capacity * 3) map.put(Value(n), Value(n)), ++n;
+  const std::size_t grown = 16 + table_entries_for((map.size() + 1) * 2) * sizeof(TableEntry);
+  for (int i = 0; i < 10000 && heap_usage(seg.meta()).largest_free >= grown; ++i) new_binary(nullptr, 64 << 10);
+  REQUIRE(heap_usage(seg.meta()).largest_free < grown);
+  const std::uint32_t cycles_before = seg.meta()->gc_done_seq.load();
+  c.start();
+
+  std::atomic<bool> in_scope{false}, putting{false};
+  std::atomic<long long> read_us{-1}, got{-1};
+  std::thread reader([&] {
+    ReadScope scope;
+    in_scope = true;
+    while (!putting.load()) std::this_thread::sleep_for(1ms);
+    std::this_thread::sleep_for(50ms);  // the writer now waits for a cycle, which waits for this scope
+    const auto t0 = std::chrono::steady_clock::now();
+    std::optional<Value> v = map.get(Value(7));
+    read_us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count();
+    got = v ? v->as_int() : -2;
+  });
+  while (!in_scope.load()) std::this_thread::sleep_for(1ms);
+  putting = true;
+  std::string put_error;
+  try {
+    map.put(Value(-1), Value(-1));  // rehashes: waits for the cycle
+  } catch (const Error& e) {
+    put_error = e.what();
+  }
+  reader.join();
+  c.stop();
+  INFO("the reader's get took " << read_us.load() << " us; the put: " << put_error);
+  REQUIRE(seg.meta()->gc_done_seq.load() != cycles_before);  // the put did wait for a cycle
+  REQUIRE(got.load() == 7);
+  REQUIRE(read_us.load() < 20000);
+  REQUIRE(put_error.empty());
+  REQUIRE(map.size() == static_cast<std::size_t>(n) + 1);
 }
 
 // ---- allocation in a scope ----
