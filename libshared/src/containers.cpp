@@ -236,26 +236,8 @@ bool insert_new(TableObject* t, Word key, Word value, std::uint64_t h) {
   return false;
 }
 
-// The table a put will need, allocated before the set's or map's lock is taken (empty when the
-// table looks to have room): as storage_ahead for lists, an allocation may wait for a collector
-// cycle, which waits for the read scopes open at its flip, and a thread in a scope may wait for
-// this lock. Read without the lock, the table may be one a change replaced and a cycle freed: its
-// counts (atomic builtins) only decide whether to allocate, and the size allocated comes from the
-// container's own size.
-Rooted table_ahead(Metadata* m, const HashObject* ho) {
-  const Word table = ho->table.load(std::memory_order_acquire);
-  const std::size_t size = ho->size.load(std::memory_order_relaxed);
-  if (table != kNull) {
-    const TableObject* t = as_table(table);
-    const std::size_t cap = __atomic_load_n(&t->capacity, __ATOMIC_RELAXED);
-    const std::size_t used = t->used.load(std::memory_order_relaxed);
-    if ((used + 1) * 4 <= cap * 3) return Rooted();
-  }
-  return new_table(m, (size + 1) * 2);
-}
-
 // Replaces the table by one sized for `need` live entries, dropping tombstones: `ahead`
-// (table_ahead's) when it is as large as that, else one allocated here.
+// (with_room_for's) when it is as large as that, else one allocated here.
 Word rehash(Metadata* m, HashObject* ho, Word table, std::size_t need, Rooted& ahead) {
   Rooted fresh_root = ahead.word() != kNull && as_table(ahead.word())->capacity >= table_entries_for(need * 2)
                           ? std::move(ahead)
@@ -274,7 +256,7 @@ Word rehash(Metadata* m, HashObject* ho, Word table, std::size_t need, Rooted& a
   return fresh;
 }
 
-// `ahead`: table_ahead's. REQUIRES: the lock.
+// `ahead`: with_room_for's. REQUIRES: the lock.
 bool put(Metadata* m, HashObject* ho, Word key, Word value, Rooted* old, Rooted& ahead) {
   Word ekey = encode_key(key);
   std::uint64_t hv = value_hash(key);
@@ -579,27 +561,54 @@ bool map_load(Word map, Word key, Rooted* value) {
   return true;
 }
 
+namespace {
+
+// Runs `op(ho, ahead)` under the set's or map's lock once adding `key` needs no allocation there:
+// when the key is absent and the table has no room for it, the lock is let go, the table a rehash
+// needs is allocated (and may wait for a collector cycle) with no lock held, and the lock is taken
+// again. An allocation may wait for a cycle, a cycle waits for the read scopes open at its flip,
+// and a thread in a scope may wait for this lock, so nothing waits for the collector while holding
+// it (as storage_ahead for lists). Nothing is changed before the lock is let go.
+template <class Op>
+bool with_room_for(Metadata* m, Word h, Word key, Op&& op) {
+  Rooted ahead;
+  for (;;) {
+    std::size_t need;
+    {
+      HashLock lock(as_hash(h), TxAccess::kWrite);
+      HashObject* ho = as_hash(h);
+      const Word table = ho->table.load(std::memory_order_acquire);
+      const bool full =
+          table == kNull || (as_table(table)->used.load(std::memory_order_relaxed) + 1) * 4 > as_table(table)->capacity * 3;
+      need = ho->size.load(std::memory_order_relaxed) + 1;
+      const bool ready = ahead.word() != kNull && as_table(ahead.word())->capacity >= table_entries_for(need * 2);
+      if (!full || ready || find(ho, key) != nullptr) return op(ho, ahead);
+    }
+    ahead = new_table(m, need * 2);
+  }
+}
+
+}  // namespace
+
 bool map_put(Metadata* m, Word map, Word key, Word value, Rooted* old) {
-  Rooted ahead = table_ahead(m, as_hash(map));
-  HashLock lock(as_hash(map), TxAccess::kWrite);
-  return put(m, as_hash(map), key, value, old, ahead);
+  return with_room_for(m, map, key, [&](HashObject* ho, Rooted& ahead) { return put(m, ho, key, value, old, ahead); });
 }
 
 bool map_put_if_absent(Metadata* m, Word map, Word key, Word value, Rooted* existing) {
-  Rooted ahead = table_ahead(m, as_hash(map));
-  HashLock lock(as_hash(map), TxAccess::kWrite);
-  if (TableEntry* e = find(as_hash(map), key)) {
-    *existing = root_locked(&e->value);
-    return false;
-  }
-  return put(m, as_hash(map), key, value, nullptr, ahead);
+  return with_room_for(m, map, key, [&](HashObject* ho, Rooted& ahead) {
+    if (TableEntry* e = find(ho, key)) {
+      *existing = root_locked(&e->value);
+      return false;
+    }
+    return put(m, ho, key, value, nullptr, ahead);
+  });
 }
 
 bool set_add(Metadata* m, Word set, Word key) {
-  Rooted ahead = table_ahead(m, as_hash(set));
-  HashLock lock(as_hash(set), TxAccess::kWrite);
-  if (find(as_hash(set), key) != nullptr) return false;
-  return put(m, as_hash(set), key, kNull, nullptr, ahead);
+  return with_room_for(m, set, key, [&](HashObject* ho, Rooted& ahead) {
+    if (find(ho, key) != nullptr) return false;
+    return put(m, ho, key, kNull, nullptr, ahead);
+  });
 }
 
 bool hash_remove(Word h, Word key, Rooted* value) {

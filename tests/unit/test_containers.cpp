@@ -206,3 +206,31 @@ TEST_CASE("a map whose owner died between an entry and its count is re-counted")
   REQUIRE_FALSE(m.contains(Value(5)));
   REQUIRE(verify_heap().ok);
 }
+
+// A set or map whose table has no room for one more key allocates the rehashed table before it
+// takes its lock, but only for a key it does not hold: a put of a key it holds (or an add of a
+// member) changes an entry in place and allocates nothing, however full the table.
+TEST_CASE("updating a key of a set or map whose table is full allocates nothing") {
+  test::TestSegment seg;
+  auto full = [](const Value& h) {
+    const auto* ho = reinterpret_cast<const detail::HashObject*>(h.raw());
+    const auto* t = reinterpret_cast<const detail::TableObject*>(ho->table.load());
+    return t != nullptr && (t->used.load() + 1) * 4 > t->capacity * 3;
+  };
+  Map map = new_map();
+  Set set = new_set();
+  long long n = 0;
+  while (n < 5 || !full(map)) map.put(Value(n), Value(n)), ++n;
+  long long k = 0;
+  while (k < 5 || !full(set)) set.add(Value(k++));
+  const std::size_t before = heap_stats().allocated_bytes_total;
+  for (long long i = 0; i < 100; ++i) {
+    REQUIRE_FALSE(map.put(Value(i % n), Value(i)));
+    REQUIRE_FALSE(set.add(Value(i % k)));
+  }
+  REQUIRE(heap_stats().allocated_bytes_total == before);
+  REQUIRE(map.at(Value((99 % n))).as_int() == 99);
+  REQUIRE(map.put(Value(-1), Value(-1)));  // a new key: the table grows
+  REQUIRE_FALSE(full(map));
+  REQUIRE(map.size() == static_cast<std::size_t>(n) + 1);
+}
