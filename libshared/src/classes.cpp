@@ -233,13 +233,12 @@ ClassFamily* family_locked(Metadata* m, std::string_view name) {
   return f;
 }
 
-// A field's class name: the name of that class's family when it exists (this one's, for a field of
-// its own class), so that check_field_type finds the class by comparing pointers; a copy of the
-// name otherwise (a class defined later, or never).
+// A field's class name: the name of that class's family when it exists (also the family being
+// defined, which family_locked registered first), so that check_field_type finds the class by
+// comparing pointers; a copy of the name otherwise (a class defined later, or never).
 // REQUIRES: classes_lock held.
-NameRef class_name_ref(Metadata* m, const ClassFamily* self, std::string_view name) {
+NameRef class_name_ref(Metadata* m, std::string_view name) {
   if (name.empty()) return make_name(m, name);
-  if (name_view(self->name) == name) return self->name;
   if (const ClassFamily* f = find_family(m, name)) return f->name;
   return make_name(m, name);
 }
@@ -253,7 +252,7 @@ ClassRecord* append_version(Metadata* m, ClassFamily* fam, const std::vector<Wan
     f.name = make_name(m, w[i].spec.name);
     f.type = w[i].spec.type;
     f.slot = w[i].slot;
-    f.class_name = class_name_ref(m, fam, w[i].spec.class_name);
+    f.class_name = class_name_ref(m, w[i].spec.class_name);
     slots = std::max(slots, w[i].slot + 1);
   }
   c->slot_count = slots;

@@ -391,18 +391,10 @@ Rooted list_load(Word list, std::size_t i) {
 }
 
 Word list_load_borrowed(Word list, std::size_t i) {
-  const ListObject* l = as_list(list);
-  std::uint64_t v;
-  ListState s;
-  if (i <= static_cast<std::size_t>(INT64_MAX) && try_state(l, v, s) && i < s.n) {
-    const Word w = s.arr()->slots[i].load(std::memory_order_acquire);
-    // Validated: the word was in the list at one instant inside the scope, which is all a
-    // borrowed reference needs (no root to publish, so no second check).
-    if (list_still_unchanged(l, v)) return w;
-  }
-  ListLock lock(as_list(list), TxAccess::kRead);
-  ListState st = state(as_list(list));
-  return st.arr()->slots[checked(i, st)].load(std::memory_order_acquire);
+  Word w = kNull;
+  std::size_t size = 0;
+  if (list_read_borrowed(list, i, 1, size, [&w](std::size_t, Word x) { w = x; }) == 0) index_error(static_cast<std::int64_t>(i), size);
+  return w;
 }
 
 std::size_t list_read_locked(Word list, std::size_t from, std::size_t max, std::size_t& size,

@@ -59,8 +59,8 @@ std::uint64_t load32(const unsigned char* c) {
 }
 
 // The hash of a string's or a binary's bytes, stored in the object (part of the heap's layout: a
-// change needs a new kLayoutVersion). Eight bytes per step, one multiply each, where a byte at a
-// time (FNV-1a) cost a dependent multiply per byte, most of the time of making a short string. The
+// change needs a new kLayoutVersion). Eight bytes per step, one multiply each: every string made
+// computes it, and a dependent multiply per byte would be most of the time of making a short one. The
 // length seeds the state, so the overlapping reads of a tail (the last eight bytes, or two four-byte
 // words, or three bytes) cannot make two lengths collide by construction; mix64 finishes.
 std::uint64_t bytes_hash(const void* p, std::size_t n) {

@@ -120,7 +120,7 @@ class SharedSink {
  private:
   // One shared string per distinct type value (SPEC.md draws ten of them): the objects share an
   // immutable value instead of each holding a copy, which keeps a composite part's objects
-  // closer together in memory (T1 reads no string; it paid for their cache lines).
+  // closer together in memory (T1 reads no string: copies would only spread the objects it reads).
   const Value& type_value(const std::string& type) {
     auto it = types_.find(type);
     if (it == types_.end()) it = types_.emplace(type, Value(type)).first;
