@@ -29,6 +29,65 @@ std::uint64_t held_by(std::uint32_t id, std::uint32_t slot) {
   return std::uint64_t{id} << 32 | std::uint64_t{slot} << 8 | kLockHeld;
 }
 
+constexpr std::size_t kBase = 8;       // the churned list's elements that are always there
+constexpr std::size_t kMaxExtra = 40;  // how far past kBase it grows
+
+// kBase strings, "element k" at index k.
+List base_list() {
+  List l = new_list();
+  for (std::size_t i = 0; i < kBase; ++i) l.append(Value("element " + std::to_string(i)));
+  return l;
+}
+
+// While it lives, every `every`-th lock-free read pauses 20 us between the list's state and its
+// elements (g_list_read_pause, list_seqlock.hpp), widening the window a change can come into.
+class ReadPauses {
+ public:
+  explicit ReadPauses(unsigned every) {
+    every_ = every;
+    g_list_read_pause = [] {
+      if (calls_.fetch_add(1, std::memory_order_relaxed) % every_ == 0) std::this_thread::sleep_for(std::chrono::microseconds(20));
+    };
+  }
+  ~ReadPauses() { g_list_read_pause = nullptr; }
+
+ private:
+  static inline std::atomic<unsigned> calls_{0};
+  static inline unsigned every_ = 1;
+};
+
+// Until stop(): a writer grows a base_list() by 1..kMaxExtra strings "element k" each round (its
+// first rounds publish larger arrays, the old ones left to the collector) and pops them from the
+// end again, and a collector runs cycles meanwhile.
+class Churn {
+ public:
+  Churn(List& l, gc::Collector& c)
+      : writer_([this, &l] {
+          for (std::size_t round = 0; !stopped(); ++round) {
+            const std::size_t extra = 1 + round % kMaxExtra;
+            for (std::size_t k = 0; k < extra; ++k) l.append(Value("element " + std::to_string(kBase + k)));
+            for (std::size_t k = 0; k < extra; ++k) l.erase(l.size() - 1);
+          }
+        }),
+        collector_([this, &c] {
+          while (!stopped()) {
+            c.run_cycle();
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+          }
+        }) {}
+  ~Churn() { stop(); }
+  bool stopped() const { return stop_.load(std::memory_order_relaxed); }
+  void stop() {
+    stop_ = true;
+    if (writer_.joinable()) writer_.join();
+    if (collector_.joinable()) collector_.join();
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::thread writer_, collector_;
+};
+
 }  // namespace
 
 // A pop lowers the size and then clears the slot it freed; a reader that took the old size and
@@ -39,42 +98,17 @@ std::uint64_t held_by(std::uint32_t id, std::uint32_t slot) {
 TEST_CASE("lists read without their lock see every change whole, under writers and collections") {
   test::TestSegment seg(32 << 20);
   gc::Collector c(seg.meta(), gc::Options{});
-  constexpr std::size_t kBase = 8;
-  List l = new_list();
-  for (std::size_t i = 0; i < kBase; ++i) l.append(Value("element " + std::to_string(i)));
-
-  // Every 16th lock-free read pauses between the list's size and the element (list_seqlock.hpp).
-  static std::atomic<unsigned> calls{0};
-  g_list_read_pause = [] {
-    if (calls.fetch_add(1, std::memory_order_relaxed) % 16 == 0) std::this_thread::sleep_for(std::chrono::microseconds(20));
-  };
-  struct Unhook {
-    ~Unhook() { g_list_read_pause = nullptr; }
-  } unhook;
-  std::atomic<bool> stop{false};
+  List l = base_list();
+  ReadPauses pauses(16);
   std::atomic<long> nulls{0}, reads{0}, out_of_range{0}, wrong{0}, snapshots{0};
-  std::thread writer([&] {
-    std::size_t round = 0;
-    while (!stop.load(std::memory_order_relaxed)) {
-      // Grow to a size that changes each round, then shrink back to kBase from the end.
-      const std::size_t extra = 1 + round++ % 40;
-      for (std::size_t k = 0; k < extra; ++k) l.append(Value("element " + std::to_string(kBase + k)));
-      for (std::size_t k = 0; k < extra; ++k) l.erase(l.size() - 1);
-    }
-  });
-  std::thread collector([&] {
-    while (!stop.load(std::memory_order_relaxed)) {
-      c.run_cycle();
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
-  });
+  Churn churn(l, c);
   std::vector<std::thread> readers;
   for (int t = 0; t < 2; ++t) {
     readers.emplace_back([&, t] {
       std::size_t i = 0;
-      while (!stop.load(std::memory_order_relaxed)) {
+      while (!churn.stopped()) {
         // Indexes past kBase come and go; below it they are always there.
-        const std::size_t at = (i++ * 7 + static_cast<std::size_t>(t)) % (kBase + 40);
+        const std::size_t at = (i++ * 7 + static_cast<std::size_t>(t)) % (kBase + kMaxExtra);
         try {
           Value v = l.get(at);
           reads.fetch_add(1, std::memory_order_relaxed);
@@ -88,11 +122,11 @@ TEST_CASE("lists read without their lock see every change whole, under writers a
           if (at < kBase) wrong.fetch_add(1, std::memory_order_relaxed);
         }
         const std::size_t n = l.size();
-        if (n < kBase || n > kBase + 40) wrong.fetch_add(1, std::memory_order_relaxed);
+        if (n < kBase || n > kBase + kMaxExtra) wrong.fetch_add(1, std::memory_order_relaxed);
         if (i % 8 == 0) {  // a whole snapshot (list_snapshot): element k is "element k"
           std::vector<Value> all = l.items();
           snapshots.fetch_add(1, std::memory_order_relaxed);
-          if (all.size() < kBase || all.size() > kBase + 40) wrong.fetch_add(1, std::memory_order_relaxed);
+          if (all.size() < kBase || all.size() > kBase + kMaxExtra) wrong.fetch_add(1, std::memory_order_relaxed);
           for (std::size_t k = 0; k < all.size(); ++k) {
             if (all[k].is_null()) nulls.fetch_add(1, std::memory_order_relaxed);
             else if (all[k].as_string() != "element " + std::to_string(k)) wrong.fetch_add(1, std::memory_order_relaxed);
@@ -102,9 +136,7 @@ TEST_CASE("lists read without their lock see every change whole, under writers a
     });
   }
   std::this_thread::sleep_for(std::chrono::seconds(3));
-  stop = true;
-  writer.join();
-  collector.join();
+  churn.stop();
   for (auto& r : readers) r.join();
   INFO("reads " << reads << ", snapshots " << snapshots << ", out of range " << out_of_range << ", nulls " << nulls
                  << ", wrong " << wrong);
@@ -124,37 +156,16 @@ TEST_CASE("lists read without their lock see every change whole, under writers a
 TEST_CASE("lists read in chunks inside read scopes see each chunk whole, under writers and collections") {
   test::TestSegment seg(32 << 20);
   gc::Collector c(seg.meta(), gc::Options{});
-  constexpr std::size_t kBase = 8, kMax = kBase + 40;
-  List l = new_list();
-  for (std::size_t i = 0; i < kBase; ++i) l.append(Value("element " + std::to_string(i)));
-  static std::atomic<unsigned> calls{0};
-  g_list_read_pause = [] {
-    if (calls.fetch_add(1, std::memory_order_relaxed) % 4 == 0) std::this_thread::sleep_for(std::chrono::microseconds(20));
-  };
-  struct Unhook {
-    ~Unhook() { g_list_read_pause = nullptr; }
-  } unhook;
-  std::atomic<bool> stop{false};
+  constexpr std::size_t kMax = kBase + kMaxExtra;
+  List l = base_list();
+  ReadPauses pauses(4);
   std::atomic<long> chunks{0}, short_chunks{0}, nulls{0}, wrong{0};
-  std::thread writer([&] {
-    std::size_t round = 0;
-    while (!stop.load(std::memory_order_relaxed)) {
-      const std::size_t extra = 1 + round++ % 40;
-      for (std::size_t k = 0; k < extra; ++k) l.append(Value("element " + std::to_string(kBase + k)));
-      for (std::size_t k = 0; k < extra; ++k) l.erase(l.size() - 1);
-    }
-  });
-  std::thread collector([&] {
-    while (!stop.load(std::memory_order_relaxed)) {
-      c.run_cycle();
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
-  });
+  Churn churn(l, c);
   std::vector<std::thread> readers;
   for (int t = 0; t < 2; ++t) {
     readers.emplace_back([&, t] {
       std::size_t i = 0;
-      while (!stop.load(std::memory_order_relaxed)) {
+      while (!churn.stopped()) {
         ReadScope scope;  // one per chunk: the collector waits for each to end
         const std::size_t from = (i++ * 5 + static_cast<std::size_t>(t)) % kMax;
         ValueView out[16];
@@ -172,9 +183,7 @@ TEST_CASE("lists read in chunks inside read scopes see each chunk whole, under w
     });
   }
   std::this_thread::sleep_for(std::chrono::seconds(3));
-  stop = true;
-  writer.join();
-  collector.join();
+  churn.stop();
   for (auto& r : readers) r.join();
   INFO("chunks " << chunks << ", short " << short_chunks << ", nulls " << nulls << ", wrong " << wrong);
   CHECK(nulls == 0);

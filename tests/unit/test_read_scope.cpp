@@ -315,109 +315,108 @@ TEST_CASE("a scope waiting for a monitor whose holder waits for the collector do
   c.stop();
 }
 
+// A heap whose collector runs a cycle only when asked, so that garbage stays until then, and waits
+// at most 200 ms for a read scope: a container's growth there waits for a cycle.
+struct GrowthInFullHeap {
+  static gc::Options options() {
+    gc::Options o = poisoning();
+    o.read_scope_wait_ms = 200;
+    o.threshold_percent = 100;
+    o.pacing_percent = 0;
+    return o;
+  }
+  GrowthInFullHeap() : c(seg.meta(), options()) {}
+
+  // Garbage until no free block holds `bytes` (only a cycle makes room for them), then the
+  // collector starts.
+  void fill_then_start(std::size_t bytes) {
+    for (int i = 0; i < 10000 && heap_usage(seg.meta()).largest_free >= bytes; ++i) new_binary(nullptr, 64 << 10);
+    REQUIRE(heap_usage(seg.meta()).largest_free < bytes);
+    cycles_before = seg.meta()->gc_done_seq.load();
+    c.start();
+  }
+
+  // Runs `grow` here while another thread, inside a read scope opened before it began, runs `read`
+  // 50 ms later (when `grow` waits for a cycle, which waits for that scope); `read_us` gets how
+  // long `read` took. Returns what `grow` threw, or "".
+  template <class Grow, class Read>
+  std::string grow_while_a_scope_reads(Grow&& grow, Read&& read) {
+    std::atomic<bool> in_scope{false}, growing{false};
+    std::thread reader([&] {
+      ReadScope scope;
+      in_scope = true;
+      while (!growing.load()) std::this_thread::sleep_for(1ms);
+      std::this_thread::sleep_for(50ms);
+      const auto t0 = std::chrono::steady_clock::now();
+      read();
+      read_us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count();
+    });
+    while (!in_scope.load()) std::this_thread::sleep_for(1ms);
+    growing = true;
+    std::string error;
+    try {
+      grow();  // waits for the cycle, which frees the garbage once the reader has left its scope
+    } catch (const Error& e) {
+      error = e.what();
+    }
+    reader.join();
+    c.stop();
+    return error;
+  }
+  bool a_cycle_ran() const { return seg.meta()->gc_done_seq.load() != cycles_before; }
+
+  test::TestSegment seg{24 << 20};
+  gc::Collector c;
+  std::uint32_t cycles_before = 0;
+  std::atomic<long long> read_us{-1};
+};
+
 // A list that must grow allocates its new array before it takes the list's lock. In a full heap
 // that allocation waits for a collector cycle, which waits for the read scopes open at its flip;
 // a thread in such a scope reading the list (ListView::read, whose seqlock reads fail while a
-// writer holds the lock, then take the lock) would otherwise wait for the writer, who waits for
-// the cycle, until the cycle is given up.
-TEST_CASE("a read scope reading a list whose growth waits for the collector is not held up") {
-  test::TestSegment seg(24 << 20);
-  gc::Options o = poisoning();
-  o.read_scope_wait_ms = 200;
-  o.threshold_percent = 100;  // cycles only when asked: the fill below stays garbage until then
-  o.pacing_percent = 0;
-  gc::Collector c(seg.meta(), o);
+// writer holds the lock, then take the lock) must not wait for the writer, who waits for the
+// cycle, until the cycle is given up.
+TEST_CASE_METHOD(GrowthInFullHeap, "a read scope reading a list whose growth waits for the collector is not held up") {
   constexpr std::size_t kFull = 1 << 17;  // its growth needs a 2 MiB array
   List l = new_list(kFull);
   for (std::size_t i = 0; i < kFull; ++i) l.append(Value(static_cast<long long>(i)));
-  // Garbage until no free block could hold the grown array: only a cycle makes room for it.
-  constexpr std::size_t kGrown = 2 * kFull * sizeof(Word);
-  for (int i = 0; i < 10000 && heap_usage(seg.meta()).largest_free >= kGrown; ++i) new_binary(nullptr, 64 << 10);
-  REQUIRE(heap_usage(seg.meta()).largest_free < kGrown);
-  const std::uint32_t cycles_before = seg.meta()->gc_done_seq.load();
-  c.start();
-
-  std::atomic<bool> in_scope{false}, appending{false};
-  std::atomic<long long> read_us{-1}, read_count{-1}, fourth{-1};
-  std::thread reader([&] {
-    ReadScope scope;
-    in_scope = true;
-    while (!appending.load()) std::this_thread::sleep_for(1ms);
-    std::this_thread::sleep_for(50ms);  // the writer now waits for a cycle, which waits for this scope
-    const auto t0 = std::chrono::steady_clock::now();
+  fill_then_start(2 * kFull * sizeof(Word));
+  std::atomic<long long> read_count{-1}, fourth{-1};
+  const std::string error = grow_while_a_scope_reads([&] { l.append(Value(-1)); }, [&] {
     ValueView out[4];
     read_count = static_cast<long long>(ListView(l).read(0, out, 4));
-    read_us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count();
     fourth = out[3].as_int();
   });
-  while (!in_scope.load()) std::this_thread::sleep_for(1ms);
-  appending = true;
-  std::string append_error;
-  try {
-    l.append(Value(-1));  // waits for the cycle, which frees the garbage once the reader has left
-  } catch (const Error& e) {
-    append_error = e.what();
-  }
-  reader.join();
-  c.stop();
-  INFO("the reader's read took " << read_us.load() << " us; the append: " << append_error);
-  REQUIRE(seg.meta()->gc_done_seq.load() != cycles_before);  // the append did wait for a cycle
+  INFO("the reader's read took " << read_us.load() << " us; the append: " << error);
+  REQUIRE(a_cycle_ran());  // the append did wait for a cycle
   REQUIRE(read_count.load() == 4);
   REQUIRE(fourth.load() == 3);
   REQUIRE(read_us.load() < 20000);  // not the collector's 200 ms bound
-  REQUIRE(append_error.empty());
+  REQUIRE(error.empty());
   REQUIRE(l.size() == kFull + 1);
   REQUIRE(l.get(kFull).as_int() == -1);
 }
 
-// The same for a map: a put that must rehash allocates its new table before it takes the map's
-// lock, so a thread in a read scope reading the map through the rooted API goes on.
-TEST_CASE("a read scope reading a map whose growth waits for the collector is not held up") {
-  test::TestSegment seg(24 << 20);
-  gc::Options o = poisoning();
-  o.read_scope_wait_ms = 200;
-  o.threshold_percent = 100;
-  o.pacing_percent = 0;
-  gc::Collector c(seg.meta(), o);
+// The same for a map: a put that must rehash lets the map's lock go to allocate its new table, so
+// a thread in a read scope reading the map through the rooted API goes on.
+TEST_CASE_METHOD(GrowthInFullHeap, "a read scope reading a map whose growth waits for the collector is not held up") {
   Map map = new_map();
   const auto* ho = reinterpret_cast<const HashObject*>(map.raw());
   auto table = [ho] { return reinterpret_cast<const TableObject*>(ho->table.load()); };
   // Filled until the next new key makes the table rehash, into one of a few MiB.
   long long n = 0;
   while (n < 20000 || (table()->used.load() + 1) * 4 <= table()->capacity * 3) map.put(Value(n), Value(n)), ++n;
-  const std::size_t grown = 16 + table_entries_for((map.size() + 1) * 2) * sizeof(TableEntry);
-  for (int i = 0; i < 10000 && heap_usage(seg.meta()).largest_free >= grown; ++i) new_binary(nullptr, 64 << 10);
-  REQUIRE(heap_usage(seg.meta()).largest_free < grown);
-  const std::uint32_t cycles_before = seg.meta()->gc_done_seq.load();
-  c.start();
-
-  std::atomic<bool> in_scope{false}, putting{false};
-  std::atomic<long long> read_us{-1}, got{-1};
-  std::thread reader([&] {
-    ReadScope scope;
-    in_scope = true;
-    while (!putting.load()) std::this_thread::sleep_for(1ms);
-    std::this_thread::sleep_for(50ms);  // the writer now waits for a cycle, which waits for this scope
-    const auto t0 = std::chrono::steady_clock::now();
+  fill_then_start(16 + table_entries_for((map.size() + 1) * 2) * sizeof(TableEntry));
+  std::atomic<long long> got{-1};
+  const std::string error = grow_while_a_scope_reads([&] { map.put(Value(-1), Value(-1)); }, [&] {
     std::optional<Value> v = map.get(Value(7));
-    read_us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count();
     got = v ? v->as_int() : -2;
   });
-  while (!in_scope.load()) std::this_thread::sleep_for(1ms);
-  putting = true;
-  std::string put_error;
-  try {
-    map.put(Value(-1), Value(-1));  // rehashes: waits for the cycle
-  } catch (const Error& e) {
-    put_error = e.what();
-  }
-  reader.join();
-  c.stop();
-  INFO("the reader's get took " << read_us.load() << " us; the put: " << put_error);
-  REQUIRE(seg.meta()->gc_done_seq.load() != cycles_before);  // the put did wait for a cycle
+  INFO("the reader's get took " << read_us.load() << " us; the put: " << error);
+  REQUIRE(a_cycle_ran());  // the put did wait for a cycle
   REQUIRE(got.load() == 7);
   REQUIRE(read_us.load() < 20000);
-  REQUIRE(put_error.empty());
+  REQUIRE(error.empty());
   REQUIRE(map.size() == static_cast<std::size_t>(n) + 1);
 }
 
