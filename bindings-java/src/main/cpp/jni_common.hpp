@@ -107,7 +107,7 @@ void guarded_void(JNIEnv* env, F&& f) {
 // ---- cached classes and members (jni_module.cpp, resolved in JNI_OnLoad) ----
 struct Cache {
   jclass long_cls, double_cls, boolean_cls, string_cls, object_cls, ioobe_cls, proxies_cls, thread_cls;
-  jmethodID long_value_of, double_value_of, wrap, wrap_transient, lookup, thread_interrupted;
+  jmethodID long_value_of, double_value_of, wrap, wrap_transient, lookup, promote, thread_interrupted;
   jobject boolean_true, boolean_false;
   jfieldID handle_root, handle_raw, root_ptr, root_slot, root_gen;
 };

@@ -15,6 +15,7 @@
 #include "barrier.hpp"
 #include "layout.hpp"
 #include "objects.hpp"
+#include "read_scope.hpp"
 #include "roots.hpp"
 #include "segment.hpp"
 #include "transaction.hpp"
@@ -187,6 +188,19 @@ JNIEXPORT jlong JNICALL Java_org_colors_Direct_newObject(JNIEnv* env, jclass, jl
   return guarded<jlong>(env, 0, [&] {
     cd::Metadata* m = cd::current_meta();
     cd::Rooted r = cd::new_user_object(m, colors_jni::user_class_record(cls));
+    return slot_bits(r.take());
+  });
+}
+
+// A root for the object at `raw`, which this thread read inside its current read scope
+// (org.colors.ReadScope): promote_borrowed (the root, then the collector's flag while it marks),
+// the slot handed to Java as newObject's.
+JNIEXPORT jlong JNICALL Java_org_colors_Direct_promote(JNIEnv* env, jclass, jlong raw) {
+  using namespace colors_jni;
+  return guarded<jlong>(env, 0, [&] {
+    cd::current_meta();
+    if (!cd::in_read_scope()) throw colors::InvalidArgumentError("promote: not inside a read scope");
+    cd::Rooted r = cd::promote_borrowed(static_cast<cd::Word>(raw));
     return slot_bits(r.take());
   });
 }

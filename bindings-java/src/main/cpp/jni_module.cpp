@@ -138,9 +138,16 @@ std::mutex g_adopt_mu;
 // Invariants: the Handle is reachable during this call (natives receive it), so its Root's Cleaner
 // action cannot run concurrently; ptr goes 0 -> JValue once, under g_adopt_mu; a slot from an
 // older attachment (gen) is never adopted.
+// A handle borrowed in a read scope (org.colors.ReadScope) has no root: Proxies.promote gives it
+// one first (on the scope's thread while the scope is open; else it throws, and so does this).
 JValue* jvalue_of(JNIEnv* env, jobject handle) {
   if (handle == nullptr) throw colors::InvalidArgumentError("null handle");
   jobject root = env->GetObjectField(handle, g.handle_root);
+  if (root == nullptr) {
+    env->CallStaticVoidMethod(g.proxies_cls, g.promote, handle);
+    check_pending(env);
+    root = env->GetObjectField(handle, g.handle_root);
+  }
   if (root == nullptr) throw colors::NotAttachedError("this shared object's handle was released");
   auto* r = reinterpret_cast<JValue*>(static_cast<std::intptr_t>(env->GetLongField(root, g.root_ptr)));
   if (r == nullptr) {
@@ -514,8 +521,9 @@ bool init_cache(JNIEnv* env) {
   g.wrap = env->GetStaticMethodID(g.proxies_cls, "wrap", "(JJI)Ljava/lang/Object;");
   g.wrap_transient = env->GetStaticMethodID(g.proxies_cls, "wrapTransient", "(JJI)Ljava/lang/Object;");
   g.lookup = env->GetStaticMethodID(g.proxies_cls, "lookup", "(J)Ljava/lang/Object;");
+  g.promote = env->GetStaticMethodID(g.proxies_cls, "promote", "(Lorg/colors/Handle;)V");
   g.thread_interrupted = env->GetStaticMethodID(g.thread_cls, "interrupted", "()Z");
-  if (!g.long_value_of || !g.double_value_of || !g.wrap || !g.wrap_transient || !g.lookup || !g.thread_interrupted)
+  if (!g.long_value_of || !g.double_value_of || !g.wrap || !g.wrap_transient || !g.lookup || !g.promote || !g.thread_interrupted)
     return false;
   jfieldID t = env->GetStaticFieldID(g.boolean_cls, "TRUE", "Ljava/lang/Boolean;");
   jfieldID f = env->GetStaticFieldID(g.boolean_cls, "FALSE", "Ljava/lang/Boolean;");

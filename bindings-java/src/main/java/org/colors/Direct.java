@@ -114,6 +114,13 @@ final class Direct {
   static native long newObject(long cls);
 
   /**
+   * A root for the object at {@code raw}, borrowed in this thread's read scope (libshared's
+   * promote_borrowed): the address of the root slot holding it, now the caller's.
+   * REQUIRES: inside the read scope that read {@code raw}.
+   */
+  static native long promote(long raw);
+
+  /**
    * Stores a new shared string into the field slot at {@code slot} of the object at {@code obj}
    * (write_slot). {@code keep} is the proxy rooting the object that owns the slot (kept reachable
    * by being an argument).
@@ -168,6 +175,7 @@ final class Direct {
 
   /** The view for a handle of the current attachment, or null (then take the slow path). */
   static View viewFor(Handle h) {
+    if (h.borrowedElsewhere()) return null;  // the JNI path then says why
     View v = view;
     if (v != null && v.epoch == h.epoch) return v;
     return h.epoch == epoch ? makeView() : null;

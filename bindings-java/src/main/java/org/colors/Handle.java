@@ -19,10 +19,30 @@ final class Handle {
   final int kind;
   /** The attachment this handle belongs to ({@link Direct#epoch}): the fast path checks it. */
   final long epoch;
+  /**
+   * The read scope that lent this handle out without a root of its own ({@link ReadScope}), or
+   * null. Set once, before the proxy is handed out. While {@link #root} is null such a handle is
+   * usable only by the scope's thread while the scope is open; {@link Proxies#promote} gives it a
+   * root (then it is an ordinary handle).
+   */
+  ReadScope.State scope;
 
   Handle(long raw, int kind, long epoch) {
     this.raw = raw;
     this.kind = kind;
     this.epoch = epoch;
+  }
+
+  /** True for a borrowed handle (no root) that the calling thread may not use: its scope closed, or is another thread's. */
+  boolean borrowedElsewhere() {
+    ReadScope.State s = scope;
+    return s != null && root == null && s.owner != Thread.currentThread();
+  }
+
+  /** Whether the fast paths may read through this handle on this thread: it has a root, or its scope lends it here. */
+  boolean usableHere() {
+    if (root != null) return true;
+    ReadScope.State s = scope;
+    return s != null && s.owner == Thread.currentThread();
   }
 }

@@ -83,6 +83,8 @@ final class ListReads {
       long w = v.load(arr + v.offArraySlots + 8L * i);
       if (v.load(list + v.offListVersion) != ver) continue;
       if ((w & Direct.TAG_MASK) != 0 || w == 0) return scalar(w);
+      ReadScope.State sc = ReadScope.here();
+      if (sc != null) return Proxies.borrowed(v, sc, w);  // in the list inside the scope (validated above)
       Object live = Proxies.lookup(w);
       long slot = 0;
       if (live == null) {
@@ -125,6 +127,8 @@ final class ListReads {
       long at = arr + v.offArraySlots;
       for (int i = 0; i < len; i++) words[i] = v.load(at + 8L * i);
       if (v.load(list + v.offListVersion) != ver) continue;
+      ReadScope.State sc = ReadScope.here();
+      if (sc != null) return borrowedItems(v, sc, words);
       Object[] out = new Object[len];
       long[] slots = null;  // the roots taken, by position (0: none)
       for (int i = 0; i < len; i++) {
@@ -170,6 +174,27 @@ final class ListReads {
       return out;
     }
     return null;
+  }
+
+  /**
+   * Inside the calling thread's read scope {@code sc}: the proxies of {@code words}, read from the
+   * list at one instant inside the scope (so each reference is borrowed: alive until the scope
+   * ends), without a root each; or {@link #NOT_DECODED}.
+   */
+  private static Object[] borrowedItems(Direct.View v, ReadScope.State sc, long[] words) {
+    Object[] out = new Object[words.length];
+    for (int i = 0; i < words.length; i++) {
+      long w = words[i];
+      Object x;
+      if ((w & Direct.TAG_MASK) != 0 || w == 0) {
+        x = scalar(w);
+      } else {
+        x = Proxies.borrowed(v, sc, w);
+      }
+      if (x == Proxies.MISS) return NOT_DECODED;
+      out[i] = x;
+    }
+    return out;
   }
 
   /**

@@ -441,6 +441,8 @@ final class Proxies {
     try {
       Object live = lookup(raw);
       if (live != null) return live;
+      ReadScope.State sc = ReadScope.here();
+      if (sc != null && (live = sc.get(raw)) != null) return live;  // the scope's proxy of it
       Handle h = new Handle(raw, kind, Direct.epoch);
       Object proxy = create(h, null);
       root = new Root(h, QUEUE, ptr, 0, null);
@@ -566,6 +568,10 @@ final class Proxies {
       // proxy was made. The proxy may be younger than the load above (another thread made it), and
       // in between the object the slot held could have died and w been reused; so the slot is read
       // again: if it still holds w, it refers to the proxy's object now.
+      // Inside a read scope, w is alive until the scope ends: the scope's own proxy of it first
+      // (a thread-local map), then a live rooted one, else a new borrowed one.
+      ReadScope.State sc = ReadScope.here();
+      if (sc != null) return borrowed(v, sc, w);
       Object live = lookup(w);
       if (live != null) {
         if (v.load(s) == w) return live;
@@ -613,6 +619,8 @@ final class Proxies {
    */
   static Object ofRooted(Direct.View v, long slot, long w, int kind) {
     Object live = lookup(w);
+    ReadScope.State sc;
+    if (live == null && (sc = ReadScope.here()) != null) live = sc.get(w);
     if (live != null) {
       Roots.drop(v, slot);
       return live;
@@ -625,7 +633,58 @@ final class Proxies {
     return kind == LIST || kind == MAP || kind == SET || kind == OBJECT || kind == SORTED_MAP;
   }
 
-  private static Object create(Handle h, Class<?> mapped) {
+  /**
+   * Inside the read scope {@code sc} of the calling thread: the scope's proxy of the object at
+   * {@code w}, else its live cached proxy, else a new borrowed one (no root, no cache entry);
+   * {@link #MISS} for an object this path does not proxy. REQUIRES: {@code w} a reference read
+   * inside the scope (the scope keeps it alive, so its class can be read).
+   */
+  static Object borrowed(Direct.View v, ReadScope.State sc, long w) {
+    Object p = sc.get(w);
+    if (p != null) return p;
+    if ((p = lookup(w)) != null) return p;  // alive at w since before this read: that object's proxy
+    int kind = v.kindOf(w);
+    return proxied(kind) ? sc.borrow(v, w, kind) : MISS;
+  }
+
+  /**
+   * Gives the borrowed handle {@code h} a root of its own (libshared's promote_borrowed: the root,
+   * then the collector's flag while it marks) and publishes its proxy in the identity cache, unless
+   * another thread published one of the object meanwhile: then the proxy keeps its own root,
+   * unpublished, as a transient proxy (its Root is kept reachable with the orphans until released).
+   * Called by {@link ReadScope#keep} and, through jvalue_of, by every native given such a handle.
+   * @throws IllegalStateException if the scope that lent {@code h} closed or is another thread's
+   */
+  static void promote(Handle h) {
+    if (h.root != null) return;
+    ReadScope.State sc = h.scope;
+    if (sc == null) throw new NotAttachedException("colors: this shared object's handle was released");
+    if (sc.owner != Thread.currentThread()) {
+      throw new IllegalStateException(sc.owner == null
+          ? "colors: this shared object was read inside a ReadScope that has closed; keep it with ReadScope.keep "
+              + "inside the scope, or read it again"
+          : "colors: this shared object was read inside another thread's ReadScope; keep it with ReadScope.keep "
+              + "before handing it over");
+    }
+    Object proxy = sc.get(h.raw);
+    if (proxy == null || handleOf(proxy) != h) throw new IllegalStateException("colors: a borrowed proxy is not its scope's");
+    Direct.View v = Direct.viewFor(h);
+    if (v == null) throw new NotAttachedException("colors: detached while keeping a shared object read in a ReadScope");
+    long slot = Direct.promote(h.raw);
+    Roots.adopted();
+    Root root = new Root(h, QUEUE, 0, slot, v);
+    Entry entry = new Entry(proxy, h.raw, root);
+    root.entry = entry;
+    h.root = root;
+    if (publish(entry) != null) {
+      root.entry = null;
+      synchronized (ORPHANS) {
+        ORPHANS.add(root);
+      }
+    }
+  }
+
+  static Object create(Handle h, Class<?> mapped) {
     switch (h.kind) {
       case LIST: return new SharedList(h);
       case MAP: return new SharedMap(h);

@@ -443,7 +443,9 @@ public final class SharedField {
    */
   private boolean storeReference(long a, Handle h, Object value) {
     Direct.View v = Direct.current();
-    if (v == null || h.epoch != v.epoch) return false;
+    // A borrowed reference (no root) is stored by libshared, which flags it for the collector
+    // (store_scope_reference); the JNI path gives it a root first.
+    if (v == null || h.epoch != v.epoch || h.root == null) return false;
     Entry e = entry(v, a);
     if (e.slot == MISSING) return false;
     if (e.type != ANY) {

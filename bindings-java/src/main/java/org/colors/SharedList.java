@@ -73,7 +73,7 @@ public final class SharedList extends AbstractList<Object> implements RandomAcce
    * transaction, a handle of another attachment, or a released (transient) root.
    */
   private Direct.View fastView() {
-    if (Direct.UNSAFE == null || Transaction.inThisThread() || handle.root == null) return null;
+    if (Direct.UNSAFE == null || Transaction.inThisThread() || !handle.usableHere()) return null;
     return Direct.viewFor(handle);
   }
 
@@ -249,7 +249,7 @@ public final class SharedList extends AbstractList<Object> implements RandomAcce
     Direct.View v = fastView();
     Object[] items = null;
     if (v != null) items = ListReads.items(v, handle);
-    if (items == null && Direct.UNSAFE != null && handle.root != null && (v = Direct.viewFor(handle)) != null) {
+    if (items == null && Direct.UNSAFE != null && handle.usableHere() && (v = Direct.viewFor(handle)) != null) {
       items = ListReads.itemsRooted(v, handle);  // inside a transaction, or a list that kept changing
     }
     if (items != null && items != ListReads.NOT_DECODED) return items;

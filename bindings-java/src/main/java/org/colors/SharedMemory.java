@@ -149,6 +149,22 @@ public final class SharedMemory {
     return Native.checkpoint();
   }
 
+  // ---- read scopes ---------------------------------------------------------------------------
+
+  /**
+   * Opens a read scope on the calling thread: until it closes, the shared objects and containers
+   * this thread reads are borrowed (no GC root, reference object or identity-cache entry per
+   * proxy), and the scope keeps them alive instead. See {@link ReadScope} for what a borrowed
+   * proxy may do; {@link ReadScope#keep} keeps one beyond the scope.
+   *
+   * @return the scope (use it with try-with-resources)
+   * @throws InvalidArgumentException inside a transaction
+   * @throws NotAttachedException if not attached
+   */
+  public static ReadScope readScope() {
+    return ReadScope.open();
+  }
+
   // ---- collector -----------------------------------------------------------------------------
 
   /**

@@ -9,6 +9,7 @@ import oo7.plain.PlainFactory;
 import oo7.plain.PlainOps;
 import oo7.shared.SharedFactory;
 import oo7.shared.SharedOps;
+import org.colors.ReadScope;
 import org.colors.SharedMemory;
 
 /**
@@ -24,6 +25,10 @@ import org.colors.SharedMemory;
  * Java list holds every bound instance and list proxy they read ("pinned"): each reference read
  * is then an identity-cache hit, so the difference to the normal run is the cost of making
  * proxies (and collecting them) per read.
+ *
+ * <p>The read-only operations (all but T2*) are also timed inside a read scope, one
+ * {@link ReadScope} per run ("scoped"): the same code, with every proxy it makes borrowed (no GC
+ * root, reference object or identity-cache entry each).
  */
 public final class Bench {
   private Bench() {}
@@ -65,6 +70,7 @@ public final class Bench {
     }
     Ops so = withQueries(new SharedOps(), byId, byDate, seed, parts);
     Ops po = withQueries(new PlainOps(), myById, myByDate, seed, parts);
+    Ops sco = scoped(so);
     Checks.Summary ss = Checks.summary(shared, so);
     Checks.Summary ps = Checks.summary(mine, po);
     if (!ss.equals(ps)) throw new IllegalStateException("the two databases differ: " + ss + " vs " + ps);
@@ -73,6 +79,10 @@ public final class Bench {
     for (String op : ops) {
       time(po, mine, op, minNanos * 4);
       time(so, shared, op, minNanos * 4);
+      if (readOnly(op)) {
+        if (!sco.run(op, shared).equals(so.run(op, shared))) throw new IllegalStateException(op + " differs in a read scope");
+        time(sco, shared, op, minNanos * 4);
+      }
     }
     boolean breakdown = a.has("--breakdown");
     List<Object> pins = breakdown ? pin(shared) : null;
@@ -80,6 +90,8 @@ public final class Bench {
     double[][] ratio = new double[ops.length][rounds];
     double[][] privNs = new double[ops.length][rounds];
     double[][] sharedNs = new double[ops.length][rounds];
+    double[][] scopedNs = new double[ops.length][rounds];
+    double[][] scopedRatio = new double[ops.length][rounds];
     for (int r = 0; r < rounds; r++) {
       for (int i = 0; i < ops.length; i++) {
         double pt, st;
@@ -91,20 +103,28 @@ public final class Bench {
           pt = time(po, mine, ops[i], minNanos);
         }
         if (breakdown) pinnedNs[i][r] = time(so, shared, ops[i], minNanos);
+        if (readOnly(ops[i])) {
+          scopedNs[i][r] = time(sco, shared, ops[i], minNanos);
+          scopedRatio[i][r] = scopedNs[i][r] / pt;
+        }
         privNs[i][r] = pt;
         sharedNs[i][r] = st;
         ratio[i][r] = st / pt;
       }
     }
     System.out.println();
-    System.out.printf("%-4s %14s %14s %10s %18s%n", "op", "private ms", "shared ms", "ratio", "ratio range");
+    System.out.printf("%-4s %14s %14s %10s %18s %14s %10s%n", "op", "private ms", "shared ms", "ratio", "ratio range",
+        "scoped ms", "ratio");
     for (int i = 0; i < ops.length; i++) {
       double[] rs = ratio[i].clone();
       Arrays.sort(rs);
-      System.out.printf("%-4s %14.3f %14.3f %9.1fx %8.1fx-%.1fx%n", ops[i], median(privNs[i]) / 1e6,
-          median(sharedNs[i]) / 1e6, median(ratio[i]), rs[0], rs[rs.length - 1]);
+      String scopedCols = readOnly(ops[i])
+          ? String.format(" %14.3f %9.1fx", median(scopedNs[i]) / 1e6, median(scopedRatio[i])) : "";
+      System.out.printf("%-4s %14.3f %14.3f %9.1fx %8.1fx-%.1fx%s%n", ops[i], median(privNs[i]) / 1e6,
+          median(sharedNs[i]) / 1e6, median(ratio[i]), rs[0], rs[rs.length - 1], scopedCols);
     }
-    System.out.println("(ms per run, medians over rounds; ratio = median of per-round shared/private)");
+    System.out.println("(ms per run, medians over rounds; ratio = median of per-round shared/private;");
+    System.out.println(" scoped: the shared run inside a ReadScope, its ratio to the same round's private run)");
     if (breakdown) {
       System.out.println();
       System.out.printf("%-4s %14s %18s %22s%n", "op", "shared ms", "pinned shared ms", "pinned/private ratio");
@@ -222,6 +242,30 @@ public final class Bench {
       }
     }
     return acc;
+  }
+
+  /** Whether {@code op} only reads (so it can run inside a read scope, which refuses transactions). */
+  private static boolean readOnly(String op) {
+    return !op.startsWith("t2");
+  }
+
+  /** {@code ops} with each run inside a read scope of its own. */
+  private static Ops scoped(Ops ops) {
+    return new Ops() {
+      public OpResult t1(Schema.Database db) { return run("t1", db); }
+      public OpResult t6(Schema.Database db) { return run("t6", db); }
+      public OpResult t2a(Schema.Database db) { return run("t2a", db); }
+      public OpResult t2b(Schema.Database db) { return run("t2b", db); }
+      public OpResult t2c(Schema.Database db) { return run("t2c", db); }
+      public OpResult q7(Schema.Database db) { return run("q7", db); }
+
+      @Override
+      public OpResult run(String op, Schema.Database db) {
+        try (ReadScope scope = SharedMemory.readScope()) {
+          return ops.run(op, db);
+        }
+      }
+    };
   }
 
   /** {@code ops} that also runs q1, q2 and q3 over the given indexes (count: parts found). */

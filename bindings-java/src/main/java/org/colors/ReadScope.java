@@ -1,0 +1,172 @@
+package org.colors;
+
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * A read scope: while one is open on a thread, the shared objects and containers that thread
+ * reads (a reference field of a bound instance, the elements of a shared list) are
+ * <em>borrowed</em>: their proxies take no GC root, no reference object and no identity-cache
+ * entry each, which makes reading a large graph several times cheaper. The scope keeps what it
+ * read alive instead (libshared's read scopes, {@code colors::ReadScope}; the protocol is in
+ * gc/README.md, "Read scopes"): the collector waits for a scope that began before its cycle to
+ * end before it frees anything.
+ *
+ * <pre>{@code
+ * try (ReadScope scope = SharedMemory.readScope()) {
+ *   for (Connection c : part.to) visit(c.to);   // no root per connection or part
+ *   kept = ReadScope.keep(part.partOf);          // this one outlives the scope
+ * }
+ * }</pre>
+ *
+ * <p>The contract, as for a C++ {@code ObjectView}:
+ * <ul>
+ *   <li>A borrowed proxy is usable by the thread of its scope until that thread's outermost scope
+ *       closes. Used afterwards, or by another thread, it throws {@link IllegalStateException}
+ *       (the field fast path of a bound instance is switched off at the close). To keep one, call
+ *       {@link #keep} inside the scope; a proxy handed to a native operation (a container's
+ *       {@code add}, a store of it into a field) is kept the same way, by itself. Proxies that
+ *       existed before the scope, or are read again while another proxy of the object is kept,
+ *       are the usual rooted ones.
+ *   <li>Within a scope, reading an object twice gives the same proxy ({@code ==}), as outside.
+ *   <li>Inside a scope a thread must not wait for the collector: {@link SharedMemory#collect()},
+ *       a transaction ({@link SharedMemory#atomically}) and an allocation that finds the heap full
+ *       throw instead of waiting for a cycle that waits for the scope. A scope cannot be opened
+ *       inside a transaction ({@link InvalidArgumentException}). Keep scopes short: past a bound
+ *       (1 s) a collector cycle is given up and frees nothing.
+ *   <li>Scopes nest; the outermost one counts. Closing a scope twice does nothing.
+ * </ul>
+ * Handing a borrowed bound instance to another thread while the scope is open lets that thread
+ * read its primitive fields only until the scope closes, and races with the close like any
+ * unsynchronised hand-over: keep it first.
+ */
+public final class ReadScope implements AutoCloseable {
+  /** Open outermost scopes in this JVM: readers skip the thread-local lookup while there are none. */
+  static final AtomicInteger OPEN = new AtomicInteger();
+
+  private static final ThreadLocal<State> CURRENT = new ThreadLocal<>();
+
+  /**
+   * One thread's outermost scope and what it lent out.
+   * Invariants: only {@link #owner} touches it; {@link #owner} is that thread from the native
+   * scope's entry until the close, null after; {@link #proxies} maps each address read in the
+   * scope without a live rooted proxy to the one borrowed proxy made for it (an address stays one
+   * object's while the scope is open: nothing is freed meanwhile).
+   */
+  static final class State {
+    /** The thread of the scope; null once it closed. Read by other threads only to refuse them. */
+    volatile Thread owner;
+    int depth;
+    final AddressMap proxies = new AddressMap();
+
+    State(Thread owner) {
+      this.owner = owner;
+    }
+
+    /** The borrowed proxy of the object at {@code raw}, or null. */
+    Object get(long raw) {
+      return proxies.get(raw);
+    }
+
+    /**
+     * A new borrowed proxy of the object at {@code raw}. REQUIRES: on the owner thread, inside the
+     * scope; {@code raw} read inside it; no proxy of it in {@link #proxies}; {@code proxied(kind)}.
+     */
+    Object borrow(Direct.View v, long raw, int kind) {
+      Handle h = new Handle(raw, kind, v.epoch);
+      h.scope = this;
+      Object proxy = Proxies.create(h, null);
+      proxies.put(raw, proxy);
+      return proxy;
+    }
+  }
+
+  private State state;  // null once this (possibly nested) scope object closed
+
+  private ReadScope(State state) {
+    this.state = state;
+  }
+
+  /**
+   * Opens a read scope on the calling thread (see {@link SharedMemory#readScope()}).
+   *
+   * @return the scope, to close (try-with-resources)
+   */
+  static ReadScope open() {
+    State s = CURRENT.get();
+    if (s != null) {
+      s.depth++;
+      return new ReadScope(s);
+    }
+    SharedMemory.ensureAttached();
+    enter();  // InvalidArgumentException inside a transaction
+    s = new State(Thread.currentThread());
+    s.depth = 1;
+    CURRENT.set(s);
+    OPEN.incrementAndGet();
+    return new ReadScope(s);
+  }
+
+  /**
+   * Closes this scope; when it is the thread's outermost, the proxies it lent out and that were not
+   * kept stop working (their fast path is switched off, then the native scope ends).
+   *
+   * @throws IllegalStateException if called by a thread other than the one that opened it
+   */
+  @Override
+  public void close() {
+    State s = state;
+    if (s == null) return;
+    if (s.owner != Thread.currentThread()) {
+      throw new IllegalStateException("colors: a ReadScope is closed by the thread that opened it");
+    }
+    state = null;
+    if (--s.depth > 0) return;
+    try {
+      s.proxies.forEachValue(p -> {
+        Handle h = Proxies.handleOf(p);
+        if (h != null && h.root == null) Mapped.unbind(p);
+      });
+    } finally {
+      s.owner = null;
+      CURRENT.remove();
+      OPEN.decrementAndGet();
+      exit();
+    }
+  }
+
+  /**
+   * Whether the calling thread is inside a read scope.
+   *
+   * @return true between the open of its outermost scope and that scope's close
+   */
+  public static boolean active() {
+    return here() != null;
+  }
+
+  /**
+   * Keeps {@code proxy} usable after its scope closes: a proxy borrowed in this thread's scope
+   * takes a GC root (and becomes the object's identity-cached proxy unless another thread made one
+   * meanwhile); anything else is returned as it is.
+   *
+   * @param <T> the proxy's type
+   * @param proxy a proxy read in a scope (or any value)
+   * @return {@code proxy}
+   * @throws IllegalStateException if it was borrowed in a scope that closed, or by another thread
+   */
+  public static <T> T keep(T proxy) {
+    Handle h = Proxies.handleOf(proxy);
+    if (h != null && h.root == null && h.scope != null) Proxies.promote(h);
+    return proxy;
+  }
+
+  /** The calling thread's open scope, or null (one volatile read while no scope is open anywhere). */
+  static State here() {
+    return OPEN.get() == 0 ? null : CURRENT.get();
+  }
+
+  /** Enters the native read scope of this thread (libshared colors::ReadScope). */
+  private static native void enter();
+
+  /** Leaves it. */
+  private static native void exit();
+}

@@ -1,0 +1,242 @@
+package org.colors;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import demo.tree.Node;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/**
+ * Read scopes ({@link ReadScope}): proxies read inside one are borrowed (no root, no identity
+ * entry), one per object within the scope; kept ones outlive it; the others refuse every use
+ * after the close and on other threads; and borrowed reads stay correct while the collector runs
+ * and another thread rewrites what they read.
+ */
+@ExtendWith(ColorsServer.class)
+class ReadScopeTest {
+
+  /** A private full tree of the given depth; node i numbered in preorder from {@code first}. */
+  private static Node tree(int depth, long[] next) {
+    if (depth == 0) return null;
+    Node n = new Node();
+    n.i = next[0]++;
+    n.f = n.i * 0.5;
+    n.left = tree(depth - 1, next);
+    n.right = tree(depth - 1, next);
+    return n;
+  }
+
+  /** A shared copy of tree(depth): only its root has a proxy. */
+  private static Node sharedTree(int depth) {
+    Node n = (Node) SharedMemory.copyToSharedMemory(tree(depth, new long[] {0}));
+    assertNotNull(SharedMemory.sharedView(n), "the copy is bound to a shared object");
+    return n;
+  }
+
+  private static long sum(Node n) {
+    if (n == null) return 0;
+    assertEquals(n.i * 0.5, n.f);
+    return n.i + sum(n.left) + sum(n.right);
+  }
+
+  @Test
+  void proxiesReadInAScopeTakeNoRootAndAreOnePerObject() {
+    Node root = sharedTree(6);  // 63 nodes
+    long handles = SharedMemory.liveHandles();
+    int cached = SharedMemory.identityCacheSize();
+    try (ReadScope scope = SharedMemory.readScope()) {
+      assertTrue(ReadScope.active());
+      assertSame(root.left, root.left, "one proxy per object within a scope");
+      assertSame(root.left.right, root.left.right);
+      assertEquals(62L * 63 / 2, sum(root));
+      assertEquals(handles, SharedMemory.liveHandles(), "no root per proxy read in the scope");
+      assertEquals(cached, SharedMemory.identityCacheSize(), "no identity-cache entry either");
+    }
+    assertFalse(ReadScope.active());
+    assertEquals(62L * 63 / 2, sum(root), "outside the scope the same reads take rooted proxies");
+  }
+
+  @Test
+  void aProxyThatExistedBeforeTheScopeIsTheOneReadInIt() {
+    Node root = sharedTree(3);
+    Node left = root.left;  // rooted, identity-cached
+    Node inScope;
+    try (ReadScope scope = SharedMemory.readScope()) {
+      inScope = root.left;
+    }
+    assertSame(left, inScope);
+    assertEquals(1L, inScope.i, "a rooted proxy stays usable after the scope");
+  }
+
+  @Test
+  void aBorrowedProxyRefusesEveryUseAfterItsScope() {
+    Node root = sharedTree(3);
+    Node left;
+    List<Object> inner;
+    SharedList outer = (SharedList) SharedMemory.copyToSharedMemory(new ArrayList<>(List.of(List.of(1L), List.of(2L))));
+    try (ReadScope scope = SharedMemory.readScope()) {
+      left = root.left;
+      assertEquals(1L, left.i);
+      @SuppressWarnings("unchecked") List<Object> l = (List<Object>) outer.get(0);
+      inner = l;
+      assertEquals(List.of(1L), inner);
+    }
+    Node l = left;
+    IllegalStateException e = assertThrows(IllegalStateException.class, () -> System.out.println(l.i));
+    assertTrue(e.getMessage().contains("ReadScope that has closed"), e.getMessage());
+    assertThrows(IllegalStateException.class, () -> System.out.println(l.left));
+    assertThrows(IllegalStateException.class, () -> l.i = 5);
+    assertThrows(IllegalStateException.class, inner::size);
+    assertThrows(IllegalStateException.class, () -> inner.get(0));
+    assertThrows(IllegalStateException.class, () -> inner.add(3L));
+    assertThrows(IllegalStateException.class, () -> ReadScope.keep(l));
+    assertEquals(1L, root.left.i, "the object itself is untouched, and read again gets a usable proxy");
+    assertEquals(List.of(1L), outer.get(0));
+  }
+
+  @Test
+  void keptProxiesOutliveTheScopeAndCollections() {
+    Node root = sharedTree(4);
+    Node kept;
+    Node dropped;
+    try (ReadScope scope = SharedMemory.readScope()) {
+      kept = ReadScope.keep(root.left.left);
+      dropped = root.right;
+      assertSame(kept, root.left.left, "keep returns the proxy itself");
+    }
+    root.left = null;  // only the kept proxy holds that subtree now
+    SharedMemory.collect();
+    SharedMemory.collect();
+    assertEquals(2L + 3 + 4, sum(kept));
+    kept.i = 42;
+    assertEquals(42L, kept.i);
+    assertThrows(IllegalStateException.class, () -> System.out.println(dropped.i));
+  }
+
+  @Test
+  void aBorrowedProxyHandedToANativeOperationIsKept() {
+    SharedList outer = (SharedList) SharedMemory.copyToSharedMemory(new ArrayList<>(List.of(List.of(1L), List.of(2L))));
+    Node root = sharedTree(2);
+    List<Object> inner;
+    Node right;
+    try (ReadScope scope = SharedMemory.readScope()) {
+      @SuppressWarnings("unchecked") List<Object> l = (List<Object>) outer.get(1);
+      inner = l;
+      inner.add(3L);  // a JNI call with the borrowed handle: it takes a root first
+      right = root.right;
+      outer.add(right);  // a store of a borrowed object: rooted, then stored by libshared
+      root.left = right;  // the same through the field path
+    }
+    assertEquals(List.of(2L, 3L), inner);
+    assertEquals(2L, right.i, "the proxy stored inside the scope was kept");
+    assertSame(root.left, root.right);
+    assertEquals(3, outer.size());
+  }
+
+  @Test
+  void anotherThreadCannotUseABorrowedProxy() throws Exception {
+    SharedList outer = (SharedList) SharedMemory.copyToSharedMemory(new ArrayList<>(List.of(List.of(1L))));
+    AtomicReference<Throwable> seen = new AtomicReference<>();
+    try (ReadScope scope = SharedMemory.readScope()) {
+      Object inner = outer.get(0);
+      Thread t = new Thread(() -> {
+        try {
+          ((List<?>) inner).size();
+        } catch (Throwable e) {
+          seen.set(e);
+        }
+      });
+      t.start();
+      t.join();
+      assertEquals(1, ((List<?>) inner).size(), "its own thread still uses it");
+    }
+    assertTrue(seen.get() instanceof IllegalStateException, String.valueOf(seen.get()));
+    assertTrue(seen.get().getMessage().contains("another thread's ReadScope"), seen.get().getMessage());
+  }
+
+  @Test
+  void scopesNestAndAClosedScopeClosesNothingAgain() {
+    Node root = sharedTree(2);
+    Node left;
+    ReadScope outer = SharedMemory.readScope();
+    try (ReadScope inner = SharedMemory.readScope()) {
+      left = root.left;
+    }
+    assertTrue(ReadScope.active(), "the outer scope is still open");
+    assertEquals(1L, left.i, "borrowed until the outermost scope closes");
+    outer.close();
+    outer.close();
+    assertFalse(ReadScope.active());
+    assertThrows(IllegalStateException.class, () -> System.out.println(left.i));
+  }
+
+  @Test
+  void noWaitForTheCollectorInsideAScopeAndNoScopeInsideATransaction() {
+    try (ReadScope scope = SharedMemory.readScope()) {
+      assertThrows(InvalidArgumentException.class, () -> SharedMemory.atomically(() -> { }));
+      assertThrows(InvalidArgumentException.class, SharedMemory::collect);
+    }
+    SharedMemory.atomically(() -> {
+      assertThrows(InvalidArgumentException.class, SharedMemory::readScope);
+      assertFalse(ReadScope.active());
+    });
+    SharedMemory.collect();  // both work again outside
+  }
+
+  @Test
+  void borrowedReadsStayCorrectWhileTheCollectorRunsAndTheGraphChanges() throws Exception {
+    // A list of trees, each checked by sum(); a writer keeps replacing trees (the old ones become
+    // garbage) and a collector thread runs cycles while a reader walks the list in scopes.
+    int n = 32;
+    List<Object> init = new ArrayList<>();
+    for (int i = 0; i < n; i++) init.add(tree(4, new long[] {0}));
+    SharedList trees = (SharedList) SharedMemory.copyToSharedMemory(init);
+    AtomicBoolean stop = new AtomicBoolean();
+    AtomicReference<Throwable> failure = new AtomicReference<>();
+    Thread writer = new Thread(() -> {
+      try {
+        for (int k = 0; !stop.get(); k++) {
+          trees.set(k % n, SharedMemory.copyToSharedMemory(tree(4, new long[] {0})));
+        }
+      } catch (Throwable e) {
+        failure.compareAndSet(null, e);
+      }
+    });
+    Thread collector = new Thread(() -> {
+      try {
+        while (!stop.get()) SharedMemory.collect();
+      } catch (Throwable e) {
+        failure.compareAndSet(null, e);
+      }
+    });
+    writer.start();
+    collector.start();
+    long deadline = System.nanoTime() + 3_000_000_000L;
+    int scopes = 0;
+    try {
+      while (System.nanoTime() < deadline && failure.get() == null) {
+        try (ReadScope scope = SharedMemory.readScope()) {
+          for (Object t : trees) assertEquals(14L * 15 / 2, sum((Node) t));
+        }
+        scopes++;
+      }
+    } finally {
+      stop.set(true);
+      writer.join();
+      collector.join();
+    }
+    assertNull(failure.get());
+    assertTrue(scopes > 10, "scopes run: " + scopes);
+    for (Object t : trees) assertEquals(14L * 15 / 2, sum((Node) t));
+  }
+}
