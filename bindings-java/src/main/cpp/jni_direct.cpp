@@ -205,6 +205,31 @@ JNIEXPORT jlong JNICALL Java_org_colors_Direct_promote(JNIEnv* env, jclass, jlon
   });
 }
 
+// A new user object of class version `cls` allocated in this thread's read scope
+// (new_user_object_scoped: no root, the scope keeps it; fields null): its word. OutOfMemoryError
+// when the heap is full (a scope cannot wait for the collector).
+JNIEXPORT jlong JNICALL Java_org_colors_Direct_newObjectScoped(JNIEnv* env, jclass, jlong cls) {
+  using namespace colors_jni;
+  return guarded<jlong>(env, 0, [&] {
+    cd::Metadata* m = cd::current_meta();
+    if (!cd::in_read_scope()) throw colors::InvalidArgumentError("newObjectScoped: not inside a read scope");
+    return static_cast<jlong>(cd::new_user_object_scoped(m, colors_jni::user_class_record(cls), nullptr, 0));
+  });
+}
+
+// Stores the reference `w`, which this thread's read scope holds (borrowed or allocated in it;
+// or rooted), into the field slot at `slot` (store_scope_reference: the write barrier, then the
+// collector's flag while it marks). The caller keeps the slot's object alive and checked the
+// field's type.
+JNIEXPORT void JNICALL Java_org_colors_Direct_storeScoped(JNIEnv* env, jclass, jlong slot, jlong w) {
+  using namespace colors_jni;
+  guarded_void(env, [&] {
+    cd::current_meta();
+    if (!cd::in_read_scope()) throw colors::InvalidArgumentError("storeScoped: not inside a read scope");
+    cd::store_scope_reference(slot_of(slot), static_cast<cd::Word>(w));
+  });
+}
+
 // The elements of the list of handle `h` at one instant (list_snapshot: its lock-free read, or its
 // lock, and inside a transaction its ownership record), as pairs {word, root slot}: a reference
 // comes with the root slot holding it, which is the caller's from now on (org.colors.ListReads

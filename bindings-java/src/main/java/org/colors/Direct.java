@@ -121,6 +121,20 @@ final class Direct {
   static native long promote(long raw);
 
   /**
+   * A new user object of class version {@code cls} allocated in this thread's read scope: its
+   * address (no root: the scope keeps it; fields null). REQUIRES: inside a read scope.
+   */
+  static native long newObjectScoped(long cls);
+
+  /**
+   * Stores the reference {@code w}, held by this thread's read scope (or rooted), into the field
+   * slot at {@code slot}: the write barrier, then the collector's flag while it marks
+   * (store_scope_reference). REQUIRES: inside a read scope; the slot's object kept alive; the
+   * field's type checked.
+   */
+  static native void storeScoped(long slot, long w);
+
+  /**
    * Stores a new shared string into the field slot at {@code slot} of the object at {@code obj}
    * (write_slot). {@code keep} is the proxy rooting the object that owns the slot (kept reachable
    * by being an argument).

@@ -23,11 +23,23 @@ final class Mapped {
   private static final ConcurrentHashMap<Long, Class<?>> BY_CLASS = new ConcurrentHashMap<>();
   private static final Class<?> NONE = Void.class;
 
+  /**
+   * A direct-mapped cache in front of {@link #BY_CLASS} (whose lookups box the address): what class
+   * version {@code cls} mapped to in generation {@code gen}. Invariant: an entry whose generation
+   * is {@link #GENERATION} was computed after the last {@link #register} or
+   * {@link #clearAddresses}, which bump the generation before they clear {@code BY_CLASS}.
+   */
+  private record ClassHit(long cls, Class<?> jc, long gen) {}
+
+  private static final ClassHit[] HITS = new ClassHit[64];
+  private static final java.util.concurrent.atomic.AtomicLong GENERATION = new java.util.concurrent.atomic.AtomicLong();
+
   static void register(Class<?> cls, String sharedName) {
     if (!SharedInstance.class.isAssignableFrom(cls)) {
       throw new IllegalArgumentException(cls.getName() + " was not rewritten by the colors agent");
     }
     BY_NAME.put(sharedName, cls);
+    GENERATION.incrementAndGet();  // after the put: a lookup that reads the new generation sees it
     BY_CLASS.clear();
   }
 
@@ -36,6 +48,7 @@ final class Mapped {
   }
 
   static void clearAddresses() {
+    GENERATION.incrementAndGet();
     BY_CLASS.clear();
   }
 
@@ -62,13 +75,22 @@ final class Mapped {
     Handle h = so.handle;
     Direct.View v = Direct.viewFor(h);
     long cls = v != null ? v.classOf(h.raw) : Native.classOf(h);
-    Class<?> jc = BY_CLASS.get(cls);
-    if (jc == null) {
-      String name = Native.className(cls);
-      Class<?> found = BY_NAME.get(name);
-      if (found == null) found = loadMapped(name);
-      jc = found == null ? NONE : found;
-      BY_CLASS.put(cls, jc);
+    long gen = GENERATION.get();
+    int i = (int) (cls >>> 4) & (HITS.length - 1);
+    ClassHit hit = HITS[i];
+    Class<?> jc;
+    if (hit != null && hit.cls == cls && hit.gen == gen) {
+      jc = hit.jc;
+    } else {
+      jc = BY_CLASS.get(cls);
+      if (jc == null) {
+        String name = Native.className(cls);
+        Class<?> found = BY_NAME.get(name);
+        if (found == null) found = loadMapped(name);
+        jc = found == null ? NONE : found;
+        BY_CLASS.put(cls, jc);
+      }
+      HITS[i] = new ClassHit(cls, jc, gen);  // gen read before the lookup: stale if a register came since
     }
     if (jc == NONE) return so;
     return bind(so, jc);
@@ -110,7 +132,8 @@ final class Mapped {
    * plain stores (the object is not reachable by anyone else yet; the words are scalars over null,
    * so no barrier is needed), and its proxy made in Java ({@link Proxies#adopt}); null when the fast
    * path does not apply (not a registered mapped class, no Unsafe, not attached): the caller takes
-   * the {@code allocateObject} path, which does the same through JNI.
+   * the {@code allocateObject} path, which does the same through JNI. Inside a read scope the
+   * object is allocated in the scope (no root) and its proxy is borrowed ({@link ReadScope}).
    */
   static Object allocateFast(Class<?> cls) {
     if (Direct.UNSAFE == null) return null;
@@ -123,15 +146,27 @@ final class Mapped {
     if (v == null) return null;
     long[] plan = a.plan;
     if (plan == null || plan[0] != v.epoch) plan = plan(a, v);
+    ReadScope.State sc = ReadScope.here();
+    if (sc != null) {
+      // In a read scope: no root, the scope keeps it; its proxy is borrowed like what it reads.
+      long raw = Direct.newObjectScoped(plan[1]);
+      zeroPrimitives(v, raw, plan);
+      return sc.borrow(v, raw, Proxies.OBJECT, cls);
+    }
     long slot = Direct.newObject(plan[1]);
     Roots.adopted();
     long raw = v.load(slot);
+    zeroPrimitives(v, raw, plan);
+    return Proxies.adopt(v, slot, raw, Proxies.OBJECT, cls);
+  }
+
+  /** Stores the plan's zeros into the primitive fields of the new object at {@code raw}. */
+  private static void zeroPrimitives(Direct.View v, long raw, long[] plan) {
     int inline = v.inlineSlots(raw);
     for (int i = 2; i < plan.length; i += 2) {
       long at = v.slotAddress(raw, (int) plan[i], inline);
       if (at != 0) v.storeRelease(at, plan[i + 1]);
     }
-    return Proxies.adopt(v, slot, raw, Proxies.OBJECT, cls);
   }
 
   private static synchronized long[] plan(Alloc a, Direct.View v) {

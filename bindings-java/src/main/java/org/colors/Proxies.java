@@ -392,10 +392,21 @@ final class Proxies {
     return null;
   }
 
+  /** The smallest table of a stripe; a table shrinks back to a quarter when an eighth is used. */
+  private static final int MIN_TABLE = 64;
+
   // REQUIRES: st's lock held.
   private static void resize(Stripe st) {
+    resize(st, st.table.length * 2);
+  }
+
+  /**
+   * Relinks the stripe's entries into a table of {@code length} buckets. A lookup racing it may
+   * miss (it may follow a relinked chain), never find a wrong entry. REQUIRES: st's lock held.
+   */
+  private static void resize(Stripe st, int length) {
     Entry[] old = st.table;
-    Entry[] t = new Entry[old.length * 2];
+    Entry[] t = new Entry[length];
     for (Entry head : old) {
       for (Entry e = head; e != null;) {
         Entry next = e.next;
@@ -421,6 +432,9 @@ final class Proxies {
           if (prev == null) SLOTS.setRelease(t, i, e.next);
           else prev.next = e.next;
           st.size--;
+          // A table left mostly empty by proxies that died (a traversal makes hundreds of
+          // thousands) would make every later miss a cache miss into a large array.
+          if (t.length > MIN_TABLE && st.size < t.length >> 3) resize(st, Math.max(MIN_TABLE, t.length >> 2));
           return true;
         }
       }
@@ -719,6 +733,7 @@ final class Proxies {
 
   /** Forgets every cached proxy (detach: the proxies of the old attachment are stale). */
   static void clear() {
+    ReadScope.unbindAll();
     for (Stripe st : CACHE) {
       synchronized (st) {
         for (Entry head : st.table) {

@@ -43,7 +43,19 @@ public final class ReadScope implements AutoCloseable {
   /** Open outermost scopes in this JVM: readers skip the thread-local lookup while there are none. */
   static final AtomicInteger OPEN = new AtomicInteger();
 
-  private static final ThreadLocal<State> CURRENT = new ThreadLocal<>();
+  /** The open outermost scopes, for {@link #unbindAll} (a detach). */
+  private static final java.util.Set<State> OPEN_STATES = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
+  /** Per thread: its open scope (null outside one) and the map the next scope reuses. */
+  private static final class PerThread {
+    State state;
+    AddressMap spare = new AddressMap();
+  }
+
+  private static final ThreadLocal<PerThread> CURRENT = ThreadLocal.withInitial(PerThread::new);
+
+  /** A map larger than this (a scope that read millions of objects) is not kept for the next scope. */
+  private static final int MAX_SPARE_SLOTS = 1 << 20;
 
   /**
    * One thread's outermost scope and what it lent out.
@@ -56,10 +68,11 @@ public final class ReadScope implements AutoCloseable {
     /** The thread of the scope; null once it closed. Read by other threads only to refuse them. */
     volatile Thread owner;
     int depth;
-    final AddressMap proxies = new AddressMap();
+    final AddressMap proxies;
 
-    State(Thread owner) {
+    State(Thread owner, AddressMap proxies) {
       this.owner = owner;
+      this.proxies = proxies;
     }
 
     /** The borrowed proxy of the object at {@code raw}, or null. */
@@ -72,9 +85,14 @@ public final class ReadScope implements AutoCloseable {
      * scope; {@code raw} read inside it; no proxy of it in {@link #proxies}; {@code proxied(kind)}.
      */
     Object borrow(Direct.View v, long raw, int kind) {
+      return borrow(v, raw, kind, null);
+    }
+
+    /** {@link #borrow(Direct.View, long, int)} with the mapped class of a new object ({@code null}: look it up). */
+    Object borrow(Direct.View v, long raw, int kind, Class<?> mapped) {
       Handle h = new Handle(raw, kind, v.epoch);
       h.scope = this;
-      Object proxy = Proxies.create(h, null);
+      Object proxy = Proxies.create(h, mapped);
       proxies.put(raw, proxy);
       return proxy;
     }
@@ -92,16 +110,19 @@ public final class ReadScope implements AutoCloseable {
    * @return the scope, to close (try-with-resources)
    */
   static ReadScope open() {
-    State s = CURRENT.get();
+    PerThread t = CURRENT.get();
+    State s = t.state;
     if (s != null) {
       s.depth++;
       return new ReadScope(s);
     }
     SharedMemory.ensureAttached();
     enter();  // InvalidArgumentException inside a transaction
-    s = new State(Thread.currentThread());
+    // A new State each time: the proxies of an earlier scope see its owner null for good.
+    s = new State(Thread.currentThread(), t.spare);
     s.depth = 1;
-    CURRENT.set(s);
+    t.state = s;
+    OPEN_STATES.add(s);
     OPEN.incrementAndGet();
     return new ReadScope(s);
   }
@@ -122,16 +143,34 @@ public final class ReadScope implements AutoCloseable {
     state = null;
     if (--s.depth > 0) return;
     try {
-      s.proxies.forEachValue(p -> {
-        Handle h = Proxies.handleOf(p);
-        if (h != null && h.root == null) Mapped.unbind(p);
-      });
+      unbindBorrowed(s);
     } finally {
+      OPEN_STATES.remove(s);
       s.owner = null;
-      CURRENT.remove();
+      s.proxies.clear(MAX_SPARE_SLOTS);  // the next scope of this thread reuses its arrays
+      CURRENT.get().state = null;
       OPEN.decrementAndGet();
       exit();
     }
+  }
+
+  /** Switches off the field fast path of the bound instances {@code s} lent out and nobody kept. */
+  private static void unbindBorrowed(State s) {
+    s.proxies.forEachValue(p -> {
+      Handle h = Proxies.handleOf(p);
+      if (h != null && h.root == null) Mapped.unbind(p);
+    });
+  }
+
+  /**
+   * At a detach (or an attach that begins a new heap): the borrowed bound instances of every open
+   * scope lose their fast path, as cached proxies do ({@link Proxies#clear}), so none reads a new
+   * heap at its old address; the JNI path then reports {@link NotAttachedException}. Their scopes
+   * stay open until closed. REQUIRES: the scopes' threads do not use shared objects meanwhile (the
+   * rule of every detach).
+   */
+  static void unbindAll() {
+    for (State s : OPEN_STATES) unbindBorrowed(s);
   }
 
   /**
@@ -161,7 +200,7 @@ public final class ReadScope implements AutoCloseable {
 
   /** The calling thread's open scope, or null (one volatile read while no scope is open anywhere). */
   static State here() {
-    return OPEN.get() == 0 ? null : CURRENT.get();
+    return OPEN.get() == 0 ? null : CURRENT.get().state;
   }
 
   /** Enters the native read scope of this thread (libshared colors::ReadScope). */

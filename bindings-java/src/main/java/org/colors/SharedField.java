@@ -443,9 +443,12 @@ public final class SharedField {
    */
   private boolean storeReference(long a, Handle h, Object value) {
     Direct.View v = Direct.current();
-    // A borrowed reference (no root) is stored by libshared, which flags it for the collector
-    // (store_scope_reference); the JNI path gives it a root first.
-    if (v == null || h.epoch != v.epoch || h.root == null) return false;
+    if (v == null || h.epoch != v.epoch) return false;
+    // A borrowed reference (no root: read or allocated in this thread's read scope) is stored by
+    // libshared, which flags it for the collector (store_scope_reference); one of another thread's
+    // scope, or of a closed one, takes the JNI path, which says why it cannot be used.
+    boolean borrowed = h.root == null;
+    if (borrowed && !h.usableHere()) return false;
     Entry e = entry(v, a);
     if (e.slot == MISSING) return false;
     if (e.type != ANY) {
@@ -460,7 +463,8 @@ public final class SharedField {
     }
     long s = v.slotAddress(a, e.slot, v.inlineSlots(a));
     if (s == 0) return false;
-    v.storeWord(s, h.raw);
+    if (borrowed) Direct.storeScoped(s, h.raw);
+    else v.storeWord(s, h.raw);
     Reference.reachabilityFence(value);
     return true;
   }

@@ -144,6 +144,43 @@ class ReadScopeTest {
   }
 
   @Test
+  void objectsAllocatedInAScopeTakeNoRootAndLiveOnWhereTheyWereStored() {
+    SharedList keep = (SharedList) SharedMemory.copyToSharedMemory(new ArrayList<>());
+    Node holder = sharedTree(1);
+    long handles = SharedMemory.liveHandles();
+    Node loose;
+    Node linked;
+    try (ReadScope scope = SharedMemory.readScope()) {
+      Node a = SharedMemory.allocate(Node.class);
+      Node b = SharedMemory.allocate(Node.class);
+      Node c = SharedMemory.allocate(Node.class);
+      assertEquals(0L, a.i, "primitive fields start at Java's zeros");
+      a.i = 1;
+      b.i = 2;
+      c.i = 3;
+      a.left = b;  // a scope-allocated object into a scope-allocated one: no root taken
+      b.right = c;
+      assertSame(b, a.left);
+      holder.left = a;  // into an object from before the scope
+      assertEquals(handles, SharedMemory.liveHandles(), "no root per object allocated or linked in the scope");
+      linked = c;
+      loose = SharedMemory.allocate(Node.class);
+      keep.add(SharedMemory.allocate(Node.class));  // through a native: that one is kept
+    }
+    SharedMemory.collect();
+    SharedMemory.collect();
+    Node a = holder.left;
+    assertEquals(1L, a.i);
+    assertEquals(2L, a.left.i);
+    assertEquals(3L, a.left.right.i, "the graph made in the scope survives it through holder");
+    assertEquals(0L, ((Node) keep.get(0)).i);
+    assertThrows(IllegalStateException.class, () -> System.out.println(linked.i),
+        "the proxies of the scope are borrowed even when their objects live on");
+    assertThrows(IllegalStateException.class, () -> System.out.println(loose.i));
+    assertNull(Direct.verifyHeap(), "the heap verifies");
+  }
+
+  @Test
   void anotherThreadCannotUseABorrowedProxy() throws Exception {
     SharedList outer = (SharedList) SharedMemory.copyToSharedMemory(new ArrayList<>(List.of(List.of(1L))));
     AtomicReference<Throwable> seen = new AtomicReference<>();
@@ -162,6 +199,29 @@ class ReadScopeTest {
     }
     assertTrue(seen.get() instanceof IllegalStateException, String.valueOf(seen.get()));
     assertTrue(seen.get().getMessage().contains("another thread's ReadScope"), seen.get().getMessage());
+  }
+
+  @Test
+  void aDetachInsideAScopeLeavesItsBorrowedProxiesUnusable() {
+    Node root = sharedTree(2);
+    Node left;
+    ReadScope scope = SharedMemory.readScope();
+    try {
+      left = root.left;
+      assertEquals(1L, left.i);
+      SharedMemory.detach();
+      SharedMemory.attach();  // a new attachment: another heap may lie at the same addresses
+      assertEquals(0L, sharedTree(1).i, "the new attachment's fast path is in use");
+      assertThrows(NotAttachedException.class, () -> System.out.println(left.i));
+      assertThrows(NotAttachedException.class, () -> left.i = 7);
+    } finally {
+      scope.close();
+    }
+    assertFalse(ReadScope.active());
+    Node again = sharedTree(2);
+    try (ReadScope s = SharedMemory.readScope()) {
+      assertEquals(1L, again.left.i, "scopes work in the new attachment");
+    }
   }
 
   @Test

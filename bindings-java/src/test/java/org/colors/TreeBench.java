@@ -54,6 +54,14 @@ public final class TreeBench {
     return new StringBuilder(s).reverse().toString();
   }
 
+  // ---- shared in a read scope: the same code, every proxy borrowed, every new node allocated in
+  // the scope (no root each); the returned list holds the trees after the scope ----
+  static List<Object> treesScoped(List<Object> xs) {
+    try (ReadScope scope = SharedMemory.readScope()) {
+      return trees(xs);
+    }
+  }
+
   // ---- shared: exactly ColorsServer.Handler.trees/derive ----
 
   static List<Object> trees(List<Object> xs) {
@@ -237,12 +245,13 @@ public final class TreeBench {
       bulkParts();
       return;
     }
-    if (args.length > 0 && args[0].equals("--shared-only")) {  // for profiling
+    if (args.length > 0 && (args[0].equals("--shared-only") || args[0].equals("--scoped-only"))) {  // for profiling
+      boolean scoped = args[0].equals("--scoped-only");
       List<Object> xs = inputs();
       long until = System.nanoTime() + Long.getLong("bench.seconds", 20) * 1_000_000_000L;
       int calls = 0;
       while (System.nanoTime() < until) {
-        sink = trees(xs);
+        sink = scoped ? treesScoped(xs) : trees(xs);
         if (++calls % 4 == 0) {
           sink = null;
           SharedMemory.collect();
@@ -275,6 +284,10 @@ public final class TreeBench {
     for (Node p : privs) plains.add(plain(p));
     List<Object> ys = trees(xs);
     for (int k = 0; k < TREES; k++) check((Node) xs.get(k), (Node) ys.get(k));
+    ys = treesScoped(xs);
+    SharedMemory.collect();
+    SharedMemory.collect();  // what the scope made is kept by the returned list alone
+    for (int k = 0; k < TREES; k++) check((Node) xs.get(k), (Node) ys.get(k));
     @SuppressWarnings("unchecked")
     List<Object> bs = (List<Object>) treesBulk(xs);
     for (int k = 0; k < TREES; k++) check((Node) xs.get(k), (Node) bs.get(k));
@@ -288,15 +301,19 @@ public final class TreeBench {
     double[] m = measure(
         new String[] {"shared: @Shared Node bound instances (agent)",
             "bulk: one toPrivate in, private derivation, one copy out", "private instances of the same mapped class",
-            "private instances of an unmapped class"},
-        new Call[] {() -> trees(xs), () -> treesBulk(xs), () -> treesPrivate(privs), () -> treesPlain(plains)},
-        new boolean[] {true, true, false, false});
+            "private instances of an unmapped class", "shared in a read scope (borrowed, allocated in it)"},
+        new Call[] {() -> trees(xs), () -> treesBulk(xs), () -> treesPrivate(privs), () -> treesPlain(plains),
+            () -> treesScoped(xs)},
+        new boolean[] {true, true, false, false, true});
     System.out.printf(Locale.ROOT, "  %-58s %9.1fx%n", "shared / private (mapped class)", m[0] / m[2]);
     System.out.printf(Locale.ROOT, "  %-58s %9.1fx%n", "bulk / private (mapped class)", m[1] / m[2]);
     System.out.printf(Locale.ROOT, "  %-58s %9.1fx%n", "shared / bulk", m[0] / m[1]);
     System.out.printf(Locale.ROOT, "  %-58s %9.1fx%n", "shared / unmapped class", m[0] / m[3]);
+    System.out.printf(Locale.ROOT, "  %-58s %9.1fx%n", "scoped / private (mapped class)", m[4] / m[2]);
+    System.out.printf(Locale.ROOT, "  %-58s %9.1fx%n", "scoped / shared", m[4] / m[0]);
     System.out.printf(Locale.ROOT, "tree-ns-per-node %.1f%n", m[0]);
     System.out.printf(Locale.ROOT, "tree-bulk-ns-per-node %.1f%n", m[1]);
+    System.out.printf(Locale.ROOT, "tree-scoped-ns-per-node %.1f%n", m[4]);
   }
 
   /** --bulk-parts: the bulk case's three steps timed apart (ns per node, median of calls). */
