@@ -392,8 +392,11 @@ final class Proxies {
     return null;
   }
 
-  /** The smallest table of a stripe; a table shrinks back to a quarter when an eighth is used. */
-  private static final int MIN_TABLE = 64;
+  /**
+   * A stripe's table shrinks to a quarter when an eighth of it is used, down to this length (below
+   * it, growing and shrinking again as proxies come and go would cost more than a miss saves).
+   */
+  private static final int SHRINK_ABOVE = 4096;
 
   // REQUIRES: st's lock held.
   private static void resize(Stripe st) {
@@ -434,7 +437,7 @@ final class Proxies {
           st.size--;
           // A table left mostly empty by proxies that died (a traversal makes hundreds of
           // thousands) would make every later miss a cache miss into a large array.
-          if (t.length > MIN_TABLE && st.size < t.length >> 3) resize(st, Math.max(MIN_TABLE, t.length >> 2));
+          if (t.length > SHRINK_ABOVE && st.size < t.length >> 3) resize(st, t.length >> 2);
           return true;
         }
       }

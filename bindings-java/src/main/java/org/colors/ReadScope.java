@@ -50,6 +50,7 @@ public final class ReadScope implements AutoCloseable {
   private static final class PerThread {
     State state;
     AddressMap spare = new AddressMap();
+    SharedObject[] spareBound = new SharedObject[64];
   }
 
   private static final ThreadLocal<PerThread> CURRENT = ThreadLocal.withInitial(PerThread::new);
@@ -69,10 +70,14 @@ public final class ReadScope implements AutoCloseable {
     volatile Thread owner;
     int depth;
     final AddressMap proxies;
+    /** The views of the bound instances lent out, in order ({@link #unbindBorrowed}); reused like the map. */
+    SharedObject[] bound;
+    int nBound;
 
-    State(Thread owner, AddressMap proxies) {
+    State(Thread owner, AddressMap proxies, SharedObject[] bound) {
       this.owner = owner;
       this.proxies = proxies;
+      this.bound = bound;
     }
 
     /** The borrowed proxy of the object at {@code raw}, or null. */
@@ -94,6 +99,10 @@ public final class ReadScope implements AutoCloseable {
       h.scope = this;
       Object proxy = Proxies.create(h, mapped);
       proxies.put(raw, proxy);
+      if (proxy instanceof SharedInstance) {
+        if (nBound == bound.length) bound = java.util.Arrays.copyOf(bound, 2 * bound.length);
+        bound[nBound++] = ((SharedInstance) proxy).$colors$view();
+      }
       return proxy;
     }
   }
@@ -119,7 +128,7 @@ public final class ReadScope implements AutoCloseable {
     SharedMemory.ensureAttached();
     enter();  // InvalidArgumentException inside a transaction
     // A new State each time: the proxies of an earlier scope see its owner null for good.
-    s = new State(Thread.currentThread(), t.spare);
+    s = new State(Thread.currentThread(), t.spare, t.spareBound);
     s.depth = 1;
     t.state = s;
     OPEN_STATES.add(s);
@@ -148,7 +157,14 @@ public final class ReadScope implements AutoCloseable {
       OPEN_STATES.remove(s);
       s.owner = null;
       s.proxies.clear(MAX_SPARE_SLOTS);  // the next scope of this thread reuses its arrays
-      CURRENT.get().state = null;
+      PerThread t = CURRENT.get();
+      if (s.bound.length <= MAX_SPARE_SLOTS) {
+        java.util.Arrays.fill(s.bound, 0, s.nBound, null);
+        t.spareBound = s.bound;
+      } else {
+        t.spareBound = new SharedObject[64];
+      }
+      t.state = null;
       OPEN.decrementAndGet();
       exit();
     }
@@ -156,10 +172,11 @@ public final class ReadScope implements AutoCloseable {
 
   /** Switches off the field fast path of the bound instances {@code s} lent out and nobody kept. */
   private static void unbindBorrowed(State s) {
-    s.proxies.forEachValue(p -> {
-      Handle h = Proxies.handleOf(p);
-      if (h != null && h.root == null) Mapped.unbind(p);
-    });
+    SharedObject[] b = s.bound;
+    for (int i = 0, n = s.nBound; i < n; i++) {
+      SharedObject so = b[i];
+      if (so.handle.root == null) ((SharedInstance) so.instance).$colors$bind(so, SharedField.NO_ADDRESS);
+    }
   }
 
   /**
