@@ -57,6 +57,7 @@ from ._colors_shm import (
     SharedKeyError,
     SharedMemoryError,
     SharedOverflowError,
+    ReadScope,
     Transaction,
     TransactionAbortedError,
     DurabilityError,
@@ -110,7 +111,10 @@ __all__ = [
     "transaction",
     "atomically",
     "in_transaction",
+    "ReadScope",
     "Transaction",
+    "read_scope",
+    "in_read_scope",
     "SharedProxy",
     "SharedList",
     "SharedDict",
@@ -441,6 +445,38 @@ def atomically(fn, /, *args, retries: int = 100, **kwargs):
 def in_transaction() -> bool:
     """Whether the calling thread runs a transaction."""
     return _ext.in_transaction()
+
+
+# ---- read scopes -------------------------------------------------------------------------------
+
+
+def read_scope() -> ReadScope:
+    """A read scope, as a context manager::
+
+        with colors_shm.read_scope():
+            for c in part.to:
+                visit(c.to)
+
+    Inside the ``with`` block, the proxies of shared objects of mapped classes that this thread
+    reads (fields, list elements) take no GC root each: the scope keeps their objects alive
+    instead, which makes reading a large graph cheaper. Nothing changes for the code: a proxy that
+    is still referenced when the scope ends (kept in a variable, a private list, anywhere) is
+    rooted then, and one whose object is stored into a shared field or container is rooted at that
+    moment. Identity holds as outside: reading an object twice gives the same proxy.
+
+    Inside a scope the thread must not wait for the shared collector: :func:`collect`, a
+    :func:`transaction` and an allocation that finds the heap full raise instead of waiting for a
+    cycle that waits for the scope. A scope cannot begin inside a transaction
+    (:class:`InvalidArgumentError`). Keep scopes short: the collector frees nothing while one that
+    began before its cycle is open (past 1 s it gives the cycle up). Scopes nest; the outermost
+    one counts.
+    """
+    return _ext.read_scope()
+
+
+def in_read_scope() -> bool:
+    """Whether the calling thread is inside a read scope."""
+    return _ext.in_read_scope()
 
 
 del _builtins

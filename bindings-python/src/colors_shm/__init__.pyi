@@ -256,3 +256,17 @@ def atomically(fn: Callable[..., _T], /, *args: Any, retries: int = 100, **kwarg
 
 def in_transaction() -> bool:
     """Whether the calling thread runs a transaction."""
+
+# ---- read scopes ----
+class ReadScope:
+    """A read scope: entered once by a ``with`` block; proxies read inside take no root each and
+    are rooted when the scope ends only if they are still referenced."""
+
+    def __enter__(self) -> ReadScope: ...
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool: ...
+
+def read_scope() -> ReadScope:
+    """A read scope context manager: reads without a GC root per proxy."""
+
+def in_read_scope() -> bool:
+    """Whether the calling thread is inside a read scope."""

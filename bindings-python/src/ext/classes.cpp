@@ -32,6 +32,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
@@ -45,6 +46,7 @@
 #include <structmember.h>
 
 #include "objects.hpp"
+#include "read_scope.hpp"
 #include "segment.hpp"
 #include "session.hpp"
 #include "tx_state.hpp"
@@ -250,13 +252,17 @@ cd::Word root_load_pooled(const std::atomic<cd::Word>* src, std::atomic<cd::Word
   }
 }
 
+struct ScopeState;
+
 struct Handle {
   PyObject_HEAD
   cd::Word word;               // the shared user object
-  std::atomic<cd::Word>* root; // its root slot (see above), nullptr only while being made
+  std::atomic<cd::Word>* root; // its root slot (see above); nullptr while being made, or borrowed
   std::uint64_t gen;
   PyObject* proxy;  // borrowed: the proxy whose slot holds this handle (nullptr until it is made)
   bool other;       // the proxy is in g_other_proxies (root stays null: its _Ref holds the object)
+  ScopeState* scope;  // borrowed: the read scope that keeps `word` (root null), at scope->borrowed[at]
+  std::uint32_t at;
 };
 
 FreeList<256> g_free_handles;  // handles of dead proxies (free_list.hpp)
@@ -269,11 +275,67 @@ Handle* new_handle() {
   h->gen = g_generation;
   h->proxy = nullptr;
   h->other = false;
+  h->scope = nullptr;
+  h->at = 0;
   return h;
+}
+
+// ---- read scopes: borrowed user proxies (read_scope.hpp) ----
+//
+// Inside a read scope, a user proxy made for an object the thread read in the scope (a field, a
+// list element) or allocated in it takes no root: its handle is *borrowed*, listed in the scope.
+// When the outermost scope ends, every borrowed handle still listed belongs to a proxy still
+// alive, i.e. one that escaped the scope (CPython's reference count kept it): each is then rooted
+// (promote on escape: root_set, then flag_scope_reference, as libshared's promote_borrowed) before
+// the native scope ends. A borrowed proxy that dies in the scope leaves the list (handle_dealloc);
+// one whose object is stored somewhere shared (user_value_of) is rooted at that moment.
+// Invariants (all with the GIL):
+//  * a handle is in `scope->borrowed` at index `at` exactly while `scope` is non-null, and then
+//    its root is null and its scope is open (depth > 0), so `word` is kept by the native scope;
+//  * g_open_scopes counts the threads whose scope is open; t_scope's state is this thread's.
+struct ScopeState {
+  std::optional<colors::ReadScope> native;
+  int depth = 0;
+  std::vector<Handle*> borrowed;
+};
+thread_local ScopeState* t_scope = nullptr;  // made at the thread's first scope, kept for the thread
+int g_open_scopes = 0;
+
+// The calling thread's open scope, or nullptr (a plain read while no scope is open anywhere).
+ScopeState* open_scope() {
+  if (g_open_scopes == 0) return nullptr;
+  ScopeState* s = t_scope;
+  return s != nullptr && s->depth > 0 ? s : nullptr;
+}
+
+void unlist(Handle* h) {
+  std::vector<Handle*>& v = h->scope->borrowed;
+  Handle* last = v.back();
+  v[h->at] = last;
+  last->at = h->at;
+  v.pop_back();
+  h->scope = nullptr;
+}
+
+// Roots a borrowed handle (it escapes its scope). One whose attachment ended meanwhile is left
+// stale (its generation no longer current: every use raises NotAttachedError).
+void promote_handle(Handle* h) {
+  unlist(h);
+  if (h->gen != g_generation || cd::current_meta_or_null() == nullptr) return;
+  try {
+    std::atomic<cd::Word>* r = take_root();
+    cd::root_set(r, h->word);
+    cd::flag_scope_reference(h->word);  // after the root's store, as promote_borrowed
+    h->root = r;
+  } catch (...) {
+    h->gen = 0;  // no root to be had (the table cannot grow): unusable rather than unkept
+    throw;
+  }
 }
 
 void handle_dealloc(PyObject* self) {
   auto* h = reinterpret_cast<Handle*>(self);
+  if (h->scope != nullptr) unlist(h);
   // The table is this process's memory: its entry goes whenever it is of this generation (also in
   // a fork child before _after_fork_in_child, where the attachment is already gone). The root is
   // the segment's: dropped only while attached in the handle's generation.
@@ -425,7 +487,8 @@ Handle* user_handle(PyObject* o) {
 // Python class. Throws on errors.
 // `absent`: the caller looked w up in the identity table, found nothing, and held the GIL since.
 // REQUIRES: w is a user object (kind kObject) of the current attachment, kept alive by the caller.
-PyObject* user_proxy(cd::Word w, std::atomic<cd::Word>** root, bool* generic, bool absent = false) {
+PyObject* user_proxy(cd::Word w, std::atomic<cd::Word>** root, bool* generic, bool absent = false,
+                     ScopeState* borrow = nullptr) {
   *generic = false;
   if (!absent) {
     if (PyObject* p = live_proxy(w)) return Py_NewRef(p);
@@ -477,7 +540,7 @@ PyObject* user_proxy(cd::Word w, std::atomic<cd::Word>** root, bool* generic, bo
   sync_proxies_gen();
   g_proxies.reserve_one();  // the insert below cannot fail then
   std::atomic<cd::Word>* r = *root;
-  if (r == nullptr) {
+  if (r == nullptr && borrow == nullptr) {
     r = take_root();
     cd::root_set(r, w);  // as root_acquire (w is kept alive by the caller)
   }
@@ -509,6 +572,20 @@ PyObject* user_proxy(cd::Word w, std::atomic<cd::Word>** root, bool* generic, bo
     g_proxies.reserve_one();  // again: code run in the allocation may have inserted entries
     g_proxies.insert(w, p);
   }  // else a detach ran in the allocation: `p` is stale, and so are the table's entries
+  if (borrow != nullptr) {
+    // Listed last: nothing above can fail any more. Code run in the allocation cannot have ended
+    // the scope (it is this thread's, ended by the frame that opened it).
+    h->scope = borrow;
+    h->at = static_cast<std::uint32_t>(borrow->borrowed.size());
+    try {
+      borrow->borrowed.push_back(h);
+    } catch (...) {
+      h->scope = nullptr;
+      h->gen = 0;  // unkept and unlisted: unusable
+      Py_DECREF(p);
+      throw;
+    }
+  }
   return p;
 }
 
@@ -594,6 +671,14 @@ PyObject* read_ref(std::atomic<cd::Word>* s, cd::Word v, TypeKind ft) {
     PyObject* p = live_proxy(v);
     if (p != nullptr && s->load(std::memory_order_acquire) == v) return Py_NewRef(p);
     looked = p == nullptr;
+    // Inside a read scope, `v` (loaded in it) is kept by the scope: a user object's proxy is
+    // borrowed, no root (read_scope.hpp).
+    if (ScopeState* sc = open_scope(); sc != nullptr && cd::class_of(v)->kind == TypeKind::kObject) {
+      std::atomic<cd::Word>* none = nullptr;
+      bool generic = false;
+      PyObject* q = user_proxy(v, &none, &generic, looked, sc);
+      if (!generic) return q;
+    }
   }
   if (ft == TypeKind::kString || ft == TypeKind::kAny) {
     if (PyObject* u = read_string_direct(s)) return u;
@@ -1008,6 +1093,8 @@ void set_python_error() {
 bool user_value_of(py::handle obj, colors::Value* out) {
   Handle* h = user_handle(obj.ptr());
   if (h == nullptr) return false;
+  // Its object goes somewhere shared (or is held by a Value beyond the scope): root it first.
+  if (out != nullptr && h->scope != nullptr) promote_handle(h);
   if (out != nullptr) *out = colors::Value::from_raw(h->word);  // a root of its own; the handle keeps it alive meanwhile
   return true;
 }
@@ -1017,6 +1104,56 @@ py::object wrap_user_object(colors::Value&& v, bool* generic) {
   PyObject* p = user_proxy(v.raw(), &root, generic);
   if (*generic) return py::object();
   return py::reinterpret_steal<py::object>(p);
+}
+
+PyObject* borrowed_user_proxy(std::uint64_t w, bool* generic) {
+  ScopeState* sc = open_scope();
+  if (sc == nullptr) throw colors::InvalidArgumentError("borrowed_user_proxy outside a read scope");
+  std::atomic<cd::Word>* none = nullptr;
+  return user_proxy(w, &none, generic, false, sc);
+}
+
+bool in_read_scope_here() { return open_scope() != nullptr; }
+
+std::size_t borrowed_count() {
+  ScopeState* s = open_scope();
+  return s == nullptr ? 0 : s->borrowed.size();
+}
+
+void read_scope_enter() {
+  ensure_attached();
+  if (t_scope == nullptr) t_scope = new ScopeState();  // one per thread, for its lifetime
+  ScopeState& s = *t_scope;
+  if (s.depth == 0) {
+    s.native.emplace();  // NotAttachedError; InvalidArgumentError inside a transaction
+    ++g_open_scopes;
+  }
+  ++s.depth;
+}
+
+void read_scope_exit() {
+  ScopeState* s = t_scope;
+  if (s == nullptr || s->depth == 0) throw colors::InvalidArgumentError("no read scope is open on this thread");
+  if (--s->depth != 0) return;
+  // Promote on escape: every handle still listed is a live proxy. A failure (no root slot to be
+  // had) leaves that handle and the rest unusable, never unkept, and is raised after the scope ended.
+  std::exception_ptr failure;
+  while (!s->borrowed.empty()) {
+    Handle* h = s->borrowed.back();
+    if (failure) {
+      unlist(h);
+      h->gen = 0;
+      continue;
+    }
+    try {
+      promote_handle(h);
+    } catch (...) {
+      failure = std::current_exception();
+    }
+  }
+  s->native.reset();
+  --g_open_scopes;
+  if (failure) std::rethrow_exception(failure);
 }
 
 PyObject* live_user_proxy(std::uint64_t w) {

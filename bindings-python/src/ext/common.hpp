@@ -76,6 +76,17 @@ PyObject* live_user_proxy(std::uint64_t w);
 // `absent`: the caller looked `w` up (live_user_proxy) and found no proxy, holding the GIL since.
 py::object from_rooted(std::uint64_t w, std::atomic<std::uint64_t>* root, bool absent = false);
 void forget_user_proxies();  // detach
+// ---- read scopes (classes.cpp keeps the borrowed proxies; read_scope.cpp is the Python API) ----
+// Enters (exits) this thread's read scope; nested scopes count, the outermost one acts. The
+// outermost exit roots every borrowed proxy still alive (promote on escape) before the native
+// scope ends. enter: NotAttachedError, InvalidArgumentError inside a transaction.
+void read_scope_enter();
+void read_scope_exit();
+bool in_read_scope_here();
+std::size_t borrowed_count();  // borrowed proxies alive in this thread's open scope (tests)
+// The proxy of the user object `w`, read inside this thread's open scope: its live proxy, or a new
+// borrowed one (no root). Sets *generic (returns nullptr) when its class maps to no Python class.
+PyObject* borrowed_user_proxy(std::uint64_t w, bool* generic);
 // How copy_to stores an instance of a private class: the shared class version for its declared
 // fields plus `extras` (attributes the class does not declare), and the fields resolved in it.
 struct UserLayout {
@@ -155,6 +166,7 @@ void init_sync(py::module_& m);
 void init_classes(py::module_& m);
 void init_rpc(py::module_& m);
 void init_transactions(py::module_& m);
+void init_read_scope(py::module_& m);
 // In a fork child: only the forking thread exists, so only it may count in g_tx_threads
 // (tx_state.hpp).
 void reset_tx_count_after_fork();

@@ -3,6 +3,8 @@
 #include "common.hpp"
 #include "ref_object.hpp"
 #include "containers.hpp"
+#include "objects.hpp"
+#include "read_scope.hpp"
 #include "roots.hpp"
 #include "segment.hpp"
 
@@ -31,7 +33,49 @@ py::object py_of(cd::Rooted&& r) {
 // The list's elements at one instant (one locked snapshot, containers.hpp), as Python objects.
 // Unboxed values are decoded in place and user objects with a live proxy reuse it, so only the
 // other references keep the root the snapshot took.
+// Inside a read scope: the elements at one instant read borrowed (the list's seqlock, no root
+// each); user objects get borrowed proxies, other references a root (promote_borrowed).
+py::list snapshot_borrowed(colors::List& l) {
+  std::vector<cd::Word> words;
+  std::size_t size = 0;
+  const std::size_t k = cd::list_read_borrowed(l.raw(), 0, SIZE_MAX, size, [&](std::size_t i, cd::Word w) {
+    if (i >= words.size()) words.resize(i + 1);
+    words[i] = w;
+  });
+  words.resize(k);
+  py::list out(static_cast<Py_ssize_t>(k));
+  for (std::size_t i = 0; i < k; ++i) {
+    const cd::Word w = words[i];
+    PyObject* item;
+    if (cd::is_small_int(w)) {
+      item = PyLong_FromLongLong(cd::small_value(w));
+    } else if (w == cd::kNull) {
+      item = Py_NewRef(Py_None);
+    } else if (cd::is_bool(w)) {
+      item = PyBool_FromLong(cd::bool_value(w));
+    } else if (cd::is_small_float(w)) {
+      item = PyFloat_FromDouble(cd::small_float_value(w));
+    } else {
+      bool generic = true;
+      item = cd::class_of(w)->kind == colors::TypeKind::kObject ? borrowed_user_proxy(w, &generic) : nullptr;
+      if (generic) {
+        cd::Rooted r = cd::promote_borrowed(w);
+        item = from_rooted(w, r.take()).release().ptr();
+      }
+      // Making a proxy may run Python code (a class resolver), which may detach.
+      if (!l.is_current()) {
+        Py_XDECREF(item);
+        throw colors::NotAttachedError("detach() ran while the list was being read");
+      }
+    }
+    if (item == nullptr) throw py::error_already_set();
+    PyList_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(i), item);
+  }
+  return out;
+}
+
 py::list snapshot(colors::List& l) {
+  if (in_read_scope_here()) return snapshot_borrowed(l);
   std::vector<cd::Rooted> items = cd::list_snapshot(l.raw());
   py::list out(static_cast<Py_ssize_t>(items.size()));
   for (std::size_t i = 0; i < items.size(); ++i) {

@@ -56,6 +56,7 @@ PYBIND11_MODULE(_colors_shm, m) {
   init_classes(m);
   init_rpc(m);
   init_transactions(m);
+  init_read_scope(m);
 
   m.def("attach", [](py::object socket) {
         if (colors::is_attached()) return;
