@@ -283,7 +283,8 @@ Handle* new_handle() {
 // ---- read scopes: borrowed user proxies (read_scope.hpp) ----
 //
 // Inside a read scope, a user proxy made for an object the thread read in the scope (a field, a
-// list element) or allocated in it takes no root: its handle is *borrowed*, listed in the scope.
+// list element) takes no root: its handle is *borrowed*, listed in the scope. (Objects allocated
+// in a Python scope are rooted as outside one.)
 // When the outermost scope ends, every borrowed handle still listed belongs to a proxy still
 // alive, i.e. one that escaped the scope (CPython's reference count kept it): each is then rooted
 // (promote on escape: root_set, then flag_scope_reference, as libshared's promote_borrowed) before
