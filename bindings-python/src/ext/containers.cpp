@@ -30,9 +30,23 @@ py::object py_of(cd::Rooted&& r) {
   return from_rooted(w, r.take());
 }
 
-// The list's elements at one instant (one locked snapshot, containers.hpp), as Python objects.
-// Unboxed values are decoded in place and user objects with a live proxy reuse it, so only the
-// other references keep the root the snapshot took.
+// An unboxed word (small integer, null, boolean, immediate float) as a new Python object in *out
+// (nullptr with the Python error set if making it failed); false for any other word.
+bool unboxed_item(cd::Word w, PyObject** out) {
+  if (cd::is_small_int(w)) {
+    *out = PyLong_FromLongLong(cd::small_value(w));
+  } else if (w == cd::kNull) {
+    *out = Py_NewRef(Py_None);
+  } else if (cd::is_bool(w)) {
+    *out = PyBool_FromLong(cd::bool_value(w));
+  } else if (cd::is_small_float(w)) {
+    *out = PyFloat_FromDouble(cd::small_float_value(w));
+  } else {
+    return false;
+  }
+  return true;
+}
+
 // Inside a read scope: the elements at one instant read borrowed (the list's seqlock, no root
 // each); user objects get borrowed proxies, other references a root (promote_borrowed).
 py::list snapshot_borrowed(colors::List& l) {
@@ -47,15 +61,7 @@ py::list snapshot_borrowed(colors::List& l) {
   for (std::size_t i = 0; i < k; ++i) {
     const cd::Word w = words[i];
     PyObject* item;
-    if (cd::is_small_int(w)) {
-      item = PyLong_FromLongLong(cd::small_value(w));
-    } else if (w == cd::kNull) {
-      item = Py_NewRef(Py_None);
-    } else if (cd::is_bool(w)) {
-      item = PyBool_FromLong(cd::bool_value(w));
-    } else if (cd::is_small_float(w)) {
-      item = PyFloat_FromDouble(cd::small_float_value(w));
-    } else {
+    if (!unboxed_item(w, &item)) {
       bool generic = true;
       item = cd::class_of(w)->kind == colors::TypeKind::kObject ? borrowed_user_proxy(w, &generic) : nullptr;
       if (generic) {
@@ -74,6 +80,9 @@ py::list snapshot_borrowed(colors::List& l) {
   return out;
 }
 
+// The list's elements at one instant (one locked snapshot, containers.hpp), as Python objects.
+// Unboxed values are decoded in place and user objects with a live proxy reuse it, so only the
+// other references keep the root the snapshot took. Inside a read scope: snapshot_borrowed.
 py::list snapshot(colors::List& l) {
   if (in_read_scope_here()) return snapshot_borrowed(l);
   std::vector<cd::Rooted> items = cd::list_snapshot(l.raw());
@@ -81,14 +90,8 @@ py::list snapshot(colors::List& l) {
   for (std::size_t i = 0; i < items.size(); ++i) {
     cd::Word w = items[i].word();
     PyObject* item;
-    if (cd::is_small_int(w)) {
-      item = PyLong_FromLongLong(cd::small_value(w));
-    } else if (w == cd::kNull) {
-      item = Py_NewRef(Py_None);
-    } else if (cd::is_bool(w)) {
-      item = PyBool_FromLong(cd::bool_value(w));
-    } else if (cd::is_small_float(w)) {
-      item = PyFloat_FromDouble(cd::small_float_value(w));
+    if (unboxed_item(w, &item)) {
+      // decoded in place
     } else if ((item = live_user_proxy(w)) != nullptr) {
       items[i].reset();  // the live proxy holds its own root
     } else {

@@ -159,7 +159,7 @@ public final class SharedMemory {
    *
    * @return the scope (use it with try-with-resources)
    * @throws InvalidArgumentException inside a transaction
-   * @throws NotAttachedException if not attached
+   * @throws ServerGoneException if not attached and no server answers (it attaches implicitly)
    */
   public static ReadScope readScope() {
     return ReadScope.open();
