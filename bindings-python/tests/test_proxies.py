@@ -24,6 +24,16 @@ TESTS = os.path.dirname(os.path.abspath(__file__))
 size = cs._ext._identity_cache_size
 
 
+@pytest.fixture(autouse=True)
+def without_proxy_cache():
+    """These tests watch a proxy die, and its root go, as soon as Python drops it: the proxy cache
+    (test_proxy_cache.py) would keep it alive, so it is off here."""
+    before = cs.proxy_cache()
+    cs.proxy_cache(0)
+    yield
+    cs.proxy_cache(before)
+
+
 def chain(n: int, prefix: str = "e"):
     """A shared chain head -> e0 -> e1 -> ... -> e(n-1) linked through `manager`, and the head."""
     head = None
@@ -402,6 +412,8 @@ def test_fork_child_code_before_the_bindings_at_fork_hook_cannot_use_the_parents
         os.register_at_fork(after_in_child=hook)
         import colors_shm as cs
         from employees import Employee
+
+        cs.proxy_cache(0)  # else the dropped proxy stays live, and the read needs no root at all
 
         holder = cs.allocate(Employee, "h", 1.0, cs.allocate(Employee, "m", 2.0))
         for _ in range(10):

@@ -51,8 +51,12 @@ Word list_load_borrowed(Word list, std::size_t i);
 // `size`. A few seqlock reads (list_seqlock.hpp), then the list's lock: a reader that keeps losing
 // to writers waits once rather than for as long as they write. `put` may be called again from
 // i = 0 after an attempt that failed: only the last k calls count.
-// REQUIRES: inside a read scope (it keeps what is read, and a replaced array, allocated), outside
-// a transaction.
+// REQUIRES: outside a transaction. To follow a word read, a read scope (read_scope.hpp), which
+// keeps what was read allocated; outside one, a word may be freed as soon as it is read, so it
+// may only be compared (e.g. with the object of a proxy that holds a root). The reads themselves
+// are safe anywhere: they stay inside an array that was the list's, with at least k slots, at
+// one instant (list_try_storage), and what a freed and reused array gave is discarded by the
+// seqlock's final check.
 template <class Put>
 std::size_t list_read_borrowed(Word list, std::size_t from, std::size_t max, std::size_t& size, Put&& put);
 // list_read_borrowed's locked path.

@@ -115,6 +115,7 @@ __all__ = [
     "Transaction",
     "read_scope",
     "in_read_scope",
+    "proxy_cache",
     "SharedProxy",
     "SharedList",
     "SharedDict",
@@ -364,7 +365,9 @@ class GcStats:
 
 def collect(timeout: float | None = None) -> GcStats:
     """Asks the server's collector for a full cycle starting after this call and waits for it.
-    Garbage dropped before the call is freed by the second ``collect()`` at the latest."""
+    Garbage dropped before the call is freed by the second ``collect()`` at the latest. Empties
+    this process's proxy cache first (:func:`proxy_cache`), so objects only the cache kept alive
+    are garbage too."""
     return GcStats(**_ext.collect(timeout))
 
 
@@ -477,6 +480,31 @@ def read_scope() -> ReadScope:
 def in_read_scope() -> bool:
     """Whether the calling thread is inside a read scope."""
     return _ext.in_read_scope()
+
+
+# ---- the proxy cache ----------------------------------------------------------------------------
+
+
+def proxy_cache(capacity: int | None = None) -> int:
+    """The capacity of this process's proxy cache; with ``capacity``, sets it first (0 turns the
+    cache off, and setting it empties the cache). Returns the capacity in effect.
+
+    A proxy lives while Python code holds it; the cache also holds the last ``capacity`` proxies
+    this process made (default 131072), so reading an object again (a traversal repeated, an index
+    probed twice) finds its proxy instead of making a new one: several times cheaper. Identity is
+    unchanged: one shared object has at most one proxy in a process, cached or not.
+
+    The price: a cached proxy keeps its shared object alive, as any proxy does, after your code
+    dropped it, until the proxy leaves the cache (``capacity`` newer proxies made since, a
+    :func:`collect`, which empties the cache first, or a :func:`detach`). When an allocation in
+    this process finds the heap full, the cache lets go of the objects only it keeps before the
+    allocation gives up, so in a single process it never causes an :class:`OutOfMemoryError`.
+    Another process's allocation does not reach this cache: if other processes replace large data
+    this process read, call ``proxy_cache(0)`` or :func:`collect` here, or lower the capacity.
+    Proxies read inside a :func:`read_scope` are not cached. Raises :class:`InvalidArgumentError` for a capacity outside 0..2**26 and
+    ``TypeError`` for one that is not an int.
+    """
+    return _ext.proxy_cache(capacity)
 
 
 del _builtins

@@ -270,3 +270,6 @@ def read_scope() -> ReadScope:
 
 def in_read_scope() -> bool:
     """Whether the calling thread is inside a read scope."""
+
+def proxy_cache(capacity: int | None = None) -> int:
+    """The capacity of the proxy cache (the last proxies made, kept alive); sets it first if given."""

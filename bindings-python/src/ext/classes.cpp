@@ -43,6 +43,7 @@
 #include "free_list.hpp"
 #include "identity_table.hpp"
 #include "number_word.hpp"
+#include "proxy_cache.hpp"
 #include <structmember.h>
 
 #include "objects.hpp"
@@ -114,6 +115,9 @@ IdentityTable g_proxies;
 // for its user proxy.
 IdentityTable g_other_proxies;
 std::uint64_t g_proxies_gen = 0;
+// The proxies made last, of either table (proxy_cache.hpp). Proxies of generation g_proxies_gen
+// only: forget_user_proxies empties it whenever the tables are emptied for a new generation.
+ProxyCache g_proxy_cache;
 
 // Empties both tables when the attachment generation changed since they were filled.
 void sync_proxies_gen() {
@@ -586,6 +590,10 @@ PyObject* user_proxy(cd::Word w, std::atomic<cd::Word>** root, bool* generic, bo
       Py_DECREF(p);
       throw;
     }
+  } else {
+    // Last: the eviction this may do runs Python code. A borrowed proxy is not kept: a scope's
+    // proxies take no root, and one kept past the scope would be promoted (rooted) at its end.
+    g_proxy_cache.keep(p, reinterpret_cast<PyObject*>(h));
   }
   return p;
 }
@@ -680,6 +688,13 @@ PyObject* read_ref(std::atomic<cd::Word>* s, cd::Word v, TypeKind ft) {
       PyObject* q = user_proxy(v, &none, &generic, looked, sc);
       if (!generic) return q;
     }
+  }
+  // A container's live proxy, by the same argument (its _Ref holds the root). Fields of scalar
+  // types never hold containers.
+  if (ft == TypeKind::kList || ft == TypeKind::kMap || ft == TypeKind::kSet || ft == TypeKind::kSortedMap ||
+      ft == TypeKind::kAny) {
+    PyObject* p = live_in(g_other_proxies, v);
+    if (p != nullptr && s->load(std::memory_order_acquire) == v) return Py_NewRef(p);
   }
   if (ft == TypeKind::kString || ft == TypeKind::kAny) {
     if (PyObject* u = read_string_direct(s)) return u;
@@ -1188,6 +1203,45 @@ void forget_user_proxies() {
   clear_mappings();
 }
 
+// ---- the proxy cache (proxy_cache.hpp) ----
+// Entries may be stale (made before a detach that did not go through the binding, e.g. a server
+// that died): such a proxy's handle is of an older generation, so releasing it touches neither
+// table nor root, and relieve_proxy_cache skips it.
+
+std::size_t proxy_cache_capacity() { return g_proxy_cache.capacity(); }
+
+std::vector<ProxyCache::Entry> take_proxy_cache(std::size_t capacity) { return g_proxy_cache.take(capacity); }
+
+// Heap pressure (libshared's hook, called on a thread whose allocation found the heap full after
+// collector cycles): every cached proxy that nothing but the cache holds drops its root, so that
+// the cycles libshared runs next can free its object. Such a proxy is unreachable from Python:
+// its only reference is the cache's and no weak reference to it exists (an identity table's is
+// borrowed, and this binding holds no borrowed proxy across an allocation: every table lookup is
+// followed at once by its Py_NewRef). It leaves its identity table and becomes stale (generation
+// 0: any use would raise NotAttachedError), and dies when the ring overwrites or empties it.
+// Runs no Python code and raises nothing: it may run inside any allocation of the binding.
+// REQUIRES: the GIL.
+void relieve_proxy_cache() noexcept {
+  if (g_proxies_gen != g_generation || cd::current_meta_or_null() == nullptr) return;
+  g_proxy_cache.for_each([](ProxyCache::Entry& e) {
+    PyObject* p = e.proxy;
+    auto* h = reinterpret_cast<Handle*>(e.handle);
+    if (Py_REFCNT(p) != 1 || h->gen != g_generation || h->scope != nullptr) return;
+    if (Py_TYPE(p)->tp_weaklistoffset > 0 && *PyObject_GET_WEAKREFS_LISTPTR(p) != nullptr) return;
+    if (h->other) {
+      if (!drop_unshared_ref(p)) return;  // its _Ref is held elsewhere too: reachable
+      g_other_proxies.erase(h->word, p);
+    } else {
+      if (h->root == nullptr) return;
+      g_proxies.erase(h->word, p);
+      cd::root_clear(h->root);  // as root_release: the deletion barrier when the collector needs it
+      give_root(h->root);
+      h->root = nullptr;
+    }
+    h->gen = 0;
+  });
+}
+
 std::size_t user_cache_size() {
   return g_proxies_gen == g_generation ? g_proxies.size() + g_other_proxies.size() : 0;
 }
@@ -1207,6 +1261,7 @@ void track_other_proxy(std::uint64_t w, PyObject* proxy, Py_ssize_t handle_off) 
   PyObject** slot = reinterpret_cast<PyObject**>(reinterpret_cast<char*>(proxy) + handle_off);
   Py_XSETREF(*slot, reinterpret_cast<PyObject*>(h));  // steals h; the slot was empty (a new proxy)
   g_other_proxies.insert(w, proxy);
+  g_proxy_cache.keep(proxy, reinterpret_cast<PyObject*>(h));  // last: its eviction runs Python code
 }
 
 TypeKind kind_for_value(PyObject* v) { return value_kind_of(v); }

@@ -18,6 +18,8 @@
 #include <variant>
 #include <vector>
 
+#include "proxy_cache.hpp"
+
 namespace py = pybind11;
 
 namespace colors_py {
@@ -58,6 +60,10 @@ Ref* ref_of(py::handle obj);
 PyTypeObject* install_fast_methods(py::handle cls, PyMethodDef* methods);
 // Forgets every cached proxy (detach).
 void clear_identity_cache();
+// Heap pressure (classes.cpp's relieve_proxy_cache): drops the root of a container proxy's _Ref
+// when nothing but the proxy holds the _Ref, leaving it stale; false (nothing done) otherwise.
+// Runs no Python code.
+bool drop_unshared_ref(PyObject* proxy);
 
 // ---- user classes (classes.cpp) ----
 // The shared object of a proxy of a mapped user class (into *out unless null); false if `obj` is
@@ -98,6 +104,15 @@ struct UserLayout {
 const UserLayout& user_layout(PyTypeObject* type, const std::vector<std::pair<std::string, colors::TypeKind>>& extras);
 colors::TypeKind kind_for_value(PyObject* v);
 std::size_t user_cache_size();  // both identity tables
+// ---- the proxy cache (proxy_cache.hpp; proxy_cache.cpp is the Python API) ----
+std::size_t proxy_cache_capacity();
+// Empties the cache, giving it `capacity` entries, and returns what it held, for the caller to
+// release (proxy_cache.hpp's release) where running Python code is safe. Throws std::bad_alloc.
+std::vector<ProxyCache::Entry> take_proxy_cache(std::size_t capacity);
+// Releases every cached proxy now (may run Python code).
+void drop_proxy_cache();
+// libshared's heap-pressure hook for this thread (no Python code; REQUIRES: the GIL).
+void relieve_proxy_cache() noexcept;
 // The identity table of container and generic SharedObject proxies (values.cpp's wrap): the live
 // proxy of `w` (a new reference) or nullptr; and tracking a new proxy, whose hidden handle slot
 // at `handle_off` must be empty (it gets a handle that erases the entry when the proxy dies).
@@ -167,6 +182,7 @@ void init_classes(py::module_& m);
 void init_rpc(py::module_& m);
 void init_transactions(py::module_& m);
 void init_read_scope(py::module_& m);
+void init_proxy_cache(py::module_& m);
 // In a fork child: only the forking thread exists, so only it may count in g_tx_threads
 // (tx_state.hpp).
 void reset_tx_count_after_fork();

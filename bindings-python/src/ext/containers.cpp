@@ -80,11 +80,67 @@ py::list snapshot_borrowed(colors::List& l) {
   return out;
 }
 
-// The list's elements at one instant (one locked snapshot, containers.hpp), as Python objects.
-// Unboxed values are decoded in place and user objects with a live proxy reuse it, so only the
-// other references keep the root the snapshot took. Inside a read scope: snapshot_borrowed.
+// Outside a read scope: the elements at one instant, read through the list's seqlock without a
+// root each, when every element is unboxed or the object of a live proxy (the proxy cache keeps
+// the proxies of lists read before); nullptr when one is not, for the rooted snapshot to read.
+// Why a live proxy's entry proves the word is its object: the GIL is held from before the read
+// until every proxy found is referenced (pass 1 runs no Python code, so no proxy dies meanwhile),
+// and a proxy in a table holds a root, so at the instant the list held `w` the
+// proxy's object was alive at `w` and was that element. Words not yet checked are only compared.
+PyObject* snapshot_live(colors::List& l) {
+  constexpr std::size_t kInline = 16;
+  cd::Word inline_words[kInline];
+  std::vector<cd::Word> more;
+  std::size_t size = 0;
+  const std::size_t k = cd::list_read_borrowed(l.raw(), 0, SIZE_MAX, size, [&](std::size_t i, cd::Word w) {
+    if (i < kInline) {
+      inline_words[i] = w;
+    } else {
+      if (i - kInline >= more.size()) more.resize(i - kInline + 1);
+      more[i - kInline] = w;
+    }
+  });
+  auto word = [&](std::size_t i) { return i < kInline ? inline_words[i] : more[i - kInline]; };
+  // Pass 1: every item as a new reference: unboxed words decoded (ints and floats are no GC
+  // objects: their allocation runs no Python code), references as their live proxies.
+  std::vector<PyObject*> items(k, nullptr);
+  auto drop = [&](std::size_t n) {
+    for (std::size_t j = 0; j < n; ++j) Py_XDECREF(items[j]);
+  };
+  for (std::size_t i = 0; i < k; ++i) {
+    const cd::Word w = word(i);
+    PyObject* item = nullptr;
+    if (cd::is_ref(w)) {
+      item = live_user_proxy(w);
+      if (item == nullptr) item = live_other_proxy(w);
+      if (item == nullptr) {  // no live proxy: the rooted snapshot makes one
+        drop(i);
+        return nullptr;
+      }
+    } else if (!unboxed_item(w, &item) || item == nullptr) {
+      drop(i);
+      if (item == nullptr && PyErr_Occurred()) throw py::error_already_set();
+      return nullptr;
+    }
+    items[i] = item;
+  }
+  // Pass 2: the Python list (a GC allocation, which may run Python code: everything is held).
+  PyObject* out = PyList_New(static_cast<Py_ssize_t>(k));
+  if (out == nullptr) {
+    drop(k);
+    throw py::error_already_set();
+  }
+  for (std::size_t i = 0; i < k; ++i) PyList_SET_ITEM(out, static_cast<Py_ssize_t>(i), items[i]);
+  return out;
+}
+
+// The list's elements at one instant, as Python objects: snapshot_live when it can; else one
+// locked snapshot (containers.hpp), whose unboxed values are decoded in place and whose user
+// objects with a live proxy reuse it, so only the other references keep the root the snapshot
+// took. Inside a read scope: snapshot_borrowed.
 py::list snapshot(colors::List& l) {
   if (in_read_scope_here()) return snapshot_borrowed(l);
+  if (PyObject* fast = snapshot_live(l)) return py::reinterpret_steal<py::list>(fast);
   std::vector<cd::Rooted> items = cd::list_snapshot(l.raw());
   py::list out(static_cast<Py_ssize_t>(items.size()));
   for (std::size_t i = 0; i < items.size(); ++i) {

@@ -57,6 +57,7 @@ PYBIND11_MODULE(_colors_shm, m) {
   init_rpc(m);
   init_transactions(m);
   init_read_scope(m);
+  init_proxy_cache(m);
 
   m.def("attach", [](py::object socket) {
         if (colors::is_attached()) return;
@@ -80,6 +81,12 @@ PYBIND11_MODULE(_colors_shm, m) {
           ~Closing() { end_closing(); }
         } closing;
         if (!colors::has_segment()) return;  // another thread detached while we waited
+        // The cached proxies die after the detach (stale by then: nothing of theirs is touched),
+        // so no finalizer of theirs runs while it is under way.
+        struct Released {
+          std::vector<ProxyCache::Entry> entries = take_proxy_cache(proxy_cache_capacity());
+          ~Released() { release(entries); }
+        } cached;
         clear_identity_cache();
         ++g_generation;
         colors::detach();
@@ -96,13 +103,16 @@ PYBIND11_MODULE(_colors_shm, m) {
     seen = getpid();
     reset_blocking_after_fork();
     reset_tx_count_after_fork();
+    std::vector<ProxyCache::Entry> cached = take_proxy_cache(proxy_cache_capacity());  // the parent's
     clear_identity_cache();
     ++g_generation;
+    release(cached);  // stale now: their handles touch neither table nor root
   });
   m.def("ping", [] { colors::ping(); });
   m.def("collect", [](py::object timeout) {
         ensure_attached();
         std::int64_t ms = timeout_ms(timeout);
+        drop_proxy_cache();  // what only the cache kept is garbage the caller wants collected
         colors::GcStats s;
         {
           Blocking b;

@@ -178,6 +178,15 @@ Ref* ref_of(py::handle obj) {
   return nullptr;
 }
 
+bool drop_unshared_ref(PyObject* proxy) {
+  PyObject* r = *reinterpret_cast<PyObject**>(reinterpret_cast<char*>(proxy) + g_ref_offset);  // borrowed
+  if (r == nullptr || Py_TYPE(r) != g_ref_type || Py_REFCNT(r) != 1) return false;
+  Ref* ref = ref_in(r);
+  ref->v = colors::Value();  // drops the root (Value's destructor, as ref_dealloc)
+  ref->gen = 0;              // every use raises NotAttachedError (Ref::check)
+  return true;
+}
+
 PyTypeObject* install_fast_methods(py::handle cls, PyMethodDef* methods) {
   auto* t = reinterpret_cast<PyTypeObject*>(cls.ptr());
   if (g_proxy_base == nullptr || !PyType_Check(cls.ptr()) || !(t->tp_flags & Py_TPFLAGS_HEAPTYPE) ||
