@@ -17,6 +17,8 @@ runs each composite part visit as one transaction (as the loader's T2b does); th
 the visit directly at the same place.
 
 --profile OP: instead of the table, cProfile OP on the shared database and print the top entries.
+--proxy-cache N: the capacity of colors_shm's proxy cache for the run (0 turns it off: every read
+of an object no variable holds makes a new proxy).
 --breakdown: also time, on both databases, the accesses T1 is made of (a field read that returns an
 int, a list, a live or a new object proxy; iterating a list: its fixed cost and its cost per
 element whose proxy is live or new) and multiply them by how often T1 does each, to show where the
@@ -222,6 +224,8 @@ def main() -> int:
     ap.add_argument("--socket", help="use the running server at this socket instead of starting one")
     ap.add_argument("--profile", choices=sorted(OPS), help="cProfile this operation on the shared database")
     ap.add_argument("--breakdown", action="store_true", help="also time the accesses T1 is made of")
+    ap.add_argument("--proxy-cache", type=int, metavar="N",
+                    help="capacity of colors_shm's proxy cache for the run (0: off; default: the binding's)")
     a = ap.parse_args()
     rounds = 5 if a.quick else a.rounds
     srv = None
@@ -233,6 +237,9 @@ def main() -> int:
         srv = Server(heap="1G" if a.size == "medium" else "256M")
         cs.attach(srv.socket)
     try:
+        if a.proxy_cache is not None:
+            cs.proxy_cache(a.proxy_cache)
+        print(f"proxy cache capacity {cs.proxy_cache()}")
         p = params.params(a.size)
         t0 = time.perf_counter()
         db_p = build.build(models.PRIVATE, p, 42)
