@@ -74,14 +74,14 @@ def test_proxies_read_in_a_read_scope_are_not_cached():
 
 def test_capacity_arguments_are_checked():
     before = cs.proxy_cache()
-    for bad in (-1, 2**26 + 1, 2**80):
+    for bad in (-1, 2**22 + 1, 2**80):
         with pytest.raises(cs.InvalidArgumentError, match="capacity"):
             cs.proxy_cache(bad)
     for bad in (True, "5", 1.5):
         with pytest.raises(TypeError):
             cs.proxy_cache(bad)
     assert cs.proxy_cache() == before
-    assert cs.proxy_cache(2**26) == 2**26
+    assert cs.proxy_cache(2**22) == 2**22
     assert cs.proxy_cache(7) == 7
 
 
@@ -202,3 +202,65 @@ def test_list_reads_from_cached_proxies_see_the_list_at_one_instant():
     assert not errors, errors
     assert writer.returncode == 0, err
     assert int(out) > 100 and snapshots > 100
+
+
+def test_another_processs_heap_pressure_makes_an_idle_cache_let_go():
+    # A reader caches the proxies of twelve 1 MiB lists of a 16 MiB heap, drops them and idles; the
+    # writer unpublishes them and needs six more MiB at once. Only the reader's watcher thread can
+    # free the twelve: without it the writer's allocations raise OutOfMemoryError.
+    srv = Server(heap="16M")
+    repo = unique("pressure")
+    try:
+        out = run(f"""
+            import colors_shm as cs, subprocess, sys, textwrap, time
+            cs.repository({repo!r}).set(cs.copy_to([[b"a" * (1 << 20)] for _ in range(12)]))
+            reader = subprocess.Popen([sys.executable, "-c", textwrap.dedent('''
+                import colors_shm as cs, sys, time
+                top = cs.repository({repo!r}).get()
+                lists = list(top)
+                assert sum(len(l[0]) for l in lists) == 12 << 20
+                del lists, top
+                print("cached", flush=True)
+                time.sleep(60)
+            ''')], stdout=subprocess.PIPE, text=True)
+            try:
+                assert reader.stdout.readline().strip() == "cached"
+                cs.repository({repo!r}).set(None)
+                kept = [cs.copy_to([b"b" * (1 << 20)]) for _ in range(6)]
+                assert all(k[0] == b"b" * (1 << 20) for k in kept)
+            finally:
+                reader.kill()
+            print("ok")
+        """, timeout=120, socket=srv.socket)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.split() == ["ok"]
+    finally:
+        srv.stop()
+
+
+def test_a_process_whose_watcher_waits_exits_cleanly():
+    # The watcher thread is waiting (GIL released) when the interpreter exits: it must end before
+    # finalization, or, waking during it, CPython ends it inside the extension's GIL guard and the
+    # process aborts ("terminate called without an active exception").
+    for _ in range(2):
+        out = run(f"""
+            import sys, threading, time
+            sys.path.insert(0, {TESTS!r})
+            import colors_shm as cs
+            from employees import Employee
+            head = cs.copy_to(Employee("head", 0.0, Employee("m", 1.0)))
+            head.manager
+            deadline = time.monotonic() + 10
+            while not any(t.name == "colors_shm heap-pressure watcher" for t in threading.enumerate()):
+                assert time.monotonic() < deadline
+                time.sleep(0.01)
+
+            class Slow:  # finalization takes longer than the watcher's 1 s wait
+                def __del__(self):
+                    time.sleep(1.5)
+
+            slow = Slow()
+            print("bye")
+        """)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.split() == ["bye"] and "terminate" not in out.stderr

@@ -35,8 +35,10 @@ and stay interruptible by Ctrl-C.
 
 from __future__ import annotations
 
+import atexit as _atexit
 import builtins as _builtins
 import os as _os
+import threading as _threading
 from dataclasses import dataclass as _dataclass
 
 from . import _colors_shm as _ext
@@ -485,6 +487,45 @@ def in_read_scope() -> bool:
 # ---- the proxy cache ----------------------------------------------------------------------------
 
 
+def _watch_heap_pressure() -> None:
+    """The proxy cache's heap-pressure watcher (src/ext/proxy_cache.cpp): when an allocation of
+    another process finds the heap full, drops the roots of the proxies only this process's cache
+    keeps, as this process's own allocations do. One per attachment; ends at its detach."""
+    try:
+        gen, seen = _ext._watch_heap_pressure_start()
+        while True:
+            now = _ext._await_heap_pressure(gen, seen, 1.0)
+            if now < 0:
+                return
+            if now != seen:
+                seen = now
+                _ext._relieve_heap_pressure(gen)
+    except SharedMemoryError:
+        return  # detached meanwhile: the next attachment starts its own
+
+
+_watchers: list = []  # the watcher threads started (one per attachment), for _stop_pressure_watchers
+
+
+def _start_pressure_watcher() -> None:
+    t = _threading.Thread(target=_watch_heap_pressure, name="colors_shm heap-pressure watcher", daemon=True)
+    t.start()
+    _watchers[:] = [w for w in _watchers if w.is_alive()] + [t]
+
+
+def _stop_pressure_watchers() -> None:
+    """At interpreter exit, before finalization: a daemon thread that takes the GIL back during
+    finalization is ended by CPython in a way that aborts a C++ extension's thread (pybind11's GIL
+    guard), so every watcher leaves its wait (within 50 ms) and ends first."""
+    _ext._stop_pressure_watcher()
+    for w in _watchers:
+        w.join(timeout=5.0)
+
+
+_ext._set_pressure_watcher_starter(_start_pressure_watcher)
+_atexit.register(_stop_pressure_watchers)
+
+
 def proxy_cache(capacity: int | None = None) -> int:
     """The capacity of this process's proxy cache; with ``capacity``, sets it first (0 turns the
     cache off, and setting it empties the cache). Returns the capacity in effect.
@@ -497,12 +538,13 @@ def proxy_cache(capacity: int | None = None) -> int:
     The price: a cached proxy keeps its shared object alive, as any proxy does, after your code
     dropped it, until the proxy leaves the cache (``capacity`` newer proxies made since, a
     :func:`collect`, which empties the cache first, or a :func:`detach`). When an allocation in
-    this process finds the heap full, the cache lets go of the objects only it keeps before the
-    allocation gives up, so in a single process it never causes an :class:`OutOfMemoryError`.
-    Another process's allocation does not reach this cache: if other processes replace large data
-    this process read, call ``proxy_cache(0)`` or :func:`collect` here, or lower the capacity.
-    Proxies read inside a :func:`read_scope` are not cached. Raises :class:`InvalidArgumentError` for a capacity outside 0..2**26 and
-    ``TypeError`` for one that is not an int.
+    this process or another finds the heap full, the cache lets go of the objects only it keeps
+    before that allocation gives up (this process's own allocations directly, other processes'
+    through a daemon thread, "colors_shm heap-pressure watcher", started with the cache's first
+    proxy in each attachment). Proxies read inside a :func:`read_scope` are not cached.
+
+    Raises :class:`InvalidArgumentError` for a capacity outside 0..2**22 and ``TypeError`` for
+    one that is not an int.
     """
     return _ext.proxy_cache(capacity)
 

@@ -67,12 +67,32 @@ PyTypeObject* g_handle_type = nullptr;
 PyTypeObject* g_descr_type = nullptr;
 
 // Proxy class -> offset of its hidden handle slot. Proxy classes live as long as the process.
-std::unordered_map<PyTypeObject*, Py_ssize_t> g_user_types;
+// Where a user proxy keeps what the field descriptors' fast paths read: its handle (a hidden
+// object slot) and a copy of the handle's object word and generation in bytes the binding appends
+// to the proxy class's instances (_install_user_class grows tp_basicsize before any instance
+// exists). The copy spares each field read a load of the handle, a separate object: one cache
+// miss per read in a traversal (perf: ~60% of descr_get). Invariant: a proxy's ProxyWord is
+// {h->word, h->gen} of its handle from the moment the handle is in its slot (zero before:
+// generation 0 matches no descriptor), and its gen goes to 0 with the handle's (make_stale).
+struct ProxyWord {
+  cd::Word word;
+  std::uint64_t gen;
+};
+struct ProxyLayout {
+  Py_ssize_t handle_off;  // the hidden handle slot
+  Py_ssize_t word_off;    // the ProxyWord
+};
+std::unordered_map<PyTypeObject*, ProxyLayout> g_user_types;
+
+ProxyWord* proxy_word(PyObject* proxy, Py_ssize_t off) {
+  return reinterpret_cast<ProxyWord*>(reinterpret_cast<char*>(proxy) + off);
+}
 // What a class version maps to: its proxy class (strong) and that class's handle slot offset, or
 // type == Py_None for "no Python class: generic proxy".
 struct Mapped {
   PyObject* type = nullptr;
-  Py_ssize_t off = 0;
+  Py_ssize_t off = 0;       // its handle slot
+  Py_ssize_t word_off = 0;  // its ProxyWord
 };
 std::unordered_map<const cd::ClassRecord*, Mapped> g_mapping;
 std::uint64_t g_mapping_gen = 0;
@@ -201,6 +221,10 @@ constexpr int kMaxFreeRoots = 256;   // beyond this, dropped slots go back to li
 std::atomic<cd::Word>* g_free_roots[kMaxFreeRoots];
 int g_free_root_count = 0;
 std::uint64_t g_free_roots_gen = 0;
+// Empty slots beyond the pool that the heap-pressure path emptied (relieve_proxy_cache): it must
+// not give them back to libshared (root_release may need roots.cpp's mutex, which the allocating
+// thread may hold), so take_root uses them before asking libshared. Same generation rule.
+std::vector<std::atomic<cd::Word>*> g_spare_roots;
 
 // An empty root slot of the current attachment. Throws (NotAttachedError, OutOfMemoryError).
 std::atomic<cd::Word>* take_root() {
@@ -210,7 +234,13 @@ std::atomic<cd::Word>* take_root() {
   cd::current_meta();
   if (g_free_roots_gen != g_generation) {  // an older attachment's slots: forget them
     g_free_root_count = 0;
+    g_spare_roots.clear();
     g_free_roots_gen = g_generation;
+  }
+  if (g_free_root_count == 0 && !g_spare_roots.empty()) {
+    std::atomic<cd::Word>* r = g_spare_roots.back();
+    g_spare_roots.pop_back();
+    return r;
   }
   if (g_free_root_count == 0) {
     while (g_free_root_count < kRootBatch) g_free_roots[g_free_root_count++] = cd::root_acquire(cd::kNull);
@@ -224,6 +254,21 @@ void give_root(std::atomic<cd::Word>* slot) {
     g_free_roots[g_free_root_count++] = slot;
   } else {
     cd::root_release(slot);  // libshared's own free slots (the slot is empty: no-op barrier)
+  }
+}
+
+// Keeps a slot the heap-pressure path emptied, never calling libshared (see g_spare_roots). A slot
+// that finds no room (no memory for the vector) is left empty in the table: the server releases
+// the table with the attachment.
+void keep_spare_root(std::atomic<cd::Word>* slot) noexcept {
+  if (g_free_roots_gen != g_generation) return;
+  if (g_free_root_count < kMaxFreeRoots) {
+    g_free_roots[g_free_root_count++] = slot;
+    return;
+  }
+  try {
+    g_spare_roots.push_back(slot);
+  } catch (...) {
   }
 }
 
@@ -267,7 +312,14 @@ struct Handle {
   bool other;       // the proxy is in g_other_proxies (root stays null: its _Ref holds the object)
   ScopeState* scope;  // borrowed: the read scope that keeps `word` (root null), at scope->borrowed[at]
   std::uint32_t at;
+  Py_ssize_t word_off;  // the ProxyWord in its user proxy (0: a container or generic proxy's handle)
 };
+
+// Makes a handle, and its proxy's ProxyWord, unusable: every use raises NotAttachedError.
+void make_stale(Handle* h) {
+  h->gen = 0;
+  if (h->word_off != 0 && h->proxy != nullptr) proxy_word(h->proxy, h->word_off)->gen = 0;
+}
 
 FreeList<256> g_free_handles;  // handles of dead proxies (free_list.hpp)
 
@@ -281,6 +333,7 @@ Handle* new_handle() {
   h->other = false;
   h->scope = nullptr;
   h->at = 0;
+  h->word_off = 0;
   return h;
 }
 
@@ -333,7 +386,7 @@ void promote_handle(Handle* h) {
     cd::flag_scope_reference(h->word);  // after the root's store, as promote_borrowed
     h->root = r;
   } catch (...) {
-    h->gen = 0;  // no root to be had (the table cannot grow): unusable rather than unkept
+    make_stale(h);  // no root to be had (the table cannot grow): unusable rather than unkept
     throw;
   }
 }
@@ -477,7 +530,7 @@ Handle* user_handle(PyObject* o) {
     if (t == nullptr) return nullptr;
     it = g_user_types.find(t);
   }
-  Handle* h = slot_handle(o, it->second);
+  Handle* h = slot_handle(o, it->second.handle_off);
   if (h == nullptr || h->gen != g_generation || !colors::has_segment())
     throw colors::NotAttachedError(
         "this shared object belongs to an attachment that was closed by detach(); "
@@ -526,7 +579,8 @@ PyObject* user_proxy(cd::Word w, std::atomic<cd::Word>** root, bool* generic, bo
         auto t = g_user_types.find(reinterpret_cast<PyTypeObject*>(mp.type));
         if (t == g_user_types.end())
           throw colors::InvalidArgumentError("the class resolver returned something that is not a proxy class");
-        mp.off = t->second;
+        mp.off = t->second.handle_off;
+        mp.word_off = t->second.word_off;
       }
       auto [slot, inserted] = g_mapping.emplace(rec, mp);
       if (inserted) Py_INCREF(mp.type);  // the table's own reference (r's goes with r)
@@ -568,6 +622,8 @@ PyObject* user_proxy(cd::Word w, std::atomic<cd::Word>** root, bool* generic, bo
     throw py::error_already_set();
   }
   *reinterpret_cast<PyObject**>(reinterpret_cast<char*>(p) + mp.off) = reinterpret_cast<PyObject*>(h);  // steals h
+  h->word_off = mp.word_off;
+  *proxy_word(p, mp.word_off) = ProxyWord{w, h->gen};
   if (PyObject* other = live_proxy(w)) {  // made by code run in the allocation: it stays the one
     Py_DECREF(p);  // its handle drops our root and, its proxy being unset, leaves the table alone
     return Py_NewRef(other);
@@ -586,7 +642,7 @@ PyObject* user_proxy(cd::Word w, std::atomic<cd::Word>** root, bool* generic, bo
       borrow->borrowed.push_back(h);
     } catch (...) {
       h->scope = nullptr;
-      h->gen = 0;  // unkept and unlisted: unusable
+      make_stale(h);  // unkept and unlisted: unusable
       Py_DECREF(p);
       throw;
     }
@@ -594,6 +650,7 @@ PyObject* user_proxy(cd::Word w, std::atomic<cd::Word>** root, bool* generic, bo
     // Last: the eviction this may do runs Python code. A borrowed proxy is not kept: a scope's
     // proxies take no root, and one kept past the scope would be promoted (rooted) at its end.
     g_proxy_cache.keep(p, reinterpret_cast<PyObject*>(h));
+    start_pressure_watcher();
   }
   return p;
 }
@@ -862,6 +919,7 @@ struct FieldDescr {
   PyObject* class_name;   // str: declared class of an object-typed field ("" = any)
   PyTypeObject* owner;    // the proxy class
   Py_ssize_t handle_off;  // offset of the handle slot in owner's instances
+  Py_ssize_t word_off;    // offset of the ProxyWord in owner's instances
   TypeKind kind;          // declared shared type (used when the field is re-added)
   std::uint64_t gen;      // the cache below belongs to this attachment generation
   const cd::ClassRecord* cls;
@@ -907,9 +965,9 @@ PyObject* descr_get(PyObject* self, PyObject* obj, PyObject*) {
   // is decoded in place; a reference goes to read_ref (the live proxy, a string or boxed float read
   // without a root, else a rooted load). Not inside a transaction: read_slot takes its path.
   if (Py_TYPE(obj) == d->owner && d->gen == g_generation && !in_tx()) {
-    Handle* h = slot_handle(obj, d->handle_off);
-    if (h != nullptr && h->gen == d->gen) {
-      cd::Word o = h->word;
+    const ProxyWord* pw = proxy_word(obj, d->word_off);
+    if (pw->gen == d->gen) {
+      cd::Word o = pw->word;
       if (cd::class_of(o) == d->cls && d->info != nullptr) {
         if (std::atomic<cd::Word>* s = cd::field_slot(o, *d->info)) {
           cd::Word v = s->load(std::memory_order_acquire);
@@ -953,9 +1011,9 @@ int descr_set(PyObject* self, PyObject* obj, PyObject* value) {
   TypeKind kind;
   if (value != nullptr && Py_TYPE(obj) == d->owner && d->gen == g_generation && !in_tx() &&
       number_word(value, &w, &kind)) {
-    Handle* h = slot_handle(obj, d->handle_off);
-    if (h != nullptr && h->gen == d->gen) {
-      cd::Word o = h->word;
+    const ProxyWord* pw = proxy_word(obj, d->word_off);
+    if (pw->gen == d->gen) {
+      cd::Word o = pw->word;
       const cd::FieldInfo* f = d->info;
       if (cd::class_of(o) == d->cls && f != nullptr && (f->type == kind || f->type == TypeKind::kAny)) {
         if (std::atomic<cd::Word>* s = cd::field_slot(o, *f)) {
@@ -1158,7 +1216,7 @@ void read_scope_exit() {
     Handle* h = s->borrowed.back();
     if (failure) {
       unlist(h);
-      h->gen = 0;
+      make_stale(h);
       continue;
     }
     try {
@@ -1228,17 +1286,22 @@ void relieve_proxy_cache() noexcept {
     auto* h = reinterpret_cast<Handle*>(e.handle);
     if (Py_REFCNT(p) != 1 || h->gen != g_generation || h->scope != nullptr) return;
     if (Py_TYPE(p)->tp_weaklistoffset > 0 && *PyObject_GET_WEAKREFS_LISTPTR(p) != nullptr) return;
+    // Roots are emptied here and kept as spares, never released to libshared (libshared's hook
+    // rules, heap.hpp: the allocating thread may hold roots.cpp's mutex).
     if (h->other) {
-      if (!drop_unshared_ref(p)) return;  // its _Ref is held elsewhere too: reachable
+      std::atomic<cd::Word>* r = take_unshared_ref_root(p);
+      if (r == nullptr) return;  // its _Ref is held elsewhere too (reachable), or holds no root
       g_other_proxies.erase(h->word, p);
+      cd::root_clear(r);  // as root_release: the deletion barrier when the collector needs it
+      keep_spare_root(r);
     } else {
       if (h->root == nullptr) return;
       g_proxies.erase(h->word, p);
-      cd::root_clear(h->root);  // as root_release: the deletion barrier when the collector needs it
-      give_root(h->root);
+      cd::root_clear(h->root);
+      keep_spare_root(h->root);
       h->root = nullptr;
     }
-    h->gen = 0;
+    make_stale(h);
   });
 }
 
@@ -1262,6 +1325,7 @@ void track_other_proxy(std::uint64_t w, PyObject* proxy, Py_ssize_t handle_off) 
   Py_XSETREF(*slot, reinterpret_cast<PyObject*>(h));  // steals h; the slot was empty (a new proxy)
   g_other_proxies.insert(w, proxy);
   g_proxy_cache.keep(proxy, reinterpret_cast<PyObject*>(h));  // last: its eviction runs Python code
+  start_pressure_watcher();
 }
 
 TypeKind kind_for_value(PyObject* v) { return value_kind_of(v); }
@@ -1365,8 +1429,14 @@ void init_classes(py::module_& m) {
       kind_arg(PyTuple_GET_ITEM(item.ptr(), 1));
       checked.push_back(py::reinterpret_borrow<py::tuple>(item));
     }
+    if (tp->tp_itemsize != 0 || tp->tp_basicsize % alignof(ProxyWord) != 0)
+      throw colors::InvalidArgumentError("_install_user_class: the class's instances are not of a fixed, aligned size");
     hide_slot(tp, off);
     if (PyObject_DelAttrString(cls.ptr(), "_colors_ref") != 0) throw py::error_already_set();
+    // The ProxyWord goes after everything the class's instances hold (no instance exists yet;
+    // subclasses made later lay their own slots out after it).
+    const Py_ssize_t word_off = tp->tp_basicsize;
+    tp->tp_basicsize += static_cast<Py_ssize_t>(sizeof(ProxyWord));
     for (const py::tuple& t : checked) {
       auto* d = reinterpret_cast<FieldDescr*>(g_descr_type->tp_alloc(g_descr_type, 0));
       if (d == nullptr) throw py::error_already_set();
@@ -1378,13 +1448,14 @@ void init_classes(py::module_& m) {
       d->dflt = dflt.ptr() == g_no_default ? nullptr : dflt.release().ptr();
       d->owner = tp;
       d->handle_off = off;
+      d->word_off = word_off;
       if (PyObject_SetAttr(cls.ptr(), d->name, holder.ptr()) != 0) throw py::error_already_set();
     }
     tp->tp_getattro = &user_getattro;
     tp->tp_setattro = &user_setattro;
     PyType_Modified(tp);
     Py_INCREF(tp);  // proxy classes live as long as the process
-    g_user_types[tp] = off;
+    g_user_types[tp] = ProxyLayout{off, word_off};
   });
 
   m.def("_is_plain_class", [](py::handle cls) {

@@ -60,10 +60,11 @@ Ref* ref_of(py::handle obj);
 PyTypeObject* install_fast_methods(py::handle cls, PyMethodDef* methods);
 // Forgets every cached proxy (detach).
 void clear_identity_cache();
-// Heap pressure (classes.cpp's relieve_proxy_cache): drops the root of a container proxy's _Ref
-// when nothing but the proxy holds the _Ref, leaving it stale; false (nothing done) otherwise.
-// Runs no Python code.
-bool drop_unshared_ref(PyObject* proxy);
+// Heap pressure (classes.cpp's relieve_proxy_cache): takes the root slot out of a container
+// proxy's _Ref when nothing but the proxy holds the _Ref, leaving the _Ref stale, and returns the
+// slot (still holding the object: the caller empties it); nullptr (nothing done) otherwise. Runs
+// no Python code and calls nothing of libshared (no root_release: heap.hpp's hook rules).
+std::atomic<std::uint64_t>* take_unshared_ref_root(PyObject* proxy);
 
 // ---- user classes (classes.cpp) ----
 // The shared object of a proxy of a mapped user class (into *out unless null); false if `obj` is
@@ -113,6 +114,9 @@ std::vector<ProxyCache::Entry> take_proxy_cache(std::size_t capacity);
 void drop_proxy_cache();
 // libshared's heap-pressure hook for this thread (no Python code; REQUIRES: the GIL).
 void relieve_proxy_cache() noexcept;
+// Starts the heap-pressure watcher thread of this attachment if none was started (proxy_cache.cpp;
+// runs Python code).
+void start_pressure_watcher();
 // The identity table of container and generic SharedObject proxies (values.cpp's wrap): the live
 // proxy of `w` (a new reference) or nullptr; and tracking a new proxy, whose hidden handle slot
 // at `handle_off` must be empty (it gets a handle that erases the entry when the proxy dies).
@@ -162,6 +166,7 @@ class Blocking {
 // caller unmaps, then calls end_closing().
 void begin_closing();
 void end_closing();
+bool detach_closing();  // a detach() is closing (any thread; no GIL needed)
 // True (once) if the last InterruptedError of this thread came from a detach() closing the
 // attachment; the translator then raises NotAttachedError.
 bool take_detach_interrupt();

@@ -95,6 +95,8 @@ void begin_closing() {
 
 void end_closing() { g_closing.fetch_sub(1, std::memory_order_acq_rel); }
 
+bool detach_closing() { return g_closing.load(std::memory_order_acquire) > 0; }
+
 bool take_detach_interrupt() {
   bool d = t_detach_interrupt;
   t_detach_interrupt = false;
