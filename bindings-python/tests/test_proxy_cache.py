@@ -264,3 +264,33 @@ def test_a_process_whose_watcher_waits_exits_cleanly():
         """)
         assert out.returncode == 0, out.stderr
         assert out.stdout.split() == ["bye"] and "terminate" not in out.stderr
+
+
+def test_a_watcher_that_starts_after_its_detach_does_not_attach_again():
+    # The watcher is started with its attachment's generation; one whose thread only gets to run
+    # after that attachment's detach (delayed here on purpose) ends without touching the heap,
+    # never attaching the process again.
+    out = run(f"""
+        import sys, threading, time
+        sys.path.insert(0, {TESTS!r})
+        import colors_shm as cs
+        from employees import Employee
+
+        def delayed(gen):
+            def later():
+                time.sleep(0.2)
+                cs._watch_heap_pressure(gen)
+            threading.Thread(target=later, name="colors_shm heap-pressure watcher", daemon=True).start()
+
+        cs._ext._set_pressure_watcher_starter(delayed)
+        for _ in range(3):
+            head = cs.copy_to(Employee("head", 0.0, Employee("m", 1.0)))
+            head.manager  # the first proxy cached in this attachment starts its watcher
+            cs.detach()
+            time.sleep(0.5)
+            assert not cs.is_attached()
+            assert not any(t.name == "colors_shm heap-pressure watcher" for t in threading.enumerate())
+        print("ok")
+    """)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["ok"]

@@ -487,13 +487,13 @@ def in_read_scope() -> bool:
 # ---- the proxy cache ----------------------------------------------------------------------------
 
 
-def _watch_heap_pressure() -> None:
+def _watch_heap_pressure(gen: int) -> None:
     """The proxy cache's heap-pressure watcher (src/ext/proxy_cache.cpp): when an allocation of
     another process finds the heap full, drops the roots of the proxies only this process's cache
     keeps, as this process's own allocations do. One per attachment; ends at its detach."""
     try:
-        gen, seen = _ext._watch_heap_pressure_start()
-        while True:
+        seen = _ext._watch_heap_pressure_start(gen)
+        while seen >= 0:
             now = _ext._await_heap_pressure(gen, seen, 1.0)
             if now < 0:
                 return
@@ -507,8 +507,9 @@ def _watch_heap_pressure() -> None:
 _watchers: list = []  # the watcher threads started (one per attachment), for _stop_pressure_watchers
 
 
-def _start_pressure_watcher() -> None:
-    t = _threading.Thread(target=_watch_heap_pressure, name="colors_shm heap-pressure watcher", daemon=True)
+def _start_pressure_watcher(gen: int) -> None:
+    t = _threading.Thread(target=_watch_heap_pressure, args=(gen,), name="colors_shm heap-pressure watcher",
+                          daemon=True)
     t.start()
     _watchers[:] = [w for w in _watchers if w.is_alive()] + [t]
 

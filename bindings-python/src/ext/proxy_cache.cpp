@@ -62,7 +62,9 @@ void start_pressure_watcher() {
       g_watch_exit.load(std::memory_order_relaxed))
     return;
   g_watcher_gen = g_generation;
-  PyObject* r = PyObject_CallNoArgs(g_watcher_starter);
+  PyObject* gen = PyLong_FromUnsignedLongLong(g_generation);
+  PyObject* r = gen != nullptr ? PyObject_CallOneArg(g_watcher_starter, gen) : nullptr;
+  Py_XDECREF(gen);
   if (r == nullptr) PyErr_WriteUnraisable(g_watcher_starter);  // e.g. no thread to be had: the read goes on
   Py_XDECREF(r);
 }
@@ -76,14 +78,15 @@ void init_proxy_cache(py::module_& m) {
   m.def("_set_pressure_watcher_starter", [](py::object fn) {
     Py_XSETREF(g_watcher_starter, fn.is_none() ? nullptr : fn.release().ptr());
   });
-  // The watcher's calls: its start (counted in this client's slot, so that allocations under
-  // pressure wait for its relief) returns (generation, heap_pressure_seq); a wait returns the new
-  // sequence number, or -1 once the attachment is closing or gone (the watcher then ends).
-  m.def("_watch_heap_pressure_start", [] {
-    ensure_attached();
+  // The watcher's calls, each for the attachment generation it was started in (never attaching:
+  // a watcher that starts after its detach just ends): its start (counted in this client's slot,
+  // so that allocations under pressure wait for its relief) returns heap_pressure_seq; a wait
+  // returns the new sequence number; both return -1 once that attachment is closing or gone.
+  m.def("_watch_heap_pressure_start", [](std::uint64_t gen) -> long long {
+    if (gen != g_generation || !colors::has_segment() || stop_watching()) return -1;
     cd::Metadata* m = cd::current_meta();
     cd::register_pressure_watcher(m);
-    return py::make_tuple(g_generation, cd::await_heap_pressure(m, 0, 0, nullptr));
+    return cd::await_heap_pressure(m, 0, 0, nullptr);
   });
   m.def("_await_heap_pressure", [](std::uint64_t gen, std::uint32_t seen, double timeout_s) -> long long {
     if (gen != g_generation || !colors::has_segment()) return -1;
