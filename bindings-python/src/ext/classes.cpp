@@ -66,7 +66,7 @@ PyObject* g_spec_fn = nullptr;        // _classes.spec
 PyTypeObject* g_handle_type = nullptr;
 PyTypeObject* g_descr_type = nullptr;
 
-// Proxy class -> offset of its hidden handle slot. Proxy classes live as long as the process.
+// Proxy class -> its instances' layout (below). Proxy classes live as long as the process.
 // Where a user proxy keeps what the field descriptors' fast paths read: its handle (a hidden
 // object slot) and a copy of the handle's object word and generation in bytes the binding appends
 // to the proxy class's instances (_install_user_class grows tp_basicsize before any instance
@@ -87,7 +87,7 @@ std::unordered_map<PyTypeObject*, ProxyLayout> g_user_types;
 ProxyWord* proxy_word(PyObject* proxy, Py_ssize_t off) {
   return reinterpret_cast<ProxyWord*>(reinterpret_cast<char*>(proxy) + off);
 }
-// What a class version maps to: its proxy class (strong) and that class's handle slot offset, or
+// What a class version maps to: its proxy class (strong) and that class's offsets, or
 // type == Py_None for "no Python class: generic proxy".
 struct Mapped {
   PyObject* type = nullptr;
@@ -135,8 +135,9 @@ IdentityTable g_proxies;
 // for its user proxy.
 IdentityTable g_other_proxies;
 std::uint64_t g_proxies_gen = 0;
-// The proxies made last, of either table (proxy_cache.hpp). Proxies of generation g_proxies_gen
-// only: forget_user_proxies empties it whenever the tables are emptied for a new generation.
+// The proxies made last, of either table (proxy_cache.hpp). A detach and a fork child empty it
+// (module.cpp); entries of an older generation may remain after an attachment ended otherwise, and
+// are then only ever released ("the proxy cache" below).
 ProxyCache g_proxy_cache;
 
 // Empties both tables when the attachment generation changed since they were filled.

@@ -112,8 +112,8 @@ void init_proxy_cache(py::module_& m) {
           int overflow = 0;
           const long long n = PyLong_AsLongLongAndOverflow(capacity.ptr(), &overflow);
           if (overflow != 0 || n < 0 || static_cast<unsigned long long>(n) > kMaxCapacity)
-            throw colors::InvalidArgumentError("proxy cache capacity " + py::str(capacity).cast<std::string>() + " is outside 0.." +
-                                               std::to_string(kMaxCapacity));
+            throw colors::InvalidArgumentError("proxy cache capacity " + py::str(capacity).cast<std::string>() +
+                                               " is outside 0.." + std::to_string(kMaxCapacity));
           set_capacity(static_cast<std::size_t>(n));
         }
         return proxy_cache_capacity();
