@@ -200,10 +200,15 @@ struct PressureHookScope {
   PressureHookScope& operator=(const PressureHookScope&) = delete;
 };
 
-// Whether an active client runs a heap-pressure watcher.
+// Whether an active client other than this process runs a heap-pressure watcher. This process's
+// own relief is its hook's, run on the allocating thread just before the wait; its watcher would
+// only repeat it, and may need what the allocating thread holds (Python's needs the GIL), so
+// waiting for it would only time out.
 bool pressure_watched(const Metadata* m) {
-  for (const ClientSlot& s : m->clients) {
-    if (s.state.load(std::memory_order_acquire) == static_cast<std::uint32_t>(ClientState::kActive) &&
+  const std::uint32_t self = current_client_id() != 0 ? current_client_slot() : kMaxClients;  // the server: none
+  for (std::uint32_t i = 0; i < std::size(m->clients); ++i) {
+    const ClientSlot& s = m->clients[i];
+    if (i != self && s.state.load(std::memory_order_acquire) == static_cast<std::uint32_t>(ClientState::kActive) &&
         s.pressure_watchers.load(std::memory_order_acquire) != 0)
       return true;
   }

@@ -188,8 +188,9 @@ HeapPressureHook heap_pressure_hook();
 void signal_heap_pressure(Metadata* m);
 // A watcher of this client (process) counts in the client's slot from now on (until the slot is
 // released: detach or death). An allocation that signalled pressure waits (up to 2 s) for some
-// watcher's relief only while an active client has one: other processes' GCs take longer than
-// the few milliseconds a cycle of a small heap takes.
+// watcher's relief only while another active client has one: other processes' GCs take longer
+// than the few milliseconds a cycle of a small heap takes. Its own process's watcher is not waited
+// for: the hook did that process's relief on the allocating thread just before.
 void register_pressure_watcher(Metadata* m);
 // A watcher has done what it could after a signal: wakes allocations waiting for relief.
 void note_heap_relief(Metadata* m);

@@ -31,14 +31,11 @@ std::atomic<bool> g_watch_exit{false};
 bool stop_watching() { return detach_closing() || g_watch_exit.load(std::memory_order_acquire); }
 
 // Called by libshared on the allocating thread. Only a thread holding the GIL may touch the cache
-// (a thread of libshared's own, or one that released the GIL around a wait, does not). The relief
-// is noted at once: the allocation then does not wait for this process's watcher thread, which
-// would need the GIL this thread holds (it would only time out, 2 s later).
+// (a thread of libshared's own, or one that released the GIL around a wait, does not). No relief
+// is noted here: the allocation goes on to wait for other processes' watchers (a JVM's collection
+// takes longer than the cycles alone), never for this process's own (heap.cpp, pressure_watched).
 void on_heap_pressure() noexcept {
-  if (Py_IsInitialized() != 0 && _Py_IsFinalizing() == 0 && PyGILState_Check() != 0) {
-    relieve_proxy_cache();
-    if (cd::Metadata* m = cd::current_meta_or_null()) cd::note_heap_relief(m);
-  }
+  if (Py_IsInitialized() != 0 && _Py_IsFinalizing() == 0 && PyGILState_Check() != 0) relieve_proxy_cache();
   if (g_previous_hook != nullptr) g_previous_hook();
 }
 
