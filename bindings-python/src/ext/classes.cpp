@@ -66,33 +66,13 @@ PyObject* g_spec_fn = nullptr;        // _classes.spec
 PyTypeObject* g_handle_type = nullptr;
 PyTypeObject* g_descr_type = nullptr;
 
-// Proxy class -> its instances' layout (below). Proxy classes live as long as the process.
-// Where a user proxy keeps what the field descriptors' fast paths read: its handle (a hidden
-// object slot) and a copy of the handle's object word and generation in bytes the binding appends
-// to the proxy class's instances (_install_user_class grows tp_basicsize before any instance
-// exists). The copy spares each field read a load of the handle, a separate object: one cache
-// miss per read in a traversal (perf: ~60% of descr_get). Invariant: a proxy's ProxyWord is
-// {h->word, h->gen} of its handle from the moment the handle is in its slot (zero before:
-// generation 0 matches no descriptor), and its gen goes to 0 with the handle's (make_stale).
-struct ProxyWord {
-  cd::Word word;
-  std::uint64_t gen;
-};
-struct ProxyLayout {
-  Py_ssize_t handle_off;  // the hidden handle slot
-  Py_ssize_t word_off;    // the ProxyWord
-};
-std::unordered_map<PyTypeObject*, ProxyLayout> g_user_types;
-
-ProxyWord* proxy_word(PyObject* proxy, Py_ssize_t off) {
-  return reinterpret_cast<ProxyWord*>(reinterpret_cast<char*>(proxy) + off);
-}
+// Proxy class -> offset of its hidden handle slot. Proxy classes live as long as the process.
+std::unordered_map<PyTypeObject*, Py_ssize_t> g_user_types;
 // What a class version maps to: its proxy class (strong) and that class's offsets, or
 // type == Py_None for "no Python class: generic proxy".
 struct Mapped {
   PyObject* type = nullptr;
-  Py_ssize_t off = 0;       // its handle slot
-  Py_ssize_t word_off = 0;  // its ProxyWord
+  Py_ssize_t off = 0;  // its handle slot
 };
 std::unordered_map<const cd::ClassRecord*, Mapped> g_mapping;
 std::uint64_t g_mapping_gen = 0;
@@ -313,14 +293,10 @@ struct Handle {
   bool other;       // the proxy is in g_other_proxies (root stays null: its _Ref holds the object)
   ScopeState* scope;  // borrowed: the read scope that keeps `word` (root null), at scope->borrowed[at]
   std::uint32_t at;
-  Py_ssize_t word_off;  // the ProxyWord in its user proxy (0: a container or generic proxy's handle)
 };
 
-// Makes a handle, and its proxy's ProxyWord, unusable: every use raises NotAttachedError.
-void make_stale(Handle* h) {
-  h->gen = 0;
-  if (h->word_off != 0 && h->proxy != nullptr) proxy_word(h->proxy, h->word_off)->gen = 0;
-}
+// Makes a handle unusable: every use raises NotAttachedError.
+void make_stale(Handle* h) { h->gen = 0; }
 
 FreeList<256> g_free_handles;  // handles of dead proxies (free_list.hpp)
 
@@ -334,7 +310,6 @@ Handle* new_handle() {
   h->other = false;
   h->scope = nullptr;
   h->at = 0;
-  h->word_off = 0;
   return h;
 }
 
@@ -531,7 +506,7 @@ Handle* user_handle(PyObject* o) {
     if (t == nullptr) return nullptr;
     it = g_user_types.find(t);
   }
-  Handle* h = slot_handle(o, it->second.handle_off);
+  Handle* h = slot_handle(o, it->second);
   if (h == nullptr || h->gen != g_generation || !colors::has_segment())
     throw colors::NotAttachedError(
         "this shared object belongs to an attachment that was closed by detach(); "
@@ -580,8 +555,7 @@ PyObject* user_proxy(cd::Word w, std::atomic<cd::Word>** root, bool* generic, bo
         auto t = g_user_types.find(reinterpret_cast<PyTypeObject*>(mp.type));
         if (t == g_user_types.end())
           throw colors::InvalidArgumentError("the class resolver returned something that is not a proxy class");
-        mp.off = t->second.handle_off;
-        mp.word_off = t->second.word_off;
+        mp.off = t->second;
       }
       auto [slot, inserted] = g_mapping.emplace(rec, mp);
       if (inserted) Py_INCREF(mp.type);  // the table's own reference (r's goes with r)
@@ -623,8 +597,6 @@ PyObject* user_proxy(cd::Word w, std::atomic<cd::Word>** root, bool* generic, bo
     throw py::error_already_set();
   }
   *reinterpret_cast<PyObject**>(reinterpret_cast<char*>(p) + mp.off) = reinterpret_cast<PyObject*>(h);  // steals h
-  h->word_off = mp.word_off;
-  *proxy_word(p, mp.word_off) = ProxyWord{w, h->gen};
   if (PyObject* other = live_proxy(w)) {  // made by code run in the allocation: it stays the one
     Py_DECREF(p);  // its handle drops our root and, its proxy being unset, leaves the table alone
     return Py_NewRef(other);
@@ -920,7 +892,6 @@ struct FieldDescr {
   PyObject* class_name;   // str: declared class of an object-typed field ("" = any)
   PyTypeObject* owner;    // the proxy class
   Py_ssize_t handle_off;  // offset of the handle slot in owner's instances
-  Py_ssize_t word_off;    // offset of the ProxyWord in owner's instances
   TypeKind kind;          // declared shared type (used when the field is re-added)
   std::uint64_t gen;      // the cache below belongs to this attachment generation
   const cd::ClassRecord* cls;
@@ -966,9 +937,9 @@ PyObject* descr_get(PyObject* self, PyObject* obj, PyObject*) {
   // is decoded in place; a reference goes to read_ref (the live proxy, a string or boxed float read
   // without a root, else a rooted load). Not inside a transaction: read_slot takes its path.
   if (Py_TYPE(obj) == d->owner && d->gen == g_generation && !in_tx()) {
-    const ProxyWord* pw = proxy_word(obj, d->word_off);
-    if (pw->gen == d->gen) {
-      cd::Word o = pw->word;
+    Handle* h = slot_handle(obj, d->handle_off);
+    if (h != nullptr && h->gen == d->gen) {
+      cd::Word o = h->word;
       if (cd::class_of(o) == d->cls && d->info != nullptr) {
         if (std::atomic<cd::Word>* s = cd::field_slot(o, *d->info)) {
           cd::Word v = s->load(std::memory_order_acquire);
@@ -1012,9 +983,9 @@ int descr_set(PyObject* self, PyObject* obj, PyObject* value) {
   TypeKind kind;
   if (value != nullptr && Py_TYPE(obj) == d->owner && d->gen == g_generation && !in_tx() &&
       number_word(value, &w, &kind)) {
-    const ProxyWord* pw = proxy_word(obj, d->word_off);
-    if (pw->gen == d->gen) {
-      cd::Word o = pw->word;
+    Handle* h = slot_handle(obj, d->handle_off);
+    if (h != nullptr && h->gen == d->gen) {
+      cd::Word o = h->word;
       const cd::FieldInfo* f = d->info;
       if (cd::class_of(o) == d->cls && f != nullptr && (f->type == kind || f->type == TypeKind::kAny)) {
         if (std::atomic<cd::Word>* s = cd::field_slot(o, *f)) {
@@ -1430,14 +1401,8 @@ void init_classes(py::module_& m) {
       kind_arg(PyTuple_GET_ITEM(item.ptr(), 1));
       checked.push_back(py::reinterpret_borrow<py::tuple>(item));
     }
-    if (tp->tp_itemsize != 0 || tp->tp_basicsize % alignof(ProxyWord) != 0)
-      throw colors::InvalidArgumentError("_install_user_class: the class's instances are not of a fixed, aligned size");
     hide_slot(tp, off);
     if (PyObject_DelAttrString(cls.ptr(), "_colors_ref") != 0) throw py::error_already_set();
-    // The ProxyWord goes after everything the class's instances hold (no instance exists yet;
-    // subclasses made later lay their own slots out after it).
-    const Py_ssize_t word_off = tp->tp_basicsize;
-    tp->tp_basicsize += static_cast<Py_ssize_t>(sizeof(ProxyWord));
     for (const py::tuple& t : checked) {
       auto* d = reinterpret_cast<FieldDescr*>(g_descr_type->tp_alloc(g_descr_type, 0));
       if (d == nullptr) throw py::error_already_set();
@@ -1449,14 +1414,13 @@ void init_classes(py::module_& m) {
       d->dflt = dflt.ptr() == g_no_default ? nullptr : dflt.release().ptr();
       d->owner = tp;
       d->handle_off = off;
-      d->word_off = word_off;
       if (PyObject_SetAttr(cls.ptr(), d->name, holder.ptr()) != 0) throw py::error_already_set();
     }
     tp->tp_getattro = &user_getattro;
     tp->tp_setattro = &user_setattro;
     PyType_Modified(tp);
     Py_INCREF(tp);  // proxy classes live as long as the process
-    g_user_types[tp] = ProxyLayout{off, word_off};
+    g_user_types[tp] = off;
   });
 
   m.def("_is_plain_class", [](py::handle cls) {

@@ -86,6 +86,8 @@ void init_proxy_cache(py::module_& m) {
     return cd::await_heap_pressure(m, 0, 0, nullptr);
   });
   m.def("_await_heap_pressure", [](std::uint64_t gen, std::uint32_t seen, double timeout_s) -> long long {
+    if (!(timeout_s >= 0 && timeout_s <= 60))  // also NaN: the conversion below needs a finite value
+      throw colors::InvalidArgumentError("_await_heap_pressure: the timeout must be 0..60 seconds");
     if (gen != g_generation || !colors::has_segment()) return -1;
     cd::Metadata* m = cd::current_meta();
     std::uint32_t now;
