@@ -7,6 +7,7 @@ every colors_shm user (this process and its children) at it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pathlib
 import shutil
@@ -15,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 import uuid
 
@@ -137,6 +139,34 @@ def run(code: str, timeout: float = 30, socket: str | None = None) -> subprocess
         out, err = p.communicate()
         raise AssertionError(f"child timed out\nstdout: {out}\nstderr: {err}")
     return subprocess.CompletedProcess(p.args, p.returncode, out, err)
+
+
+@contextlib.contextmanager
+def collecting(after_each=None):
+    """Runs collector cycles back to back in a thread (calling ``after_each()`` after each) for the
+    duration of the block; then stops it and fails the test with whatever it raised."""
+    import colors_shm
+
+    stop = threading.Event()
+    errors = []
+
+    def loop():
+        try:
+            while not stop.is_set():
+                colors_shm.collect(timeout=30)
+                if after_each is not None:
+                    after_each()
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    t = threading.Thread(target=loop)
+    t.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        t.join()
+    assert not errors, errors
 
 
 def unique(prefix: str) -> str:

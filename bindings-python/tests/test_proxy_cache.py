@@ -6,16 +6,14 @@ process makes it let go of what only it keeps, and that list reads served from c
 
 from __future__ import annotations
 
-import gc
 import os
-import threading
 import time
 import weakref
 
 import pytest
 
 import colors_shm as cs
-from conftest import Server, run, spawn, unique
+from conftest import Server, collecting, run, spawn, unique
 from employees import Employee
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
@@ -169,37 +167,25 @@ def test_list_reads_from_cached_proxies_see_the_list_at_one_instant():
             n += 1
         print(n)
     """)
-    stop = threading.Event()
-    errors = []
+    def refill():  # collect() emptied the cache: fill it again
+        for o in objs:
+            o.name
 
-    def collector():
-        try:
-            while not stop.is_set():
-                cs.collect(timeout=30)
-                for o in objs:  # collect() emptied the cache: fill it again
-                    o.name
-        except Exception as e:  # pragma: no cover - reported below
-            errors.append(e)
-
-    t = threading.Thread(target=collector)
-    t.start()
     snapshots = 0
     try:
-        deadline = time.monotonic() + 2.0
-        while time.monotonic() < deadline:
-            got = list(lst)
-            snapshots += 1
-            if not got:
-                continue
-            assert len(got) == 10, [e.name for e in got]
-            k = next(i for i, o in enumerate(objs) if o is got[0])
-            assert all(g is o for g, o in zip(got, objs[k:] + objs[:k])), [e.name for e in got]
+        with collecting(after_each=refill):
+            deadline = time.monotonic() + 2.0
+            while time.monotonic() < deadline:
+                got = list(lst)
+                snapshots += 1
+                if not got:
+                    continue
+                assert len(got) == 10, [e.name for e in got]
+                k = next(i for i, o in enumerate(objs) if o is got[0])
+                assert all(g is o for g, o in zip(got, objs[k:] + objs[:k])), [e.name for e in got]
     finally:
         objs[0].salary = 0.5
-        stop.set()
-        t.join()
         out, err = writer.communicate(timeout=30)
-    assert not errors, errors
     assert writer.returncode == 0, err
     assert int(out) > 100 and snapshots > 100
 
