@@ -105,14 +105,32 @@ final class ListReads {
 
   /** All elements at one instant; null (the list kept changing) or {@link #NOT_DECODED}. */
   static Object[] items(Direct.View v, Handle h) {
+    return items(v, h, null);
+  }
+
+  /**
+   * As {@link #items(Direct.View, Handle)}; when {@code version} is given, its first element is
+   * set to the list's seqlock version the elements were read at, or to -1 when they are a read
+   * scope's borrowed proxies (which must not outlive the scope).
+   */
+  static Object[] items(Direct.View v, Handle h, long[] version) {
     try {
-      return items(v, h.raw);
+      return items(v, h.raw, version);
     } finally {
       Reference.reachabilityFence(h);
     }
   }
 
-  private static Object[] items(Direct.View v, long list) {
+  /** The list's seqlock version now (an acquire load; odd while a change is under way). */
+  static long version(Direct.View v, Handle h) {
+    try {
+      return v.load(h.raw + v.offListVersion);
+    } finally {
+      Reference.reachabilityFence(h);
+    }
+  }
+
+  private static Object[] items(Direct.View v, long list, long[] version) {
     for (int a = 0; a < ATTEMPTS; a++) {
       long ver = v.load(list + v.offListVersion);
       if ((ver & 1) != 0) return null;
@@ -128,7 +146,11 @@ final class ListReads {
       for (int i = 0; i < len; i++) words[i] = v.load(at + 8L * i);
       if (v.load(list + v.offListVersion) != ver) continue;
       ReadScope.State sc = ReadScope.here();
-      if (sc != null) return borrowedItems(v, sc, words);
+      if (sc != null) {
+        if (version != null) version[0] = -1;
+        return borrowedItems(v, sc, words);
+      }
+      if (version != null) version[0] = ver;
       Object[] out = new Object[len];
       long[] slots = null;  // the roots taken, by position (0: none)
       for (int i = 0; i < len; i++) {

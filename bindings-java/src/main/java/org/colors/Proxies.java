@@ -199,6 +199,7 @@ final class Proxies {
   private static void relieve(long watcherGeneration) {
     PRESSURE_CALLS.increment();
     final long start = System.nanoTime();
+    ReadCache.dropAll();  // proxies only the read cache keeps become unreachable for the GC below
     ReferenceQueue<Object> sentinelQueue = new ReferenceQueue<>();
     PhantomReference<Object> sentinel = new PhantomReference<>(new Object(), sentinelQueue);
     System.gc();
@@ -736,6 +737,7 @@ final class Proxies {
 
   /** Forgets every cached proxy (detach: the proxies of the old attachment are stale). */
   static void clear() {
+    ReadCache.dropAll();
     ReadScope.unbindAll();
     for (Stripe st : CACHE) {
       synchronized (st) {

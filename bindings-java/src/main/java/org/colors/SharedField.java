@@ -326,7 +326,7 @@ public final class SharedField {
     return f;
   }
 
-  private Object getObject0(long a, Object owner) {
+  private Object getObject0(long a, Object owner, Object cached) {
     Object v = Proxies.MISS;
     Direct.View view = Direct.UNSAFE != null ? viewOf(a) : null;
     if (view != null) {
@@ -336,8 +336,15 @@ public final class SharedField {
         // Read through the transaction by libshared; the proxy made in Java (strings: JNI).
         v = Proxies.readRefInTx(view, owner, a, s);
       } else if (s > 0) {
-        // Strings in place, references through the identity cache or a Java-held root: no JNI.
-        // Only a field typed string or any can hold a string (check_field_type on every store).
+        // Strings in place, references through the read cache, the identity cache or a Java-held
+        // root: no JNI. Only a field typed string or any can hold a string (check_field_type on
+        // every store).
+        // A bound instance's cached value (ReadCache) while the slot still holds its object: what
+        // this getter returned for that object, after the type check and conversion below.
+        if (cached != null && view.load(s) == ReadCache.addressOf(cached, view)) {
+          Reference.reachabilityFence(owner);
+          return cached;
+        }
         v = Proxies.readRef(view, s, e.type == STRING || e.type == ANY);
       } else if (s < 0 && mapped) {
         v = ABSENT;
@@ -594,15 +601,31 @@ public final class SharedField {
   }
 
   /**
-   * Reads a reference field of a bound instance (JNI path), as a value of the field's Java type:
-   * strings, byte arrays, containers, instances of mapped classes, boxes; arrays as private copies.
+   * Reads a reference field of a bound instance, as a value of the field's Java type: strings,
+   * byte arrays, containers, instances of mapped classes, boxes; arrays as private copies.
    *
    * @param o the instance
    * @param a the address of its shared object
+   * @param cached what the instance's read cache holds for the field (null: nothing): returned
+   *     when the field still refers to its shared object
    * @return the value
    */
-  public Object getObject(SharedInstance o, long a) {
-    return getObject0(a, o);
+  public Object getObject(SharedInstance o, long a, Object cached) {
+    return getObject0(a, o, cached);
+  }
+
+  /**
+   * What the instance's read cache should keep for the field after {@code value} was read from
+   * it: {@code value} when it is a proxy with a root of its own read outside a transaction into
+   * an instance with a root of its own (the instance then has a place in the cache's ring), else
+   * null.
+   *
+   * @param o the instance the value was read from
+   * @param value what {@link #getObject(SharedInstance, long, Object)} returned
+   * @return the value to keep, or null
+   */
+  public Object cacheable(SharedInstance o, Object value) {
+    return ReadCache.cacheable(o, value);
   }
 
   /**

@@ -20,4 +20,15 @@ public interface SharedInstance {
    * @param address the object's address for the field fast path, or -1 (JNI path only)
    */
   void $colors$bind(SharedObject view, long address);
+
+  /**
+   * The address of the bound shared object for the field fast path: 0 for a private instance, -1
+   * when bound without the fast path (e.g. after detach).
+   *
+   * @return the address, 0 or -1
+   */
+  long $colors$address();
+
+  /** Drops what the instance's read cache holds (the fields the agent adds per reference field). */
+  void $colors$forget();
 }

@@ -43,6 +43,8 @@ import java.util.function.UnaryOperator;
  */
 public final class SharedList extends AbstractList<Object> implements RandomAccess {
   final Handle handle;
+  /** The read cache's snapshot of this list (ReadCache), or null. */
+  ReadCache.Snapshot snapshot;
 
   SharedList(Handle handle) {
     this.handle = handle;
@@ -50,6 +52,8 @@ public final class SharedList extends AbstractList<Object> implements RandomAcce
 
   @Override
   public Object get(int index) {
+    Object[] items = ReadCache.cached(snapshot);
+    if (items != null && index >= 0 && index < items.length) return items[index];
     Direct.View v = fastView();
     if (v != null) {
       Object x = ListReads.get(v, handle, index);
@@ -60,6 +64,8 @@ public final class SharedList extends AbstractList<Object> implements RandomAcce
 
   @Override
   public int size() {
+    Object[] items = ReadCache.cached(snapshot);
+    if (items != null) return items.length;
     Direct.View v = fastView();
     if (v != null) {
       int n = ListReads.size(v, handle);
@@ -200,7 +206,7 @@ public final class SharedList extends AbstractList<Object> implements RandomAcce
   @Override
   public Iterator<Object> iterator() {
     return new Iterator<Object>() {
-      private final Object[] items = toArray();
+      private final Object[] items = itemsForReading();
       private int next;
       private int removed;  // by this iterator: later positions moved down by as many
       private boolean canRemove;
@@ -236,7 +242,20 @@ public final class SharedList extends AbstractList<Object> implements RandomAcce
   /** Splits a snapshot, as {@link #iterator()}. */
   @Override
   public Spliterator<Object> spliterator() {
-    return Spliterators.spliterator(toArray(), Spliterator.ORDERED);
+    return Spliterators.spliterator(itemsForReading(), Spliterator.ORDERED);
+  }
+
+  /**
+   * The elements at one instant, for reading only (never handed to user code: the array may be
+   * the read cache's, shared by every reader): the cached snapshot while the list has not changed
+   * since it was read, else read now (and kept, {@link ReadCache#items}).
+   */
+  private Object[] itemsForReading() {
+    Object[] items = ReadCache.cached(snapshot);
+    if (items != null) return items;
+    Direct.View v = fastView();
+    if (v != null && (items = ReadCache.items(v, this)) != null) return items;
+    return toArray();
   }
 
   /**

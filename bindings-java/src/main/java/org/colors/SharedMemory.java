@@ -178,6 +178,7 @@ public final class SharedMemory {
    */
   public static GcStats collect() {
     ensureAttached();
+    ReadCache.dropAll();
     return GcStats.of(Native.collect(-1));
   }
 
@@ -191,7 +192,27 @@ public final class SharedMemory {
   public static GcStats collect(Duration timeout) {
     long ms = millis(timeout);
     ensureAttached();
+    ReadCache.dropAll();
     return GcStats.of(Native.collect(ms));
+  }
+
+  /**
+   * Sets how many proxies may keep what they last read (the read cache) and empties it: a bound
+   * instance's reference fields and a shared list's elements read again while the shared object
+   * still holds them cost one load of shared memory and a comparison, and give the same proxies.
+   * The price: what a proxy in the cache read stays reachable from it (its proxies, and through
+   * their roots their shared objects, until the field or list changes and is read again, or a
+   * collect, heap pressure or a store through this JVM drops it), about 250 bytes of Java heap
+   * per proxy kept. The default is about an eighth of the JVM's maximum heap at that size, between
+   * 4,096 and 2^20 proxies ({@code -Dcolors.readCache=N} sets it at start). Reads inside
+   * transactions do not use it.
+   *
+   * @param capacity how many proxies may keep entries; 0 turns the cache off; at most 2^22
+   * @return the previous capacity
+   * @throws InvalidArgumentException if {@code capacity} is outside 0..2^22
+   */
+  public static int readCache(int capacity) {
+    return ReadCache.setCapacity(capacity);
   }
 
   /**

@@ -33,7 +33,12 @@ import org.objectweb.asm.Type;
  *       {@code static final SharedField $colors$f$f} set by its static initializer (which also
  *       registers the class with its shared name) and two static accessors:
  *       {@code $colors$get$f(C)} and {@code $colors$set$f(C, value)}, which use the shared object
- *       (through the SharedField) when the instance is bound and the Java field otherwise.
+ *       (through the SharedField) when the instance is bound and the Java field otherwise;
+ *   <li>per own reference field {@code f}: the read cache's field {@code transient volatile Object
+ *       $colors$c$f} (org.colors.ReadCache: the proxy last read from {@code f}, which the getter
+ *       hands back while {@code f} still refers to its object; the setter empties it), and a
+ *       {@code $colors$forget()} that empties them (the superclass's first); the class with the
+ *       binding fields also gets {@code $colors$address()}.
  * </ul>
  * In every class (mapped or not) each {@code GETFIELD}/{@code PUTFIELD} of a mapped field becomes
  * an {@code INVOKESTATIC} of the accessor (same stack effect, so the method's frames stay valid),
@@ -42,6 +47,8 @@ import org.objectweb.asm.Type;
 final class Rewriter implements ClassFileTransformer {
   static final String VIEW = "$colors$view";
   static final String ADDR = "$colors$addr";
+  /** Prefix of the read cache's field per reference field (org.colors.ReadCache). */
+  static final String CACHED = "$colors$c$";
   static final String SHARED_INSTANCE_DESC = "Lorg/colors/SharedInstance;";
   static final String SHARED_OBJECT = "org/colors/SharedObject";
   static final String SHARED_OBJECT_DESC = "Lorg/colors/SharedObject;";
@@ -185,12 +192,19 @@ final class Rewriter implements ClassFileTransformer {
     public void visitEnd() {
       if (mapped) {
         if (root) addBinding();
+        List<String> cached = new ArrayList<>();
         for (Map.Entry<String, String> f : self.fields.entrySet()) {
           super.visitField(Opcodes.ACC_PRIVATE | Opcodes.ACC_STATIC | Opcodes.ACC_FINAL | Opcodes.ACC_SYNTHETIC,
               "$colors$f$" + f.getKey(), SHARED_FIELD_DESC, null, null).visitEnd();
+          if (isReference(Type.getType(f.getValue()))) {
+            super.visitField(Opcodes.ACC_PUBLIC | Opcodes.ACC_TRANSIENT | Opcodes.ACC_VOLATILE | Opcodes.ACC_SYNTHETIC,
+                CACHED + f.getKey(), "Ljava/lang/Object;", null, null).visitEnd();
+            cached.add(f.getKey());
+          }
           addGetter(f.getKey(), f.getValue());
           addSetter(f.getKey(), f.getValue());
         }
+        if (root || !cached.isEmpty()) addForget(cached);
         if (!sawClinit) {
           MethodVisitor mv = super.visitMethod(Opcodes.ACC_STATIC, "<clinit>", "()V", null, null);
           mv.visitCode();
@@ -233,6 +247,13 @@ final class Rewriter implements ClassFileTransformer {
       mv.visitInsn(Opcodes.ARETURN);
       mv.visitMaxs(1, 1);
       mv.visitEnd();
+      mv = super.visitMethod(Opcodes.ACC_PUBLIC, "$colors$address", "()J", null, null);
+      mv.visitCode();
+      mv.visitVarInsn(Opcodes.ALOAD, 0);
+      mv.visitFieldInsn(Opcodes.GETFIELD, self.name, ADDR, "J");
+      mv.visitInsn(Opcodes.LRETURN);
+      mv.visitMaxs(2, 1);
+      mv.visitEnd();
       mv = super.visitMethod(Opcodes.ACC_PUBLIC, "$colors$bind", "(" + SHARED_OBJECT_DESC + "J)V", null, null);
       mv.visitCode();
       mv.visitVarInsn(Opcodes.ALOAD, 0);
@@ -261,8 +282,87 @@ final class Rewriter implements ClassFileTransformer {
       mv.visitJumpInsn(Opcodes.IFNE, shared);
     }
 
+    /**
+     * {@code $colors$forget()}: the superclass's (when it is mapped), then null into each read
+     * cache field of this class.
+     */
+    private void addForget(List<String> cached) {
+      MethodVisitor mv = super.visitMethod(Opcodes.ACC_PUBLIC, "$colors$forget", "()V", null, null);
+      mv.visitCode();
+      if (!root) {
+        mv.visitVarInsn(Opcodes.ALOAD, 0);
+        mv.visitMethodInsn(Opcodes.INVOKESPECIAL, self.superName, "$colors$forget", "()V", false);
+      }
+      for (String f : cached) {
+        mv.visitVarInsn(Opcodes.ALOAD, 0);
+        mv.visitInsn(Opcodes.ACONST_NULL);
+        mv.visitFieldInsn(Opcodes.PUTFIELD, self.name, CACHED + f, "Ljava/lang/Object;");
+      }
+      mv.visitInsn(Opcodes.RETURN);
+      mv.visitMaxs(2, 1);
+      mv.visitEnd();
+    }
+
+    /**
+     * The getter of a reference field, through the read cache:
+     * <pre>
+     * if (self.$colors$addr == 0) return self.f;
+     * Object c = self.$colors$c$f;
+     * Object r = $colors$f$f.getObject(self, addr, c);
+     * if (r != c) self.$colors$c$f = $colors$f$f.cacheable(self, r);
+     * return (T) r;
+     * </pre>
+     */
+    private void addReferenceGetter(String field, String desc) {
+      Type t = Type.getType(desc);
+      String selfDesc = "L" + self.name + ";";
+      MethodVisitor mv = super.visitMethod(Opcodes.ACC_PUBLIC | Opcodes.ACC_STATIC | Opcodes.ACC_SYNTHETIC,
+          "$colors$get$" + field, "(" + selfDesc + ")" + desc, null, null);
+      mv.visitCode();
+      Label shared = new Label();
+      emitBoundCheck(mv, 1, shared);
+      mv.visitVarInsn(Opcodes.ALOAD, 0);
+      mv.visitFieldInsn(Opcodes.GETFIELD, self.name, field, desc);
+      mv.visitInsn(Opcodes.ARETURN);
+      mv.visitLabel(shared);
+      mv.visitFrame(Opcodes.F_FULL, 2, new Object[] {self.name, Opcodes.LONG}, 0, new Object[0]);
+      mv.visitVarInsn(Opcodes.ALOAD, 0);
+      mv.visitFieldInsn(Opcodes.GETFIELD, self.name, CACHED + field, "Ljava/lang/Object;");
+      mv.visitVarInsn(Opcodes.ASTORE, 3);
+      mv.visitFieldInsn(Opcodes.GETSTATIC, self.name, "$colors$f$" + field, SHARED_FIELD_DESC);
+      mv.visitVarInsn(Opcodes.ALOAD, 0);
+      mv.visitVarInsn(Opcodes.LLOAD, 1);
+      mv.visitVarInsn(Opcodes.ALOAD, 3);
+      mv.visitMethodInsn(Opcodes.INVOKEVIRTUAL, SHARED_FIELD, "getObject",
+          "(" + SHARED_INSTANCE_DESC + "JLjava/lang/Object;)Ljava/lang/Object;", false);
+      mv.visitVarInsn(Opcodes.ASTORE, 4);
+      Label same = new Label();
+      mv.visitVarInsn(Opcodes.ALOAD, 4);
+      mv.visitVarInsn(Opcodes.ALOAD, 3);
+      mv.visitJumpInsn(Opcodes.IF_ACMPEQ, same);
+      mv.visitVarInsn(Opcodes.ALOAD, 0);
+      mv.visitFieldInsn(Opcodes.GETSTATIC, self.name, "$colors$f$" + field, SHARED_FIELD_DESC);
+      mv.visitVarInsn(Opcodes.ALOAD, 0);
+      mv.visitVarInsn(Opcodes.ALOAD, 4);
+      mv.visitMethodInsn(Opcodes.INVOKEVIRTUAL, SHARED_FIELD, "cacheable",
+          "(" + SHARED_INSTANCE_DESC + "Ljava/lang/Object;)Ljava/lang/Object;", false);
+      mv.visitFieldInsn(Opcodes.PUTFIELD, self.name, CACHED + field, "Ljava/lang/Object;");
+      mv.visitLabel(same);
+      mv.visitFrame(Opcodes.F_FULL, 4, new Object[] {self.name, Opcodes.LONG, "java/lang/Object", "java/lang/Object"},
+          0, new Object[0]);
+      mv.visitVarInsn(Opcodes.ALOAD, 4);
+      mv.visitTypeInsn(Opcodes.CHECKCAST, t.getInternalName());
+      mv.visitInsn(Opcodes.ARETURN);
+      mv.visitMaxs(5, 5);
+      mv.visitEnd();
+    }
+
     private void addGetter(String field, String desc) {
       Type t = Type.getType(desc);
+      if (isReference(t)) {
+        addReferenceGetter(field, desc);
+        return;
+      }
       String selfDesc = "L" + self.name + ";";
       MethodVisitor mv = super.visitMethod(Opcodes.ACC_PUBLIC | Opcodes.ACC_STATIC | Opcodes.ACC_SYNTHETIC,
           "$colors$get$" + field, "(" + selfDesc + ")" + desc, null, null);
@@ -301,6 +401,11 @@ final class Rewriter implements ClassFileTransformer {
       mv.visitInsn(Opcodes.RETURN);
       mv.visitLabel(shared);
       mv.visitFrame(Opcodes.F_FULL, 3, new Object[] {self.name, frameType(t), Opcodes.LONG}, 0, new Object[0]);
+      if (isReference(t)) {  // what the read cache held of the old value goes
+        mv.visitVarInsn(Opcodes.ALOAD, 0);
+        mv.visitInsn(Opcodes.ACONST_NULL);
+        mv.visitFieldInsn(Opcodes.PUTFIELD, self.name, CACHED + field, "Ljava/lang/Object;");
+      }
       mv.visitFieldInsn(Opcodes.GETSTATIC, self.name, "$colors$f$" + field, SHARED_FIELD_DESC);
       mv.visitVarInsn(Opcodes.ALOAD, 0);
       mv.visitVarInsn(Opcodes.LLOAD, addrLocal);

@@ -1,0 +1,221 @@
+package org.colors;
+
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * The read cache: what a bound instance or a list proxy last read of its shared object, kept with
+ * it, so that reading the same thing again costs one load of shared memory and a comparison
+ * instead of an identity-cache lookup per reference ({@link Proxies#lookup}) and a proxy per
+ * element.
+ *
+ * <p>Two kinds of entries:
+ * <ul>
+ *   <li>per reference field {@code f} of a mapped class, the volatile field {@code $colors$c$f}
+ *       the agent adds: the proxy last read from {@code f} (its getter passes it to
+ *       {@link SharedField#getObject(SharedInstance, long, Object)} and stores what
+ *       {@link SharedField#cacheable} returns);
+ *   <li>{@link Snapshot}, in {@link SharedList#snapshot}: a list's elements read at one instant
+ *       and the list's seqlock version then (list_seqlock.hpp), an immutable object replaced whole.
+ * </ul>
+ *
+ * <p>Invariants (why a hit returns what a read without the cache would):
+ * <ul>
+ *   <li>A cached proxy has a root of its own (never a read scope's borrowed proxy, never a
+ *       string), so while it is cached its object is alive at its address ({@link #addressOf}): a
+ *       slot that holds that address now refers to that object, whatever it held in between.
+ *   <li>Every change of a list makes its version odd, then the next even value (ListWrite, also
+ *       around a transaction's rollback), and a list's proxy roots the list: a list whose version
+ *       is the Snapshot's still holds the Snapshot's elements (the words, hence the objects, by
+ *       the argument above: the Snapshot holds their proxies).
+ *   <li>Entries are used and made only on the fast path outside transactions (a transaction's
+ *       reads go through the object's ownership record), made only for holders with a root of
+ *       their own, and never hold a proxy of another attachment: a detached bound instance's
+ *       address is -1 and a container's handle carries its attachment's epoch.
+ *   <li>At most {@link #capacity()} holders have entries: a holder that makes its first entry
+ *       takes the next place of a ring (by its identity-cache entry, a weak reference: the ring
+ *       keeps no holder alive), and the holder it replaces there loses its entries. Only a
+ *       published proxy with a root of its own holds entries. Heap
+ *       pressure ({@link Proxies#onHeapPressure}), {@link SharedMemory#collect()} and a detach drop
+ *       them all, and a store through a bound instance's field drops that field's, so the cache
+ *       keeps no shared object alive that the program dropped once one of those has run.
+ * </ul>
+ * Races are benign: the cached field is volatile (a reader that sees a proxy sees it bound) and a
+ * reader compares the address of what it found with the slot's word now; a Snapshot's fields are
+ * final; a holder losing its place while a thread fills it keeps that entry until its next place.
+ */
+final class ReadCache {
+  private ReadCache() {}
+
+  /** A list's elements at seqlock version {@code version} (even), read at address {@code list} in attachment {@code epoch}. */
+  static final class Snapshot {
+    final long list;
+    final long version;
+    final long epoch;
+    final Object[] items;  // never written after construction, never handed to user code
+
+    Snapshot(long list, long version, long epoch, Object[] items) {
+      this.list = list;
+      this.version = version;
+      this.epoch = epoch;
+      this.items = items;
+    }
+  }
+
+  /** Lists longer than this are not kept (their snapshot would hold as many proxies). */
+  static final int MAX_SNAPSHOT = 4096;
+
+  /** The largest capacity {@link SharedMemory#readCache(int)} takes. */
+  static final int MAX_CAPACITY = 1 << 22;
+
+  /**
+   * The default capacity: about an eighth of the JVM's maximum heap at ~256 bytes per proxy kept
+   * (the proxy, its view, handle, root, identity entry and entry), between 4,096 and 2^20.
+   * {@code -Dcolors.readCache=N} overrides it (0: off).
+   */
+  static int defaultCapacity() {
+    Integer p = Integer.getInteger("colors.readCache");
+    if (p != null) return Math.max(0, Math.min(p, MAX_CAPACITY));
+    long n = Runtime.getRuntime().maxMemory() / 2048;
+    return (int) Math.max(4096, Math.min(n, 1 << 20));
+  }
+
+  private static final Object LOCK = new Object();
+  /**
+   * The holders with entries, each by its identity-cache entry (a weak reference to the proxy that
+   * the proxy's root already has: the ring keeps no holder alive, and one that died needs nothing).
+   */
+  private static volatile Proxies.Entry[] ring = new Proxies.Entry[defaultCapacity()];
+  private static final AtomicLong NEXT = new AtomicLong();
+
+  static int capacity() {
+    return ring.length;
+  }
+
+  /**
+   * Sets the capacity (0 turns the cache off) and drops every entry.
+   *
+   * @return the previous capacity
+   */
+  static int setCapacity(int capacity) {
+    if (capacity < 0 || capacity > MAX_CAPACITY) {
+      throw new InvalidArgumentException("colors: read cache capacity must be 0.." + MAX_CAPACITY + ", not " + capacity);
+    }
+    synchronized (LOCK) {
+      int old = ring.length;
+      dropAll();
+      ring = new Proxies.Entry[capacity];
+      return old;
+    }
+  }
+
+  static boolean enabled() {
+    return ring.length != 0;
+  }
+
+  /**
+   * The identity-cache entry of the proxy whose handle is {@code h} when it may hold entries (a
+   * root of its own, published), else null.
+   */
+  private static Proxies.Entry holderEntry(Handle h) {
+    Root r = h.root;
+    return r == null ? null : r.entry;
+  }
+
+  /**
+   * Gives the holder of identity entry {@code e} (whose proxy just made its first entry) a place
+   * in the ring; the holder in that place loses its entries.
+   */
+  private static void admit(Proxies.Entry e) {
+    Proxies.Entry[] r = ring;
+    if (r.length == 0) return;
+    int i = (int) Long.remainderUnsigned(NEXT.getAndIncrement(), r.length);
+    Proxies.Entry old = r[i];
+    r[i] = e;
+    if (old != null && old != e) drop(old.get());
+  }
+
+  private static void drop(Object holder) {
+    if (holder instanceof SharedInstance) {
+      SharedInstance i = (SharedInstance) holder;
+      SharedObject view = i.$colors$view();
+      if (view != null) view.inReadCache = false;
+      i.$colors$forget();
+    } else if (holder instanceof SharedList) {
+      ((SharedList) holder).snapshot = null;
+    }
+  }
+
+  /** Drops every entry (heap pressure, collect, detach, a capacity change). */
+  static void dropAll() {
+    Proxies.Entry[] r = ring;
+    for (int i = 0; i < r.length; i++) {
+      Proxies.Entry e = r[i];
+      if (e != null) {
+        r[i] = null;
+        drop(e.get());
+      }
+    }
+  }
+
+  // ---- bound instances ----------------------------------------------------------------------
+
+  /**
+   * The address of the shared object of {@code cached}, a proxy a bound instance's read cache
+   * holds, in view {@code v}'s attachment; 0 when it has none there (never equal to a reference).
+   */
+  static long addressOf(Object cached, Direct.View v) {
+    if (cached instanceof SharedInstance) return ((SharedInstance) cached).$colors$address();  // -1 once detached
+    Handle h = Proxies.handleOf(cached);
+    return h != null && h.epoch == v.epoch ? h.raw : 0;
+  }
+
+  /** {@link SharedField#cacheable}: {@code value}, or null when it must not be kept. */
+  static Object cacheable(SharedInstance owner, Object value) {
+    if (value == null || value instanceof String || !enabled() || Transaction.inThisThread()) return null;
+    Handle h = Proxies.handleOf(value);
+    if (h == null || h.root == null) return null;  // borrowed: alive only while its scope is open
+    SharedObject view = owner.$colors$view();
+    Proxies.Entry e = view == null ? null : holderEntry(view.handle);
+    if (e == null) return null;  // borrowed (it dies with its scope) or unpublished (transient)
+    if (!view.inReadCache) {
+      view.inReadCache = true;
+      admit(e);
+    }
+    return value;
+  }
+
+  // ---- lists ---------------------------------------------------------------------------------
+
+  /**
+   * The cached elements of a list while it has not changed since they were read, or null (nothing
+   * is read or kept): the snapshot's version is the list's now, in the current attachment, outside
+   * a transaction. Needs no handle: a snapshot is made only for a list proxy with a root of its
+   * own, which keeps the list at {@code s.list} for as long as the proxy (holding {@code s}) lives.
+   */
+  static Object[] cached(Snapshot s) {
+    if (s == null || Transaction.inThisThread()) return null;
+    Direct.View v = Direct.current();
+    return v != null && v.epoch == s.epoch && v.load(s.list + v.offListVersion) == s.version ? s.items : null;
+  }
+
+  /**
+   * The elements of {@code list} at one instant, shared with other callers (read-only), or null
+   * (the caller reads them itself): the cached ones ({@link #cached}), else read now and, for a
+   * list proxy with a root of its own read outside a read scope, kept. REQUIRES: {@code v} the
+   * list's current view, outside a transaction.
+   */
+  static Object[] items(Direct.View v, SharedList list) {
+    Object[] hit = cached(list.snapshot);
+    if (hit != null) return hit;
+    long[] version = new long[1];
+    Object[] items = ListReads.items(v, list.handle, version);
+    if (items == null || items == ListReads.NOT_DECODED) return null;
+    Proxies.Entry e;
+    if (version[0] >= 0 && items.length <= MAX_SNAPSHOT && enabled() && (e = holderEntry(list.handle)) != null) {
+      boolean admitted = list.snapshot != null;
+      list.snapshot = new Snapshot(list.handle.raw, version[0], v.epoch, items);
+      if (!admitted) admit(e);
+    }
+    return items;
+  }
+}

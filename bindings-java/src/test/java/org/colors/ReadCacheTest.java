@@ -1,0 +1,232 @@
+package org.colors;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import demo.cache.Holder;
+import demo.cache.Pair;
+import java.lang.ref.WeakReference;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.Supplier;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/**
+ * The read cache ({@link ReadCache}): a bound instance's reference fields and a list's elements
+ * read again give what a read without the cache gives, whatever changed the shared object in
+ * between; what it keeps is bounded by its capacity and let go by collect, stores and scopes.
+ */
+@ExtendWith(ColorsServer.class)
+class ReadCacheTest {
+  private int capacity;
+
+  @BeforeEach
+  void on() {
+    capacity = SharedMemory.readCache(1024);
+  }
+
+  @AfterEach
+  void restore() {
+    SharedMemory.readCache(capacity);
+  }
+
+  private static Holder holder(long n) {
+    Holder h = SharedMemory.allocate(Holder.class);
+    h.n = n;
+    return h;
+  }
+
+  /** A proxy made and dropped inside {@code make}: only what the test keeps refers to it after. */
+  private static <T> WeakReference<T> weakly(Supplier<T> make) {
+    return new WeakReference<>(make.get());
+  }
+
+  /** Whether the JVM's GC clears {@code ref} (a few GCs: the referent is unreachable). */
+  private static boolean cleared(WeakReference<?> ref) {
+    for (int i = 0; i < 20 && ref.get() != null; i++) {
+      System.gc();
+      try {
+        Thread.sleep(5);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+    return ref.get() == null;
+  }
+
+  @Test
+  void aFieldChangedBehindTheInstanceReadsTheNewObject() {
+    Holder h = holder(1);
+    Holder a = holder(2), b = holder(3);
+    h.next = a;
+    assertSame(a, h.next);
+    assertSame(a, h.next, "read again: the same proxy");
+    // A store by name through JNI does not touch the instance's cache field, as a store by another
+    // process does not: the next read must see the new word and return b's proxy.
+    Native.objSet(SharedMemory.sharedView(h).handle, "next", Codec.tag(b), Codec.bits(b, Codec.tag(b)),
+        Codec.obj(b, Codec.tag(b)));
+    assertSame(b, h.next);
+    Native.objSet(SharedMemory.sharedView(h).handle, "next", Codec.tag(null), 0, null);
+    assertNull(h.next);
+    h.next = a;
+    assertSame(a, h.next);
+  }
+
+  @Test
+  void aRolledBackTransactionLeavesTheCachedReadRight() {
+    Holder h = holder(1);
+    Holder a = holder(2), b = holder(3);
+    h.next = a;
+    assertSame(a, h.next);
+    Transaction tx = SharedMemory.beginTransaction();
+    h.next = b;
+    assertSame(b, h.next, "inside the transaction: its own write");
+    tx.rollback();
+    assertSame(a, h.next, "after the rollback: the old object again");
+    SharedMemory.atomically(() -> {
+      h.next = b;
+    });
+    assertSame(b, h.next);
+  }
+
+  @Test
+  void aListChangedAfterItsSnapshotIteratesItsNewElements() {
+    Holder h = holder(1);
+    Holder a = holder(2), b = holder(3);
+    h.items = SharedMemory.allocate(List.class);
+    List<Object> items = h.items;
+    items.add(a);
+    List<Object> seen = new ArrayList<>();
+    for (Object o : h.items) seen.add(o);
+    assertEquals(List.of(a), seen);
+    assertSame(items, h.items);
+    Native.listAdd(((SharedList) items).handle, Codec.tag(b), Codec.bits(b, Codec.tag(b)), Codec.obj(b, Codec.tag(b)));
+    seen.clear();
+    for (Object o : h.items) seen.add(o);
+    assertEquals(List.of(a, b), seen, "the list changed: its snapshot is not used");
+    assertEquals(2, h.items.size());
+    assertSame(b, h.items.get(1));
+    items.remove(0);
+    assertEquals(List.of(b), new ArrayList<>(h.items));
+    assertEquals(1, h.items.size());
+  }
+
+  @Test
+  void toArrayHandsOutACopyNeverTheSnapshot() {
+    SharedList l = (SharedList) SharedMemory.allocate(List.class);
+    l.add(1L);
+    l.add(2L);
+    for (Object o : l) assertNotNull(o);  // makes the snapshot
+    Object[] a = l.toArray();
+    a[0] = "scribbled";
+    assertEquals(List.of(1L, 2L), new ArrayList<>(l), "the snapshot did not change");
+  }
+
+  @Test
+  void theCapacityBoundsWhatIsKept() {
+    SharedMemory.readCache(2);
+    Holder h1 = holder(1), h2 = holder(2), h3 = holder(3);
+    WeakReference<Holder> first = weakly(() -> {
+      h1.next = holder(10);
+      return h1.next;  // read: kept in h1's cache
+    });
+    h2.next = holder(20);
+    assertNotNull(h2.next);
+    assertTrue(!cleared(first), "two holders fit: h1 keeps its read");
+    h3.next = holder(30);
+    assertNotNull(h3.next);  // the third holder takes h1's place: h1 loses its entries
+    assertTrue(cleared(first), "h1's cached proxy was let go");
+    assertEquals(10, h1.next.n, "and is read again");
+  }
+
+  @Test
+  void zeroTurnsItOffAndBadCapacitiesAreRefused() {
+    SharedMemory.readCache(0);
+    Holder h = holder(1);
+    WeakReference<Holder> child = weakly(() -> {
+      h.next = holder(2);
+      return h.next;
+    });
+    assertTrue(cleared(child), "nothing kept with the cache off");
+    assertEquals(2, h.next.n);
+    assertThrows(InvalidArgumentException.class, () -> SharedMemory.readCache(-1));
+    assertThrows(InvalidArgumentException.class, () -> SharedMemory.readCache((1 << 22) + 1));
+    assertEquals(0, SharedMemory.readCache(16), "a refused capacity changes nothing");
+  }
+
+  @Test
+  void collectAndStoresLetGo() {
+    Holder h = holder(1);
+    WeakReference<Holder> child = weakly(() -> {
+      h.next = holder(2);
+      return h.next;
+    });
+    assertTrue(!cleared(child), "kept by h's cache");
+    SharedMemory.collect();
+    assertTrue(cleared(child), "collect() drops the cache");
+
+    Pair p = SharedMemory.allocate(Pair.class);
+    WeakReference<Holder> other = weakly(() -> {
+      p.other = holder(3);
+      return p.other;
+    });
+    WeakReference<Holder> next = weakly(() -> {
+      p.next = holder(4);
+      return p.next;
+    });
+    assertTrue(!cleared(other) && !cleared(next), "a subclass caches its own and its superclass's fields");
+    p.other = null;
+    assertTrue(cleared(other), "a store through the field drops what it kept");
+    assertTrue(!cleared(next));
+    SharedMemory.readCache(16);  // drops every entry: $colors$forget of the subclass and the superclass
+    assertTrue(cleared(next));
+    assertEquals(4, p.next.n);
+  }
+
+  @Test
+  void aReadInsideAReadScopeIsNotKept() {
+    Holder h = holder(1);
+    WeakReference<Holder> child = weakly(() -> {
+      Holder c = holder(2);
+      h.next = c;  // the setter leaves h's cache for the field empty
+      return c;
+    });
+    assertTrue(cleared(child), "no proxy of the child is left: a read scope lends one");
+    try (ReadScope s = SharedMemory.readScope()) {
+      Holder borrowed = h.next;
+      assertNull(SharedMemory.sharedView(borrowed).handle.root, "a borrowed proxy (no root of its own)");
+      assertEquals(2, borrowed.n);
+    }
+    // Had the borrowed proxy been kept in h's cache, this read would hand it out after its scope
+    // closed, and reading its field would throw IllegalStateException.
+    Holder after = h.next;
+    assertEquals(2, after.n);
+    assertNotNull(SharedMemory.sharedView(after).handle.root);
+
+    // The same for a container: a borrowed list proxy (which the scope's end does not unbind as it
+    // does a bound instance) kept in h's cache would be handed out after the scope.
+    WeakReference<List<Object>> list = weakly(() -> {
+      List<Object> l = SharedMemory.allocate(List.class);
+      l.add(7L);
+      h.items = l;
+      return l;
+    });
+    assertTrue(cleared(list));
+    try (ReadScope s = SharedMemory.readScope()) {
+      List<Object> borrowed = h.items;
+      assertNull(((SharedList) borrowed).handle.root, "a borrowed proxy (no root of its own)");
+      for (Object o : borrowed) assertEquals(7L, o);  // no snapshot kept for it either
+    }
+    List<Object> items = h.items;
+    assertNotNull(((SharedList) items).handle.root);
+    items.add(8L);
+    assertEquals(List.of(7L, 8L), new ArrayList<>(items));
+  }
+}
