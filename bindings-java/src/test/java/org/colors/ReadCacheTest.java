@@ -229,4 +229,88 @@ class ReadCacheTest {
     items.add(8L);
     assertEquals(List.of(7L, 8L), new ArrayList<>(items));
   }
+
+  /** Stores {@code value} into {@code field} of {@code o}'s object by JNI, leaving o's read cache alone (as another process's store does). */
+  private static void storeBehind(Object o, String field, Object value) {
+    int t = Codec.tag(value);
+    Native.objSet(SharedMemory.sharedView(o).handle, field, t, Codec.bits(value, t), Codec.obj(value, t));
+  }
+
+  /**
+   * Readers through the cache while a writer keeps replacing a field's object and rewriting a list
+   * behind their backs and the collector runs: the objects replaced become garbage, so their
+   * addresses are reused. A reader must never see the field's {@code n} or the list's length go
+   * back (a cached proxy handed out for a slot that no longer holds its object would), and every
+   * list it iterates must be 0..k-1.
+   */
+  @Test
+  void readersNeverSeeAnOlderValueWhileTheWriterAndCollectorRun() throws Exception {
+    Holder h = holder(0);
+    h.next = holder(0);
+    h.items = SharedMemory.allocate(List.class);
+    SharedList list = (SharedList) h.items;
+    java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+    java.util.concurrent.ConcurrentLinkedQueue<Throwable> failures = new java.util.concurrent.ConcurrentLinkedQueue<>();
+    java.util.concurrent.atomic.AtomicLong reads = new java.util.concurrent.atomic.AtomicLong();
+    java.util.concurrent.atomic.AtomicLong written = new java.util.concurrent.atomic.AtomicLong();
+    Thread writer = new Thread(() -> {
+      try {
+        for (long n = 1; !stop.get(); n++) {
+          Holder fresh = SharedMemory.allocate(Holder.class);
+          fresh.n = n;
+          storeBehind(h, "next", fresh);  // the previous object is garbage from here
+          if (n % 64 == 0) {
+            Native.clear(list.handle);
+          } else {
+            long k = n % 64 - 1;  // the list holds 0..k-1: append k
+            Native.listAdd(list.handle, Codec.tag(k), Codec.bits(k, Codec.tag(k)), Codec.obj(k, Codec.tag(k)));
+          }
+          written.set(n);
+        }
+      } catch (Throwable t) {
+        failures.add(t);
+      }
+    }, "writer");
+    Thread collector = new Thread(() -> {
+      try {
+        while (!stop.get()) Native.collect(-1);  // not SharedMemory.collect(): that empties the cache
+      } catch (Throwable t) {
+        failures.add(t);
+      }
+    }, "collector");
+    List<Thread> readers = new ArrayList<>();
+    for (int r = 0; r < 2; r++) {
+      readers.add(new Thread(() -> {
+        try {
+          long last = 0;
+          while (!stop.get()) {
+            long n = h.next.n;
+            if (n < last) throw new AssertionError("h.next.n went back from " + last + " to " + n);
+            last = n;
+            long i = 0;
+            for (Object o : h.items) {
+              if (!Long.valueOf(i).equals(o)) throw new AssertionError("element " + i + " is " + o);
+              i++;
+            }
+            reads.incrementAndGet();
+          }
+        } catch (Throwable t) {
+          failures.add(t);
+        }
+      }, "reader-" + r));
+    }
+    writer.start();
+    collector.start();
+    readers.forEach(Thread::start);
+    Thread.sleep(3000);
+    stop.set(true);
+    writer.join();
+    collector.join();
+    for (Thread t : readers) t.join();
+    assertTrue(failures.isEmpty(), () -> "failures: " + failures);
+    assertTrue(reads.get() > 1000, "the readers ran: " + reads.get());
+    long n = written.get();
+    assertEquals(n, h.next.n, "the last object written, not one a reader's read kept");
+    assertEquals(n % 64, new ArrayList<>(h.items).size(), "the list as last written");
+  }
 }
