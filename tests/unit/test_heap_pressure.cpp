@@ -12,6 +12,7 @@
 #include "collector.hpp"
 #include "colors/colors.hpp"
 #include "heap.hpp"
+#include "roots.hpp"
 #include "test_segment.hpp"
 #include "verifier.hpp"
 
@@ -217,4 +218,60 @@ TEST_CASE("the hook called while a thread adds a root-table chunk does not hold 
   VerifyReport r = verify_heap(m);
   INFO(r.summary());
   REQUIRE(r.ok());
+}
+
+namespace {
+// For the next test: the hook takes the root slot out of g_root_holder (Value::take_root_slot,
+// as the bindings' relief does, since the hook may not call root_release) and empties it.
+colors::Value* g_root_holder = nullptr;
+std::atomic<Word>* g_taken_slot = nullptr;
+
+void root_taking_hook() noexcept {
+  ++g_calls;
+  g_taken_slot = static_cast<std::atomic<Word>*>(g_root_holder->take_root_slot());
+  if (g_taken_slot != nullptr) root_clear(g_taken_slot);  // the deletion barrier, as root_release
+}
+}  // namespace
+
+TEST_CASE("take_root_slot hands a value's root over: the value is null, the slot holds the object") {
+  test::TestSegment seg(1 << 20);
+  List l = new_list();
+  l.append(Value(1));
+  Value v = l;  // a root of its own
+  const std::uint64_t w = l.raw();
+  void* slot = v.take_root_slot();
+  REQUIRE(slot != nullptr);
+  REQUIRE(v.is_null());
+  REQUIRE(static_cast<std::atomic<Word>*>(slot)->load() == w);
+  Value back = Value::adopt_root(w, slot);  // the inverse: the slot is back in a Value
+  REQUIRE(back.same_object(l));
+  REQUIRE(List(back).size() == 1);
+  Value scalar(5);
+  REQUIRE(scalar.take_root_slot() == nullptr);  // no root
+  REQUIRE(scalar.is_null());
+}
+
+TEST_CASE("a hook that takes the only root of a full heap's data out of its value lets the allocation succeed") {
+  test::TestSegment seg(2 << 20);
+  Metadata* m = seg.meta();
+  gc::Collector c(m, only_on_demand());
+  c.start();
+  Value data;
+  {
+    List l = new_list();
+    REQUIRE_THROWS_AS(fill(l), OutOfMemoryError);
+    data = l;  // from here on the only root of the heap's data
+  }
+  HookReset reset;
+  g_root_holder = &data;
+  g_taken_slot = nullptr;
+  set_heap_pressure_hook(&root_taking_hook);
+  Value after = new_binary(std::vector<std::uint8_t>(1 << 17, 3));  // fits once the data is freed
+  REQUIRE(g_calls == 1);
+  REQUIRE(g_taken_slot != nullptr);
+  REQUIRE(data.is_null());
+  REQUIRE(after.as_bytes().size() == (1u << 17));
+  root_release(g_taken_slot);  // the emptied slot goes back (a binding keeps it as a spare)
+  g_root_holder = nullptr;
+  c.stop();
 }

@@ -178,28 +178,13 @@ Ref* ref_of(py::handle obj) {
   return nullptr;
 }
 
-namespace {
-// Takes the root slot out of a Value, which then holds null and no root, without root_release:
-// pointers to Value's protected members, formed in a derived class as the language allows.
-struct ValueRoot : colors::Value {
-  static std::atomic<cd::Word>* take(colors::Value& v) {
-    constexpr void* colors::Value::*kRoot = &ValueRoot::root_;
-    constexpr std::uint64_t colors::Value::*kWord = &ValueRoot::word_;
-    auto* slot = static_cast<std::atomic<cd::Word>*>(v.*kRoot);
-    v.*kRoot = nullptr;
-    v.*kWord = 0;
-    return slot;
-  }
-};
-}  // namespace
-
 std::atomic<std::uint64_t>* take_unshared_ref_root(PyObject* proxy) {
   PyObject* r = *reinterpret_cast<PyObject**>(reinterpret_cast<char*>(proxy) + g_ref_offset);  // borrowed
   if (r == nullptr || Py_TYPE(r) != g_ref_type || Py_REFCNT(r) != 1) return nullptr;
   Ref* ref = ref_in(r);
   if (ref->gen != g_generation) return nullptr;
-  std::atomic<cd::Word>* slot =
-      std::visit([](auto& x) { return ValueRoot::take(static_cast<colors::Value&>(x)); }, ref->v);
+  auto* slot = static_cast<std::atomic<cd::Word>*>(
+      std::visit([](auto& x) { return static_cast<colors::Value&>(x).take_root_slot(); }, ref->v));
   if (slot == nullptr) return nullptr;
   ref->gen = 0;  // every use raises NotAttachedError (Ref::check); its destructor finds no root
   return slot;

@@ -117,6 +117,16 @@ class Value {
   static Value from_raw(std::uint64_t word);
   // Takes over an already acquired root slot of `word` (internal: allocation and rooted loads).
   static Value adopt_root(std::uint64_t word, void* root_slot);
+  // The inverse, for bindings' heap-pressure paths, which may not call root_release (heap.hpp,
+  // the hook's REQUIRES): takes this value's root slot out and returns it (nullptr when the value
+  // held none); the value is then null and holds no root. The caller owns the slot and empties it
+  // with the deletion barrier (store_ref of null) before it reuses or gives it back.
+  void* take_root_slot() noexcept {
+    void* slot = root_;
+    root_ = nullptr;
+    word_ = 0;
+    return slot;
+  }
 
  protected:
   void reset(std::uint64_t word);

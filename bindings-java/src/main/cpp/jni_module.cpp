@@ -76,21 +76,6 @@ colors::Value& JValue::mutable_value() {
   return std::visit([](auto& x) -> colors::Value& { return x; }, v);
 }
 
-namespace {
-// Takes the root slot out of a Value (which then holds null and no root): pointers to Value's
-// protected members, formed in a derived class as the language allows.
-struct ValueAccess : colors::Value {
-  static std::atomic<cd::Word>* take_root(colors::Value& v) {
-    constexpr void* colors::Value::*kRoot = &ValueAccess::root_;
-    constexpr std::uint64_t colors::Value::*kWord = &ValueAccess::word_;
-    auto* slot = static_cast<std::atomic<cd::Word>*>(v.*kRoot);
-    v.*kRoot = nullptr;
-    v.*kWord = 0;
-    return slot;
-  }
-};
-}  // namespace
-
 void JValue::check() const {
   if (gen != g_generation.load(std::memory_order_acquire) || !colors::has_segment())
     throw colors::NotAttachedError(
@@ -431,7 +416,7 @@ void JNICALL n_release_under_pressure(JNIEnv* env, jclass, jlong ptr) {
     std::shared_lock<std::shared_mutex> lk(g_attach_rw, std::try_to_lock);
     if (!lk.owns_lock()) return;
     if (r->gen == g_generation.load(std::memory_order_acquire) && colors::has_segment()) {
-      if (std::atomic<cd::Word>* slot = ValueAccess::take_root(r->mutable_value())) {
+      if (auto* slot = static_cast<std::atomic<cd::Word>*>(r->mutable_value().take_root_slot())) {
         cd::store_ref(slot, cd::kNull);
         add_spare_root(slot, r->gen);
       }
