@@ -223,4 +223,80 @@ class CrossLanguageTest {
     assertEquals("python", ((SharedMap) s.get(0)).get("visited"));
     assertNull(((SharedMap) s.get(1)).get("visited"));
   }
+
+  /**
+   * Java readers through the read cache (ReadCache) while a Python process replaces a bound
+   * instance's field object and rewrites its list, and is killed with SIGKILL mid-run: no value a
+   * reader sees ever goes back, and afterwards reads through the cache agree with JNI reads of the
+   * shared object (what the Python process wrote last, whenever it died).
+   */
+  @Test
+  void readCacheReadersWhileAPythonWriterIsKilled() throws Exception {
+    int poolSize = 20000;
+    demo.cache.Holder h = SharedMemory.allocate(demo.cache.Holder.class);
+    h.items = SharedMemory.allocate(List.class);
+    List<Object> pool = SharedMemory.allocate(List.class, 0);
+    for (int i = 1; i <= poolSize; i++) {
+      demo.cache.Holder x = SharedMemory.allocate(demo.cache.Holder.class);
+      x.n = i;
+      pool.add(x);
+    }
+    h.next = (demo.cache.Holder) pool.get(0);
+    String key = unique("readcache");
+    List<Object> root = SharedMemory.allocate(List.class, 0);
+    root.add(h);
+    root.add(pool);
+    SharedMemory.findOrCreateRepository(key).set(root);
+    java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+    java.util.concurrent.ConcurrentLinkedQueue<Throwable> failures = new java.util.concurrent.ConcurrentLinkedQueue<>();
+    java.util.concurrent.atomic.AtomicLong reads = new java.util.concurrent.atomic.AtomicLong();
+    List<Thread> readers = new ArrayList<>();
+    for (int r = 0; r < 2; r++) {
+      readers.add(new Thread(() -> {
+        try {
+          long last = 0;
+          while (!stop.get()) {
+            long n = h.next.n;
+            if (n < last) throw new AssertionError("h.next.n went back from " + last + " to " + n);
+            last = n;
+            long i = 0;
+            for (Object o : h.items) {
+              if (!Long.valueOf(i).equals(o)) throw new AssertionError("element " + i + " is " + o);
+              i++;
+            }
+            reads.incrementAndGet();
+          }
+        } catch (Throwable t) {
+          failures.add(t);
+        }
+      }, "reader-" + r));
+    }
+    readers.forEach(Thread::start);
+    try (Py py = new Py("root = cs.repository('" + key + "').get()\n"
+        + "h, pool = root[0], root[1]\n"
+        + "items = h.items\n"
+        + "print('ready', flush=True)\n"
+        + "for i in range(1, len(pool)):\n"
+        + "    h.next = pool[i]\n"
+        + "    if i % 64 == 0:\n"
+        + "        items.clear()\n"
+        + "    else:\n"
+        + "        items.append(i % 64 - 1)\n"
+        + "print('done', flush=True)\n")) {
+      assertEquals("ready", py.line());
+      Thread.sleep(1500);
+      py.proc.destroyForcibly();  // SIGKILL, wherever it is
+      assertTrue(py.proc.waitFor(10, TimeUnit.SECONDS));
+    } finally {
+      stop.set(true);
+      for (Thread t : readers) t.join();
+    }
+    assertTrue(failures.isEmpty(), () -> "failures: " + failures);
+    assertTrue(reads.get() > 100, "the readers ran: " + reads.get());
+    SharedObject view = SharedMemory.sharedView(h);
+    Object written = Native.objGet(view.handle, "next");
+    assertSame(written, h.next, "the object Python wrote last, read through the cache");
+    assertTrue(h.next.n > 1, "Python wrote before it was killed");
+    assertEquals(java.util.Arrays.asList(Native.listItems(((SharedList) h.items).handle)), new ArrayList<>(h.items));
+  }
 }
