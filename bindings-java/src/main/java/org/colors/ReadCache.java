@@ -1,5 +1,7 @@
 package org.colors;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -28,20 +30,27 @@ import java.util.concurrent.atomic.AtomicLong;
  *       is the Snapshot's still holds the Snapshot's elements (the words, hence the objects, by
  *       the argument above: the Snapshot holds their proxies).
  *   <li>Entries are used and made only on the fast path outside transactions (a transaction's
- *       reads go through the object's ownership record), made only for holders with a root of
- *       their own, and never hold a proxy of another attachment: a detached bound instance's
- *       address is -1 and a container's handle carries its attachment's epoch.
- *   <li>At most {@link #capacity()} holders have entries: a holder that makes its first entry
- *       takes the next place of a ring (by its identity-cache entry, a weak reference: the ring
- *       keeps no holder alive), and the holder it replaces there loses its entries. Only a
- *       published proxy with a root of its own holds entries. Heap
+ *       reads go through the object's ownership record) and outside read scopes (a scope hands
+ *       out its own proxy of an object first, and its borrowed proxies die with it). Only the
+ *       published proxy of an object (the identity cache's) is cached, and only by a published
+ *       holder, so a hit gives the proxy an uncached read gives. Nothing cached in one attachment
+ *       matches in another: a detached bound instance's address is -1, a container of another
+ *       epoch has none ({@link #holds} requires a positive address), and an attach that moves the
+ *       epoch drops every entry.
+ *   <li>About {@link #capacity()} proxies are kept: a holder that makes its first entry takes
+ *       the next places of a ring (one, or one per element of a list's snapshot; by its
+ *       identity-cache entry, a weak reference: the ring keeps no holder alive), and the holders
+ *       it replaces there lose their entries. Heap
  *       pressure ({@link Proxies#onHeapPressure}), {@link SharedMemory#collect()} and a detach drop
  *       them all, and a store through a bound instance's field drops that field's, so the cache
  *       keeps no shared object alive that the program dropped once one of those has run.
  * </ul>
  * Races are benign: the cached field is volatile (a reader that sees a proxy sees it bound) and a
  * reader compares the address of what it found with the slot's word now; a Snapshot's fields are
- * final; a holder losing its place while a thread fills it keeps that entry until its next place.
+ * final; places are swapped atomically. One race leaves a stray entry: a getter that stores its
+ * entry just after its holder lost its place keeps it outside the ring (until the field changes
+ * and is read again, or the holder dies); at most one per field of a live holder, and never a
+ * wrong one.
  */
 final class ReadCache {
   private ReadCache() {}
@@ -80,9 +89,14 @@ final class ReadCache {
   }
 
   private static final Object LOCK = new Object();
+  private static final VarHandle PLACES = MethodHandles.arrayElementVarHandle(Proxies.Entry[].class);
   /**
    * The holders with entries, each by its identity-cache entry (a weak reference to the proxy that
    * the proxy's root already has: the ring keeps no holder alive, and one that died needs nothing).
+   * A holder takes one place per proxy it keeps a snapshot of (a list) or one place (a bound
+   * instance, whose few reference fields each keep one proxy), so the capacity bounds the proxies
+   * kept, not only the holders. Places are swapped atomically (getAndSet), so a holder that loses
+   * its place is always seen by whoever took it.
    */
   private static volatile Proxies.Entry[] ring = new Proxies.Entry[defaultCapacity()];
   private static final AtomicLong NEXT = new AtomicLong();
@@ -102,8 +116,9 @@ final class ReadCache {
     }
     synchronized (LOCK) {
       int old = ring.length;
-      dropAll();
+      Proxies.Entry[] dropped = ring;
       ring = new Proxies.Entry[capacity];
+      dropAll(dropped);
       return old;
     }
   }
@@ -113,25 +128,33 @@ final class ReadCache {
   }
 
   /**
-   * The identity-cache entry of the proxy whose handle is {@code h} when it may hold entries (a
-   * root of its own, published), else null.
+   * The identity-cache entry of the proxy whose handle is {@code h} when it may hold or be an
+   * entry (a root of its own, published), else null.
    */
-  private static Proxies.Entry holderEntry(Handle h) {
+  private static Proxies.Entry published(Handle h) {
     Root r = h.root;
     return r == null ? null : r.entry;
   }
 
   /**
-   * Gives the holder of identity entry {@code e} (whose proxy just made its first entry) a place
-   * in the ring; the holder in that place loses its entries.
+   * Gives the holder of identity entry {@code e} (whose proxy just made its first entry) {@code
+   * weight} places of the ring; the holders in those places lose their entries. A holder admitted
+   * into a ring that a capacity change replaced meanwhile loses its entries at once.
    */
-  private static void admit(Proxies.Entry e) {
+  private static void admit(Proxies.Entry e, int weight) {
     Proxies.Entry[] r = ring;
-    if (r.length == 0) return;
-    int i = (int) Long.remainderUnsigned(NEXT.getAndIncrement(), r.length);
-    Proxies.Entry old = r[i];
-    r[i] = e;
-    if (old != null && old != e) drop(old.get());
+    if (r.length == 0) {
+      drop(e.get());
+      return;
+    }
+    int n = Math.min(Math.max(weight, 1), r.length);
+    long first = NEXT.getAndAdd(n);
+    for (int k = 0; k < n; k++) {
+      int i = (int) Long.remainderUnsigned(first + k, r.length);
+      Proxies.Entry old = (Proxies.Entry) PLACES.getAndSet(r, i, k == 0 ? e : null);
+      if (old != null && old != e) drop(old.get());
+    }
+    if (ring != r) drop(e.get());
   }
 
   private static void drop(Object holder) {
@@ -141,19 +164,21 @@ final class ReadCache {
       if (view != null) view.inReadCache = false;
       i.$colors$forget();
     } else if (holder instanceof SharedList) {
-      ((SharedList) holder).snapshot = null;
+      SharedList l = (SharedList) holder;
+      l.inReadCache = false;
+      l.snapshot = null;
     }
   }
 
-  /** Drops every entry (heap pressure, collect, detach, a capacity change). */
+  /** Drops every entry (heap pressure, collect, attach and detach). */
   static void dropAll() {
-    Proxies.Entry[] r = ring;
+    dropAll(ring);
+  }
+
+  private static void dropAll(Proxies.Entry[] r) {
     for (int i = 0; i < r.length; i++) {
-      Proxies.Entry e = r[i];
-      if (e != null) {
-        r[i] = null;
-        drop(e.get());
-      }
+      Proxies.Entry e = (Proxies.Entry) PLACES.getAndSet(r, i, null);
+      if (e != null) drop(e.get());
     }
   }
 
@@ -169,17 +194,30 @@ final class ReadCache {
     return h != null && h.epoch == v.epoch ? h.raw : 0;
   }
 
+  /**
+   * Whether the slot at {@code s} still holds the object of {@code cached}, a proxy a bound
+   * instance's read cache holds, so the getter may return it. Never inside a read scope: there a
+   * read gives the scope's own proxy of an object first, which may be another (ReadScope's "one
+   * proxy per object within the scope").
+   */
+  static boolean holds(Direct.View v, long s, Object cached) {
+    long a = addressOf(cached, v);
+    return a > 0 && v.load(s) == a && ReadScope.here() == null;
+  }
+
   /** {@link SharedField#cacheable}: {@code value}, or null when it must not be kept. */
   static Object cacheable(SharedInstance owner, Object value) {
     if (value == null || value instanceof String || !enabled() || Transaction.inThisThread()) return null;
     Handle h = Proxies.handleOf(value);
-    if (h == null || h.root == null) return null;  // borrowed: alive only while its scope is open
+    // Only the published proxy of an object (never a borrowed one, alive only while its scope is
+    // open, nor a second proxy kept from a scope after another thread published one).
+    if (h == null || published(h) == null) return null;
     SharedObject view = owner.$colors$view();
-    Proxies.Entry e = view == null ? null : holderEntry(view.handle);
-    if (e == null) return null;  // borrowed (it dies with its scope) or unpublished (transient)
+    Proxies.Entry e = view == null ? null : published(view.handle);
+    if (e == null) return null;  // a borrowed holder (it dies with its scope) or an unpublished one
     if (!view.inReadCache) {
       view.inReadCache = true;
-      admit(e);
+      admit(e, 1);
     }
     return value;
   }
@@ -193,7 +231,7 @@ final class ReadCache {
    * own, which keeps the list at {@code s.list} for as long as the proxy (holding {@code s}) lives.
    */
   static Object[] cached(Snapshot s) {
-    if (s == null || Transaction.inThisThread()) return null;
+    if (s == null || Transaction.inThisThread() || ReadScope.here() != null) return null;
     Direct.View v = Direct.current();
     return v != null && v.epoch == s.epoch && v.load(s.list + v.offListVersion) == s.version ? s.items : null;
   }
@@ -211,10 +249,12 @@ final class ReadCache {
     Object[] items = ListReads.items(v, list.handle, version);
     if (items == null || items == ListReads.NOT_DECODED) return null;
     Proxies.Entry e;
-    if (version[0] >= 0 && items.length <= MAX_SNAPSHOT && enabled() && (e = holderEntry(list.handle)) != null) {
-      boolean admitted = list.snapshot != null;
+    if (version[0] >= 0 && items.length <= MAX_SNAPSHOT && enabled() && (e = published(list.handle)) != null) {
       list.snapshot = new Snapshot(list.handle.raw, version[0], v.epoch, items);
-      if (!admitted) admit(e);
+      if (!list.inReadCache) {
+        list.inReadCache = true;
+        admit(e, items.length);  // one place per proxy it keeps
+      }
     }
     return items;
   }

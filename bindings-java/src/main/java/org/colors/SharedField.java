@@ -341,7 +341,7 @@ public final class SharedField {
         // every store).
         // A bound instance's cached value (ReadCache) while the slot still holds its object: what
         // this getter returned for that object, after the type check and conversion below.
-        if (cached != null && view.load(s) == ReadCache.addressOf(cached, view)) {
+        if (cached != null && ReadCache.holds(view, s, cached)) {
           Reference.reachabilityFence(owner);
           return cached;
         }

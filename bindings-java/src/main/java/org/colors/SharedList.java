@@ -1,5 +1,6 @@
 package org.colors;
 
+import java.lang.ref.Reference;
 import java.lang.reflect.Array;
 import java.util.AbstractList;
 import java.util.Arrays;
@@ -45,6 +46,8 @@ public final class SharedList extends AbstractList<Object> implements RandomAcce
   final Handle handle;
   /** The read cache's snapshot of this list (ReadCache), or null. */
   ReadCache.Snapshot snapshot;
+  /** This list has a place in the read cache's ring (ReadCache). */
+  volatile boolean inReadCache;
 
   SharedList(Handle handle) {
     this.handle = handle;
@@ -53,6 +56,7 @@ public final class SharedList extends AbstractList<Object> implements RandomAcce
   @Override
   public Object get(int index) {
     Object[] items = ReadCache.cached(snapshot);
+    Reference.reachabilityFence(this);  // its root keeps the list whose version was read
     if (items != null && index >= 0 && index < items.length) return items[index];
     Direct.View v = fastView();
     if (v != null) {
@@ -65,6 +69,7 @@ public final class SharedList extends AbstractList<Object> implements RandomAcce
   @Override
   public int size() {
     Object[] items = ReadCache.cached(snapshot);
+    Reference.reachabilityFence(this);  // its root keeps the list whose version was read
     if (items != null) return items.length;
     Direct.View v = fastView();
     if (v != null) {
@@ -252,6 +257,7 @@ public final class SharedList extends AbstractList<Object> implements RandomAcce
    */
   private Object[] itemsForReading() {
     Object[] items = ReadCache.cached(snapshot);
+    Reference.reachabilityFence(this);  // its root keeps the list whose version was read
     if (items != null) return items;
     Direct.View v = fastView();
     if (v != null && (items = ReadCache.items(v, this)) != null) return items;

@@ -91,6 +91,7 @@ public final class SharedMemory {
     // addresses, which must not be taken for theirs. (As for detach(), other threads must not use
     // shared objects meanwhile.)
     if (fresh && wasAttached) Proxies.clear();
+    ReadCache.dropAll();  // the epoch moved: what was cached refers to the old one's handles
     attached = true;
     Proxies.startPressureWatcher();
   }

@@ -22,7 +22,7 @@ public final class SharedObject {
   /** The instance of a mapped class bound to this object (agent), kept alive with the view. */
   volatile Object instance;
   /** The bound instance has a place in the read cache's ring (ReadCache). */
-  boolean inReadCache;
+  volatile boolean inReadCache;
 
   SharedObject(Handle handle) {
     this.handle = handle;

@@ -313,4 +313,52 @@ class ReadCacheTest {
     assertEquals(n, h.next.n, "the last object written, not one a reader's read kept");
     assertEquals(n % 64, new ArrayList<>(h.items).size(), "the list as last written");
   }
+
+  /** Runs {@code body} on another thread (outside any read scope) and waits for it. */
+  private static void onAnotherThread(Runnable body) throws InterruptedException {
+    java.util.concurrent.atomic.AtomicReference<Throwable> failed = new java.util.concurrent.atomic.AtomicReference<>();
+    Thread t = new Thread(() -> {
+      try {
+        body.run();
+      } catch (Throwable e) {
+        failed.set(e);
+      }
+    });
+    t.start();
+    t.join();
+    if (failed.get() != null) throw new AssertionError(failed.get());
+  }
+
+  /**
+   * Inside a read scope an object read twice gives the scope's one proxy of it, also when another
+   * thread has meanwhile published a proxy of it and cached it in the holder; and a borrowed proxy
+   * kept after that (rooted but not the published one) is never cached, so outside the scope the
+   * field gives the published proxy.
+   */
+  @Test
+  void theScopesOwnProxyWinsAndASecondProxyIsNeverKept() throws Exception {
+    Holder h = holder(1);
+    WeakReference<Holder> child = weakly(() -> {
+      Holder c = holder(2);
+      h.next = c;
+      return c;
+    });
+    assertTrue(cleared(child), "no proxy of the child is left");
+    Holder[] published = new Holder[1];
+    try (ReadScope s = SharedMemory.readScope()) {
+      Holder borrowed = h.next;  // the scope's proxy of the child
+      assertNull(SharedMemory.sharedView(borrowed).handle.root);
+      onAnotherThread(() -> {
+        published[0] = h.next;  // outside any scope: the published proxy, cached in h
+        assertNotNull(SharedMemory.sharedView(published[0]).handle.root);
+      });
+      assertTrue(published[0] != borrowed);
+      assertSame(borrowed, h.next, "inside the scope: the scope's own proxy, not the cached one");
+      ReadScope.keep(borrowed);  // rooted now, but another thread's proxy is the published one
+      assertNotNull(SharedMemory.sharedView(borrowed).handle.root);
+      assertSame(borrowed, h.next);
+    }
+    assertSame(published[0], h.next, "outside: the published proxy, as an uncached read gives");
+    onAnotherThread(() -> assertSame(published[0], h.next));
+  }
 }

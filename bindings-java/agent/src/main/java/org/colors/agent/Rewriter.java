@@ -309,7 +309,7 @@ final class Rewriter implements ClassFileTransformer {
      * if (self.$colors$addr == 0) return self.f;
      * Object c = self.$colors$c$f;
      * Object r = $colors$f$f.getObject(self, addr, c);
-     * if (r != c) self.$colors$c$f = $colors$f$f.cacheable(self, r);
+     * if (r != c) { Object k = $colors$f$f.cacheable(self, r); if (k != c) self.$colors$c$f = k; }
      * return (T) r;
      * </pre>
      */
@@ -340,12 +340,17 @@ final class Rewriter implements ClassFileTransformer {
       mv.visitVarInsn(Opcodes.ALOAD, 4);
       mv.visitVarInsn(Opcodes.ALOAD, 3);
       mv.visitJumpInsn(Opcodes.IF_ACMPEQ, same);
-      mv.visitVarInsn(Opcodes.ALOAD, 0);
       mv.visitFieldInsn(Opcodes.GETSTATIC, self.name, "$colors$f$" + field, SHARED_FIELD_DESC);
       mv.visitVarInsn(Opcodes.ALOAD, 0);
       mv.visitVarInsn(Opcodes.ALOAD, 4);
       mv.visitMethodInsn(Opcodes.INVOKEVIRTUAL, SHARED_FIELD, "cacheable",
           "(" + SHARED_INSTANCE_DESC + "Ljava/lang/Object;)Ljava/lang/Object;", false);
+      mv.visitVarInsn(Opcodes.ASTORE, 5);
+      mv.visitVarInsn(Opcodes.ALOAD, 5);
+      mv.visitVarInsn(Opcodes.ALOAD, 3);
+      mv.visitJumpInsn(Opcodes.IF_ACMPEQ, same);  // nothing to keep and nothing kept: no volatile store
+      mv.visitVarInsn(Opcodes.ALOAD, 0);
+      mv.visitVarInsn(Opcodes.ALOAD, 5);
       mv.visitFieldInsn(Opcodes.PUTFIELD, self.name, CACHED + field, "Ljava/lang/Object;");
       mv.visitLabel(same);
       mv.visitFrame(Opcodes.F_FULL, 4, new Object[] {self.name, Opcodes.LONG, "java/lang/Object", "java/lang/Object"},
@@ -353,7 +358,7 @@ final class Rewriter implements ClassFileTransformer {
       mv.visitVarInsn(Opcodes.ALOAD, 4);
       mv.visitTypeInsn(Opcodes.CHECKCAST, t.getInternalName());
       mv.visitInsn(Opcodes.ARETURN);
-      mv.visitMaxs(5, 5);
+      mv.visitMaxs(5, 6);
       mv.visitEnd();
     }
 
