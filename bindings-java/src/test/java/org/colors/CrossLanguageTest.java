@@ -250,27 +250,8 @@ class CrossLanguageTest {
     java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
     java.util.concurrent.ConcurrentLinkedQueue<Throwable> failures = new java.util.concurrent.ConcurrentLinkedQueue<>();
     java.util.concurrent.atomic.AtomicLong reads = new java.util.concurrent.atomic.AtomicLong();
-    List<Thread> readers = new ArrayList<>();
-    for (int r = 0; r < 2; r++) {
-      readers.add(new Thread(() -> {
-        try {
-          long last = 0;
-          while (!stop.get()) {
-            long n = h.next.n;
-            if (n < last) throw new AssertionError("h.next.n went back from " + last + " to " + n);
-            last = n;
-            long i = 0;
-            for (Object o : h.items) {
-              if (!Long.valueOf(i).equals(o)) throw new AssertionError("element " + i + " is " + o);
-              i++;
-            }
-            reads.incrementAndGet();
-          }
-        } catch (Throwable t) {
-          failures.add(t);
-        }
-      }, "reader-" + r));
-    }
+    List<Thread> readers = List.of(ReadCacheTest.checkingReader(h, stop, failures, reads),
+        ReadCacheTest.checkingReader(h, stop, failures, reads));
     readers.forEach(Thread::start);
     try (Py py = new Py("root = cs.repository('" + key + "').get()\n"
         + "h, pool = root[0], root[1]\n"

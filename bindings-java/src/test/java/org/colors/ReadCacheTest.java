@@ -237,6 +237,33 @@ class ReadCacheTest {
   }
 
   /**
+   * A thread that, until {@code stop}, reads {@code h.next.n} and iterates {@code h.items} through
+   * the read cache, and records in {@code failures} an {@code n} that went back or a list that is
+   * not 0..k-1 (the writers of the tests below keep both so); counts its rounds in {@code reads}.
+   */
+  static Thread checkingReader(Holder h, java.util.concurrent.atomic.AtomicBoolean stop,
+      java.util.Queue<Throwable> failures, java.util.concurrent.atomic.AtomicLong reads) {
+    return new Thread(() -> {
+      try {
+        long last = 0;
+        while (!stop.get()) {
+          long n = h.next.n;
+          if (n < last) throw new AssertionError("h.next.n went back from " + last + " to " + n);
+          last = n;
+          long i = 0;
+          for (Object o : h.items) {
+            if (!Long.valueOf(i).equals(o)) throw new AssertionError("element " + i + " is " + o);
+            i++;
+          }
+          reads.incrementAndGet();
+        }
+      } catch (Throwable t) {
+        failures.add(t);
+      }
+    }, "checking-reader");
+  }
+
+  /**
    * Readers through the cache while a writer keeps replacing a field's object and rewriting a list
    * behind their backs and the collector runs: the objects replaced become garbage, so their
    * addresses are reused. A reader must never see the field's {@code n} or the list's length go
@@ -278,27 +305,7 @@ class ReadCacheTest {
         failures.add(t);
       }
     }, "collector");
-    List<Thread> readers = new ArrayList<>();
-    for (int r = 0; r < 2; r++) {
-      readers.add(new Thread(() -> {
-        try {
-          long last = 0;
-          while (!stop.get()) {
-            long n = h.next.n;
-            if (n < last) throw new AssertionError("h.next.n went back from " + last + " to " + n);
-            last = n;
-            long i = 0;
-            for (Object o : h.items) {
-              if (!Long.valueOf(i).equals(o)) throw new AssertionError("element " + i + " is " + o);
-              i++;
-            }
-            reads.incrementAndGet();
-          }
-        } catch (Throwable t) {
-          failures.add(t);
-        }
-      }, "reader-" + r));
-    }
+    List<Thread> readers = List.of(checkingReader(h, stop, failures, reads), checkingReader(h, stop, failures, reads));
     writer.start();
     collector.start();
     readers.forEach(Thread::start);

@@ -315,17 +315,7 @@ final class Rewriter implements ClassFileTransformer {
      */
     private void addReferenceGetter(String field, String desc) {
       Type t = Type.getType(desc);
-      String selfDesc = "L" + self.name + ";";
-      MethodVisitor mv = super.visitMethod(Opcodes.ACC_PUBLIC | Opcodes.ACC_STATIC | Opcodes.ACC_SYNTHETIC,
-          "$colors$get$" + field, "(" + selfDesc + ")" + desc, null, null);
-      mv.visitCode();
-      Label shared = new Label();
-      emitBoundCheck(mv, 1, shared);
-      mv.visitVarInsn(Opcodes.ALOAD, 0);
-      mv.visitFieldInsn(Opcodes.GETFIELD, self.name, field, desc);
-      mv.visitInsn(Opcodes.ARETURN);
-      mv.visitLabel(shared);
-      mv.visitFrame(Opcodes.F_FULL, 2, new Object[] {self.name, Opcodes.LONG}, 0, new Object[0]);
+      MethodVisitor mv = beginGetter(field, desc);
       mv.visitVarInsn(Opcodes.ALOAD, 0);
       mv.visitFieldInsn(Opcodes.GETFIELD, self.name, CACHED + field, "Ljava/lang/Object;");
       mv.visitVarInsn(Opcodes.ASTORE, 3);
@@ -362,30 +352,36 @@ final class Rewriter implements ClassFileTransformer {
       mv.visitEnd();
     }
 
+    /**
+     * The start of {@code $colors$get$f(C self)}: a private instance returns its Java field; the
+     * code after this runs for a bound one, with its address in locals 1-2 (the frame is emitted).
+     */
+    private MethodVisitor beginGetter(String field, String desc) {
+      MethodVisitor mv = super.visitMethod(Opcodes.ACC_PUBLIC | Opcodes.ACC_STATIC | Opcodes.ACC_SYNTHETIC,
+          "$colors$get$" + field, "(L" + self.name + ";)" + desc, null, null);
+      mv.visitCode();
+      Label shared = new Label();
+      emitBoundCheck(mv, 1, shared);
+      mv.visitVarInsn(Opcodes.ALOAD, 0);
+      mv.visitFieldInsn(Opcodes.GETFIELD, self.name, field, desc);
+      mv.visitInsn(Type.getType(desc).getOpcode(Opcodes.IRETURN));
+      mv.visitLabel(shared);
+      mv.visitFrame(Opcodes.F_FULL, 2, new Object[] {self.name, Opcodes.LONG}, 0, new Object[0]);
+      return mv;
+    }
+
     private void addGetter(String field, String desc) {
       Type t = Type.getType(desc);
       if (isReference(t)) {
         addReferenceGetter(field, desc);
         return;
       }
-      String selfDesc = "L" + self.name + ";";
-      MethodVisitor mv = super.visitMethod(Opcodes.ACC_PUBLIC | Opcodes.ACC_STATIC | Opcodes.ACC_SYNTHETIC,
-          "$colors$get$" + field, "(" + selfDesc + ")" + desc, null, null);
-      mv.visitCode();
-      Label shared = new Label();
-      emitBoundCheck(mv, 1, shared);
-      mv.visitVarInsn(Opcodes.ALOAD, 0);
-      mv.visitFieldInsn(Opcodes.GETFIELD, self.name, field, desc);
-      mv.visitInsn(t.getOpcode(Opcodes.IRETURN));
-      mv.visitLabel(shared);
-      mv.visitFrame(Opcodes.F_FULL, 2, new Object[] {self.name, Opcodes.LONG}, 0, new Object[0]);
+      MethodVisitor mv = beginGetter(field, desc);
       mv.visitFieldInsn(Opcodes.GETSTATIC, self.name, "$colors$f$" + field, SHARED_FIELD_DESC);
       mv.visitVarInsn(Opcodes.ALOAD, 0);
       mv.visitVarInsn(Opcodes.LLOAD, 1);
-      Type ret = isReference(t) ? Type.getType(Object.class) : t;
       mv.visitMethodInsn(Opcodes.INVOKEVIRTUAL, SHARED_FIELD, "get" + accessorSuffix(t),
-          "(" + SHARED_INSTANCE_DESC + "J)" + ret.getDescriptor(), false);
-      if (isReference(t)) mv.visitTypeInsn(Opcodes.CHECKCAST, t.getInternalName());
+          "(" + SHARED_INSTANCE_DESC + "J)" + t.getDescriptor(), false);
       mv.visitInsn(t.getOpcode(Opcodes.IRETURN));
       mv.visitMaxs(4, 3);
       mv.visitEnd();
