@@ -29,10 +29,13 @@ MAKEFLAGS += --no-print-directory
 
 CTEST_FLAGS = --output-on-failure -j$(JOBS) --timeout 300
 
+# Runs a suite and prints "time: <label> <seconds> s" after it (where a CI run's time goes).
+TIMED = bash scripts/timed.sh
+
 # configure_and_build(<build dir>, <extra cmake args>)
 define configure_and_build
 	cmake -S . -B $(1) -G '$(GENERATOR)' -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(2)
-	cmake --build $(1) -j$(JOBS)
+	$(TIMED) build-$(1) cmake --build $(1) -j$(JOBS)
 endef
 
 .PHONY: all bootstrap build test demo bench asan tsan install clean
@@ -46,12 +49,12 @@ build: bootstrap
 	$(call configure_and_build,$(BUILD_DIR),)
 
 test: build
-	ctest --test-dir $(BUILD_DIR) $(CTEST_FLAGS)
-	BUILD_DIR=$(BUILD_DIR) JOBS=$(JOBS) bash bindings-python/run-tests.sh
-	BUILD_DIR=$(BUILD_DIR) JOBS=$(JOBS) bash bindings-java/run-tests.sh
-	BUILD_DIR=$(BUILD_DIR) JOBS=$(JOBS) bash oo7/java/run-tests.sh
-	BUILD_DIR=$(BUILD_DIR) python3 tests/bank/run
-	BUILD_DIR=$(BUILD_DIR) bash rpc-bench/run --smoke
+	$(TIMED) ctest ctest --test-dir $(BUILD_DIR) $(CTEST_FLAGS)
+	BUILD_DIR=$(BUILD_DIR) JOBS=$(JOBS) $(TIMED) python bash bindings-python/run-tests.sh
+	BUILD_DIR=$(BUILD_DIR) JOBS=$(JOBS) $(TIMED) java bash bindings-java/run-tests.sh
+	BUILD_DIR=$(BUILD_DIR) JOBS=$(JOBS) $(TIMED) oo7-java bash oo7/java/run-tests.sh
+	BUILD_DIR=$(BUILD_DIR) $(TIMED) bank python3 tests/bank/run
+	BUILD_DIR=$(BUILD_DIR) $(TIMED) rpc-bench-smoke bash rpc-bench/run --smoke
 
 # The demo script is run with the build environment loaded (colors-server
 # on PATH, COLORS_BUILD_DIR / COLORS_SOURCE_DIR set).
@@ -81,7 +84,7 @@ bench: build
 asan: export ASAN_OPTIONS = detect_leaks=1
 asan: bootstrap
 	$(call configure_and_build,build-asan,-DCOLORS_SANITIZE=address)
-	ctest --test-dir build-asan $(CTEST_FLAGS)
+	$(TIMED) ctest-asan ctest --test-dir build-asan $(CTEST_FLAGS)
 
 # second_deadlock_stack=1: report both stacks for lock-order inversions,
 # which matters for the cross-process robust mutexes.

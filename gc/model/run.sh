@@ -5,7 +5,10 @@
 # through a TSO store buffer with the collector's membarrier after the epoch flip (LIGHT_ROOTS);
 # the latter also with root releases that skip the barrier while the collector is not marking
 # (LIGHT_ROOTS + IDLE_RELEASE), and then with read scopes (LIGHT_ROOTS + IDLE_RELEASE + READ_SCOPE).
-# Usage: gc/model/run.sh [STEPS [LIGHT_STEPS [SCOPE_STEPS]]]   (mutator steps)
+# Usage: gc/model/run.sh [--list | --check NAME] [STEPS [LIGHT_STEPS [SCOPE_STEPS]]]   (mutator steps)
+#   --list prints the checks' names, one per line; --check NAME runs that check alone (ctest runs
+#   each check as its own test, gc_model_spin.NAME, so they spread over the cores); without either,
+#   every check runs in turn.
 #   STEPS, default 4: ~22M states, ~20 s.
 #   LIGHT_STEPS, default 3: ~7.7M states, ~10 s; with IDLE_RELEASE ~39M states, ~55 s, 2.7 GB
 #   (its mutant steps are compound: a new root and a release, in either order). The store buffer
@@ -16,6 +19,11 @@
 #   alone has 39M states there).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+mode=all only=
+case "${1:-}" in
+  --list) mode=list; shift ;;
+  --check) mode=one; only=${2:?--check needs a check name}; shift 2 ;;
+esac
 steps=${1:-4}
 light_steps=${2:-3}
 scope_steps=${3:-2}
@@ -24,9 +32,13 @@ trap 'rm -rf "$work"' EXIT
 
 # name, expected (pass|fail), sed expression making the mutant ('' for none), mutator steps,
 # then spin's -D options. pan_flags (optional, in the environment): more options for pan's build.
+found=
 check() {
   local name=$1 expect=$2 edit=$3 n=$4
   shift 4
+  if [ "$mode" = list ]; then echo "$name"; return 0; fi
+  if [ "$mode" = one ] && [ "$name" != "$only" ]; then return 0; fi
+  found=1
   mkdir -p "$work/$name"
   sed "$edit" "$here/satb.pml" >"$work/$name/model.pml"
   if [ -n "$edit" ] && cmp -s "$here/satb.pml" "$work/$name/model.pml"; then
@@ -44,7 +56,8 @@ check() {
   if [ "$expect" = fail ] && { [ -z "$errors" ] || [ "$errors" = 0 ]; }; then cat "$work/$name/out.txt"; return 1; fi
 }
 
-command -v spin >/dev/null || { echo "spin is not installed (scripts/bootstrap.sh installs it)"; exit 1; }
+[ "$mode" = list ] || command -v spin >/dev/null ||
+  { echo "spin is not installed (scripts/bootstrap.sh installs it)"; exit 1; }
 check protocol pass '' "$steps"
 check no-store-barrier fail 's/old = slot\[R\[a\]\]; barrier(old) };/old = slot[R[a]] };/' "$steps"
 check no-root-barrier fail 's/old = R\[b\]; barrier(old); R\[b\] = slot/old = R[b]; R[b] = slot/; s/old = R\[a\]; barrier(old); root_store(a, NIL)/old = R[a]; root_store(a, NIL)/' "$steps"
@@ -75,3 +88,6 @@ pan_flags=-DREVERSE check read-scope-passes-before-wait fail 's/^  atomic { !sc_
 # A promotion that reads the phase before its root store: it reads "not marking" before the flip
 # and its root store lands after the cut, after the root pass read the slot.
 pan_flags=-DREVERSE check read-scope-promote-reads-phase-first fail 's/atomic { (seq \& 1) \&\& bw\[j\] != NIL \&\& R\[k\] == NIL -> root_store(k, bw\[j\]) }; atomic { m = marking; e = started };/atomic { (seq \& 1) \&\& bw[j] != NIL \&\& R[k] == NIL -> m = marking; e = started }; atomic { root_store(k, bw[j]) };/' "$scope_steps" -DLIGHT_ROOTS -DIDLE_RELEASE -DREAD_SCOPE
+if [ "$mode" = one ] && [ -z "$found" ]; then
+  echo "no check named '$only' (gc/model/run.sh --list names them)"; exit 1
+fi

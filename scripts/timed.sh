@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Runs a command and then prints how long it took, keeping its exit status:
+#   scripts/timed.sh LABEL COMMAND [ARGS...]   ->   "time: LABEL 123 s (exit 0)"
+# `make test` and `make asan` run each suite through it, so a CI log shows where the time goes.
+set -u
+label=$1
+shift
+start=$SECONDS
+"$@"
+rc=$?
+echo "time: $label $((SECONDS - start)) s (exit $rc)"
+exit $rc
