@@ -83,7 +83,7 @@ bench: build
 # because catch_discover_tests runs the test binaries at build time.
 asan: export ASAN_OPTIONS = detect_leaks=1
 asan: bootstrap
-	$(call configure_and_build,build-asan,-DCOLORS_SANITIZE=address)
+	$(call configure_and_build,build-asan,-DCOLORS_SANITIZE=address -DCOLORS_BUILD_BENCHMARKS=OFF)
 	$(TIMED) ctest-asan ctest --test-dir build-asan $(CTEST_FLAGS)
 
 # second_deadlock_stack=1: report both stacks for lock-order inversions,
@@ -94,7 +94,7 @@ tsan: export TSAN_OPTIONS = second_deadlock_stack=1
 # runs in `make test` and `make asan`.
 TSAN_EXCLUDE = a waiter blocked on the dead holder.s monitor is released
 tsan: bootstrap
-	$(call configure_and_build,build-tsan,-DCOLORS_SANITIZE=thread)
+	$(call configure_and_build,build-tsan,-DCOLORS_SANITIZE=thread -DCOLORS_BUILD_BENCHMARKS=OFF)
 	ctest --test-dir build-tsan $(CTEST_FLAGS) -E "$(TSAN_EXCLUDE)"
 
 install: build

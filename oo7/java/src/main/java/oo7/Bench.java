@@ -70,6 +70,11 @@ public final class Bench {
     }
     Ops so = withQueries(new SharedOps(), byId, byDate, seed, parts);
     Ops po = withQueries(new PlainOps(), myById, myByDate, seed, parts);
+    // Q1's ordered baseline: the same lookups through a private TreeMap, the floor of any ordered
+    // index (the shared index is one) against the HashMap baseline.
+    java.util.TreeMap<Object, Object> myOrderedById = new java.util.TreeMap<>(myById);
+    Ops oo = withQueries(new PlainOps(), myOrderedById, myByDate, seed, parts);
+    if (!oo.run("q1", mine).equals(po.run("q1", mine))) throw new IllegalStateException("q1 differs through a TreeMap");
     Ops sco = scoped(so);
     Checks.Summary ss = Checks.summary(shared, so);
     Checks.Summary ps = Checks.summary(mine, po);
@@ -78,6 +83,7 @@ public final class Bench {
     // Warm-up: both models' code compiled before the first timed round.
     for (String op : ops) {
       time(po, mine, op, minNanos * 4);
+      if (op.equals("q1")) time(oo, mine, op, minNanos * 4);
       time(so, shared, op, minNanos * 4);
       if (readOnly(op)) {
         if (!sco.run(op, shared).equals(so.run(op, shared))) throw new IllegalStateException(op + " differs in a read scope");
@@ -92,6 +98,7 @@ public final class Bench {
     double[][] sharedNs = new double[ops.length][rounds];
     double[][] scopedNs = new double[ops.length][rounds];
     double[][] scopedRatio = new double[ops.length][rounds];
+    double[] orderedRatio = new double[rounds];  // q1 through a private TreeMap / through the HashMap
     for (int r = 0; r < rounds; r++) {
       for (int i = 0; i < ops.length; i++) {
         double pt, st;
@@ -103,6 +110,7 @@ public final class Bench {
           pt = time(po, mine, ops[i], minNanos);
         }
         if (breakdown) pinnedNs[i][r] = time(so, shared, ops[i], minNanos);
+        if (ops[i].equals("q1")) orderedRatio[r] = time(oo, mine, "q1", minNanos) / pt;
         if (readOnly(ops[i])) {
           scopedNs[i][r] = time(sco, shared, ops[i], minNanos);
           scopedRatio[i][r] = scopedNs[i][r] / pt;
@@ -125,6 +133,10 @@ public final class Bench {
     }
     System.out.println("(ms per run, medians over rounds; ratio = median of per-round shared/private;");
     System.out.println(" scoped: the shared run inside a ReadScope, its ratio to the same round's private run)");
+    if (Arrays.asList(ops).contains("q1")) {
+      System.out.printf("q1 through a private TreeMap (an ordered index, as the shared one): %.1fx the HashMap%n",
+          median(orderedRatio));
+    }
     if (breakdown) {
       System.out.println();
       System.out.printf("%-4s %14s %18s %22s%n", "op", "shared ms", "pinned shared ms", "pinned/private ratio");
