@@ -30,10 +30,13 @@ import java.util.concurrent.atomic.AtomicLong;
  *       is the Snapshot's still holds the Snapshot's elements (the words, hence the objects, by
  *       the argument above: the Snapshot holds their proxies).
  *   <li>Entries are used and made only on the fast path outside transactions (a transaction's
- *       reads go through the object's ownership record) and outside read scopes (a scope hands
- *       out its own proxy of an object first, and its borrowed proxies die with it). Only the
- *       published proxy of an object (the identity cache's) is cached, and only by a published
- *       holder, so a hit gives the proxy an uncached read gives. Nothing cached in one attachment
+ *       reads go through the object's ownership record). Only the published proxy of an object
+ *       (the identity cache's) is cached, and only by a published holder, so a hit gives the
+ *       proxy an uncached read gives: outside a read scope that is the published proxy; inside
+ *       one it is the scope's own proxy of the object if the scope lent one, else the published
+ *       proxy ({@link Proxies#borrowed}). So inside a scope a hit also needs the scope to have
+ *       lent no proxy of the object ({@link #lentByScope}); a scope's borrowed proxies, which die
+ *       with it, are never cached. Nothing cached in one attachment
  *       matches in another: a detached bound instance's address is -1, a container of another
  *       epoch has none ({@link #holds} requires a positive address), and an attach that moves the
  *       epoch drops every entry.
@@ -202,7 +205,24 @@ final class ReadCache {
    */
   static boolean holds(Direct.View v, long s, Object cached) {
     long a = addressOf(cached, v);
-    return a > 0 && v.load(s) == a && ReadScope.here() == null;
+    if (a <= 0 || v.load(s) != a) return false;
+    ReadScope.State sc = ReadScope.here();
+    return sc == null || sc.get(a) == null;
+  }
+
+  /**
+   * Whether the open scope {@code sc} lent a proxy of its own of an object one of {@code items}
+   * (proxies, or scalars) is a proxy of: then the scope's reads give that one, not the cached.
+   */
+  static boolean lentByScope(ReadScope.State sc, Object[] items, Direct.View v) {
+    if (sc.lent() == 0) return false;
+    for (Object x : items) {
+      if (x instanceof SharedInstance || Proxies.handleOf(x) != null) {
+        long a = addressOf(x, v);
+        if (a > 0 && sc.get(a) != null) return true;
+      }
+    }
+    return false;
   }
 
   /** {@link SharedField#cacheable}: {@code value}, or null when it must not be kept. */
@@ -227,13 +247,16 @@ final class ReadCache {
   /**
    * The cached elements of a list while it has not changed since they were read, or null (nothing
    * is read or kept): the snapshot's version is the list's now, in the current attachment, outside
-   * a transaction. Needs no handle: a snapshot is made only for a list proxy with a root of its
-   * own, which keeps the list at {@code s.list} for as long as the proxy (holding {@code s}) lives.
+   * a transaction, and inside a read scope none of them is an object the scope lent a proxy of its
+   * own of. Needs no handle: a snapshot is made only for a list proxy with a root of its own, which
+   * keeps the list at {@code s.list} for as long as the proxy (holding {@code s}) lives.
    */
   static Object[] cached(Snapshot s) {
-    if (s == null || Transaction.inThisThread() || ReadScope.here() != null) return null;
+    if (s == null || Transaction.inThisThread()) return null;
     Direct.View v = Direct.current();
-    return v != null && v.epoch == s.epoch && v.load(s.list + v.offListVersion) == s.version ? s.items : null;
+    if (v == null || v.epoch != s.epoch || v.load(s.list + v.offListVersion) != s.version) return null;
+    ReadScope.State sc = ReadScope.here();
+    return sc == null || !lentByScope(sc, s.items, v) ? s.items : null;
   }
 
   /**

@@ -85,6 +85,11 @@ public final class ReadScope implements AutoCloseable {
       return proxies.get(raw);
     }
 
+    /** How many proxies of its own the scope lent so far. */
+    int lent() {
+      return proxies.size();
+    }
+
     /**
      * A new borrowed proxy of the object at {@code raw}. REQUIRES: on the owner thread, inside the
      * scope; {@code raw} read inside it; no proxy of it in {@link #proxies}; {@code proxied(kind)}.
