@@ -64,15 +64,36 @@ void JNICALL n_clear(JNIEnv* env, jclass, jobject h) {
   guarded_void(env, [&] { cd::sorted_clear(map_word(env, h)); });
 }
 
+// getRooted's tag for a value handed over with its root (org.colors.SortedNative.ROOTED): not
+// one of the encoding's tags.
+constexpr jint kTagRooted = 7;
+
+// Whether Java makes the proxy of a value of this kind itself (org.colors.Proxies.proxied).
+bool java_proxied(colors::TypeKind k) {
+  return k == colors::TypeKind::kObject || k == colors::TypeKind::kList || k == colors::TypeKind::kMap ||
+         k == colors::TypeKind::kSet || k == colors::TypeKind::kSortedMap;
+}
+
 // The value's tag (-1 when the key is absent); its bits in bits_out[0] for a scalar, else the
-// object in obj_out[0].
-jint JNICALL n_get(JNIEnv* env, jclass, jobject h, jint t, jlong b, jobject o, jlongArray bits_out, jobjectArray obj_out) {
+// object in obj_out[0]. With `hand_over`, a shared object Java proxies comes back as kTagRooted
+// with its word in bits_out[0] and the root slot holding it in bits_out[1], which is the caller's
+// from now on (Proxies.ofRooted adopts or drops it): no upcall to make its proxy.
+jint get(JNIEnv* env, jobject h, jint t, jlong b, jobject o, jlongArray bits_out, jobjectArray obj_out,
+         bool hand_over) {
   return guarded<jint>(env, -1, [&]() -> jint {
     Arg k = decode(env, t, b, o);
     cd::Rooted v;
     if (!cd::sorted_load(map_word(env, h), k.get().raw(), &v)) return -1;
     jlong bits = 0;
     const jint tag = flat_tag(v.word(), &bits);
+    if (tag == kTagRef && hand_over && java_proxied(cd::kind_of(v.word()))) {
+      jlong out[2] = {static_cast<jlong>(v.word()), 0};
+      env->SetLongArrayRegion(bits_out, 0, 1, out);
+      check_pending(env);  // nothing handed over yet: the Rooted releases the root
+      out[1] = static_cast<jlong>(reinterpret_cast<std::uintptr_t>(v.take()));
+      env->SetLongArrayRegion(bits_out, 1, 1, out + 1);  // a region inside the array: cannot fail
+      return kTagRooted;
+    }
     if (tag == kTagRef) {
       jobject x = to_java(env, adopt(std::move(v)));
       env->SetObjectArrayElement(obj_out, 0, x);
@@ -82,6 +103,15 @@ jint JNICALL n_get(JNIEnv* env, jclass, jobject h, jint t, jlong b, jobject o, j
     }
     return tag;
   });
+}
+
+jint JNICALL n_get(JNIEnv* env, jclass, jobject h, jint t, jlong b, jobject o, jlongArray bits_out, jobjectArray obj_out) {
+  return get(env, h, t, b, o, bits_out, obj_out, false);
+}
+
+jint JNICALL n_get_rooted(JNIEnv* env, jclass, jobject h, jint t, jlong b, jobject o, jlongArray bits_out,
+                          jobjectArray obj_out) {
+  return get(env, h, t, b, o, bits_out, obj_out, true);
 }
 
 jboolean JNICALL n_contains(JNIEnv* env, jclass, jobject h, jint t, jlong b, jobject o) {
@@ -121,9 +151,12 @@ jobjectArray JNICALL n_remove(JNIEnv* env, jclass, jobject h, jint t, jlong b, j
 
 // Keys (and values after each key, when withValues) between the bounds, at most `limit`, flat:
 // {byte[] tags, long[] bits, Object[] objects (null where the tag says scalar)}.
+// {byte[] tags, long[] bits, Object[] objects} of the keys (and values) in range; with
+// `hand_over`, a fourth element long[] slots: a shared object Java proxies comes as kTagRooted with
+// its word in bits and the root slot holding it in slots, the caller's from now on (as get's).
 jobjectArray JNICALL n_range(JNIEnv* env, jclass, jobject h, jint lt, jlong lb, jobject lo, jboolean lo_given,
                              jboolean lo_incl, jint ht, jlong hb, jobject hi, jboolean hi_given, jboolean hi_incl,
-                             jboolean reverse, jint limit, jboolean with_values) {
+                             jboolean reverse, jint limit, jboolean with_values, jboolean hand_over) {
   return guarded<jobjectArray>(env, nullptr, [&]() -> jobjectArray {
     Arg l = lo_given ? decode(env, lt, lb, lo) : Arg();
     Arg u = hi_given ? decode(env, ht, hb, hi) : Arg();
@@ -138,10 +171,15 @@ jobjectArray JNICALL n_range(JNIEnv* env, jclass, jobject h, jint lt, jlong lb, 
     jobjectArray objs = env->NewObjectArray(static_cast<jsize>(n), g.object_cls, nullptr);
     check_pending(env);
     std::size_t i = 0;
+    std::vector<std::pair<std::size_t, cd::Rooted*>> handed;  // handed over once nothing can fail
     auto put = [&](cd::Rooted& r) {
       const jint tag = flat_tag(r.word(), &bits[i]);
       tags[i] = static_cast<jbyte>(tag);
-      if (tag == kTagRef) {
+      if (tag == kTagRef && hand_over && java_proxied(cd::kind_of(r.word()))) {
+        tags[i] = static_cast<jbyte>(kTagRooted);
+        bits[i] = static_cast<jlong>(r.word());
+        handed.emplace_back(i, &r);
+      } else if (tag == kTagRef) {
         jobject x = to_java(env, adopt(std::move(r)));
         env->SetObjectArrayElement(objs, static_cast<jsize>(i), x);
         if (x != nullptr) env->DeleteLocalRef(x);
@@ -159,11 +197,23 @@ jobjectArray JNICALL n_range(JNIEnv* env, jclass, jobject h, jint lt, jlong lb, 
     jlongArray ba = env->NewLongArray(static_cast<jsize>(n));
     check_pending(env);
     if (n != 0) env->SetLongArrayRegion(ba, 0, static_cast<jsize>(n), bits.data());
-    jobjectArray out = env->NewObjectArray(3, g.object_cls, nullptr);
+    jlongArray sa = nullptr;
+    if (hand_over) {
+      sa = env->NewLongArray(static_cast<jsize>(n));
+      check_pending(env);
+    }
+    jobjectArray out = env->NewObjectArray(hand_over ? 4 : 3, g.object_cls, nullptr);
     check_pending(env);
     env->SetObjectArrayElement(out, 0, ta);
     env->SetObjectArrayElement(out, 1, ba);
     env->SetObjectArrayElement(out, 2, objs);
+    if (hand_over) {
+      env->SetObjectArrayElement(out, 3, sa);
+      // Handed over only now: a region inside the array and elements inside `out` cannot fail.
+      std::vector<jlong> slots(n, 0);
+      for (auto& [at, r] : handed) slots[at] = static_cast<jlong>(reinterpret_cast<std::uintptr_t>(r->take()));
+      if (n != 0) env->SetLongArrayRegion(sa, 0, static_cast<jsize>(n), slots.data());
+    }
     return out;
   });
 }
@@ -204,10 +254,11 @@ bool register_sorted_map_natives(JNIEnv* env) {
       N("size", "(Lorg/colors/Handle;)I", n_size),
       N("clear", "(Lorg/colors/Handle;)V", n_clear),
       N("getTagged", "(Lorg/colors/Handle;IJLjava/lang/Object;[J[Ljava/lang/Object;)I", n_get),
+      N("getRooted", "(Lorg/colors/Handle;IJLjava/lang/Object;[J[Ljava/lang/Object;)I", n_get_rooted),
       N("contains", "(Lorg/colors/Handle;IJLjava/lang/Object;)Z", n_contains),
       N("put", "(Lorg/colors/Handle;IJLjava/lang/Object;IJLjava/lang/Object;)Ljava/lang/Object;", n_put),
       N("remove", "(Lorg/colors/Handle;IJLjava/lang/Object;)[Ljava/lang/Object;", n_remove),
-      N("rangeFlat", "(Lorg/colors/Handle;IJLjava/lang/Object;ZZIJLjava/lang/Object;ZZZIZ)[Ljava/lang/Object;", n_range),
+      N("rangeTagged", "(Lorg/colors/Handle;IJLjava/lang/Object;ZZIJLjava/lang/Object;ZZZIZZ)[Ljava/lang/Object;", n_range),
       N("popAt", "(Lorg/colors/Handle;J)[Ljava/lang/Object;", n_pop_at),
       N("compare", "(IJLjava/lang/Object;IJLjava/lang/Object;)I", n_compare),
   };

@@ -26,13 +26,28 @@ final class SortedNative {
 
   /** The value, or null when absent. */
   static Object get(Handle h, int tag, long bits, Object obj) {
-    long[] b = new long[1];
+    long[] b = new long[2];
     Object[] o = new Object[1];
-    return decode(getTagged(h, tag, bits, obj, b, o), b[0], o[0]);
+    Direct.View v = Direct.UNSAFE != null && h.usableHere() ? Direct.viewFor(h) : null;
+    if (v == null) return decode(getTagged(h, tag, bits, obj, b, o), b[0], o[0]);
+    int t = getRooted(h, tag, bits, obj, b, o);
+    if (t != ROOTED) return decode(t, b[0], o[0]);
+    Roots.adopted();  // Java-held from now on, as ListReads.itemsRooted's
+    return Proxies.ofRooted(v, b[1], b[0], v.kindOf(b[0]));
   }
 
   /** The value's tag (-1: absent), its bits in bitsOut[0] for a scalar, else the object in objOut[0]. */
   static native int getTagged(Handle h, int tag, long bits, Object obj, long[] bitsOut, Object[] objOut);
+
+  /** {@link #getRooted}'s tag for a shared object handed over with its root (jni_sorted_map.cpp). */
+  static final int ROOTED = 7;
+
+  /**
+   * As {@link #getTagged}, except that a shared object Java proxies comes back as {@link #ROOTED}
+   * with its word in bitsOut[0] and the root slot holding it in bitsOut[1], the caller's from now
+   * on: Java makes (or finds) its proxy, without a JNI upcall. {@code bitsOut} has two elements.
+   */
+  static native int getRooted(Handle h, int tag, long bits, Object obj, long[] bitsOut, Object[] objOut);
 
   static native boolean contains(Handle h, int tag, long bits, Object obj);
 
@@ -70,9 +85,58 @@ final class SortedNative {
     }
   }
 
-  /** The range as {byte[] tags, long[] bits, Object[] objects (null for scalars)}. */
-  static native Object[] rangeFlat(Handle h, int lt, long lb, Object lo, boolean loGiven, boolean loIncl, int ht,
-      long hb, Object hi, boolean hiGiven, boolean hiIncl, boolean reverse, int limit, boolean withValues);
+  /**
+   * The range as {byte[] tags, long[] bits, Object[] objects (null for scalars)}. The shared
+   * objects' proxies are made (or found) in Java from the roots the native hands over, without a
+   * JNI upcall each, where the fast path's view is available.
+   */
+  static Object[] rangeFlat(Handle h, int lt, long lb, Object lo, boolean loGiven, boolean loIncl, int ht,
+      long hb, Object hi, boolean hiGiven, boolean hiIncl, boolean reverse, int limit, boolean withValues) {
+    Direct.View v = Direct.UNSAFE != null && h.usableHere() ? Direct.viewFor(h) : null;
+    Object[] flat = rangeTagged(h, lt, lb, lo, loGiven, loIncl, ht, hb, hi, hiGiven, hiIncl, reverse, limit,
+        withValues, v != null);
+    if (flat.length == 4) adoptRooted(v, flat);
+    return flat;
+  }
+
+  /**
+   * {@link #rangeFlat}'s native: with {@code handOver}, a fourth element {@code long[] slots}, and a
+   * shared object Java proxies as {@link #ROOTED} with its word in bits and its root slot in slots.
+   */
+  private static native Object[] rangeTagged(Handle h, int lt, long lb, Object lo, boolean loGiven, boolean loIncl,
+      int ht, long hb, Object hi, boolean hiGiven, boolean hiIncl, boolean reverse, int limit, boolean withValues,
+      boolean handOver);
+
+  /**
+   * Turns the {@link #ROOTED} entries of a handed-over range into proxies ({@link Codec#REF} with
+   * the proxy): each slot is this thread's from the native's return (adopted or dropped by
+   * {@link Proxies#ofRooted}; the rest dropped if one fails), as ListReads.itemsRooted's.
+   */
+  private static void adoptRooted(Direct.View v, Object[] flat) {
+    byte[] tags = (byte[]) flat[0];
+    long[] bits = (long[]) flat[1];
+    Object[] objs = (Object[]) flat[2];
+    long[] slots = (long[]) flat[3];
+    for (long s : slots) {
+      if (s != 0) Roots.adopted();  // Java-held from now on
+    }
+    for (int i = 0; i < slots.length; i++) {
+      if (slots[i] == 0) continue;
+      long slot = slots[i];
+      slots[i] = 0;  // owned below, whatever happens
+      try {
+        objs[i] = Proxies.ofRooted(v, slot, bits[i], v.kindOf(bits[i]));
+        tags[i] = (byte) Codec.REF;
+        bits[i] = 0;
+      } catch (RuntimeException | Error e) {
+        for (int j = i + 1; j < slots.length; j++) {
+          if (slots[j] != 0) Roots.drop(v, slots[j]);
+          slots[j] = 0;
+        }
+        throw e;
+      }
+    }
+  }
 
   /** {key, value} of the entry at a position (negative: from the end), removed; null when empty. */
   static native Object[] popAt(Handle h, long index);

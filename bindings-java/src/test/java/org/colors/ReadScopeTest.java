@@ -203,6 +203,9 @@ class ReadScopeTest {
 
   @Test
   void aDetachInsideAScopeLeavesItsBorrowedProxiesUnusable() {
+    // The copy inside the scope below needs a fresh TLAB (a new attachment), and inside a scope an
+    // allocation on a heap full of the earlier tests' garbage throws instead of waiting for a cycle.
+    SharedMemory.collect();
     Node root = sharedTree(2);
     Node left;
     ReadScope scope = SharedMemory.readScope();

@@ -238,6 +238,53 @@ class SharedSortedMapTest {
     assertEquals(SharedType.Kind.SORTED_MAP, SharedMemory.getSharedType(sm).kind());
   }
 
+  /**
+   * get() of a value that is a shared object: the native hands its root over and Java finds the
+   * live proxy or makes one with that root (SortedNative.getRooted). One proxy per object, and
+   * no root left behind by the gets that found a live proxy.
+   */
+  @Test
+  void getGivesTheLiveProxyAndLeavesNoRootBehind() {
+    @SuppressWarnings("unchecked")
+    NavigableMap<Object, Object> m = SharedMemory.allocate(NavigableMap.class, 0);
+    List<Object> values = new ArrayList<>();
+    for (long k = 0; k < 50; k++) {
+      List<Object> l = SharedMemory.allocate(List.class);
+      l.add(k);
+      m.put(k, l);
+      values.add(l);
+    }
+    m.put(100L, "a string");
+    m.put(101L, 7L);
+    long before = Roots.live();
+    for (int r = 0; r < 20; r++) {
+      for (long k = 0; k < 50; k++) assertSame(values.get((int) k), m.get(k));
+    }
+    assertEquals(before, Roots.live(), "every handed-over root of an object with a live proxy was dropped");
+    for (int r = 0; r < 5; r++) {  // ranges: iteration in batches, a view's values
+      assertEquals(values, new ArrayList<>(m.subMap(0L, true, 49L, true).values()));
+      int i = 0;
+      for (Object x : m.headMap(50L).values()) assertSame(values.get(i++), x);
+      assertSame(values.get(7), m.ceilingEntry(7L).getValue());
+    }
+    assertEquals(before, Roots.live(), "the same for ranges");
+    assertEquals("a string", m.get(100L));
+    assertEquals(7L, m.get(101L));
+    assertNull(m.get(102L));
+    // A value with no live proxy: get makes one (with the handed root), and the next get finds it.
+    SharedList inner = (SharedList) SharedMemory.copyToSharedMemory(List.of(List.of(1L, 2L)));
+    m.put(200L, inner.get(0));
+    m.put(201L, SharedMemory.copyToSharedMemory(List.of(3L)));  // no proxy left of it: the range makes one
+    Object made = m.tailMap(201L, true).values().iterator().next();
+    assertSame(made, m.get(201L));
+    assertEquals(List.of(3L), new ArrayList<>((List<?>) made));
+    Object first = m.get(200L);
+    assertTrue(first instanceof SharedList);
+    assertSame(first, m.get(200L));
+    assertSame(first, inner.get(0));
+    assertEquals(List.of(1L, 2L), new ArrayList<>((List<?>) first));
+  }
+
   @Test
   void aSortedMapTypedFieldHoldsASharedSortedMap() {
     SharedObject o = SharedMemory.allocateObject(demo.Indexed.class);
