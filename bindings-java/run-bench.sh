@@ -10,6 +10,7 @@
 #   bindings-java/run-bench.sh            (BUILD_DIR defaults to <repo>/build)
 #   JAVA_BENCH=tree bindings-java/run-bench.sh (only TreeBench; JAVA_BENCH=field: only FieldBench;
 #                                          JAVA_BENCH=sortedmap: only SortedMapBench, vs TreeMap;
+#                                          JAVA_BENCH=map: only MapBench, shared map get vs HashMap;
 #                                          JAVA_BENCH=tx: only TxBench, transactions vs none/monitors; extra
 #                                          arguments go to the selected benchmark's main)
 #   JAVA_OPTS_BENCH="-Dbench.trees=1" ...      (extra JVM options, e.g. TreeBench's tree count)
@@ -44,6 +45,10 @@ AGENT=-javaagent:"$HERE/agent/target/colors-agent.jar"
 JAVA_BENCH="${JAVA_BENCH:-all}"
 if [ "$JAVA_BENCH" = sortedmap ]; then
   "${JAVA[@]}" org.colors.SortedMapBench "$@"
+  exit 0
+fi
+if [ "$JAVA_BENCH" = map ]; then
+  "${JAVA[@]}" org.colors.MapBench "$@"
   exit 0
 fi
 if [ "$JAVA_BENCH" = tx ]; then

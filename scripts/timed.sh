@@ -8,5 +8,6 @@ shift
 start=$SECONDS
 "$@"
 rc=$?
-echo "time: $label $((SECONDS - start)) s (exit $rc)"
+# On a line of its own even after output that did not end one (Maven's -q leaves colour codes).
+printf '\ntime: %s %d s (exit %d)\n' "$label" $((SECONDS - start)) "$rc"
 exit $rc

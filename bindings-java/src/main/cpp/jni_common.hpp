@@ -137,6 +137,17 @@ class Arg {
 Arg decode(JNIEnv* env, jint tag, jlong bits, jobject obj);
 // Shared -> Java: null, Long, Double, Boolean, String, byte[], or a proxy (identity-cached).
 jobject to_java(JNIEnv* env, colors::Value&& v);
+
+// ---- one value handed to Java flat (jni_sorted_map.cpp) ----
+// The tag of a shared object handed over with its root (org.colors.SortedNative.ROOTED): not one
+// of the encoding's tags.
+constexpr jint kTagRooted = 7;
+// Writes `v` as (tag, bits, obj) into bits_out[0] / obj_out[0] and returns the tag: scalars as
+// bits (no boxing upcall), strings and binaries as Java objects. With `hand_over`, a shared
+// object Java proxies comes as kTagRooted with its word in bits_out[0] and its root slot in
+// bits_out[1] (two elements), the caller's from then on (org.colors.Proxies.ofRooted adopts or
+// drops it): no upcall to make its proxy. Without, its proxy in obj_out[0].
+jint put_flat(JNIEnv* env, colors::Value&& v, jlongArray bits_out, jobjectArray obj_out, bool hand_over);
 // A transient proxy of the container or user object v (Proxies.wrapTransient): not in the
 // identity cache, its root released by its one user as soon as it is done (a server's argument
 // converted to a private value; serverNext already passed on a live proxy of it if there was

@@ -238,13 +238,15 @@ void JNICALL n_list_replace(JNIEnv* env, jclass, jobject h, jintArray tags, jlon
 
 // ---- map ----
 
-jobject JNICALL n_map_get(JNIEnv* env, jclass, jobject h, jint tag, jlong bits, jobject obj) {
-  return guarded<jobject>(env, nullptr, [&]() -> jobject {
+// The value's tag (-1 when the key is absent), as put_flat writes it (org.colors.SharedMap.get).
+jint JNICALL n_map_get_flat(JNIEnv* env, jclass, jobject h, jint tag, jlong bits, jobject obj, jlongArray bits_out,
+                            jobjectArray obj_out, jboolean hand_over) {
+  return guarded<jint>(env, -1, [&]() -> jint {
     colors::Map& m = jvalue_of(env, h)->map();
     Arg k = decode(env, tag, bits, obj);
     std::optional<colors::Value> v = m.get(k.get());
-    if (!v) return nullptr;
-    return to_java(env, std::move(*v));
+    if (!v) return -1;
+    return put_flat(env, std::move(*v), bits_out, obj_out, hand_over != JNI_FALSE);
   });
 }
 
@@ -343,6 +345,7 @@ void add_containers_natives(std::vector<JNINativeMethod>& out) {
   static const std::string s_lrep = "(" + h + "[I[J[Ljava/lang/Object;)V";
   static const std::string s_kget = "(" + h + val + ")Ljava/lang/Object;";
   static const std::string s_kbool = "(" + h + val + ")Z";
+  static const std::string s_kflat = "(" + h + val + "[J[Ljava/lang/Object;Z)I";
   static const std::string s_mput = "(" + h + val + val + ")Ljava/lang/Object;";
   out.insert(out.end(), {
       N("size", s_size.c_str(), n_size),
@@ -358,7 +361,7 @@ void add_containers_natives(std::vector<JNINativeMethod>& out) {
       N("listDoubles", s_doubles.c_str(), n_list_doubles),
       N("listIndexOf", s_lidx.c_str(), n_list_index_of),
       N("listReplace", s_lrep.c_str(), n_list_replace),
-      N("mapGet", s_kget.c_str(), n_map_get),
+      N("mapGetFlat", s_kflat.c_str(), n_map_get_flat),
       N("mapContains", s_kbool.c_str(), n_map_contains),
       N("mapPut", s_mput.c_str(), n_map_put),
       N("mapRemove", s_kget.c_str(), n_map_remove),

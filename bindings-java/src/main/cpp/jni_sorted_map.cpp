@@ -64,44 +64,20 @@ void JNICALL n_clear(JNIEnv* env, jclass, jobject h) {
   guarded_void(env, [&] { cd::sorted_clear(map_word(env, h)); });
 }
 
-// getRooted's tag for a value handed over with its root (org.colors.SortedNative.ROOTED): not
-// one of the encoding's tags.
-constexpr jint kTagRooted = 7;
-
 // Whether Java makes the proxy of a value of this kind itself (org.colors.Proxies.proxied).
 bool java_proxied(colors::TypeKind k) {
   return k == colors::TypeKind::kObject || k == colors::TypeKind::kList || k == colors::TypeKind::kMap ||
          k == colors::TypeKind::kSet || k == colors::TypeKind::kSortedMap;
 }
 
-// The value's tag (-1 when the key is absent); its bits in bits_out[0] for a scalar, else the
-// object in obj_out[0]. With `hand_over`, a shared object Java proxies comes back as kTagRooted
-// with its word in bits_out[0] and the root slot holding it in bits_out[1], which is the caller's
-// from now on (Proxies.ofRooted adopts or drops it): no upcall to make its proxy.
+// The value's tag (-1 when the key is absent), as put_flat writes it.
 jint get(JNIEnv* env, jobject h, jint t, jlong b, jobject o, jlongArray bits_out, jobjectArray obj_out,
          bool hand_over) {
   return guarded<jint>(env, -1, [&]() -> jint {
     Arg k = decode(env, t, b, o);
     cd::Rooted v;
     if (!cd::sorted_load(map_word(env, h), k.get().raw(), &v)) return -1;
-    jlong bits = 0;
-    const jint tag = flat_tag(v.word(), &bits);
-    if (tag == kTagRef && hand_over && java_proxied(cd::kind_of(v.word()))) {
-      jlong out[2] = {static_cast<jlong>(v.word()), 0};
-      env->SetLongArrayRegion(bits_out, 0, 1, out);
-      check_pending(env);  // nothing handed over yet: the Rooted releases the root
-      out[1] = static_cast<jlong>(reinterpret_cast<std::uintptr_t>(v.take()));
-      env->SetLongArrayRegion(bits_out, 1, 1, out + 1);  // a region inside the array: cannot fail
-      return kTagRooted;
-    }
-    if (tag == kTagRef) {
-      jobject x = to_java(env, adopt(std::move(v)));
-      env->SetObjectArrayElement(obj_out, 0, x);
-      check_pending(env);
-    } else {
-      env->SetLongArrayRegion(bits_out, 0, 1, &bits);
-    }
-    return tag;
+    return put_flat(env, adopt(std::move(v)), bits_out, obj_out, hand_over);
   });
 }
 
@@ -245,6 +221,28 @@ jint JNICALL n_compare(JNIEnv* env, jclass, jint t1, jlong b1, jobject o1, jint 
 }
 
 }  // namespace
+
+jint put_flat(JNIEnv* env, colors::Value&& v, jlongArray bits_out, jobjectArray obj_out, bool hand_over) {
+  jlong bits = 0;
+  const jint tag = flat_tag(v.raw(), &bits);
+  if (tag == kTagRef && hand_over && java_proxied(cd::kind_of(v.raw()))) {
+    jlong out[2] = {static_cast<jlong>(v.raw()), 0};
+    env->SetLongArrayRegion(bits_out, 0, 1, out);
+    check_pending(env);  // nothing handed over yet: the Value releases the root
+    out[1] = static_cast<jlong>(reinterpret_cast<std::uintptr_t>(v.take_root_slot()));
+    env->SetLongArrayRegion(bits_out, 1, 1, out + 1);  // a region inside the array: cannot fail
+    return kTagRooted;
+  }
+  if (tag == kTagRef) {
+    jobject x = to_java(env, std::move(v));
+    env->SetObjectArrayElement(obj_out, 0, x);
+    check_pending(env);
+  } else {
+    env->SetLongArrayRegion(bits_out, 0, 1, &bits);
+    check_pending(env);
+  }
+  return tag;
+}
 
 bool register_sorted_map_natives(JNIEnv* env) {
   jclass cls = env->FindClass("org/colors/SortedNative");

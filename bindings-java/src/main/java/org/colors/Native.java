@@ -105,7 +105,13 @@ final class Native {
   static native double[] listDoubles(Handle h);
   static native int listIndexOf(Handle h, int tag, long bits, Object obj, boolean last);
   static native void listReplace(Handle h, int[] tags, long[] bits, Object[] objs);
-  static native Object mapGet(Handle h, int tag, long bits, Object obj);
+  /**
+   * The value's tag (-1: absent), with its bits in bitsOut[0] (scalars) or the object in objOut[0];
+   * with {@code handOver}, a shared object as {@link SortedNative#ROOTED} with its word and root
+   * slot in bitsOut[0..1] ({@link SortedNative#flat}).
+   */
+  static native int mapGetFlat(Handle h, int tag, long bits, Object obj, long[] bitsOut, Object[] objOut,
+      boolean handOver);
   static native boolean mapContains(Handle h, int tag, long bits, Object obj);
   static native Object mapPut(Handle h, int kt, long kb, Object ko, int vt, long vb, Object vo);
   static native Object mapRemove(Handle h, int tag, long bits, Object obj);

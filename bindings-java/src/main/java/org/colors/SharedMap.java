@@ -54,7 +54,11 @@ public final class SharedMap extends AbstractMap<Object, Object> {
   public Object get(Object key) {
     int t = Codec.tagOrNone(key);
     if (t == Codec.NONE) return null;
-    return Native.mapGet(handle, t, Codec.bits(key, t), Codec.obj(key, t));
+    // Flat: a scalar without a boxing upcall, a shared object's proxy made (or found) in Java.
+    long[] b = new long[2];
+    Object[] o = new Object[1];
+    Direct.View v = SortedNative.handOverView(handle);
+    return SortedNative.flat(v, Native.mapGetFlat(handle, t, Codec.bits(key, t), Codec.obj(key, t), b, o, v != null), b, o);
   }
 
   @Override

@@ -28,10 +28,24 @@ final class SortedNative {
   static Object get(Handle h, int tag, long bits, Object obj) {
     long[] b = new long[2];
     Object[] o = new Object[1];
-    Direct.View v = Direct.UNSAFE != null && h.usableHere() ? Direct.viewFor(h) : null;
+    Direct.View v = handOverView(h);
     if (v == null) return decode(getTagged(h, tag, bits, obj, b, o), b[0], o[0]);
-    int t = getRooted(h, tag, bits, obj, b, o);
-    if (t != ROOTED) return decode(t, b[0], o[0]);
+    return flat(v, getRooted(h, tag, bits, obj, b, o), b, o);
+  }
+
+  /** The view for a native to hand roots over to (the fast path's), or null: then it must not. */
+  static Direct.View handOverView(Handle h) {
+    return Direct.UNSAFE != null && h.usableHere() ? Direct.viewFor(h) : null;
+  }
+
+  /**
+   * A value a native returned flat (jni_common.hpp's put_flat): {@code tag}, its bits in
+   * {@code b[0]} or object in {@code o[0]}; for {@link #ROOTED} the proxy of the object at word
+   * {@code b[0]}, found or made with the root slot {@code b[1]}, which this thread owns from the
+   * native's return. REQUIRES: {@code v} non-null when the native was allowed to hand over.
+   */
+  static Object flat(Direct.View v, int tag, long[] b, Object[] o) {
+    if (tag != ROOTED) return decode(tag, b[0], o[0]);
     Roots.adopted();  // Java-held from now on, as ListReads.itemsRooted's
     return Proxies.ofRooted(v, b[1], b[0], v.kindOf(b[0]));
   }
@@ -92,7 +106,7 @@ final class SortedNative {
    */
   static Object[] rangeFlat(Handle h, int lt, long lb, Object lo, boolean loGiven, boolean loIncl, int ht,
       long hb, Object hi, boolean hiGiven, boolean hiIncl, boolean reverse, int limit, boolean withValues) {
-    Direct.View v = Direct.UNSAFE != null && h.usableHere() ? Direct.viewFor(h) : null;
+    Direct.View v = handOverView(h);
     Object[] flat = rangeTagged(h, lt, lb, lo, loGiven, loIncl, ht, hb, hi, hiGiven, hiIncl, reverse, limit,
         withValues, v != null);
     if (flat.length == 4) adoptRooted(v, flat);
