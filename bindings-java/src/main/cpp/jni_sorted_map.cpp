@@ -70,24 +70,15 @@ bool java_proxied(colors::TypeKind k) {
          k == colors::TypeKind::kSet || k == colors::TypeKind::kSortedMap;
 }
 
-// The value's tag (-1 when the key is absent), as put_flat writes it.
-jint get(JNIEnv* env, jobject h, jint t, jlong b, jobject o, jlongArray bits_out, jobjectArray obj_out,
-         bool hand_over) {
+// The value's tag (-1 when the key is absent), as put_flat writes it (org.colors.SortedNative.get).
+jint JNICALL n_get_flat(JNIEnv* env, jclass, jobject h, jint t, jlong b, jobject o, jlongArray bits_out,
+                        jobjectArray obj_out, jboolean hand_over) {
   return guarded<jint>(env, -1, [&]() -> jint {
     Arg k = decode(env, t, b, o);
     cd::Rooted v;
     if (!cd::sorted_load(map_word(env, h), k.get().raw(), &v)) return -1;
-    return put_flat(env, adopt(std::move(v)), bits_out, obj_out, hand_over);
+    return put_flat(env, adopt(std::move(v)), bits_out, obj_out, hand_over != JNI_FALSE);
   });
-}
-
-jint JNICALL n_get(JNIEnv* env, jclass, jobject h, jint t, jlong b, jobject o, jlongArray bits_out, jobjectArray obj_out) {
-  return get(env, h, t, b, o, bits_out, obj_out, false);
-}
-
-jint JNICALL n_get_rooted(JNIEnv* env, jclass, jobject h, jint t, jlong b, jobject o, jlongArray bits_out,
-                          jobjectArray obj_out) {
-  return get(env, h, t, b, o, bits_out, obj_out, true);
 }
 
 jboolean JNICALL n_contains(JNIEnv* env, jclass, jobject h, jint t, jlong b, jobject o) {
@@ -251,8 +242,7 @@ bool register_sorted_map_natives(JNIEnv* env) {
       N("newMap", "()Ljava/lang/Object;", n_new_map),
       N("size", "(Lorg/colors/Handle;)I", n_size),
       N("clear", "(Lorg/colors/Handle;)V", n_clear),
-      N("getTagged", "(Lorg/colors/Handle;IJLjava/lang/Object;[J[Ljava/lang/Object;)I", n_get),
-      N("getRooted", "(Lorg/colors/Handle;IJLjava/lang/Object;[J[Ljava/lang/Object;)I", n_get_rooted),
+      N("getFlat", "(Lorg/colors/Handle;IJLjava/lang/Object;[J[Ljava/lang/Object;Z)I", n_get_flat),
       N("contains", "(Lorg/colors/Handle;IJLjava/lang/Object;)Z", n_contains),
       N("put", "(Lorg/colors/Handle;IJLjava/lang/Object;IJLjava/lang/Object;)Ljava/lang/Object;", n_put),
       N("remove", "(Lorg/colors/Handle;IJLjava/lang/Object;)[Ljava/lang/Object;", n_remove),

@@ -29,9 +29,19 @@ final class SortedNative {
     long[] b = new long[2];
     Object[] o = new Object[1];
     Direct.View v = handOverView(h);
-    if (v == null) return decode(getTagged(h, tag, bits, obj, b, o), b[0], o[0]);
-    return flat(v, getRooted(h, tag, bits, obj, b, o), b, o);
+    return flat(v, getFlat(h, tag, bits, obj, b, o, v != null), b, o);
   }
+
+  /** {@link #flat}'s tag for a shared object handed over with its root (jni_common.hpp's kTagRooted). */
+  static final int ROOTED = 7;
+
+  /**
+   * The value's tag (-1: absent), with its bits in bitsOut[0] (scalars) or the object in objOut[0];
+   * with {@code handOver}, a shared object as {@link #ROOTED} with its word and root slot in
+   * bitsOut[0..1] ({@link #flat}).
+   */
+  static native int getFlat(Handle h, int tag, long bits, Object obj, long[] bitsOut, Object[] objOut,
+      boolean handOver);
 
   /** The view for a native to hand roots over to (the fast path's), or null: then it must not. */
   static Direct.View handOverView(Handle h) {
@@ -49,19 +59,6 @@ final class SortedNative {
     Roots.adopted();  // Java-held from now on, as ListReads.itemsRooted's
     return Proxies.ofRooted(v, b[1], b[0], v.kindOf(b[0]));
   }
-
-  /** The value's tag (-1: absent), its bits in bitsOut[0] for a scalar, else the object in objOut[0]. */
-  static native int getTagged(Handle h, int tag, long bits, Object obj, long[] bitsOut, Object[] objOut);
-
-  /** {@link #getRooted}'s tag for a shared object handed over with its root (jni_sorted_map.cpp). */
-  static final int ROOTED = 7;
-
-  /**
-   * As {@link #getTagged}, except that a shared object Java proxies comes back as {@link #ROOTED}
-   * with its word in bitsOut[0] and the root slot holding it in bitsOut[1], the caller's from now
-   * on: Java makes (or finds) its proxy, without a JNI upcall. {@code bitsOut} has two elements.
-   */
-  static native int getRooted(Handle h, int tag, long bits, Object obj, long[] bitsOut, Object[] objOut);
 
   static native boolean contains(Handle h, int tag, long bits, Object obj);
 

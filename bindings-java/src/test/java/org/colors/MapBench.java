@@ -1,7 +1,6 @@
 package org.colors;
 
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -18,21 +17,16 @@ import java.util.Random;
 public final class MapBench {
   private MapBench() {}
 
-  static final int N = 10_000;
-  static final int ROUNDS = Integer.getInteger("bench.rounds", 21);
-  static final int WARMUP = Integer.getInteger("bench.warmup", 15);
+  // Keys, rounds and the median as SortedMapBench's.
+  static final int N = SortedMapBench.N;
+  static final int ROUNDS = SortedMapBench.ROUNDS;
+  static final int WARMUP = SortedMapBench.WARMUP;
   static long sink;
 
   static long lookups(Map<Object, Object> m, long[] keys) {
     long t0 = System.nanoTime();
     for (long k : keys) sink += m.get(k).hashCode();
     return System.nanoTime() - t0;
-  }
-
-  static double median(List<Double> v) {
-    double[] a = v.stream().mapToDouble(Double::doubleValue).toArray();
-    Arrays.sort(a);
-    return a[a.length / 2];
   }
 
   @SuppressWarnings("unchecked")
@@ -68,7 +62,7 @@ public final class MapBench {
     System.out.printf("shared map vs HashMap: %d Long keys, median of %d rounds%n", N, ROUNDS);
     System.out.printf("  %-28s%14s%8s%n", "operation", "shared ns/op", "ratio");
     for (int i = 0; i < names.length; i++) {
-      System.out.printf("  %-28s%14.0f%8.1f%n", names[i], median(sharedNs.get(i)), median(ratios.get(i)));
+      System.out.printf("  %-28s%14.0f%8.1f%n", names[i], SortedMapBench.median(sharedNs.get(i)), SortedMapBench.median(ratios.get(i)));
     }
     if (sink == 42 || kept.isEmpty()) System.out.println();
   }

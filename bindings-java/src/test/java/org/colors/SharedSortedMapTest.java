@@ -240,7 +240,7 @@ class SharedSortedMapTest {
 
   /**
    * get() of a value that is a shared object: the native hands its root over and Java finds the
-   * live proxy or makes one with that root (SortedNative.getRooted). One proxy per object, and
+   * live proxy or makes one with that root (SortedNative.getFlat). One proxy per object, and
    * no root left behind by the gets that found a live proxy.
    */
   @Test
