@@ -39,6 +39,7 @@ static_assert(sizeof(cd::UserObject) % 8 == 0);
 static_assert(offsetof(cd::StringObject, length) % 8 == 0);
 static_assert(offsetof(cd::ListObject, version) % 8 == 0 && sizeof(cd::ListObject::version) == 8);
 static_assert(offsetof(cd::ListObject, size) % 8 == 0 && offsetof(cd::ListObject, array) % 8 == 0);
+static_assert(offsetof(cd::SortedMapObject, root) % 8 == 0);
 static_assert(sizeof(std::atomic<cd::Word>*) == sizeof(jlong));
 
 // Indices of the array returned by layout(); must match org.colors.Direct.
@@ -46,7 +47,7 @@ enum : int {
   kBase, kSize, kOffCls, kPendingBits, kOffExtension, kOffSlots, kOffFloatValue, kOffArrayCapacity,
   kOffArraySlots, kOffClassKind, kOffGcStarted, kOffGcDone, kWordSize, kGranuleSize, kFloatClass,
   kOffStringLength, kOffStringBytes, kStringClass, kObjectsBegin, kOffListSize, kOffListArray, kOffListVersion,
-  kLayoutCount
+  kOffSortedRoot, kArrayClass, kLayoutCount
 };
 
 jlong slot_bits(std::atomic<cd::Word>* slot) { return static_cast<jlong>(reinterpret_cast<std::uintptr_t>(slot)); }
@@ -92,6 +93,10 @@ JNIEXPORT jlongArray JNICALL Java_org_colors_Direct_layout(JNIEnv* env, jclass) 
     v[kOffListSize] = offsetof(cd::ListObject, size);
     v[kOffListArray] = offsetof(cd::ListObject, array);
     v[kOffListVersion] = offsetof(cd::ListObject, version);
+    // Sorted maps are read from Java without their lock word (org.colors.SortedReads): the root
+    // node's slot, and the class every node has (kArray: one compare instead of reading the kind).
+    v[kOffSortedRoot] = offsetof(cd::SortedMapObject, root);
+    v[kArrayClass] = static_cast<jlong>(reinterpret_cast<std::uintptr_t>(m->builtin[static_cast<int>(colors::TypeKind::kArray)]));
     jlongArray a = env->NewLongArray(kLayoutCount);
     check_pending(env);
     env->SetLongArrayRegion(a, 0, kLayoutCount, v);

@@ -87,7 +87,8 @@ final class Direct {
       L_OFF_SLOTS = 5, L_OFF_FLOAT_VALUE = 6, L_OFF_ARRAY_CAPACITY = 7, L_OFF_ARRAY_SLOTS = 8, L_OFF_CLASS_KIND = 9,
       L_OFF_GC_STARTED = 10, L_OFF_GC_DONE = 11, L_WORD = 12, L_GRANULE = 13, L_FLOAT_CLASS = 14,
       L_OFF_STRING_LENGTH = 15, L_OFF_STRING_BYTES = 16, L_STRING_CLASS = 17, L_OBJECTS_BEGIN = 18,
-      L_OFF_LIST_SIZE = 19, L_OFF_LIST_ARRAY = 20, L_OFF_LIST_VERSION = 21;
+      L_OFF_LIST_SIZE = 19, L_OFF_LIST_ARRAY = 20, L_OFF_LIST_VERSION = 21, L_OFF_SORTED_ROOT = 22,
+      L_ARRAY_CLASS = 23;
 
   static native long[] layout();
   static native ByteBuffer[] segment();
@@ -228,6 +229,8 @@ final class Direct {
         offClassKind, offGcStarted, offGcDone, offStringLength, offStringBytes;
     /** ListObject's size, array and seqlock version ({@link ListReads}). */
     final long offListSize, offListArray, offListVersion;
+    /** SortedMapObject's root slot, and the class of every slot array (its nodes; {@link SortedReads}). */
+    final long offSortedRoot, arrayClass;
     /** The class record of every boxed float, of every string. */
     final long floatClass, stringClass;
     /** Addresses of Metadata::gc_started_seq / gc_done_seq (the collector's seqlock). */
@@ -261,10 +264,12 @@ final class Direct {
       offListSize = l[L_OFF_LIST_SIZE];
       offListArray = l[L_OFF_LIST_ARRAY];
       offListVersion = l[L_OFF_LIST_VERSION];
+      offSortedRoot = l[L_OFF_SORTED_ROOT];
+      arrayClass = l[L_ARRAY_CLASS];
       gcStartedAt = base + offGcStarted;
       gcDoneAt = base + offGcDone;
       if (((base | offCls | offExtension | offSlots | offFloatValue | offArraySlots | offGcStarted) & 3) != 0
-          || ((offListSize | offListArray | offListVersion | offArrayCapacity) & 7) != 0) {
+          || ((offListSize | offListArray | offListVersion | offArrayCapacity | offSortedRoot) & 7) != 0) {
         throw new CorruptHeapException("colors: misaligned segment layout");
       }
       for (ByteBuffer b : chunks) b.order(ByteOrder.LITTLE_ENDIAN);

@@ -261,7 +261,8 @@ final class ListReads {
     return out;
   }
 
-  private static Object adopt(Direct.View v, long slot, long w) {
+  /** The proxy of rooted {@code w} owning {@code slot}, or MISS (the slot dropped) for a kind not proxied. */
+  static Object adopt(Direct.View v, long slot, long w) {
     int kind = v.kindOf(w);  // rooted: safe to read
     if (!Proxies.proxied(kind)) {
       Roots.drop(v, slot);
@@ -272,7 +273,7 @@ final class ListReads {
 
 
   /** A non-reference word as its Java value (SharedList's types), or MISS for an internal marker. */
-  private static Object scalar(long w) {
+  static Object scalar(long w) {
     if (w == 0) return null;
     if ((w & Direct.TAG_MASK) == Direct.TAG_INT) return w >> 4;
     if ((w & Direct.TAG_MASK) == Direct.TAG_BOOL) return ((w >> 4) & 1) != 0;

@@ -178,7 +178,13 @@ public final class SharedSortedMap extends AbstractMap<Object, Object> implement
     requireKey(key);
     if (!inRange(key)) return false;
     int t = Codec.tag(key);
-    return SortedNative.contains(handle, t, Codec.bits(key, t), Codec.obj(key, t));
+    long b = Codec.bits(key, t);
+    Direct.View v;
+    if (t == Codec.INT && SortedReads.fits(b) && (v = SortedReads.view(handle)) != null) {
+      int c = SortedReads.contains(v, handle, b);
+      if (c >= 0) return c == 1;
+    }
+    return SortedNative.contains(handle, t, b, Codec.obj(key, t));
   }
 
   @Override
@@ -186,7 +192,13 @@ public final class SharedSortedMap extends AbstractMap<Object, Object> implement
     requireKey(key);
     if (!inRange(key)) return null;
     int t = Codec.tag(key);
-    return SortedNative.get(handle, t, Codec.bits(key, t), Codec.obj(key, t));
+    long b = Codec.bits(key, t);
+    Direct.View v;
+    if (t == Codec.INT && SortedReads.fits(b) && (v = SortedReads.view(handle)) != null) {
+      Object x = SortedReads.get(v, handle, b);  // without JNI and the map's lock
+      if (x != Proxies.MISS) return x;
+    }
+    return SortedNative.get(handle, t, b, Codec.obj(key, t));
   }
 
   @Override

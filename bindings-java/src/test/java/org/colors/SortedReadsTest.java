@@ -1,0 +1,213 @@
+package org.colors;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNotSame;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/**
+ * Sorted-map point reads from Java without JNI or the map's lock ({@link SortedReads}): the same
+ * answers and proxies as the locked JNI path on trees of several levels, a fallback (and no root
+ * left behind) wherever the lock-free path does not decide, and consistent answers while other
+ * threads split, merge and rewrite the tree, roll transactions back and the collector runs.
+ */
+@ExtendWith(ColorsServer.class)
+class SortedReadsTest {
+
+  private static Direct.View view(SharedSortedMap m) {
+    Direct.View v = SortedReads.view(m.handle);
+    assertNotNull(v, "attached, outside a transaction: the lock-free view exists");
+    return v;
+  }
+
+  /** The locked JNI path's answer. */
+  private static Object locked(SharedSortedMap m, long k) {
+    return SortedNative.get(m.handle, Codec.INT, k, null);
+  }
+
+  @Test
+  void answersAsTheLockedPathOnATreeOfThreeLevels() {
+    SharedSortedMap m = SharedMemory.newSortedMap();
+    List<Object> lists = new ArrayList<>();
+    // 5,000 keys: more than two levels of 32-entry leaves and 64-way nodes hold (2,048).
+    for (long k = 0; k < 5000; k++) {
+      long key = 3 * k - 600;
+      Object value;
+      switch ((int) (k % 5)) {
+        case 0: value = key * 7; break;
+        case 1: value = key % 2 == 0; break;
+        case 2: value = key / 4.0; break;
+        case 3: value = null; break;
+        default:
+          SharedList l = SharedMemory.allocate(SharedList.class, 1);
+          l.add(key);
+          lists.add(l);
+          value = l;
+      }
+      m.put(key, value);
+    }
+    Direct.View v = view(m);
+    long before = Roots.live();
+    for (long key = -610; key < 3 * 5000 - 590; key++) {
+      Object fast = SortedReads.get(v, m.handle, key);
+      assertNotSame(Proxies.MISS, fast, "key " + key + " is read without JNI");
+      Object slow = locked(m, key);
+      if (slow instanceof SharedList) assertSame(slow, fast, "key " + key + ": one proxy per object");
+      else assertEquals(slow, fast, "key " + key);
+      assertEquals(m.containsKey(key) ? 1 : 0, SortedReads.contains(v, m.handle, key), "contains " + key);
+    }
+    for (int i = 0; i < lists.size(); i += 97) assertSame(lists.get(i), m.get(3L * (5L * i + 4) - 600));
+    assertEquals(before, Roots.live(), "values with live proxies took no root");
+    // A value with no live proxy: the read makes one, owning the root it took.
+    m.put(100_000L, SharedMemory.copyToSharedMemory(List.of(5L, 6L)));
+    Object made = SortedReads.get(v, m.handle, 100_000L);
+    assertTrue(made instanceof SharedList, "a proxy was made: " + made);
+    assertEquals(List.of(5L, 6L), new ArrayList<>((SharedList) made));
+    assertSame(made, m.get(100_000L));
+    assertSame(made, locked(m, 100_000L));
+    SharedSortedMap empty = SharedMemory.newSortedMap();
+    assertNull(SortedReads.get(view(empty), empty.handle, 1L), "an empty map holds nothing");
+    assertEquals(0, SortedReads.contains(view(empty), empty.handle, 1L));
+  }
+
+  @Test
+  void whatItDoesNotDecideFallsBackToTheLockedPath() {
+    // Float keys: 1 == 1.0 in the shared order, which the locked path decides.
+    SharedSortedMap floats = SharedMemory.newSortedMap();
+    floats.put(1.0, "one");
+    floats.put(2.5, "two and a half");
+    assertSame(Proxies.MISS, SortedReads.get(view(floats), floats.handle, 1L));
+    assertEquals(-1, SortedReads.contains(view(floats), floats.handle, 1L));
+    assertEquals("one", floats.get(1L));
+    assertTrue(floats.containsKey(1L));
+    // String keys: an integer key cannot be compared with them (the locked path says so).
+    SharedSortedMap strings = SharedMemory.newSortedMap();
+    strings.put("a", 1L);
+    assertSame(Proxies.MISS, SortedReads.get(view(strings), strings.handle, 5L));
+    assertThrows(TypeMismatchException.class, () -> strings.get(5L));
+    // Values read only through JNI (strings, wide integers), and keys beyond the small integers.
+    SharedSortedMap m = SharedMemory.newSortedMap();
+    m.put(1L, "a string");
+    m.put(2L, Long.MAX_VALUE);
+    m.put(Long.MAX_VALUE, 3L);
+    long before = Roots.live();
+    assertSame(Proxies.MISS, SortedReads.get(view(m), m.handle, 1L));
+    assertSame(Proxies.MISS, SortedReads.get(view(m), m.handle, 2L));
+    assertEquals(before, Roots.live(), "a fallback leaves no root behind");
+    assertEquals("a string", m.get(1L));
+    assertEquals(Long.MAX_VALUE, m.get(2L));
+    assertTrue(!SortedReads.fits(Long.MAX_VALUE));
+    assertEquals(3L, m.get(Long.MAX_VALUE));
+    // Inside a transaction the reads go through its ownership records: no lock-free view.
+    try (Transaction tx = SharedMemory.beginTransaction()) {
+      assertNull(SortedReads.view(m.handle));
+      m.put(4L, 44L);
+      assertEquals(44L, m.get(4L), "the transaction reads its own write");
+      tx.commit();
+    }
+    assertEquals(44L, SortedReads.get(view(m), m.handle, 4L));
+  }
+
+  @Test
+  void consistentWhileTheTreeChangesAndTheCollectorRuns() throws Exception {
+    // Even keys 0..2N-2 are always present, each mapping to a list holding the key (replaced by a
+    // fresh one now and then, in place); odd keys come and go in runs, splitting and merging
+    // leaves and inner nodes; some transactions rewrite keys and roll back, linking old nodes back.
+    final int n = 3000;
+    SharedSortedMap m = SharedMemory.newSortedMap();
+    for (long k = 0; k < 2 * n; k += 2) m.put(k, listOf(k));
+    AtomicBoolean stop = new AtomicBoolean();
+    ConcurrentLinkedQueue<Throwable> errors = new ConcurrentLinkedQueue<>();
+    AtomicLong fastReads = new AtomicLong();
+    List<Thread> threads = new ArrayList<>();
+    threads.add(new Thread(() -> {
+      try {
+        ThreadLocalRandom r = ThreadLocalRandom.current();
+        while (!stop.get()) {
+          long start = 2L * r.nextInt(n) + 1;
+          int len = 1 + r.nextInt(200);
+          switch (r.nextInt(4)) {
+            case 0:
+              for (long k = start; k < start + 2L * len; k += 2) m.put(k, listOf(k));
+              break;
+            case 1:
+              for (long k = start; k < start + 2L * len; k += 2) m.remove(k);
+              break;
+            case 2:
+              for (long k = start - 1; k < start + 2L * len && k < 2 * n; k += 2) m.put(k, listOf(k));
+              break;
+            default:
+              // The lists are made first: a rollback would empty lists filled inside it, which
+              // a reader not in a transaction may already hold (it is not isolated from them).
+              List<Object[]> puts = new ArrayList<>();
+              for (long k = start; k < start + 2L * len; k += 2) puts.add(new Object[] {k, listOf(k)});
+              for (long k = start - 1; k < start + 40 && k < 2 * n; k += 2) puts.add(new Object[] {k, listOf(k)});
+              try (Transaction tx = SharedMemory.beginTransaction()) {
+                for (Object[] p : puts) m.put(p[0], p[1]);
+                tx.rollback();
+              }
+          }
+        }
+      } catch (Throwable e) {
+        errors.add(e);
+      }
+    }, "writer"));
+    threads.add(new Thread(() -> {
+      try {
+        while (!stop.get()) SharedMemory.collect();
+      } catch (Throwable e) {
+        errors.add(e);
+      }
+    }, "collector"));
+    for (int t = 0; t < 2; t++) {
+      threads.add(new Thread(() -> {
+        try {
+          Direct.View v = view(m);
+          ThreadLocalRandom r = ThreadLocalRandom.current();
+          while (!stop.get()) {
+            long k = r.nextInt(2 * n);
+            Object x = SortedReads.get(v, m.handle, k);
+            if (x == Proxies.MISS) continue;
+            fastReads.incrementAndGet();
+            if (k % 2 == 0 || x != null) check(x, k);
+            int c = SortedReads.contains(v, m.handle, k);
+            if (k % 2 == 0 && c != -1) assertEquals(1, c, "key " + k + " is always there");
+          }
+        } catch (Throwable e) {
+          errors.add(e);
+        }
+      }, "reader-" + t));
+    }
+    for (Thread t : threads) t.start();
+    Thread.sleep(Long.getLong("colors.sortedReadsTestMs", 3000L));
+    stop.set(true);
+    for (Thread t : threads) t.join(60_000);
+    if (!errors.isEmpty()) throw new AssertionError(errors.peek());
+    assertTrue(fastReads.get() > 100, "the lock-free path read the map (" + fastReads.get() + " times)");
+    String report = Direct.verifyHeap();
+    assertNull(report, report);
+  }
+
+  private static SharedList listOf(long k) {
+    SharedList l = SharedMemory.allocate(SharedList.class, 1);
+    l.add(k);
+    return l;
+  }
+
+  private static void check(Object x, long k) {
+    assertTrue(x instanceof SharedList, "key " + k + " maps to " + x);
+    assertEquals(List.of(k), new ArrayList<>((SharedList) x), "key " + k);
+  }
+}
