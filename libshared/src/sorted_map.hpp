@@ -30,8 +30,8 @@
 //    replaced until the publishing store_ref unlinks that node, which flags it pending, so the
 //    collector traces the old node and marks everything it held; fresh nodes are recent or rooted
 //    (Rooted) until they are published.
-//  * Lock-free readers: Java's SharedSortedMap.get/containsKey (org.colors.SortedReads) descend
-//    without the lock, under the collector's seqlock, relying on the two invariants above plus:
+//  * Lock-free readers: Java's SharedSortedMap.get/containsKey and iterator batches
+//    (org.colors.SortedReads) read the tree without the lock, under the collector's seqlock, relying on the two invariants above plus:
 //    writers reach nodes only from the header's root (an unlinked node never changes again) and
 //    separators never change in a published node (gc/README.md, "Sorted maps read without their
 //    lock"). A change that breaks these must change that reader too.

@@ -33,10 +33,12 @@ import java.util.SortedSet;
  * <p>Atomicity. Each call is one operation under the map's lock (across processes), except on a
  * bounded view ({@link #subMap}, {@link #headMap}, {@link #tailMap}): there {@code size()},
  * {@code clear()} and {@code pollFirstEntry()}/{@code pollLastEntry()} are several operations.
- * Iterators read 256 entries per locked call, each batch continuing after the last key returned:
- * they see every key once, in order, see changes made ahead of them, and never throw
- * {@link java.util.ConcurrentModificationException}; their {@code remove} removes the last key
- * returned. Entries from iterators write through on {@code setValue}; entries returned by the
+ * Iterators read 256 entries per batch, each batch continuing after the last key returned, and
+ * are weakly consistent, as {@code ConcurrentSkipListMap}'s: they return each key at most once, in
+ * order, each entry as it was at some instant of the iteration, every key that stays in the map
+ * for the whole iteration, and they never throw {@link java.util.ConcurrentModificationException};
+ * their {@code remove} removes the last key returned. (A batch of a map of integer keys is read
+ * without the lock, leaf by leaf; other batches are one locked call.) Entries from iterators write through on {@code setValue}; entries returned by the
  * navigation methods ({@link #firstEntry()} ...) are immutable snapshots, as {@code TreeMap}'s.
  *
  * <p>Views. {@link #descendingMap()}, {@link #navigableKeySet()}, {@link #subMap}, {@link #headMap}
@@ -87,6 +89,7 @@ public final class SharedSortedMap extends AbstractMap<Object, Object> implement
   static int compareKeys(Object a, Object b) {
     int ta = Codec.tag(requireKey(a));
     int tb = Codec.tag(requireKey(b));
+    if (ta == Codec.INT && tb == Codec.INT) return Long.compare(Codec.bits(a, ta), Codec.bits(b, tb));
     return SortedNative.compare(ta, Codec.bits(a, ta), Codec.obj(a, ta), tb, Codec.bits(b, tb), Codec.obj(b, tb));
   }
 
@@ -111,11 +114,16 @@ public final class SharedSortedMap extends AbstractMap<Object, Object> implement
    * ascending order, or descending when {@code rev}, starting at {@code from} when given.
    */
   private Object[] scan(Object from, boolean fromGiven, boolean fromIncl, boolean rev, int limit, boolean values) {
-    return SortedNative.decodeAll(scanFlat(from, fromGiven, fromIncl, rev, limit, values));
+    return SortedNative.decodeAll(scanFlat(from, fromGiven, fromIncl, rev, limit, values, false));
   }
 
-  /** {@link #scan} as SortedNative.rangeFlat returns it: {byte[] tags, long[] bits, Object[] objects}. */
-  private Object[] scanFlat(Object from, boolean fromGiven, boolean fromIncl, boolean rev, int limit, boolean values) {
+  /**
+   * {@link #scan} as SortedNative.rangeFlat returns it: {byte[] tags, long[] bits, Object[] objects}.
+   * {@code weak}: the batch may be read without the lock (an iterator's: {@link SortedReads#range}'s
+   * weak consistency), else it is one instant of the map.
+   */
+  private Object[] scanFlat(Object from, boolean fromGiven, boolean fromIncl, boolean rev, int limit, boolean values,
+      boolean weak) {
     Object l = lo, u = hi;
     boolean lg = loGiven, li = loIncl, ug = hiGiven, ui = hiIncl;
     if (fromGiven) {
@@ -141,8 +149,15 @@ public final class SharedSortedMap extends AbstractMap<Object, Object> implement
     }
     int lt = lg ? Codec.tag(l) : Codec.NULL;
     int ut = ug ? Codec.tag(u) : Codec.NULL;
-    return SortedNative.rangeFlat(handle, lt, lg ? Codec.bits(l, lt) : 0, lg ? Codec.obj(l, lt) : null, lg, li, ut,
-        ug ? Codec.bits(u, ut) : 0, ug ? Codec.obj(u, ut) : null, ug, ui, rev, limit, values);
+    long lb = lg ? Codec.bits(l, lt) : 0, ub = ug ? Codec.bits(u, ut) : 0;
+    Direct.View v;
+    if (weak && !rev && (!lg || lt == Codec.INT && SortedReads.fits(lb)) && (!ug || ut == Codec.INT && SortedReads.fits(ub))
+        && (v = SortedReads.view(handle)) != null) {
+      Object[] flat = SortedReads.range(v, handle, lg, lb, li, ug, ub, ui, limit, values);  // without JNI and the lock
+      if (flat != null) return flat;
+    }
+    return SortedNative.rangeFlat(handle, lt, lb, lg ? Codec.obj(l, lt) : null, lg, li, ut, ub,
+        ug ? Codec.obj(u, ut) : null, ug, ui, rev, limit, values);
   }
 
   private static Map.Entry<Object, Object> entry(Object[] kv) {
@@ -460,7 +475,7 @@ public final class SharedSortedMap extends AbstractMap<Object, Object> implement
     public boolean hasNext() {
       if (pos < tags.length) return true;
       if (done) return false;
-      Object[] flat = scanFlat(cursor, cursorGiven, false, rev, BATCH, mode != Mode.KEYS);
+      Object[] flat = scanFlat(cursor, cursorGiven, false, rev, BATCH, mode != Mode.KEYS, true);
       tags = (byte[]) flat[0];
       bits = (long[]) flat[1];
       objs = (Object[]) flat[2];

@@ -3,8 +3,9 @@ package org.colors;
 import java.lang.ref.Reference;
 
 /**
- * Point reads of a shared sorted map from Java without JNI and without the map's lock word:
- * {@code get} and {@code containsKey} of an integer key, on a map whose keys are integers.
+ * Reads of a shared sorted map from Java without JNI and without the map's lock word, on a map
+ * whose keys are integers: {@code get} and {@code containsKey} of an integer key, and ascending
+ * batches of entries between integer bounds (the iterators' batches).
  *
  * <p>Why a lock-free descent is right (gc/README.md, "Lock-free sorted-map reads", has the whole
  * argument). libshared's B+tree (sorted_map.hpp) changes a published node only in a leaf's value
@@ -14,7 +15,9 @@ import java.lang.ref.Reference;
  * Hence, by induction down the descent, every node read was in the tree at some instant since the
  * descent began, with the contents it had then; and a node's separators fix the keys it covers
  * for as long as it is in the tree. The leaf reached therefore held, at such an instant, the
- * value of the key (or proved it absent), which makes the read linearizable there.
+ * value of the key (or proved it absent), which makes the read linearizable there. A batch walks
+ * several leaves, each read at its own instant: it is weakly consistent, as
+ * {@code ConcurrentSkipListMap}'s iterators (see {@link #range}).
  *
  * <p>Memory: the whole read, up to the root published for a reference, runs inside one window of
  * the collector's seqlock (libshared's {@code read_without_cycle}): no cycle running when it
@@ -125,6 +128,230 @@ final class SortedReads {
   }
 
   /**
+   * Up to {@code limit} entries of the map with keys between the bounds (integer keys; a bound not
+   * given is open), ascending, as {@link SortedNative#rangeFlat} returns them: {byte[] tags,
+   * long[] bits, Object[] objects}, each key followed by its value when {@code values}; or null:
+   * take the JNI path. Weakly consistent: every entry returned was in the map with that value at
+   * an instant of the read, the keys ascend without repeats, and a key that is in the map and the
+   * bounds throughout the read is returned unless the limit ends the batch before it. Values that
+   * are strings, boxed numbers or binaries (which the JNI path converts) send the batch there.
+   * REQUIRES: as the class; {@code fits} of each bound given; {@code limit >= 1}.
+   */
+  static Object[] range(Direct.View v, Handle h, boolean loGiven, long lo, boolean loIncl, boolean hiGiven, long hi,
+      boolean hiIncl, int limit, boolean values) {
+    try {
+      long loW = (lo << 4) | Direct.TAG_INT, hiW = (hi << 4) | Direct.TAG_INT;
+      for (int a = 0; a < ATTEMPTS; a++) {
+        int started = v.loadInt(v.gcStartedAt);
+        if (v.loadInt(v.gcDoneAt) != started) return null;  // a cycle is running
+        Walk w = new Walk(Math.min(limit, 16), values);
+        if (!walk(v, h.raw, loGiven, loW, loIncl, hiGiven, hiW, hiIncl, limit, w)) return null;
+        Object[] flat = decode(v, w, started);
+        if (flat != RETRY) return flat;
+      }
+      return null;
+    } finally {
+      Reference.reachabilityFence(h);
+    }
+  }
+
+  /** The words a walk collected: keys, each followed by its value when values. */
+  private static final class Walk {
+    final boolean values;
+    long[] words;
+    int n;  // words used
+
+    Walk(int entries, boolean values) {
+      this.values = values;
+      words = new long[entries * (values ? 2 : 1)];
+    }
+
+    void add(long w) {
+      if (n == words.length) words = java.util.Arrays.copyOf(words, 2 * n);
+      words[n++] = w;
+    }
+  }
+
+  private static final Object[] RETRY = new Object[0];
+
+  /**
+   * Collects the entries into {@code out}, from the leaf covering the lower bound (or the first
+   * leaf) leaf by leaf; false when this path does not read the map (a check failed). The path to
+   * the current leaf is kept as each level's slots address, child index and child count.
+   */
+  private static boolean walk(Direct.View v, long map, boolean loGiven, long loW, boolean loIncl, boolean hiGiven,
+      long hiW, boolean hiIncl, int limit, Walk out) {
+    long node = v.load(map + v.offSortedRoot);
+    if (node == 0) return true;
+    long[] slots = new long[MAX_DEPTH];
+    int[] child = new int[MAX_DEPTH], count = new int[MAX_DEPTH];
+    int depth = 0;
+    long expect = -1;
+    boolean byKey = loGiven;  // descend toward the lower bound, else along first children
+    long last = 0;
+    boolean any = false;
+    for (int steps = 0; steps < 1 << 20; steps++) {
+      // Down to a leaf.
+      for (;;) {
+        long s = checked(v, node, expect);
+        if (s == 0) return false;
+        long cap = v.loadRelaxed(node + v.offArrayCapacity);
+        long level = v.load(s) >> 4;
+        if (level == 0) {
+          if ((cap & 1) != 1 || cap > 1 + 2 * LEAF_MAX) return false;
+          node = s;  // the leaf's slots
+          break;
+        }
+        if ((cap & 1) != 0 || cap < 4 || depth == MAX_DEPTH) return false;
+        int n = (int) (cap / 2);
+        int c = 0;
+        if (byKey) {
+          int lo = 0, hi = n - 1;
+          while (lo < hi) {
+            int mid = (lo + hi) >>> 1;
+            long sep = v.load(s + 8L * (2 + 2 * mid));
+            if ((sep & Direct.TAG_MASK) != Direct.TAG_INT) return false;
+            if (sep <= loW) lo = mid + 1;
+            else hi = mid;
+          }
+          c = lo;
+        }
+        slots[depth] = s;
+        child[depth] = c;
+        count[depth] = n;
+        depth++;
+        node = v.load(s + 8L * (1 + 2 * c));
+        expect = level - 1;
+      }
+      byKey = false;
+      long s = node;
+      int entries = (int) ((v.loadRelaxed(s - v.offArraySlots + v.offArrayCapacity) - 1) / 2);
+      for (int i = 0; i < entries; i++) {
+        long k = v.load(s + 8L * (1 + 2 * i));
+        if ((k & Direct.TAG_MASK) != Direct.TAG_INT) return false;
+        if (any && k <= last) return false;  // keys ascend (a corrupt tree otherwise)
+        if (loGiven && (k < loW || (k == loW && !loIncl))) continue;
+        if (hiGiven && (k > hiW || (k == hiW && !hiIncl))) return true;
+        any = true;
+        last = k;
+        out.add(k);
+        if (out.values) out.add(v.load(s + 8L * (2 + 2 * i)));
+        if (out.n == limit * (out.values ? 2 : 1)) return true;
+      }
+      // The next leaf: up to the nearest level with a next child, then down its first children.
+      while (depth > 0 && child[depth - 1] + 1 == count[depth - 1]) depth--;
+      if (depth == 0) return true;
+      int c = ++child[depth - 1];
+      long ps = slots[depth - 1];
+      node = v.load(ps + 8L * (1 + 2 * c));
+      expect = (v.load(ps) >> 4) - 1;
+    }
+    return false;
+  }
+
+  /**
+   * The slots address of node {@code node} after the checks every node gets (a slot array inside
+   * the segment, a capacity a node can have, a small-integer level, the expected one when
+   * {@code expect >= 0}), or 0.
+   */
+  private static long checked(Direct.View v, long node, long expect) {
+    if ((node & 15) != 0 || Long.compareUnsigned(node - v.base - 1, v.size - 64) > 0) return 0;
+    if (v.loadRelaxed(node + v.offCls) != v.arrayClass) return 0;
+    long cap = v.loadRelaxed(node + v.offArrayCapacity);
+    long s = node + v.offArraySlots;
+    if (cap < 3 || cap > 2 * FAN_MAX + 1 || !v.contains(s, (int) (8 * cap))) return 0;
+    long tag = v.load(s);
+    if ((tag & Direct.TAG_MASK) != Direct.TAG_INT) return 0;
+    long level = tag >> 4;
+    if (level < 0 || level > 64 || (expect >= 0 && level != expect)) return 0;
+    return s;
+  }
+
+  /**
+   * The collected words as a flat batch (references rooted, then the window checked, then their
+   * proxies found or made), {@link #RETRY} when a cycle started, or null (take the JNI path).
+   */
+  private static Object[] decode(Direct.View v, Walk w, int started) {
+    int len = w.n;
+    byte[] tags = new byte[len];
+    long[] bits = new long[len];
+    Object[] objs = new Object[len];
+    long[] slots = null;  // roots taken, by position
+    int[] kinds = null;
+    ReadScope.State sc = ReadScope.here();
+    for (int i = 0; i < len; i++) {
+      long x = w.words[i];
+      if (x == 0) {
+        tags[i] = (byte) Codec.NULL;
+      } else if ((x & Direct.TAG_MASK) == Direct.TAG_INT) {
+        tags[i] = (byte) Codec.INT;
+        bits[i] = x >> 4;
+      } else if ((x & Direct.TAG_MASK) == Direct.TAG_BOOL) {
+        tags[i] = (byte) Codec.BOOL;
+        bits[i] = (x >> 4) & 1;
+      } else if ((x & Direct.FLOAT_TAG_MASK) == Direct.TAG_FLOAT) {
+        tags[i] = (byte) Codec.FLOAT;
+        bits[i] = Direct.smallFloatBits(x);
+      } else if ((x & Direct.TAG_MASK) != 0 || Long.compareUnsigned(x - v.base - 1, v.size - 33) > 0) {
+        return dropAll(v, slots, null);  // an internal marker, or not inside the segment
+      } else {
+        // A reference, not freed while the window holds: its class can be read, and only kinds
+        // that have proxies are rooted (a string, boxed number or binary goes to JNI).
+        long cls = v.loadRelaxed(x + v.offCls);
+        if (Long.compareUnsigned(cls - v.base, v.size - 64) > 0) return dropAll(v, slots, null);
+        int kind = v.loadByte(cls + v.offClassKind);
+        if (!Proxies.proxied(kind)) return dropAll(v, slots, null);
+        tags[i] = (byte) Codec.REF;
+        if (kinds == null) kinds = new int[len];
+        kinds[i] = kind;
+        if (sc != null) continue;  // borrowed below, once the window is checked
+        Object live = Proxies.lookup(x);
+        if (live != null) {
+          objs[i] = live;
+          continue;
+        }
+        if (slots == null) slots = new long[len];
+        long slot = Roots.take(v);
+        v.storeSeqCst(slot, x);
+        slots[i] = slot;
+      }
+    }
+    if (v.loadInt(v.gcStartedAt) != started) {  // a volatile load: after the roots' stores
+      dropAll(v, slots, null);
+      return RETRY;
+    }
+    for (int i = 0; i < len; i++) {
+      if (tags[i] != Codec.REF || objs[i] != null) continue;
+      Object p;
+      if (sc != null) {
+        p = Proxies.borrowed(v, sc, w.words[i]);  // read inside the scope, which keeps it alive
+        if (p == Proxies.MISS) return null;
+      } else {
+        long slot = slots[i];
+        slots[i] = 0;  // adopt owns it from here, whatever happens
+        try {
+          p = Proxies.adopt(v, slot, w.words[i], kinds[i], null);
+        } catch (RuntimeException | Error e) {
+          dropAll(v, slots, null);
+          throw e;
+        }
+      }
+      objs[i] = p;
+    }
+    return new Object[] {tags, bits, objs};
+  }
+
+  private static Object[] dropAll(Direct.View v, long[] slots, Object[] result) {
+    if (slots != null) {
+      for (int i = 0; i < slots.length; i++) {
+        if (slots[i] != 0) Roots.drop(v, slots[i]);
+        slots[i] = 0;
+      }
+    }
+    return result;
+  }
+
+  /**
    * The address of the value slot of {@code key} in the tree of {@code map} (read without the
    * lock), {@link #ABSENT}, or {@link #BAD}. Every word comes from memory that may have been
    * reused if a cycle ran meanwhile: the caller checks the window before trusting the answer, and
@@ -135,15 +362,10 @@ final class SortedReads {
     if (node == 0) return ABSENT;
     long expect = -1;  // the level the next node must have (-1: any, the root)
     for (int depth = 0; depth < MAX_DEPTH; depth++) {
-      if ((node & 15) != 0 || Long.compareUnsigned(node - v.base - 1, v.size - 64) > 0) return BAD;
-      if (v.loadRelaxed(node + v.offCls) != v.arrayClass) return BAD;
+      long s = checked(v, node, expect);
+      if (s == 0) return BAD;
       long cap = v.loadRelaxed(node + v.offArrayCapacity);
-      long s = node + v.offArraySlots;
-      if (cap < 3 || cap > 2 * FAN_MAX + 1 || !v.contains(s, (int) (8 * cap))) return BAD;
-      long tag = v.load(s);
-      if ((tag & Direct.TAG_MASK) != Direct.TAG_INT) return BAD;
-      long level = tag >> 4;
-      if (level < 0 || level > 64 || (expect >= 0 && level != expect)) return BAD;
+      long level = v.load(s) >> 4;
       if (level == 0) {
         if ((cap & 1) != 1 || cap > 1 + 2 * LEAF_MAX) return BAD;
         int lo = 0, hi = (int) ((cap - 1) / 2);

@@ -83,6 +83,56 @@ class SortedReadsTest {
   }
 
   @Test
+  void batchesAsTheLockedPathForAnyBoundsAndLimit() {
+    SharedSortedMap m = SharedMemory.newSortedMap();
+    List<Object> keep = new ArrayList<>();  // live proxies of the list values
+    for (long k = 0; k < 3000; k++) {
+      long key = 3 * k - 600;
+      Object value = k % 3 == 0 ? listOf(key) : k % 3 == 1 ? (Object) (key * 7) : (Object) (key / 8.0);
+      keep.add(value);
+      m.put(key, value);
+    }
+    Direct.View v = view(m);
+    java.util.Random r = new java.util.Random(7);
+    long before = Roots.live();
+    for (int round = 0; round < 400; round++) {
+      boolean lg = r.nextInt(5) != 0, hg = r.nextInt(5) != 0, li = r.nextBoolean(), hi = r.nextBoolean();
+      long lo = r.nextInt(9200) - 700, up = lo + r.nextInt(round % 2 == 0 ? 400 : 9000);
+      int limit = 1 + r.nextInt(300);
+      boolean values = r.nextInt(4) != 0;
+      Object[] fast = SortedReads.range(v, m.handle, lg, lo, li, hg, up, hi, limit, values);
+      assertNotNull(fast, "round " + round + " is read without JNI");
+      Object[] slow = SortedNative.rangeFlat(m.handle, lg ? Codec.INT : Codec.NULL, lo, null, lg, li,
+          hg ? Codec.INT : Codec.NULL, up, null, hg, hi, false, limit, values);
+      Object[] a = SortedNative.decodeAll(fast), b = SortedNative.decodeAll(slow);
+      assertEquals(b.length, a.length, "round " + round);
+      for (int i = 0; i < a.length; i++) {
+        if (b[i] instanceof SharedList) assertSame(b[i], a[i], "round " + round + ", element " + i);
+        else assertEquals(b[i], a[i], "round " + round + ", element " + i);
+      }
+    }
+    assertEquals(before, Roots.live(), "values with live proxies took no root");
+    java.lang.ref.Reference.reachabilityFence(keep);
+    // Iteration (batches of 256) and views read the same as a TreeMap's.
+    java.util.TreeMap<Object, Object> ref = new java.util.TreeMap<>(m);
+    assertEquals(new ArrayList<>(ref.subMap(-10L, true, 5000L, false).keySet()),
+        new ArrayList<>(m.subMap(-10L, true, 5000L, false).keySet()));
+    assertEquals(new ArrayList<>(ref.values()).size(), new ArrayList<>(m.values()).size());
+    // A value with no live proxy: the batch makes one, owning the root it took.
+    m.put(100_000L, SharedMemory.copyToSharedMemory(List.of(5L, 6L)));
+    Object[] made = SortedNative.decodeAll(SortedReads.range(v, m.handle, true, 100_000L, true, false, 0, true, 5, true));
+    assertEquals(2, made.length);
+    assertEquals(List.of(5L, 6L), new ArrayList<>((SharedList) made[1]));
+    assertSame(made[1], m.get(100_000L));
+    // Values only JNI converts send the batch there, leaving no root behind.
+    m.put(100_001L, "a string");
+    long roots = Roots.live();
+    assertNull(SortedReads.range(v, m.handle, true, 99_000L, true, false, 0, true, 10, true));
+    assertEquals(roots, Roots.live(), "a fallback leaves no root behind");
+    assertEquals(List.of(List.of(5L, 6L), "a string"), new ArrayList<>(m.tailMap(100_000L).values()));
+  }
+
+  @Test
   void whatItDoesNotDecideFallsBackToTheLockedPath() {
     // Float keys: 1 == 1.0 in the shared order, which the locked path decides.
     SharedSortedMap floats = SharedMemory.newSortedMap();
@@ -130,7 +180,7 @@ class SortedReadsTest {
     for (long k = 0; k < 2 * n; k += 2) m.put(k, listOf(k));
     AtomicBoolean stop = new AtomicBoolean();
     ConcurrentLinkedQueue<Throwable> errors = new ConcurrentLinkedQueue<>();
-    AtomicLong fastReads = new AtomicLong();
+    AtomicLong fastReads = new AtomicLong(), fastRanges = new AtomicLong();
     List<Thread> threads = new ArrayList<>();
     threads.add(new Thread(() -> {
       try {
@@ -184,6 +234,24 @@ class SortedReadsTest {
             if (k % 2 == 0 || x != null) check(x, k);
             int c = SortedReads.contains(v, m.handle, k);
             if (k % 2 == 0 && c != -1) assertEquals(1, c, "key " + k + " is always there");
+            long lo = k & ~1L, hi = lo + 2 * r.nextInt(120);
+            Object[] flat = SortedReads.range(v, m.handle, true, lo, true, true, hi, true, 256, true);
+            if (flat == null) continue;
+            fastRanges.incrementAndGet();
+            Object[] kv = SortedNative.decodeAll(flat);
+            long expect = lo;  // every even key in [lo, hi], in order, with odd keys among them
+            long prev = Long.MIN_VALUE;
+            for (int i = 0; i < kv.length; i += 2) {
+              long key = (Long) kv[i];
+              assertTrue(key > prev, "key " + key + " after " + prev);
+              prev = key;
+              if (key % 2 == 0) {
+                assertEquals(expect, key, "the even keys of [" + lo + ", " + hi + "] in order");
+                expect += 2;
+              }
+              check(kv[i + 1], key);
+            }
+            assertEquals(Math.min(hi, 2L * n - 2) + 2, expect, "every even key of [" + lo + ", " + hi + "]");
           }
         } catch (Throwable e) {
           errors.add(e);
@@ -196,6 +264,7 @@ class SortedReadsTest {
     for (Thread t : threads) t.join(60_000);
     if (!errors.isEmpty()) throw new AssertionError(errors.peek());
     assertTrue(fastReads.get() > 100, "the lock-free path read the map (" + fastReads.get() + " times)");
+    assertTrue(fastRanges.get() > 100, "the lock-free path read batches (" + fastRanges.get() + " times)");
     String report = Direct.verifyHeap();
     assertNull(report, report);
   }
