@@ -113,6 +113,43 @@ def test_unshareable_classes_are_refused():
         cs.allocate(list).append(Employee("private", 1.0))  # a private instance into a shared list
 
 
+def test_an_instance_made_while_its_proxy_class_is_made_is_no_proxy():
+    """Code that runs while a proxy class is being made (here __init_subclass__) can make an
+    instance and set the handle slot's attribute before the binding hides it. Field reads and
+    writes on such an instance raise instead of taking whatever the slot holds for a handle: with
+    bytes whose layout mimics a handle of the current attachment, a read crashed the process
+    (SIGSEGV), so this runs in a child."""
+    out = child(
+        """
+        made = []
+
+        class Forged:
+            x: int = 0
+
+            def __init_subclass__(cls, **kw):
+                super().__init_subclass__(**kw)
+                for gen in range(8):  # a handle's generation sits where bytes keep their data
+                    o = object.__new__(cls)
+                    o._colors_ref = gen.to_bytes(8, "little") * 4
+                    made.append(o)
+
+        shared = cs.copy_to(Forged())  # makes the proxy class
+        assert type(made[0]) is type(shared)
+        seen = set()
+        for o in made:
+            for op in (lambda: o.x, lambda: setattr(o, "x", 5)):
+                try:
+                    op()
+                    seen.add("no error")
+                except Exception as e:
+                    seen.add(type(e).__name__)
+        shared.x = 7
+        print("alive", shared.x, sorted(seen))
+        """
+    )
+    assert "alive 7 ['TypeMismatchError']" in out, out
+
+
 # ---- identity, hashing, GC --------------------------------------------------------------------
 
 

@@ -11,7 +11,9 @@
 // Invariants:
 //  * A user proxy's handle slot is set once, when the proxy is made, and never exposed to Python
 //    (the slot's member descriptor is deleted from the class), so the handle dies exactly when its
-//    proxy does; the handle's destructor erases the table entry (if it is still its proxy's), so
+//    proxy does. Only proxies the binding made are known to hold a handle there: code that runs
+//    while a proxy class is made (a metaclass, __init_subclass__) can make an instance and set
+//    the slot before it is hidden, so every read of the slot checks its type (slot_handle); the handle's destructor erases the table entry (if it is still its proxy's), so
 //    the identity table never points to a freed proxy. An entry may point to a proxy that is
 //    being destroyed (refcount 0: its weakref callbacks and slot clearing run before the handle
 //    dies); lookups skip such a proxy and a new proxy replaces the entry (one *live* proxy per
@@ -487,13 +489,18 @@ void hide_slot(PyTypeObject* tp, Py_ssize_t off) {
   tp->tp_free = &proxy_free;
 }
 
+// The handle in a proxy's hidden slot, or nullptr. The slot is checked to hold a Handle: the
+// binding writes it only into proxies it makes, but code that runs while a proxy class is being
+// made (a metaclass, __init_subclass__) can make an instance and set the slot's attribute before
+// _install_user_class hides it, so the slot of such an instance may hold any object.
 Handle* slot_handle(PyObject* proxy, Py_ssize_t off) {
   PyObject* h = *reinterpret_cast<PyObject**>(reinterpret_cast<char*>(proxy) + off);
-  return reinterpret_cast<Handle*>(h);
+  return h != nullptr && Py_TYPE(h) == g_handle_type ? reinterpret_cast<Handle*>(h) : nullptr;
 }
 
-// The handle of a user proxy, nullptr if `o` is not one. Throws NotAttachedError for a proxy
-// from an older attachment.
+// The handle of a user proxy, nullptr if `o` is no instance of a proxy class. Throws
+// TypeMismatchError for an instance the binding did not make (its slot holds no handle) and
+// NotAttachedError for a proxy from an older attachment.
 Handle* user_handle(PyObject* o) {
   auto it = g_user_types.find(Py_TYPE(o));
   if (it == g_user_types.end()) {
@@ -507,7 +514,10 @@ Handle* user_handle(PyObject* o) {
     it = g_user_types.find(t);
   }
   Handle* h = slot_handle(o, it->second);
-  if (h == nullptr || h->gen != g_generation || !colors::has_segment())
+  if (h == nullptr)
+    throw colors::TypeMismatchError(std::string("this '") + Py_TYPE(o)->tp_name +
+                                    "' instance is not a shared object: colors_shm did not make it (e.g. object.__new__)");
+  if (h->gen != g_generation || !colors::has_segment())
     throw colors::NotAttachedError(
         "this shared object belongs to an attachment that was closed by detach(); "
         "get it again (e.g. from its repository) after attaching");
