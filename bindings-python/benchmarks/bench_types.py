@@ -7,9 +7,12 @@ from typing import Optional
 
 
 @dataclass
-class Point:
-    x: int
-    y: float
+class Record:
+    """One field of each scalar kind the attribute benchmark reads and writes."""
+
+    i: int
+    f: float
+    s: str
 
 
 @dataclass
