@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import math
+import os
 import pathlib
 import textwrap
 from dataclasses import dataclass
@@ -98,6 +99,67 @@ def test_float_fields_keep_every_double():
     lst = cs.copy_to(values)
     assert [math.copysign(1.0, v) for v in lst] == [math.copysign(1.0, v) for v in values]
     assert list(lst) == values
+
+
+def test_string_reads_follow_writes_across_collector_cycles():
+    """Strings read from fields are kept by their shared address while no collector cycle starts
+    (classes.cpp's g_str_cache). A cycle frees replaced strings and their blocks are reused for new
+    ones at the same addresses: every read must still give the string the field holds now."""
+    e = cs.allocate(Employee, "start", 1.0)
+    others = [cs.allocate(Employee, f"other {i:04d}", 1.0) for i in range(50)]
+    pad = "x" * 900  # 150,000 strings of ~1 KB: more than the heap, so freed blocks are reused
+    for i in range(150_000):
+        name = f"value {i:06d} {pad}"
+        e.name = name
+        assert e.name == name
+        assert others[i % 50].name == f"other {i % 50:04d}"
+        if i % 5000 == 4999:
+            cs.collect()
+
+
+def test_a_str_written_again_reuses_its_shared_string_within_one_attachment():
+    """The shared strings made for the strs written last are kept (classes.cpp's g_str_writes):
+    writing the same str object again stores the same shared string, in and out of transactions,
+    and an attachment never stores one kept by an earlier attachment (here another server's)."""
+    from conftest import Server
+
+    status = "status: " + "active" * 3  # one str object, written again and again
+    people = [cs.allocate(Employee, "x", 1.0) for _ in range(20)]
+    for p in people:
+        p.name = status
+    assert [p.name for p in people] == [status] * 20
+    with pytest.raises(KeyError):
+        with cs.transaction():
+            people[0].name = "changed"
+            people[1].name = status
+            raise KeyError("roll back")
+    assert people[0].name == status and people[1].name == status
+    with cs.transaction():
+        people[2].name = status
+        people[3].name = "other"
+    assert (people[2].name, people[3].name) == (status, "other")
+    cs.collect()  # lets go of the kept strings; the fields keep theirs
+    assert [p.name for p in people[4:]] == [status] * 16
+    here = cs.allocate(Employee, "y", 1.0)
+    here.name = status
+    old_socket = os.environ["COLORS_SOCKET"]
+    other = Server(heap="16M")
+    try:
+        cs.detach()
+        cs.attach(other.socket)
+        e = cs.allocate(Employee, "z", 1.0)
+        for _ in range(3):
+            e.name = status
+            assert e.name == status
+        cs.collect()
+        assert e.name == status
+        cs.detach()
+    finally:
+        cs.attach(old_socket)
+        other.stop()
+    fresh = cs.allocate(Employee, "w", 1.0)
+    fresh.name = status
+    assert fresh.name == status
 
 
 def test_unshareable_classes_are_refused():

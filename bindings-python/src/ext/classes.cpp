@@ -645,6 +645,18 @@ static_assert(offsetof(cd::StringObject, bytes) % 8 == 0, "string bytes are read
 // dominates anyway).
 constexpr std::uint64_t kDirectStringMax = 1024;
 
+// read_string_direct's strs, by the shared string's address (see there). Invariant: an entry
+// with a non-null str holds a reference to it, and names the string at `word` as of a read under
+// gc_started_seq == `started`, in attachment generation `gen`.
+struct StrCacheEntry {
+  cd::Word word = cd::kNull;
+  std::uint32_t started = 0;
+  std::uint64_t gen = 0;
+  PyObject* str = nullptr;
+};
+constexpr std::size_t kStrCacheSize = 256;
+StrCacheEntry g_str_cache[kStrCacheSize];
+
 // The str held by `s`, read straight from the segment without taking a GC root; nullptr (no
 // error set) when the slot holds no string of at most kDirectStringMax bytes or a collector cycle
 // ran meanwhile: then take the rooted path. Sets an error (and returns nullptr) only when making
@@ -659,6 +671,11 @@ constexpr std::uint64_t kDirectStringMax = 1024;
 // class, the length bounded, the bytes kept inside the objects space; all loads are relaxed
 // atomics, the acquire fence orders them before the check. Strings are immutable, so bytes read
 // when the check passes are the string's.
+//
+// The strs made last are kept (g_str_cache), each with the shared string's address and the cycle
+// count it was read under: a string is immutable and stays at its address until a cycle's sweep
+// frees it, so while gc_started_seq has not moved since, the same address is the same string, and
+// its str is handed out again (checked after the slot's load, as the copy is).
 // REQUIRES: the GIL; the object owning `s` kept alive by the caller.
 PyObject* read_string_direct(const std::atomic<cd::Word>* s) {
   const cd::Metadata* m = cd::current_meta_or_null();
@@ -668,6 +685,12 @@ PyObject* read_string_direct(const std::atomic<cd::Word>* s) {
   std::uint32_t started = m->gc_started_seq.load(std::memory_order_acquire);
   if (m->gc_done_seq.load(std::memory_order_acquire) != started) return nullptr;  // a cycle is running
   cd::Word w = s->load(std::memory_order_acquire);
+  StrCacheEntry& e = g_str_cache[(w >> 4) % kStrCacheSize];
+  if (e.word == w && e.started == started && e.gen == g_generation && e.str != nullptr) {
+    std::atomic_thread_fence(std::memory_order_acquire);  // the slot's load happens before the check
+    if (m->gc_started_seq.load(std::memory_order_relaxed) == started) return Py_NewRef(e.str);
+    return nullptr;
+  }
   constexpr std::uint64_t kBytesOff = offsetof(cd::StringObject, bytes);
   if (!cd::is_ref(w) || w < m->objects_begin || w > m->objects_end - kBytesOff) return nullptr;
   auto* so = reinterpret_cast<const cd::StringObject*>(w);
@@ -691,13 +714,20 @@ PyObject* read_string_direct(const std::atomic<cd::Word>* s) {
   if (m->gc_started_seq.load(std::memory_order_relaxed) != started) return nullptr;
   bool ascii = (high & 0x8080808080808080ull) == 0;
   const char* bytes = reinterpret_cast<const char*>(buf);
+  PyObject* u;
   if (ascii) {
-    PyObject* u = PyUnicode_New(static_cast<Py_ssize_t>(n), 127);
+    u = PyUnicode_New(static_cast<Py_ssize_t>(n), 127);
     if (u != nullptr) std::memcpy(PyUnicode_1BYTE_DATA(u), bytes, n);
-    return u;
+  } else {
+    // libshared checked the UTF-8 when it made the string; surrogateescape as from_value does.
+    u = PyUnicode_DecodeUTF8(bytes, static_cast<Py_ssize_t>(n), "surrogateescape");
   }
-  // libshared checked the UTF-8 when it made the string; surrogateescape as from_value does.
-  return PyUnicode_DecodeUTF8(bytes, static_cast<Py_ssize_t>(n), "surrogateescape");
+  if (u != nullptr) {
+    PyObject* old = e.str;
+    e = StrCacheEntry{w, started, g_generation, Py_NewRef(u)};
+    Py_XDECREF(old);  // a str: its deallocation runs no Python code
+  }
+  return u;
 }
 
 // ---- field access ----
@@ -830,6 +860,49 @@ void store_field(cd::Word o, std::atomic<cd::Word>* s, cd::Word w) {
   else cd::store_ref(s, w);
 }
 
+// ---- strings written last ----
+//
+// A str written into a field is often written again (a constant, an interned name), and making
+// its shared string is an allocation (~100 ns). The shared strings made for the last exact strs
+// written (of at most kStrWriteMax code points) are kept, each rooted by a pooled root slot and
+// keyed by the str object, which the entry holds (so its address names it while cached): writing
+// the same str object again stores the same shared string, immutable like the str. collect()
+// empties the cache (drop_string_write_cache), so what only it kept is collected; the heap-pressure
+// path leaves it (at most kStrWriteCacheSize strings of a few hundred bytes).
+// Invariant: an entry with a non-null `str` holds a reference to it and, in `root` (a slot of the
+// attachment of generation `gen`), the shared string `word` holding the str's characters.
+struct StrWriteEntry {
+  PyObject* str = nullptr;
+  cd::Word word = cd::kNull;
+  std::atomic<cd::Word>* root = nullptr;
+  std::uint64_t gen = 0;
+};
+constexpr std::size_t kStrWriteCacheSize = 64;
+constexpr Py_ssize_t kStrWriteMax = 256;
+StrWriteEntry g_str_writes[kStrWriteCacheSize];
+
+StrWriteEntry& str_write_entry(PyObject* str) {
+  return g_str_writes[(reinterpret_cast<std::uintptr_t>(str) >> 4) % kStrWriteCacheSize];
+}
+
+// The shared string kept for the str `value` (a word rooted by the cache) as *w, kind kString;
+// false when none is kept.
+bool cached_str_word(PyObject* value, cd::Word* w, TypeKind* kind) {
+  if (!PyUnicode_CheckExact(value)) return false;
+  const StrWriteEntry& e = str_write_entry(value);
+  if (e.str != value || e.gen != g_generation) return false;
+  *w = e.word;
+  *kind = TypeKind::kString;
+  return true;
+}
+
+void drop_str_write(StrWriteEntry& e) {
+  StrWriteEntry old = e;
+  e = StrWriteEntry{};
+  drop_root(old.root, old.gen);  // not if that attachment ended (its table is gone)
+  Py_XDECREF(old.str);           // a str: its deallocation runs no Python code
+}
+
 void write_slot(cd::Word o, const cd::FieldInfo& f, PyObject* value) {
   std::atomic<cd::Word>* s = slot_of(o, f);
   cd::Word w;
@@ -840,6 +913,21 @@ void write_slot(cd::Word o, const cd::FieldInfo& f, PyObject* value) {
     w = cd::make_bool(value == Py_True);
   } else if (number_word(value, &w, &kind) && !(kind == TypeKind::kInteger && f.type == TypeKind::kFloat)) {
     // as it is (an int into a float field becomes a float: the general path)
+  } else if (PyUnicode_CheckExact(value) && (f.type == TypeKind::kString || f.type == TypeKind::kAny)) {
+    StrWriteEntry& e = str_write_entry(value);
+    if (e.str == value && e.gen == g_generation) {
+      w = e.word;  // rooted by the entry
+    } else {
+      colors::Value v = field_value(value, f.type);
+      if (PyUnicode_GET_LENGTH(value) <= kStrWriteMax) {
+        std::atomic<cd::Word>* r = take_root();
+        cd::root_set(r, v.raw());  // v keeps it alive meanwhile
+        drop_str_write(e);
+        e = StrWriteEntry{Py_NewRef(value), v.raw(), r, g_generation};
+      }
+      store_field(o, s, v.raw());
+      return;
+    }
   } else {
     colors::Value v = field_value(value, f.type);
     cd::check_field_type(f, v.raw());
@@ -986,13 +1074,14 @@ PyObject* descr_get(PyObject* self, PyObject* obj, PyObject*) {
 
 int descr_set(PyObject* self, PyObject* obj, PyObject* value) {
   auto* d = reinterpret_cast<FieldDescr*>(self);
-  // Fast path: a small int into an integer field, or a float in the immediate range into a float
-  // field (or either into an untyped one), of the version resolved last: one store, no allocation.
-  // Not inside a transaction: write_slot takes its path.
+  // Fast path: a small int into an integer field, a float in the immediate range into a float
+  // field, or a str whose shared string is kept (cached_str_word) into a string field (or any of
+  // them into an untyped one), of the version resolved last: one store, no allocation. Not inside
+  // a transaction: write_slot takes its path.
   cd::Word w;
   TypeKind kind;
   if (value != nullptr && Py_TYPE(obj) == d->owner && d->gen == g_generation && !in_tx() &&
-      number_word(value, &w, &kind)) {
+      (number_word(value, &w, &kind) || cached_str_word(value, &w, &kind))) {
     Handle* h = slot_handle(obj, d->handle_off);
     if (h != nullptr && h->gen == d->gen) {
       cd::Word o = h->word;
@@ -1127,6 +1216,12 @@ PyClass wrap_class(const colors::Class& c) { return PyClass{c, g_generation}; }
 }  // namespace
 
 // ---- entry points used by values.cpp ----
+
+void drop_string_write_cache() {
+  for (StrWriteEntry& e : g_str_writes) {
+    if (e.str != nullptr) drop_str_write(e);
+  }
+}
 
 void set_python_error() {
   try {

@@ -112,6 +112,8 @@ std::size_t proxy_cache_capacity();
 std::vector<ProxyCache::Entry> take_proxy_cache(std::size_t capacity);
 // Releases every cached proxy now (may run Python code).
 void drop_proxy_cache();
+// Lets go of the shared strings kept for strs written again (classes.cpp). REQUIRES: the GIL.
+void drop_string_write_cache();
 // libshared's heap-pressure hook for this thread (no Python code; REQUIRES: the GIL).
 void relieve_proxy_cache() noexcept;
 // Starts the heap-pressure watcher thread of this attachment if none was started (proxy_cache.cpp;

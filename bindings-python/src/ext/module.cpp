@@ -112,7 +112,8 @@ PYBIND11_MODULE(_colors_shm, m) {
   m.def("collect", [](py::object timeout) {
         ensure_attached();
         std::int64_t ms = timeout_ms(timeout);
-        drop_proxy_cache();  // what only the cache kept is garbage the caller wants collected
+        drop_proxy_cache();  // what only the caches kept is garbage the caller wants collected
+        drop_string_write_cache();
         colors::GcStats s;
         {
           Blocking b;
