@@ -269,6 +269,118 @@ class SortedReadsTest {
     assertNull(report, report);
   }
 
+  @Test
+  void consistentWhilePythonWritersChangeTheTreeAndAreKilled() throws Exception {
+    // The same invariants as above, with the writers in other processes (Python), each killed by
+    // SIGKILL after a while (possibly inside an operation, holding the map's lock) and replaced:
+    // lock-free readers never see a torn tree, and the next writer takes the lock over.
+    CrossLanguageTest.findPythonBinding();
+    final int n = 3000;
+    String name = CrossLanguageTest.unique("sorted-reads");
+    SharedSortedMap m = SharedMemory.newSortedMap();
+    for (long k = 0; k < 2 * n; k += 2) m.put(k, listOf(k));
+    SharedMemory.findOrCreateRepository(name).set(m);
+    String writer = String.join("\n",
+        "import random",
+        "d = cs.repository('" + name + "').get()",
+        "rnd, n = random.Random(), " + n,
+        "print('ready', flush=True)",
+        "while True:",
+        "    start, ln = 2 * rnd.randrange(n) + 1, 1 + rnd.randrange(200)",
+        "    c = rnd.randrange(3)",
+        "    if c == 0:",
+        "        for k in range(start, start + 2 * ln, 2): d[k] = cs.copy_to([k])",
+        "    elif c == 1:",
+        "        for k in range(start, start + 2 * ln, 2): d.pop(k, None)",
+        "    else:",
+        "        for k in range(start - 1, min(start + 2 * ln, 2 * n), 2): d[k] = cs.copy_to([k])",
+        "");
+    AtomicBoolean stop = new AtomicBoolean();
+    ConcurrentLinkedQueue<Throwable> errors = new ConcurrentLinkedQueue<>();
+    AtomicLong fastReads = new AtomicLong(), fastRanges = new AtomicLong();
+    List<Thread> readers = new ArrayList<>();
+    for (int t = 0; t < 2; t++) {
+      readers.add(new Thread(() -> {
+        try {
+          Direct.View v = view(m);
+          ThreadLocalRandom r = ThreadLocalRandom.current();
+          while (!stop.get()) {
+            long k = r.nextInt(2 * n);
+            Object x = SortedReads.get(v, m.handle, k);
+            if (x != Proxies.MISS) {
+              fastReads.incrementAndGet();
+              if (k % 2 == 0 || x != null) check(x, k);
+            }
+            long lo = k & ~1L, hi = lo + 2 * r.nextInt(120);
+            Object[] flat = SortedReads.range(v, m.handle, true, lo, true, true, hi, true, 256, true);
+            if (flat == null) continue;
+            fastRanges.incrementAndGet();
+            Object[] kv = SortedNative.decodeAll(flat);
+            long expect = lo;
+            for (int i = 0; i < kv.length; i += 2) {
+              long key = (Long) kv[i];
+              if (key % 2 == 0) {
+                assertEquals(expect, key, "the even keys of [" + lo + ", " + hi + "] in order");
+                expect += 2;
+              }
+              check(kv[i + 1], key);
+            }
+            assertEquals(Math.min(hi, 2L * n - 2) + 2, expect, "every even key of [" + lo + ", " + hi + "]");
+          }
+        } catch (Throwable e) {
+          errors.add(e);
+        }
+      }, "reader-" + t));
+    }
+    Thread collector = new Thread(() -> {
+      try {
+        while (!stop.get()) {
+          SharedMemory.collect();
+          Thread.sleep(20);
+        }
+      } catch (Throwable e) {
+        errors.add(e);
+      }
+    }, "collector");
+    for (Thread t : readers) t.start();
+    collector.start();
+    int kills = 0;
+    long end = System.nanoTime() + Long.getLong("colors.sortedReadsTestMs", 3000L) * 1_000_000L;
+    try {
+      while (System.nanoTime() < end && errors.isEmpty()) {
+        CrossLanguageTest.Py a = new CrossLanguageTest.Py(writer), b = null;
+        try {
+          b = new CrossLanguageTest.Py(writer);
+          assertEquals("ready", a.line());
+          assertEquals("ready", b.line());
+          Thread.sleep(150 + ThreadLocalRandom.current().nextInt(300));
+        } finally {
+          for (CrossLanguageTest.Py p : new CrossLanguageTest.Py[] {a, b}) {
+            if (p == null) continue;
+            p.close();  // SIGKILL, wherever the writer is
+            assertTrue(p.proc.waitFor(30, java.util.concurrent.TimeUnit.SECONDS), "a killed writer exits");
+          }
+        }
+        kills += 2;
+      }
+    } finally {
+      stop.set(true);
+      for (Thread t : readers) t.join(60_000);
+      collector.join(60_000);
+    }
+    if (!errors.isEmpty()) throw new AssertionError(errors.peek());
+    assertTrue(kills >= 4, "writers killed: " + kills);
+    assertTrue(fastReads.get() > 100 && fastRanges.get() > 100,
+        "the lock-free paths read the map (" + fastReads.get() + " gets, " + fastRanges.get() + " batches)");
+    // A write takes over the lock a killed writer may hold (and recounts the size).
+    m.put(1L, listOf(1L));
+    long evens = 0;
+    for (Object key : m.keySet()) evens += (Long) key % 2 == 0 ? 1 : 0;
+    assertEquals(n, evens, "every even key is still there");
+    String report = Direct.verifyHeap();
+    assertNull(report, report);
+  }
+
   private static SharedList listOf(long k) {
     SharedList l = SharedMemory.allocate(SharedList.class, 1);
     l.add(k);
