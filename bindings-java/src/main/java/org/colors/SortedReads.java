@@ -7,8 +7,8 @@ import java.lang.ref.Reference;
  * whose keys are integers: {@code get} and {@code containsKey} of an integer key, and ascending
  * batches of entries between integer bounds (the iterators' batches).
  *
- * <p>Why a lock-free descent is right (gc/README.md, "Lock-free sorted-map reads", has the whole
- * argument). libshared's B+tree (sorted_map.hpp) changes a published node only in a leaf's value
+ * <p>Why a lock-free descent is right (gc/README.md, "Sorted maps read without their lock", has
+ * the whole argument). libshared's B+tree (sorted_map.hpp) changes a published node only in a leaf's value
  * slot or an internal node's child slot; every other change builds fresh nodes and publishes them
  * with one barriered store, which unlinks the nodes they replace. Writers reach nodes only from
  * the map's root, so an unlinked node never changes again (a rollback may link it back, unchanged).
