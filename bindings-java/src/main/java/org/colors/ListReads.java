@@ -281,7 +281,8 @@ final class ListReads {
     return Proxies.MISS;
   }
 
-  private static Object[] dropAll(Direct.View v, long[] slots, Object[] result) {
+  /** Drops every root slot taken in {@code slots} (0: none) and returns {@code result}. */
+  static Object[] dropAll(Direct.View v, long[] slots, Object[] result) {
     if (slots != null) {
       for (int i = 0; i < slots.length; i++) {
         if (slots[i] != 0) Roots.drop(v, slots[i]);

@@ -195,27 +195,15 @@ final class SortedReads {
       for (;;) {
         long s = checked(v, node, expect);
         if (s == 0) return false;
-        long cap = v.loadRelaxed(node + v.offArrayCapacity);
         long level = v.load(s) >> 4;
         if (level == 0) {
-          if ((cap & 1) != 1 || cap > 1 + 2 * LEAF_MAX) return false;
           node = s;  // the leaf's slots
           break;
         }
-        if ((cap & 1) != 0 || cap < 4 || depth == MAX_DEPTH) return false;
-        int n = (int) (cap / 2);
-        int c = 0;
-        if (byKey) {
-          int lo = 0, hi = n - 1;
-          while (lo < hi) {
-            int mid = (lo + hi) >>> 1;
-            long sep = v.load(s + 8L * (2 + 2 * mid));
-            if ((sep & Direct.TAG_MASK) != Direct.TAG_INT) return false;
-            if (sep <= loW) lo = mid + 1;
-            else hi = mid;
-          }
-          c = lo;
-        }
+        if (depth == MAX_DEPTH) return false;
+        int n = (int) (v.loadRelaxed(node + v.offArrayCapacity) / 2);
+        int c = byKey ? childIndex(v, s, n, loW) : 0;
+        if (c < 0) return false;
         slots[depth] = s;
         child[depth] = c;
         count[depth] = n;
@@ -251,7 +239,7 @@ final class SortedReads {
 
   /**
    * The slots address of node {@code node} after the checks every node gets (a slot array inside
-   * the segment, a capacity a node can have, a small-integer level, the expected one when
+   * the segment, a capacity its level allows, a small-integer level, the expected one when
    * {@code expect >= 0}), or 0.
    */
   private static long checked(Direct.View v, long node, long expect) {
@@ -264,6 +252,8 @@ final class SortedReads {
     if ((tag & Direct.TAG_MASK) != Direct.TAG_INT) return 0;
     long level = tag >> 4;
     if (level < 0 || level > 64 || (expect >= 0 && level != expect)) return 0;
+    // A leaf holds 1 + 2n slots (n <= LEAF_MAX entries), an internal node 2n (n >= 2 children).
+    if (level == 0 ? (cap & 1) != 1 || cap > 1 + 2 * LEAF_MAX : (cap & 1) != 0 || cap < 4) return 0;
     return s;
   }
 
@@ -293,14 +283,14 @@ final class SortedReads {
         tags[i] = (byte) Codec.FLOAT;
         bits[i] = Direct.smallFloatBits(x);
       } else if ((x & Direct.TAG_MASK) != 0 || Long.compareUnsigned(x - v.base - 1, v.size - 33) > 0) {
-        return dropAll(v, slots, null);  // an internal marker, or not inside the segment
+        return ListReads.dropAll(v, slots, null);  // an internal marker, or not inside the segment
       } else {
         // A reference, not freed while the window holds: its class can be read, and only kinds
         // that have proxies are rooted (a string, boxed number or binary goes to JNI).
         long cls = v.loadRelaxed(x + v.offCls);
-        if (Long.compareUnsigned(cls - v.base, v.size - 64) > 0) return dropAll(v, slots, null);
+        if (Long.compareUnsigned(cls - v.base, v.size - 64) > 0) return ListReads.dropAll(v, slots, null);
         int kind = v.loadByte(cls + v.offClassKind);
-        if (!Proxies.proxied(kind)) return dropAll(v, slots, null);
+        if (!Proxies.proxied(kind)) return ListReads.dropAll(v, slots, null);
         tags[i] = (byte) Codec.REF;
         if (kinds == null) kinds = new int[len];
         kinds[i] = kind;
@@ -317,7 +307,7 @@ final class SortedReads {
       }
     }
     if (v.loadInt(v.gcStartedAt) != started) {  // a volatile load: after the roots' stores
-      dropAll(v, slots, null);
+      ListReads.dropAll(v, slots, null);
       return RETRY;
     }
     for (int i = 0; i < len; i++) {
@@ -332,23 +322,13 @@ final class SortedReads {
         try {
           p = Proxies.adopt(v, slot, w.words[i], kinds[i], null);
         } catch (RuntimeException | Error e) {
-          dropAll(v, slots, null);
+          ListReads.dropAll(v, slots, null);
           throw e;
         }
       }
       objs[i] = p;
     }
     return new Object[] {tags, bits, objs};
-  }
-
-  private static Object[] dropAll(Direct.View v, long[] slots, Object[] result) {
-    if (slots != null) {
-      for (int i = 0; i < slots.length; i++) {
-        if (slots[i] != 0) Roots.drop(v, slots[i]);
-        slots[i] = 0;
-      }
-    }
-    return result;
   }
 
   /**
@@ -367,7 +347,6 @@ final class SortedReads {
       long cap = v.loadRelaxed(node + v.offArrayCapacity);
       long level = v.load(s) >> 4;
       if (level == 0) {
-        if ((cap & 1) != 1 || cap > 1 + 2 * LEAF_MAX) return BAD;
         int lo = 0, hi = (int) ((cap - 1) / 2);
         while (lo < hi) {  // the first key >= key
           int mid = (lo + hi) >>> 1;
@@ -379,18 +358,28 @@ final class SortedReads {
         }
         return ABSENT;
       }
-      if ((cap & 1) != 0 || cap < 4) return BAD;
-      int lo = 0, hi = (int) (cap / 2) - 1;
-      while (lo < hi) {  // the child holding key: the number of separators <= key
-        int mid = (lo + hi) >>> 1;
-        long sep = v.load(s + 8L * (2 + 2 * mid));
-        if ((sep & Direct.TAG_MASK) != Direct.TAG_INT) return BAD;
-        if (sep <= key) lo = mid + 1;
-        else hi = mid;
-      }
-      node = v.load(s + 8L * (1 + 2 * lo));
+      int c = childIndex(v, s, (int) (cap / 2), key);
+      if (c < 0) return BAD;
+      node = v.load(s + 8L * (1 + 2 * c));
       expect = level - 1;
     }
     return BAD;
+  }
+
+  /**
+   * The child of the internal node whose slots are at {@code s} ({@code n} children) that holds
+   * the key word {@code key}: the number of separators &lt;= key; -1 when a separator read is not
+   * a small integer.
+   */
+  private static int childIndex(Direct.View v, long s, int n, long key) {
+    int lo = 0, hi = n - 1;
+    while (lo < hi) {
+      int mid = (lo + hi) >>> 1;
+      long sep = v.load(s + 8L * (2 + 2 * mid));
+      if ((sep & Direct.TAG_MASK) != Direct.TAG_INT) return -1;
+      if (sep <= key) lo = mid + 1;  // small integers compare as their words do
+      else hi = mid;
+    }
+    return lo;
   }
 }

@@ -226,33 +226,7 @@ class SortedReadsTest {
         try {
           Direct.View v = view(m);
           ThreadLocalRandom r = ThreadLocalRandom.current();
-          while (!stop.get()) {
-            long k = r.nextInt(2 * n);
-            Object x = SortedReads.get(v, m.handle, k);
-            if (x == Proxies.MISS) continue;
-            fastReads.incrementAndGet();
-            if (k % 2 == 0 || x != null) check(x, k);
-            int c = SortedReads.contains(v, m.handle, k);
-            if (k % 2 == 0 && c != -1) assertEquals(1, c, "key " + k + " is always there");
-            long lo = k & ~1L, hi = lo + 2 * r.nextInt(120);
-            Object[] flat = SortedReads.range(v, m.handle, true, lo, true, true, hi, true, 256, true);
-            if (flat == null) continue;
-            fastRanges.incrementAndGet();
-            Object[] kv = SortedNative.decodeAll(flat);
-            long expect = lo;  // every even key in [lo, hi], in order, with odd keys among them
-            long prev = Long.MIN_VALUE;
-            for (int i = 0; i < kv.length; i += 2) {
-              long key = (Long) kv[i];
-              assertTrue(key > prev, "key " + key + " after " + prev);
-              prev = key;
-              if (key % 2 == 0) {
-                assertEquals(expect, key, "the even keys of [" + lo + ", " + hi + "] in order");
-                expect += 2;
-              }
-              check(kv[i + 1], key);
-            }
-            assertEquals(Math.min(hi, 2L * n - 2) + 2, expect, "every even key of [" + lo + ", " + hi + "]");
-          }
+          while (!stop.get()) readOnce(v, m, n, r, fastReads, fastRanges);
         } catch (Throwable e) {
           errors.add(e);
         }
@@ -304,29 +278,7 @@ class SortedReadsTest {
         try {
           Direct.View v = view(m);
           ThreadLocalRandom r = ThreadLocalRandom.current();
-          while (!stop.get()) {
-            long k = r.nextInt(2 * n);
-            Object x = SortedReads.get(v, m.handle, k);
-            if (x != Proxies.MISS) {
-              fastReads.incrementAndGet();
-              if (k % 2 == 0 || x != null) check(x, k);
-            }
-            long lo = k & ~1L, hi = lo + 2 * r.nextInt(120);
-            Object[] flat = SortedReads.range(v, m.handle, true, lo, true, true, hi, true, 256, true);
-            if (flat == null) continue;
-            fastRanges.incrementAndGet();
-            Object[] kv = SortedNative.decodeAll(flat);
-            long expect = lo;
-            for (int i = 0; i < kv.length; i += 2) {
-              long key = (Long) kv[i];
-              if (key % 2 == 0) {
-                assertEquals(expect, key, "the even keys of [" + lo + ", " + hi + "] in order");
-                expect += 2;
-              }
-              check(kv[i + 1], key);
-            }
-            assertEquals(Math.min(hi, 2L * n - 2) + 2, expect, "every even key of [" + lo + ", " + hi + "]");
-          }
+          while (!stop.get()) readOnce(v, m, n, r, fastReads, fastRanges);
         } catch (Throwable e) {
           errors.add(e);
         }
@@ -379,6 +331,41 @@ class SortedReadsTest {
     assertEquals(n, evens, "every even key is still there");
     String report = Direct.verifyHeap();
     assertNull(report, report);
+  }
+
+  /**
+   * One get (with containsKey) and one batch of the stress tests' map without the lock, checked:
+   * even keys 0..2n-2 are always there, each key k maps to a list holding k, and a batch holds
+   * every even key of its bounds in order. Counts the reads that took the lock-free path.
+   */
+  private static void readOnce(Direct.View v, SharedSortedMap m, int n, ThreadLocalRandom r, AtomicLong gets,
+      AtomicLong batches) {
+    long k = r.nextInt(2 * n);
+    Object x = SortedReads.get(v, m.handle, k);
+    if (x != Proxies.MISS) {
+      gets.incrementAndGet();
+      if (k % 2 == 0 || x != null) check(x, k);
+      int c = SortedReads.contains(v, m.handle, k);
+      if (k % 2 == 0 && c != -1) assertEquals(1, c, "key " + k + " is always there");
+    }
+    long lo = k & ~1L, hi = lo + 2 * r.nextInt(120);
+    Object[] flat = SortedReads.range(v, m.handle, true, lo, true, true, hi, true, 256, true);
+    if (flat == null) return;
+    batches.incrementAndGet();
+    Object[] kv = SortedNative.decodeAll(flat);
+    long expect = lo;  // every even key in [lo, hi], in order, with odd keys among them
+    long prev = Long.MIN_VALUE;
+    for (int i = 0; i < kv.length; i += 2) {
+      long key = (Long) kv[i];
+      assertTrue(key > prev, "key " + key + " after " + prev);
+      prev = key;
+      if (key % 2 == 0) {
+        assertEquals(expect, key, "the even keys of [" + lo + ", " + hi + "] in order");
+        expect += 2;
+      }
+      check(kv[i + 1], key);
+    }
+    assertEquals(Math.min(hi, 2L * n - 2) + 2, expect, "every even key of [" + lo + ", " + hi + "]");
   }
 
   private static SharedList listOf(long k) {
