@@ -272,7 +272,7 @@ struct Descent {
   Node leaf;
 };
 
-// REQUIRES: the lock; a non-empty tree.
+// REQUIRES: the lock, or a read scope (the unlocked reads below); a non-empty tree.
 Descent descend(Word root, Word key) {
   Descent d;
   Node nd = load_node(root, -1);
@@ -631,6 +631,64 @@ std::pair<Rooted, Rooted> sorted_pop_at(Metadata* m, Word map, std::int64_t i) {
   std::pair<Rooted, Rooted> e = entry_at_locked(mo, i);
   remove_locked(m, mo, e.first.word(), nullptr);
   return e;
+}
+
+// ---- reads without the lock (views in a read scope) ----
+
+namespace {
+
+// A key's category against the tree's, for a read that holds no lock: `root` is the one root word
+// the read uses throughout (the tree's category never changes while it holds a key).
+void check_key_at(Word root, Word key) {
+  const KeyCategory c = category(key);
+  if (root == kNull) return;
+  const KeyCategory have = category(load_node(root, -1).some_key());
+  if (c != have)
+    throw TypeMismatchError("the keys of this sorted map are " + std::string(category_name(have)) + ", so " + describe(key) +
+                            " cannot be compared with them");
+}
+
+}  // namespace
+
+bool sorted_get_unlocked(Word map, Word key, Word* value) {
+  const Word root = as_map(map)->root.load(std::memory_order_acquire);
+  check_key_at(root, key);
+  if (root == kNull) return false;
+  const Descent d = descend(root, key);
+  bool found = false;
+  const std::size_t pos = leaf_search(d.leaf, key, false, &found);
+  if (found) *value = d.leaf.value(pos);
+  return found;
+}
+
+std::size_t sorted_read_unlocked(Word map, const SortedBound& lo, const SortedBound& hi, std::size_t max,
+                                 void (*emit)(void* to, std::size_t i, Word key, Word value), void* to) {
+  const Word root = as_map(map)->root.load(std::memory_order_acquire);
+  if (lo.present) check_key_at(root, lo.key);
+  if (hi.present) check_key_at(root, hi.key);
+  if (root == kNull || max == 0) return 0;
+  std::size_t n = 0;
+  Word last = kNull;
+  bool first = true;
+  walk_leaves(root, lo.present, lo.key, false, [&](const Node& leaf) {
+    std::size_t i = first && lo.present ? leaf_search(leaf, lo.key, !lo.inclusive) : 0;
+    first = false;
+    for (; i < leaf.n; ++i) {
+      const Word k = leaf.key(i);
+      if (hi.present) {
+        const int c = cmp(k, hi.key);
+        if (c > 0 || (c == 0 && !hi.inclusive)) return false;
+      }
+      // The walk's leaves cover consecutive key ranges (gc/README.md): keys only ascend, unless
+      // the tree is corrupt.
+      if (n > 0 && cmp(last, k) >= 0) corrupt("keys out of order along the leaves");
+      emit(to, n++, k, leaf.value(i));
+      last = k;
+      if (n == max) return false;
+    }
+    return true;
+  });
+  return n;
 }
 
 // ---- verification ----

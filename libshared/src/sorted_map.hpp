@@ -31,10 +31,12 @@
 //    collector traces the old node and marks everything it held; fresh nodes are recent or rooted
 //    (Rooted) until they are published.
 //  * Lock-free readers: Java's SharedSortedMap.get/containsKey and iterator batches
-//    (org.colors.SortedReads) read the tree without the lock, under the collector's seqlock, relying on the two invariants above plus:
+//    (org.colors.SortedReads) read the tree without the lock, under the collector's seqlock, and
+//    C++'s SortedMapView (sorted_get_unlocked, sorted_read_unlocked) inside a read scope, relying
+//    on the two invariants above plus:
 //    writers reach nodes only from the header's root (an unlinked node never changes again) and
 //    separators never change in a published node (gc/README.md, "Sorted maps read without their
-//    lock"). A change that breaks these must change that reader too.
+//    lock"). A change that breaks these must change those readers too.
 //  * Bounds: every node access checks the node's capacity and level against what it expects, so a
 //    corrupt tree raises CorruptHeapError instead of reading out of bounds.
 #pragma once
@@ -90,6 +92,18 @@ std::size_t sorted_rank(Word map, Word key, bool inclusive);
 std::pair<Rooted, Rooted> sorted_entry_at(Word map, std::int64_t i);
 // Removes the entry at position i (as sorted_entry_at) and returns it, in one operation.
 std::pair<Rooted, Rooted> sorted_pop_at(Metadata* m, Word map, std::int64_t i);
+
+// Reads without the map's lock, for the views of a read scope (colors::SortedMapView): the scope
+// keeps every node and value they read from being freed, and the invariants above make a get
+// linearizable and a read weakly consistent (gc/README.md, "Sorted maps read without their
+// lock"). The words returned are borrowed. REQUIRES: inside a read scope (read_scope.hpp).
+// The value of `key` into *value; false when absent.
+bool sorted_get_unlocked(Word map, Word key, Word* value);
+// Up to `max` entries with lo <= key <= hi (as the bounds say), ascending, each passed to
+// emit(to, its position, key, value); returns how many. Each leaf is read at its own instant: keys ascend, each at most once, and a key in the map
+// for the whole read is returned unless `max` ends it first.
+std::size_t sorted_read_unlocked(Word map, const SortedBound& lo, const SortedBound& hi, std::size_t max,
+                                 void (*emit)(void* to, std::size_t i, Word key, Word value), void* to);
 
 // The structure check of the heap verifier (quiescent heap only): shapes, levels, key order,
 // separators and size (unless the lock is held: a dead owner's operation may not be counted yet).

@@ -9,6 +9,7 @@
 #include "objects.hpp"
 #include "read_scope.hpp"
 #include "segment.hpp"
+#include "sorted_map.hpp"
 #include "transaction.hpp"
 
 namespace colors {
@@ -73,6 +74,11 @@ ListView ValueView::as_list() const {
   require_scope("ValueView::as_list");
   if (!is_ref(word_) || class_of(word_)->kind != TypeKind::kList) mismatch(word_, "list");
   return ListView(word_);
+}
+SortedMapView ValueView::as_sorted_map() const {
+  require_scope("ValueView::as_sorted_map");
+  if (!is_ref(word_) || class_of(word_)->kind != TypeKind::kSortedMap) mismatch(word_, "sorted map");
+  return SortedMapView(word_);
 }
 Value ValueView::promote() const {
   require_scope("ValueView::promote");
@@ -154,6 +160,20 @@ std::size_t ListView::read(std::size_t from, ValueView* out, std::size_t max, st
   require_scope("ListView::read");
   std::size_t n = 0;
   return list_read_borrowed(word_, from, max, size != nullptr ? *size : n, [out](std::size_t i, Word w) { out[i].word_ = w; });
+}
+
+std::optional<ValueView> SortedMapView::get(const ValueView& key) const {
+  require_scope("SortedMapView::get");
+  Word v = kNull;
+  if (!sorted_get_unlocked(word_, key.word_, &v)) return std::nullopt;
+  return ValueView(v);
+}
+std::size_t SortedMapView::read(const Bound& lo, const Bound& hi, Entry* out, std::size_t max) const {
+  require_scope("SortedMapView::read");
+  auto bound = [](const Bound& b) { return SortedBound{b.present ? b.key.word_ : kNull, b.present, b.inclusive}; };
+  return sorted_read_unlocked(
+      word_, bound(lo), bound(hi), max,
+      [](void* to, std::size_t i, Word k, Word v) { static_cast<Entry*>(to)[i] = {ValueView(k), ValueView(v)}; }, out);
 }
 
 }  // namespace colors

@@ -3,6 +3,7 @@
 // databases (alternating which goes first), the ratio of a round is shared/private, and the table
 // shows the median ratio over the rounds. Needs a running colors-server (COLORS_SOCKET).
 #include <algorithm>
+#include <map>
 #include <ctime>
 #include <colors/colors.hpp>
 #include <cstdio>
@@ -28,7 +29,9 @@ const char* const kUsage =
     "usage: oo7-bench [--size small|medium] [--seed N] [--rounds N] [--min-ms MS] [--only t1,t1-rooted,q2,...]\n"
     "  builds OO7 in the heap of the server COLORS_SOCKET names and in private structs, then\n"
     "  times T1, T6, T2b and Q7 on both in interleaved rounds (median of shared/private ratios),\n"
-    "  and Q1, Q2, Q3 through the shared sorted-map indexes vs std::unordered_map / std::map\n";
+    "  and Q1, Q2, Q3 through the shared sorted-map indexes vs std::unordered_map / std::map\n"
+    "  (rows q1-locked.. read the indexes through SortedMap's locked reads; q1-floor is a private\n"
+    "  std::map against the std::unordered_map)\n";
 
 // This thread's CPU time: on a machine shared with other jobs, time spent descheduled would
 // otherwise land on whichever side happened to be running.
@@ -96,6 +99,47 @@ std::uint64_t t1_object_accesses(const Params& p) {
   const std::uint64_t visits = roots * static_cast<std::uint64_t>(p.atomic_per_comp);
   return 1 + complex + base + roots + visits * (1 + static_cast<std::uint64_t>(p.conn_per_atomic));
 }
+
+// Q1 through a private ordered map: the floor an ordered index sets (q1-floor).
+struct OrderedIdAccess {
+  const std::map<std::int64_t, priv::AtomicPart*>& by_id;
+  template <class F>
+  void find(std::int64_t id, F&& fn) const {
+    auto it = by_id.find(id);
+    if (it != by_id.end()) fn(it->second->x);
+  }
+};
+
+// Q1, Q2, Q3 through SortedMap's locked reads (a GC root per entry read), for comparison with the
+// SortedMapView reads of SharedIndexAccess (the *-locked rows); the date lists and their parts are
+// read through views in both.
+class LockedIndexAccess {
+ public:
+  LockedIndexAccess(const SharedAccess& a, const SharedIndexes& ix) : a_(a), ix_(ix) {}
+  template <class F>
+  void find(std::int64_t id, F&& fn) const {
+    std::optional<colors::Value> v = ix_.by_id.get(colors::Value(static_cast<long long>(id)));
+    if (v) fn(a_.x({SharedAccess::object(std::move(*v))}));
+  }
+  template <class F>
+  void dates(std::int64_t lo, std::int64_t hi, F&& fn) const {
+    using B = colors::SortedMap::Bound;
+    auto entries = ix_.by_date.range(B::at(colors::Value(static_cast<long long>(lo))),
+                                     B::at(colors::Value(static_cast<long long>(hi)), false));
+    colors::ReadScope scope;
+    const colors::Field& x = a_.schema().part.x;
+    colors::ValueView chunk[16];
+    for (auto& [date, value] : entries) {
+      const colors::ListView same = colors::ValueView(value).as_list();
+      for (std::size_t from = 0, k; (k = same.read(from, chunk, 16)) > 0; from += k)
+        for (std::size_t i = 0; i < k; ++i) fn(chunk[i].as_object().get(x).as_int());
+    }
+  }
+
+ private:
+  const SharedAccess& a_;
+  const SharedIndexes& ix_;
+};
 
 int run(int argc, char** argv) {
   std::string size = "small";
@@ -170,6 +214,23 @@ int run(int argc, char** argv) {
     if (!wanted(query_name(q))) continue;
     bench_row(query_name(q), [&] { return run_query(pi, q, seed, atomic_parts(p)); },
               [&] { return run_query(si, q, seed, atomic_parts(p)); }, rounds, min_ms);
+  }
+  // The same queries through SortedMap's locked reads and rooted handles, for comparison.
+  const LockedIndexAccess li(sa, six);
+  for (Query q : {Query::kQ1, Query::kQ2, Query::kQ3}) {
+    const std::string name = std::string(query_name(q)) + "-locked";
+    if (!wanted(name.c_str())) continue;
+    bench_row(name.c_str(), [&] { return run_query(pi, q, seed, atomic_parts(p)); },
+              [&] { return run_query(li, q, seed, atomic_parts(p)); }, rounds, min_ms);
+  }
+  // Q1's floor for an ordered index: the same lookups through a private std::map (a tree, like
+  // the shared index) against the std::unordered_map, both private; the "shared" column is the map.
+  if (wanted("q1-floor")) {
+    std::map<std::int64_t, priv::AtomicPart*> ordered(pix.by_id.begin(), pix.by_id.end());
+    OrderedIdAccess oi{ordered};
+    std::printf("q1-floor: private std::map (shared column) vs std::unordered_map, both private\n");
+    bench_row("q1-floor", [&] { return q1(pi, seed, atomic_parts(p)); }, [&] { return q1(oi, seed, atomic_parts(p)); }, rounds,
+              min_ms);
   }
   const double accesses = static_cast<double>(t1_object_accesses(p));
   if (t1_shared_ms > 0)

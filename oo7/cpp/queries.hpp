@@ -1,5 +1,5 @@
 // Q1, Q2, Q3 (oo7/README.md "Indexes and queries"), each written once over an index accessor:
-// SharedIndexAccess reads the shared sorted maps (every call goes to the heap), PrivateIndexAccess
+// SharedIndexAccess reads the shared sorted maps in read scopes (SortedMapView), PrivateIndexAccess
 // the std::unordered_map / std::map baselines.
 #pragma once
 #include <colors/colors.hpp>
@@ -51,25 +51,33 @@ class PrivateIndexAccess {
 class SharedIndexAccess {
  public:
   SharedIndexAccess(const SharedAccess& a, const SharedIndexes& ix) : a_(a), ix_(ix) {}
+  // Each query reads in one read scope: the sorted maps through SortedMapView (no lock, no root
+  // per entry), each date's list in chunks and each part's `x` through views.
   template <class F>
   void find(std::int64_t id, F&& fn) const {
-    std::optional<colors::Value> v = ix_.by_id.get(colors::Value(static_cast<long long>(id)));
-    if (v) fn(a_.x({SharedAccess::object(std::move(*v))}));
+    colors::ReadScope scope;
+    const std::optional<colors::ValueView> v = colors::SortedMapView(ix_.by_id).get(colors::ValueView::integer(id));
+    if (v) fn(v->as_object().get(a_.schema().part.x).as_int());
   }
-  // One locked range read of the date map, then each list and part read through views in a read
-  // scope (no root per element).
   template <class F>
   void dates(std::int64_t lo, std::int64_t hi, F&& fn) const {
-    using B = colors::SortedMap::Bound;
-    auto entries = ix_.by_date.range(B::at(colors::Value(static_cast<long long>(lo))),
-                                     B::at(colors::Value(static_cast<long long>(hi)), false));
+    using B = colors::SortedMapView::Bound;
     colors::ReadScope scope;
+    const colors::SortedMapView by_date(ix_.by_date);
     const colors::Field& x = a_.schema().part.x;
+    colors::SortedMapView::Entry entries[32];
     colors::ValueView chunk[16];
-    for (auto& [date, value] : entries) {
-      const colors::ListView same = colors::ValueView(value).as_list();
-      for (std::size_t from = 0, k; (k = same.read(from, chunk, 16)) > 0; from += k)
-        for (std::size_t i = 0; i < k; ++i) fn(chunk[i].as_object().get(x).as_int());
+    B from = B::at(colors::ValueView::integer(lo));
+    const B to = B::at(colors::ValueView::integer(hi), false);
+    for (;;) {
+      const std::size_t n = by_date.read(from, to, entries, 32);
+      for (std::size_t e = 0; e < n; ++e) {
+        const colors::ListView same = entries[e].second.as_list();
+        for (std::size_t at = 0, k; (k = same.read(at, chunk, 16)) > 0; at += k)
+          for (std::size_t i = 0; i < k; ++i) fn(chunk[i].as_object().get(x).as_int());
+      }
+      if (n < 32) return;
+      from = B::at(entries[n - 1].first, false);
     }
   }
 

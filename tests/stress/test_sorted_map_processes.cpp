@@ -4,7 +4,9 @@
 // instants (mostly inside a map operation, where they spend their time). A restarted writer takes
 // what the map holds for its keys as its truth (its killed predecessor's last operation happened
 // or not); from then on every few operations it checks that its keys hold exactly what it wrote.
-// Values encode their key, so a scan detects any entry nobody wrote. At the end the full heap
+// Values encode their key, so a scan detects any entry nobody wrote. A second reader reads through
+// SortedMapView in read scopes, without the map's lock (gets and ranged reads: keys ascending,
+// values encoding their keys), while nodes it reads are unlinked, freed and poisoned. At the end the full heap
 // verifier checks the tree (levels, fill, order, separators, size).
 //
 // Runs SORTED_MAP_STRESS_SECS seconds (default 6). Children never return into Catch2.
@@ -19,6 +21,7 @@
 #include <cstdlib>
 #include <map>
 #include <new>
+#include <optional>
 #include <random>
 #include <thread>
 #include <vector>
@@ -43,7 +46,7 @@ constexpr const char* kRepo = "sorted-map-stress";
 struct Shared {
   std::atomic<int> stop{0};
   std::atomic<std::uint64_t> ops[kWriters];
-  std::atomic<std::uint64_t> checks{0}, scans{0}, mismatches{0};
+  std::atomic<std::uint64_t> checks{0}, scans{0}, view_reads{0}, mismatches{0};
 };
 
 Shared* map_shared() {
@@ -111,6 +114,39 @@ int reader(Shared* sh) {
   return 0;
 }
 
+int view_reader(Shared* sh) {
+  SortedMap sm(repository(kRepo).get());
+  std::mt19937_64 rng(99);
+  SortedMapView::Entry buf[64];
+  while (!sh->stop.load()) {
+    ReadScope scope;
+    const SortedMapView view(sm);
+    for (int i = 0; i < 16; ++i) {
+      const auto k = static_cast<long long>(rng() % kKeys);
+      const std::optional<ValueView> v = view.get(ValueView::integer(k));
+      if (v && key_of_value(v->as_int()) != k) {
+        sh->mismatches.fetch_add(1);
+        std::fprintf(stderr, "view reader: get %lld gave %lld\n", k, static_cast<long long>(v->as_int()));
+        return 10;
+      }
+    }
+    const auto lo = static_cast<long long>(rng() % kKeys);
+    const std::size_t n = view.read(SortedMapView::Bound::at(ValueView::integer(lo)), SortedMapView::Bound::none(), buf, 64);
+    long long prev = lo - 1;
+    for (std::size_t i = 0; i < n; ++i) {
+      const long long key = buf[i].first.as_int();
+      if (key <= prev || key_of_value(buf[i].second.as_int()) != key) {
+        sh->mismatches.fetch_add(1);
+        std::fprintf(stderr, "view reader: key %lld after %lld holds %lld\n", key, prev, static_cast<long long>(buf[i].second.as_int()));
+        return 10;
+      }
+      prev = key;
+    }
+    sh->view_reads.fetch_add(1);
+  }
+  return 0;
+}
+
 }  // namespace
 
 TEST_CASE("sorted map: writers killed with SIGKILL mid-operation under a running collector leave a whole tree") {
@@ -130,6 +166,7 @@ TEST_CASE("sorted map: writers killed with SIGKILL mid-operation under a running
   unsigned seed = 1;
   for (int w = 0; w < kWriters; ++w) writers[w] = fork_client(cfg.socket, [w, sh, s = seed++] { return writer(w, sh, s); });
   pid_t rd = fork_client(cfg.socket, [sh] { return reader(sh); });
+  pid_t view_rd = fork_client(cfg.socket, [sh] { return view_reader(sh); });
 
   std::mt19937 rng(5);
   int kills = 0;
@@ -151,20 +188,23 @@ TEST_CASE("sorted map: writers killed with SIGKILL mid-operation under a running
   sh->stop = 1;
   for (pid_t p : writers) bad.push_back(wait_child(p));
   bad.push_back(wait_child(rd));
+  bad.push_back(wait_child(view_rd));
   const bool cycles_ran = server.log().find("gc cycle ") != std::string::npos;
   std::uint64_t ops = 0;
   for (auto& o : sh->ops) ops += o.load();
-  std::printf("sorted map stress: %d kills, %llu operations, %llu owner checks, %llu scans, collector cycles seen: %s\n", kills,
-              static_cast<unsigned long long>(ops), static_cast<unsigned long long>(sh->checks.load()),
-              static_cast<unsigned long long>(sh->scans.load()), cycles_ran ? "yes" : "no");
+  std::printf("sorted map stress: %d kills, %llu operations, %llu owner checks, %llu scans, %llu view reads, collector cycles seen: %s\n",
+              kills, static_cast<unsigned long long>(ops), static_cast<unsigned long long>(sh->checks.load()),
+              static_cast<unsigned long long>(sh->scans.load()), static_cast<unsigned long long>(sh->view_reads.load()),
+              cycles_ran ? "yes" : "no");
   std::fflush(stdout);
   INFO("kills " << kills << ", operations " << ops << ", checks " << sh->checks.load() << ", scans " << sh->scans.load()
-                << "; server log:\n"
+                << ", view reads " << sh->view_reads.load() << "; server log:\n"
                 << server.log().substr(0, 3000));
   REQUIRE(sh->mismatches.load() == 0);
   for (int rc : bad) REQUIRE(rc == 0);
   REQUIRE(kills > 5);
   REQUIRE(sh->checks.load() > 0);
+  REQUIRE(sh->view_reads.load() > 0);
 
   attach(cfg.socket);
   {

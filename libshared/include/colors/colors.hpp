@@ -20,6 +20,7 @@
 #include <limits>
 #include <optional>
 #include <type_traits>
+#include <utility>
 #include <set>
 #include <string>
 #include <string_view>
@@ -358,6 +359,7 @@ class ReadScope {
 
 class ObjectView;
 class ListView;
+class SortedMapView;
 
 // A value read inside a read scope: scalars by value, references borrowed. Every accessor throws
 // InvalidArgumentError when called outside a read scope; one used after its scope ended (in a
@@ -374,6 +376,7 @@ class ValueView {
   std::string_view string_view() const;  // string; valid while the scope lives
   ObjectView as_object() const;          // TypeMismatchError unless a user object
   ListView as_list() const;              // TypeMismatchError unless a list
+  SortedMapView as_sorted_map() const;   // TypeMismatchError unless a sorted map
   bool same_object(const ValueView& other) const { return word_ == other.word_; }
   std::uint64_t raw() const { return word_; }
   // A Value holding this value beyond the scope (a GC root for a reference).
@@ -389,6 +392,7 @@ class ValueView {
  protected:
   friend class ObjectView;
   friend class ListView;
+  friend class SortedMapView;
   friend ValueView new_string_view(std::string_view utf8);
   explicit ValueView(std::uint64_t word) : word_(word) {}
   std::uint64_t word_ = 0;
@@ -441,6 +445,40 @@ class ListView : public ValueView {
  private:
   friend class ValueView;
   explicit ListView(std::uint64_t word) : ValueView(word) {}
+};
+
+// A sorted map read in a read scope: lookups and ranges without the map's lock and without a root
+// per entry (SortedMap's locked reads take both). get() is linearizable like SortedMap::get. read()
+// walks the leaves, each read at its own instant, like one batch of a Cursor in Java's
+// ConcurrentSkipListMap sense of weakly consistent: keys ascend, each at most once, every entry is
+// one the map held during the read, and a key in the map for the whole read is returned (unless
+// `max` ends the read first). To go on after a full read, read again from Bound::at(last key,
+// false). Keys are views: ValueView::integer / floating, new_string_view, or keys read before.
+class SortedMapView : public ValueView {
+ public:
+  using Entry = std::pair<ValueView, ValueView>;
+  // One end of a range: unbounded, or a key that belongs to the range or not.
+  struct Bound {
+    ValueView key;
+    bool present = false;
+    bool inclusive = true;
+    static Bound none() { return {}; }
+    static Bound at(const ValueView& k, bool inclusive = true) { return {k, true, inclusive}; }
+  };
+
+  SortedMapView() = default;
+  explicit SortedMapView(const SortedMap& m) : ValueView(m) {}
+  // The value of `key`, borrowed; nullopt when absent. TypeMismatchError for a key that is not of
+  // the map's key category (as SortedMap::get).
+  std::optional<ValueView> get(const ValueView& key) const;
+  bool contains(const ValueView& key) const { return get(key).has_value(); }
+  // Up to `max` entries with lo <= key <= hi (as the bounds say), ascending, into `out`; returns
+  // how many (fewer than `max`: the range ended).
+  std::size_t read(const Bound& lo, const Bound& hi, Entry* out, std::size_t max) const;
+
+ private:
+  friend class ValueView;
+  explicit SortedMapView(std::uint64_t word) : ValueView(word) {}
 };
 
 // ---- repositories and channels ---------------------------------------------------------------
