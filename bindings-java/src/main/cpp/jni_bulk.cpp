@@ -7,7 +7,7 @@
 // 0..n-1 in the order Java met them (object 0 is the root), each a pair in `objs`:
 // (class index >= 0, field count) for a user object, (-1, length) for a list. Their values follow
 // one another in (tags, vals): object 0's fields/elements, then object 1's, ... Value tags are
-// those of jni_common.hpp plus kInObj (vals = an object number); strings and binaries carry their
+// those of jni_common.hpp plus colors_jni::kTagObj (vals = an object number); strings and binaries carry their
 // byte length in vals, their bytes follow one another in `blob` (strings as UTF-8 encoded by
 // Java); kTagRef values index `refs` (Handles of proxies, stored as they are). Class k is
 // `classes[k]` (a ClassRecord address), its i-th mapped field the record's field
@@ -35,10 +35,10 @@
 // Walks the graph reachable from a root (a user object or a list) through user objects' fields
 // and lists' elements, and returns it flattened: {byte[] tags, long[] vals, int[] starts,
 // byte[] blob, Object[] proxies}. Object k (0 = the root) starts at starts[k] with a header value:
-// kOutUser (vals = its ClassRecord address, then one value per field of that record, in the
-// record's order) or kOutList (vals = length, then the elements). Values: kTagNull/Int/Float
+// colors_jni::kTagUser (vals = its ClassRecord address, then one value per field of that record, in the
+// record's order) or colors_jni::kTagList (vals = length, then the elements). Values: kTagNull/Int/Float
 // (raw double bits)/Bool; kTagString/kTagBinary with vals = blob offset << 32 | byte length
-// (UTF-8 for strings); kOutObj (an object number); kOutProxy (index into proxies: maps and sets,
+// (UTF-8 for strings); colors_jni::kTagObj (an object number); colors_jni::kTagProxy (index into proxies: maps and sets,
 // made into proxies here, each with its own root).
 //
 // Invariants (GC safety): see `struct Flat` (a walk without roots inside a read scope, else, inside
@@ -67,13 +67,6 @@ namespace {
 
 using colors_jni::check_pending;
 using colors_jni::guarded;
-
-// Must match org.colors.Bulk.
-constexpr jbyte kInObj = 7;
-constexpr jbyte kOutObj = 7;
-constexpr jbyte kOutProxy = 8;
-constexpr jbyte kOutUser = 16;
-constexpr jbyte kOutList = 17;
 
 // Thrown inside toShared for a case the Copier must do (see above).
 struct Fallback {};
@@ -136,7 +129,7 @@ cd::Word in_word(JNIEnv* env, cd::Metadata* m, jbyte tag, jlong bits, Blob& blob
       env->DeleteLocalRef(h);
       return w;
     }
-    case kInObj:
+    case colors_jni::kTagObj:
       if (bits < 0 || static_cast<std::size_t>(bits) >= made.size())
         throw colors::InvalidArgumentError("bulk encoding names a missing object (binding bug)");
       return made[static_cast<std::size_t>(bits)];
@@ -300,16 +293,16 @@ void out_word(JNIEnv* env, Flat& f, cd::Word w, cd::Rooted& r) {
     case colors::TypeKind::kList: {
       const auto id = static_cast<std::int32_t>(f.pins.size());
       std::int32_t known = f.memo.find_or_add(w, id);
-      if (known >= 0) return f.put(kOutObj, known);
+      if (known >= 0) return f.put(colors_jni::kTagObj, known);
       f.pins.push_back(f.scoped ? cd::Rooted(w, nullptr) : std::move(r));
-      return f.put(kOutObj, id);
+      return f.put(colors_jni::kTagObj, id);
     }
     default: {  // maps, sets: a proxy with its own root, made by Java code
       if (f.scoped) throw Retry{};
       jobject p = colors_jni::to_java(env, colors::Value::adopt_root(w, r.take()));
       check_pending(env);
       f.proxies.push_back(p);
-      return f.put(kOutProxy, static_cast<jlong>(f.proxies.size() - 1));
+      return f.put(colors_jni::kTagProxy, static_cast<jlong>(f.proxies.size() - 1));
     }
   }
 }
@@ -342,7 +335,7 @@ void out_object(JNIEnv* env, Flat& f, std::size_t k) {
   f.starts.push_back(static_cast<jint>(f.tags.size()));
   const cd::ClassRecord* cls = cd::class_of(w);
   if (cls->kind == colors::TypeKind::kObject) {
-    f.put(kOutUser, static_cast<jlong>(reinterpret_cast<std::uintptr_t>(cls)));
+    f.put(colors_jni::kTagUser, static_cast<jlong>(reinterpret_cast<std::uintptr_t>(cls)));
     for (std::uint32_t i = 0; i < cls->field_count; ++i) {
       const std::atomic<cd::Word>* s = cd::field_slot(w, cls->fields[i]);
       if (s == nullptr) {
@@ -358,7 +351,7 @@ void out_object(JNIEnv* env, Flat& f, std::size_t k) {
   if (f.scoped) {
     scoped_list_words(f, l);
     const std::vector<cd::Word> words = std::move(f.list_words);  // out_word may meet another list
-    f.put(kOutList, static_cast<jlong>(words.size()));
+    f.put(colors_jni::kTagList, static_cast<jlong>(words.size()));
     cd::Rooted none;
     for (cd::Word e : words) out_word(env, f, e, none);
     return;
@@ -378,7 +371,7 @@ void out_object(JNIEnv* env, Flat& f, std::size_t k) {
   std::size_t cap = arr == cd::kNull ? 0 : reinterpret_cast<const cd::ArrayObject*>(arr)->capacity;
   f.arrays.push_back(std::move(ar));
   if (n > cap) n = cap;
-  f.put(kOutList, static_cast<jlong>(n));
+  f.put(colors_jni::kTagList, static_cast<jlong>(n));
   for (std::size_t i = 0; i < n; ++i) out_value(env, f, &reinterpret_cast<const cd::ArrayObject*>(arr)->slots[i]);
 }
 

@@ -113,12 +113,10 @@ colors::List list_of(JNIEnv* env, jobject handle) {
   return jvalue_of(env, handle)->list();
 }
 
-// Tags of the flat encoding of org.colors.rpc.Convert.Enc besides jni_common.hpp's. kTagList: a
-// private list, bits = its length, its elements follow (prefix order). kTagUtf8: a string, bits =
-// offset << 32 | byte length of its UTF-8 in the encoding's blob (strings cross as one byte array
-// instead of one JNI string read each; strings with a lone surrogate still come as kTagString).
-constexpr jint kTagList = 16;
-constexpr jint kTagUtf8 = 17;
+// The flat encoding of org.colors.rpc.Convert.Enc: jni_common.hpp's tags, with kTagList (a
+// private list, bits = its length, its elements follow in prefix order) and kTagUtf8 (a string,
+// bits = offset << 32 | length of its UTF-8 in the encoding's byte array, read at once instead of
+// one JNI string read each; strings with a lone surrogate still come as kTagString).
 
 // Builds the shared list encoded by (tags, bits, objs)[0..n) and blob: entry 0 is the top list. One
 // native call instead of one per element and no proxies for the intermediate lists. Iterative (a

@@ -20,9 +20,6 @@ final class Bulk {
   static final java.util.concurrent.atomic.AtomicLong WRITES = new java.util.concurrent.atomic.AtomicLong(),
       READS = new java.util.concurrent.atomic.AtomicLong();
 
-  // Value tags beyond Codec's, must match jni_bulk.cpp.
-  static final byte OBJ = 7, PROXY = 8, USER = 16, LIST = 17;
-
   /**
    * Builds the encoded private graph in shared memory (jni_bulk.cpp has the encoding and the GC
    * invariants); returns the root's proxy, or null when the {@link Copier} must do the copy.

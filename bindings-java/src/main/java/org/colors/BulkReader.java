@@ -110,7 +110,7 @@ final class BulkReader {
   private boolean planObject(int id, Class<?> declared) {
     Class<?> found = assigned[id];
     if (found != null) return declared.isAssignableFrom(found);
-    if (tags[starts[id]] != Bulk.USER) return false;
+    if (tags[starts[id]] != Codec.USER) return false;
     Class<?> c = javaClassFor(id, declared);
     if (c == null) return false;
     if (c != lastChecked) {
@@ -223,12 +223,12 @@ final class BulkReader {
       case Codec.BOOL:
         if (conv == FieldAccess.C_BOOLEAN) return true;
         return acceptsScalar(tag, x, t);
-      case Bulk.OBJ: {
+      case Codec.OBJ: {
         int id = (int) x;
-        if (tags[starts[id]] == Bulk.USER) return planObject(id, t);
+        if (tags[starts[id]] == Codec.USER) return planObject(id, t);
         return t.isArray() && t != byte[].class && planArray(id, t.getComponentType(), depth + 1);
       }
-      case Bulk.PROXY: {
+      case Codec.PROXY: {
         Object p = proxies[(int) x];
         return t.isInstance(p) || (p instanceof SharedMap && t.isAssignableFrom(HashMap.class))
             || (p instanceof SharedSet && t.isAssignableFrom(HashSet.class));
@@ -272,7 +272,7 @@ final class BulkReader {
   }
 
   private boolean planArray(int id, Class<?> ct, int depth) {
-    if (tags[starts[id]] != Bulk.LIST || inArray[id] || depth > 256) return false;  // deeper: Materializer recurses
+    if (tags[starts[id]] != Codec.LIST || inArray[id] || depth > 256) return false;  // deeper: Materializer recurses
     inArray[id] = true;
     int n = (int) vals[starts[id]];
     int base = starts[id] + 1;
@@ -325,7 +325,7 @@ final class BulkReader {
         case FieldAccess.REF:
           if (tag == Codec.NULL) {
             a.setRef(o, i, null);
-          } else if (tag == Bulk.OBJ && tags[starts[(int) x]] == Bulk.USER) {
+          } else if (tag == Codec.OBJ && tags[starts[(int) x]] == Codec.USER) {
             a.setRef(o, i, inst[(int) x]);
           } else if (tag == Codec.STRING && a.conv[i] == FieldAccess.C_STRING) {
             a.setRef(o, i, string(x));
@@ -355,11 +355,11 @@ final class BulkReader {
     long x = vals[v];
     switch (tag) {
       case Codec.NULL: return null;
-      case Bulk.OBJ: {
+      case Codec.OBJ: {
         int id = (int) x;
-        return tags[starts[id]] == Bulk.USER ? inst[id] : array(id, t.getComponentType());
+        return tags[starts[id]] == Codec.USER ? inst[id] : array(id, t.getComponentType());
       }
-      case Bulk.PROXY: {
+      case Codec.PROXY: {
         Object p = proxies[(int) x];
         if (p instanceof SharedMap && !t.isInstance(p) && t.isAssignableFrom(HashMap.class)) {
           return new HashMap<>((Map<?, ?>) p);

@@ -273,7 +273,7 @@ final class BulkWriter {
         id = nobj;
         if (!meet(o)) return false;
       }
-      put(Bulk.OBJ, id);
+      put(Codec.OBJ, id);
     } else if (o instanceof String) {
       return string((String) o);
     } else if (o instanceof Long || o instanceof Integer || o instanceof Short || o instanceof Byte) {
@@ -303,7 +303,7 @@ final class BulkWriter {
         id = nobj;
         if (!meet(o)) return false;
       }
-      put(Bulk.OBJ, id);
+      put(Codec.OBJ, id);
     }
     return true;
   }

@@ -18,8 +18,25 @@ import java.util.Objects;
 final class Codec {
   private Codec() {}
 
-  // Must match colors_jni::Tag (jni_common.hpp).
+  // The one tag set of every flat encoding between Java and the JNI library: a value's (tag, bits,
+  // obj) triple, the bulk copies' graphs (BulkWriter, BulkReader; jni_bulk.cpp), the rpc flat
+  // encoding (rpc.Convert.Enc; jni_rpc.cpp) and the sorted map's hand-over (SortedNative). javac -h
+  // writes these @Native constants into org_colors_Codec.h, and jni_common.hpp's Tag
+  // static_asserts each against them, so Java and C++ cannot disagree.
+  @java.lang.annotation.Native
   static final int NULL = 0, INT = 1, FLOAT = 2, BOOL = 3, STRING = 4, BINARY = 5, REF = 6;
+  /** A shared object handed over with its root: its word, then its root slot (SortedNative). */
+  @java.lang.annotation.Native static final int ROOTED = 7;
+  /** In a bulk graph: a reference to the object of that number (bits). */
+  @java.lang.annotation.Native static final int OBJ = 8;
+  /** In a flattened shared graph: the proxy at that index (bits) of the graph's proxies. */
+  @java.lang.annotation.Native static final int PROXY = 9;
+  /** In a flattened shared graph: a user object's header (bits: its class record). */
+  @java.lang.annotation.Native static final int USER = 10;
+  /** A list: its length (bits), its elements follow (flattened graphs; the rpc encoding). */
+  @java.lang.annotation.Native static final int LIST = 11;
+  /** A string as UTF-8 in the encoding's byte array: bits = offset << 32 | length (rpc encoding). */
+  @java.lang.annotation.Native static final int UTF8 = 12;
   /** Not storable (lookups only: such a key is never in a shared map or set). */
   static final int NONE = -1;
 

@@ -82,7 +82,7 @@ final class Direct {
     return p <= 1 ? p << 63 : Long.rotateRight(p + FLOAT_OFFSET, 1);
   }
 
-  // Indices of layout(); must match jni_direct.cpp.
+  // Indices of layout(); jni_direct.cpp static_asserts its own against these (javac -h).
   private static final int L_BASE = 0, L_SIZE = 1, L_OFF_CLS = 2, L_PENDING_BITS = 3, L_OFF_EXTENSION = 4,
       L_OFF_SLOTS = 5, L_OFF_FLOAT_VALUE = 6, L_OFF_ARRAY_CAPACITY = 7, L_OFF_ARRAY_SLOTS = 8, L_OFF_CLASS_KIND = 9,
       L_OFF_GC_STARTED = 10, L_OFF_GC_DONE = 11, L_WORD = 12, L_GRANULE = 13, L_FLOAT_CLASS = 14,

@@ -107,7 +107,7 @@ final class Native {
   static native void listReplace(Handle h, int[] tags, long[] bits, Object[] objs);
   /**
    * The value's tag (-1: absent), with its bits in bitsOut[0] (scalars) or the object in objOut[0];
-   * with {@code handOver}, a shared object as {@link SortedNative#ROOTED} with its word and root
+   * with {@code handOver}, a shared object as {@link Codec#ROOTED} with its word and root
    * slot in bitsOut[0..1] ({@link SortedNative#flat}).
    */
   static native int mapGetFlat(Handle h, int tag, long bits, Object obj, long[] bitsOut, Object[] objOut,

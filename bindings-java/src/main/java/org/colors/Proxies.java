@@ -33,7 +33,11 @@ import java.util.Set;
 final class Proxies {
   private Proxies() {}
 
-  /** Shared TypeKinds of containers and objects (colors::TypeKind). */
+  /**
+   * Shared TypeKinds of containers and objects: colors::TypeKind's values, which jni_common.hpp
+   * static_asserts against these (javac -h writes them into org_colors_Proxies.h).
+   */
+  @java.lang.annotation.Native
   static final int INTEGER = 1, FLOAT = 2, BOOLEAN = 3, STRING = 4, BINARY = 5, LIST = 6, SET = 7, MAP = 8,
       OBJECT = 9, SORTED_MAP = 15;
 

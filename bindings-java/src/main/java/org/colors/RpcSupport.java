@@ -13,6 +13,9 @@ public final class RpcSupport {
   public static final int NONE = Codec.NONE;
   /** Tag of shared references (proxies). */
   public static final int REF = Codec.REF;
+  /** Tags of the rpc flat encoding (Codec's, the one tag set shared with the JNI library). */
+  public static final int TAG_NULL = Codec.NULL, TAG_INT = Codec.INT, TAG_FLOAT = Codec.FLOAT, TAG_BOOL = Codec.BOOL,
+      TAG_STRING = Codec.STRING, TAG_LIST = Codec.LIST, TAG_UTF8 = Codec.UTF8;
 
   /**
    * Loads the JNI library (which registers the natives of {@code org.colors.rpc} too) without

@@ -32,12 +32,9 @@ final class SortedNative {
     return flat(v, getFlat(h, tag, bits, obj, b, o, v != null), b, o);
   }
 
-  /** {@link #flat}'s tag for a shared object handed over with its root (jni_common.hpp's kTagRooted). */
-  static final int ROOTED = 7;
-
   /**
    * The value's tag (-1: absent), with its bits in bitsOut[0] (scalars) or the object in objOut[0];
-   * with {@code handOver}, a shared object as {@link #ROOTED} with its word and root slot in
+   * with {@code handOver}, a shared object as {@link Codec#ROOTED} with its word and root slot in
    * bitsOut[0..1] ({@link #flat}).
    */
   static native int getFlat(Handle h, int tag, long bits, Object obj, long[] bitsOut, Object[] objOut,
@@ -50,12 +47,12 @@ final class SortedNative {
 
   /**
    * A value a native returned flat (jni_common.hpp's put_flat): {@code tag}, its bits in
-   * {@code b[0]} or object in {@code o[0]}; for {@link #ROOTED} the proxy of the object at word
+   * {@code b[0]} or object in {@code o[0]}; for {@link Codec#ROOTED} the proxy of the object at word
    * {@code b[0]}, found or made with the root slot {@code b[1]}, which this thread owns from the
    * native's return. REQUIRES: {@code v} non-null when the native was allowed to hand over.
    */
   static Object flat(Direct.View v, int tag, long[] b, Object[] o) {
-    if (tag != ROOTED) return decode(tag, b[0], o[0]);
+    if (tag != Codec.ROOTED) return decode(tag, b[0], o[0]);
     Roots.adopted();  // Java-held from now on, as ListReads.itemsRooted's
     return Proxies.ofRooted(v, b[1], b[0], v.kindOf(b[0]));
   }
@@ -112,14 +109,14 @@ final class SortedNative {
 
   /**
    * {@link #rangeFlat}'s native: with {@code handOver}, a fourth element {@code long[] slots}, and a
-   * shared object Java proxies as {@link #ROOTED} with its word in bits and its root slot in slots.
+   * shared object Java proxies as {@link Codec#ROOTED} with its word in bits and its root slot in slots.
    */
   private static native Object[] rangeTagged(Handle h, int lt, long lb, Object lo, boolean loGiven, boolean loIncl,
       int ht, long hb, Object hi, boolean hiGiven, boolean hiIncl, boolean reverse, int limit, boolean withValues,
       boolean handOver);
 
   /**
-   * Turns the {@link #ROOTED} entries of a handed-over range into proxies ({@link Codec#REF} with
+   * Turns the {@link Codec#ROOTED} entries of a handed-over range into proxies ({@link Codec#REF} with
    * the proxy): each slot is this thread's from the native's return (adopted or dropped by
    * {@link Proxies#ofRooted}; the rest dropped if one fails), as ListReads.itemsRooted's.
    */

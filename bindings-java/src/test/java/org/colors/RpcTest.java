@@ -266,7 +266,7 @@ class RpcTest {
     Field f = RpcClient.class.getDeclaredField("client");
     f.setAccessible(true);
     long c = f.getLong(client);
-    int[] tags = {16, 17};  // Convert.Enc LIST, UTF8
+    int[] tags = {Codec.LIST, Codec.UTF8};  // Convert.Enc's
     byte[] blob = "hello".getBytes(StandardCharsets.UTF_8);
     long[][] bad = {{1, 4L << 32 | 2}, {1, 6L << 32}, {1, 0xFFFFFFFFL << 32 | 0xFFFFFFFFL}, {1, -1L}};
     for (long[] bits : bad) {
@@ -279,7 +279,7 @@ class RpcTest {
         () -> call.invoke(null, c, "echo", 2, tags, new long[] {1, 1}, new Object[2], null, 10_000L));
     assertInstanceOf(InvalidArgumentException.class, e.getCause());
     // In bounds: slices of the one blob, the empty one at its end included.
-    Object ok = call.invoke(null, c, "echo", 5, new int[] {16, 16, 17, 17, 17},
+    Object ok = call.invoke(null, c, "echo", 5, new int[] {Codec.LIST, Codec.LIST, Codec.UTF8, Codec.UTF8, Codec.UTF8},
         new long[] {1, 3, 1L << 32 | 3, 0, 5L << 32}, new Object[5], blob, 10_000L);
     assertEquals(List.of("ell", "", ""), ok);
     assertEquals(3L, client.call("add", 1, 2));

@@ -175,8 +175,8 @@ final class Convert {
    * caller falls back to {@code copyToSharedMemory}. One instance per thread, reused.
    */
   static final class Enc {
-    static final int LIST = 16;  // jni_rpc.cpp kTagList
-    static final int UTF8 = 17;  // jni_rpc.cpp kTagUtf8
+    static final int LIST = RpcSupport.TAG_LIST;
+    static final int UTF8 = RpcSupport.TAG_UTF8;
     // A blob grown past this by one large call is dropped after it, not kept by the thread.
     private static final int KEEP_BLOB = 1 << 20;
     static final int MAX_CONTAINERS = 64;
@@ -258,7 +258,7 @@ final class Convert {
           return;
         }
       }
-      put(4, 0, s);  // Codec STRING: a lone surrogate (the native reports it) or a giant blob
+      put(RpcSupport.TAG_STRING, 0, s);  // a lone surrogate (the native reports it) or a giant blob
     }
 
     private boolean add(Object o, int depth) {
@@ -285,7 +285,7 @@ final class Convert {
           String[] a = (String[]) o;
           put(LIST, a.length, null);
           for (String x : a) {
-            if (x == null) put(0, 0, null);  // Codec NULL
+            if (x == null) put(RpcSupport.TAG_NULL, 0, null);
             else string(x);
           }
           return true;
@@ -298,25 +298,25 @@ final class Convert {
       if (o instanceof int[]) {
         int[] a = (int[]) o;
         put(LIST, a.length, null);
-        for (int x : a) put(1, x, null);  // Codec INT
+        for (int x : a) put(RpcSupport.TAG_INT, x, null);
         return true;
       }
       if (o instanceof long[]) {
         long[] a = (long[]) o;
         put(LIST, a.length, null);
-        for (long x : a) put(1, x, null);
+        for (long x : a) put(RpcSupport.TAG_INT, x, null);
         return true;
       }
       if (o instanceof double[]) {
         double[] a = (double[]) o;
         put(LIST, a.length, null);
-        for (double x : a) put(2, Double.doubleToRawLongBits(x), null);  // Codec FLOAT
+        for (double x : a) put(RpcSupport.TAG_FLOAT, Double.doubleToRawLongBits(x), null);
         return true;
       }
       if (o instanceof boolean[]) {
         boolean[] a = (boolean[]) o;
         put(LIST, a.length, null);
-        for (boolean x : a) put(3, x ? 1 : 0, null);  // Codec BOOL
+        for (boolean x : a) put(RpcSupport.TAG_BOOL, x ? 1 : 0, null);
         return true;
       }
       if (o != null && o.getClass().isArray()) {  // other primitive arrays: boxed elements
