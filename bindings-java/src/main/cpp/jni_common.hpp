@@ -105,8 +105,16 @@ void check_pending(JNIEnv* env);                          // throws JavaPending 
 
 // Runs f() and converts every C++ exception into the matching pending Java exception, returning
 // `fail` in that case. Every native goes through it: no C++ exception crosses into the JVM.
+class SegmentUse;  // below: every guarded() native is one use of the segment
+
+// Runs a native's body as one use of the segment (SegmentUse), converting C++ errors into the
+// Java exception of the same meaning; returns `fail` when one is thrown.
 template <class R, class F>
-R guarded(JNIEnv* env, R fail, F&& f) {
+R guarded(JNIEnv* env, R fail, F&& f);
+// The same without a SegmentUse: for the natives of the attachment itself (attach, detach, root
+// releases, the heap-pressure watcher), which detach orders with its own locks.
+template <class R, class F>
+R guarded_attachment(JNIEnv* env, R fail, F&& f) {
   try {
     return f();
   } catch (const colors::Error& e) {
@@ -122,8 +130,10 @@ R guarded(JNIEnv* env, R fail, F&& f) {
   return fail;
 }
 template <class F>
-void guarded_void(JNIEnv* env, F&& f) {
-  guarded<int>(env, 0, [&] {
+void guarded_void(JNIEnv* env, F&& f);
+template <class F>
+void guarded_attachment_void(JNIEnv* env, F&& f) {
+  guarded_attachment<int>(env, 0, [&] {
     f();
     return 0;
   });
@@ -203,6 +213,49 @@ class Blocking {
   Blocking(const Blocking&) = delete;
   Blocking& operator=(const Blocking&) = delete;
 };
+// ---- uses of the segment, and detach (jni_sync.cpp) ----
+// detach() turns the segment's range into a private copy (libshared's Segment::~Segment), so a
+// native still inside libshared then would release what it holds (the heap's lock, a container's
+// lock word, a root) into the copy, and the heap would keep it held for every process. So every
+// native that uses the segment runs inside a SegmentUse (guarded() makes one), and a detach waits
+// for them to finish first.
+// Invariants (the detach protocol, as for Blocking): g_segment_users counts the SegmentUses alive
+// on threads other than a detaching one; the constructor increments it and then reads `closing`,
+// refusing with NotAttachedError while a detach is closing; begin_detach raises `closing` and then
+// waits for the count (and Blocking's) to reach 0. All four are seq_cst, so in their total order
+// a native either reads the raised `closing` and refuses, or its increment precedes the detach's
+// read of the count, which waits for its decrement. The detaching thread's own natives
+// (t_detaching, between begin_detach and end_detach) are neither counted nor refused. Java calls
+// begin_detach before it takes any Java lock (SharedMemory.detach), so a native waiting in an
+// upcall for a Java lock never waits for the detaching thread.
+class SegmentUse {
+ public:
+  SegmentUse();
+  ~SegmentUse();
+  SegmentUse(const SegmentUse&) = delete;
+  SegmentUse& operator=(const SegmentUse&) = delete;
+
+ private:
+  bool counted_;
+};
+void begin_detach();
+void end_detach();
+
+template <class R, class F>
+R guarded(JNIEnv* env, R fail, F&& f) {
+  return guarded_attachment<R>(env, fail, [&]() -> R {
+    SegmentUse use;
+    return f();
+  });
+}
+template <class F>
+void guarded_void(JNIEnv* env, F&& f) {
+  guarded<int>(env, 0, [&] {
+    f();
+    return 0;
+  });
+}
+
 // Taken shared by natives that touch the segment without upcalls (monitor exit/notify/held, channel
 // capacity, repository address), exclusively by attach and detach: such a native never runs while
 // the segment is unmapped under it (e.g. a thread closing its SharedMonitor right after a detach

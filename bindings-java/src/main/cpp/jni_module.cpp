@@ -306,7 +306,7 @@ namespace {
 // True when this made a new attachment; false when already attached to a live server, or when
 // the heap of a server that died was taken back by its successor (same attachment, same roots).
 jboolean JNICALL n_attach(JNIEnv* env, jclass, jstring socket) {
-  return guarded<jboolean>(env, JNI_FALSE, [&] {
+  return guarded_attachment<jboolean>(env, JNI_FALSE, [&] {
     std::string path = socket == nullptr ? std::string() : java_to_utf8(env, socket);
     std::unique_lock<std::shared_mutex> lk(g_attach_rw);
     if (colors::is_attached()) return JNI_FALSE;
@@ -328,8 +328,13 @@ bool watch_stopped() { return g_watch_stop.load(std::memory_order_acquire); }
 
 // Blocked calls of other threads are made to throw NotAttachedException first, and the segment
 // is unmapped only when none is left inside a blocking wait (Blocking, jni_common.hpp).
+// SharedMemory.detach's first and last steps (jni_common.hpp, "uses of the segment"): refuse new
+// natives that use the segment and wait for the running ones; then let them run again.
+void JNICALL n_begin_detach(JNIEnv* env, jclass) { guarded_attachment_void(env, [&] { begin_detach(); }); }
+void JNICALL n_end_detach(JNIEnv* env, jclass) { guarded_attachment_void(env, [&] { end_detach(); }); }
+
 void JNICALL n_detach(JNIEnv* env, jclass) {
-  guarded_void(env, [&] {
+  guarded_attachment_void(env, [&] {
     g_watch_stop.store(true, std::memory_order_release);
     struct Reset {
       ~Reset() {
@@ -352,7 +357,7 @@ void JNICALL n_detach(JNIEnv* env, jclass) {
 // value of the segment's heap_pressure_seq once it differs from `seen`, or after timeout_ms; -1
 // when a detach is waiting. Holds g_attach_rw shared while it waits, so the segment stays mapped.
 jint JNICALL n_await_heap_pressure(JNIEnv* env, jclass, jint seen, jlong timeout_ms) {
-  return guarded<jint>(env, -1, [&]() -> jint {
+  return guarded_attachment<jint>(env, -1, [&]() -> jint {
     if (watch_stopped()) return -1;
     std::shared_lock<std::shared_mutex> lk(g_attach_rw);
     if (watch_stopped()) return -1;
@@ -365,14 +370,14 @@ jint JNICALL n_await_heap_pressure(JNIEnv* env, jclass, jint seen, jlong timeout
 // The watcher's start (counted in this client's slot, so allocations under pressure wait for its
 // relief) and the end of each of its reliefs.
 void JNICALL n_register_pressure_watcher(JNIEnv* env, jclass) {
-  guarded_void(env, [&] {
+  guarded_attachment_void(env, [&] {
     std::shared_lock<std::shared_mutex> lk(g_attach_rw);
     cd::register_pressure_watcher(cd::current_meta());
   });
 }
 
 void JNICALL n_heap_relieved(JNIEnv* env, jclass) {
-  guarded_void(env, [&] {
+  guarded_attachment_void(env, [&] {
     std::shared_lock<std::shared_mutex> lk(g_attach_rw);
     cd::note_heap_relief(cd::current_meta());
   });
@@ -382,7 +387,7 @@ jboolean JNICALL n_is_attached(JNIEnv*, jclass) { return colors::has_segment() ?
 jboolean JNICALL n_server_alive(JNIEnv*, jclass) { return colors::is_attached() ? JNI_TRUE : JNI_FALSE; }
 
 void JNICALL n_ping(JNIEnv* env, jclass) {
-  guarded_void(env, [&] { colors::ping(); });
+  guarded_attachment_void(env, [&] { colors::ping(); });
 }
 
 jlong JNICALL n_generation(JNIEnv*, jclass) {
@@ -390,7 +395,7 @@ jlong JNICALL n_generation(JNIEnv*, jclass) {
 }
 
 void JNICALL n_release(JNIEnv* env, jclass, jlong ptr) {
-  guarded_void(env, [&] {
+  guarded_attachment_void(env, [&] {
     auto* r = reinterpret_cast<JValue*>(static_cast<std::intptr_t>(ptr));
     if (r == nullptr) return;
     std::shared_lock<std::shared_mutex> lk(g_attach_rw);
@@ -410,7 +415,7 @@ jlong JNICALL n_live_handles(JNIEnv*, jclass) { return g_live_handles.load(std::
 // g_attach_rw is only tried: if an attach or detach holds it (unsupported while threads use shared
 // objects), the JValue is left alone (leaked; its root goes with that attachment).
 void JNICALL n_release_under_pressure(JNIEnv* env, jclass, jlong ptr) {
-  guarded_void(env, [&] {
+  guarded_attachment_void(env, [&] {
     auto* r = reinterpret_cast<JValue*>(static_cast<std::intptr_t>(ptr));
     if (r == nullptr) return;
     std::shared_lock<std::shared_mutex> lk(g_attach_rw, std::try_to_lock);
@@ -428,7 +433,7 @@ void JNICALL n_release_under_pressure(JNIEnv* env, jclass, jlong ptr) {
 // Java-held root slots (org.colors.Roots) emptied by Java on the heap-pressure path: kept as spares
 // instead of going back to Roots' pool (whose lock the allocating thread may hold or wait for).
 void JNICALL n_spare_roots(JNIEnv* env, jclass, jlongArray slots, jint n, jlong gen) {
-  guarded_void(env, [&] {
+  guarded_attachment_void(env, [&] {
     if (n <= 0) return;
     std::vector<jlong> v(static_cast<std::size_t>(n));
     env->GetLongArrayRegion(slots, 0, n, v.data());
@@ -458,7 +463,7 @@ jlongArray gc_array(JNIEnv* env, const colors::GcStats& s) {
 }
 
 jlongArray JNICALL n_collect(JNIEnv* env, jclass, jlong timeout_ms) {
-  return guarded<jlongArray>(env, nullptr, [&] {
+  return guarded_attachment<jlongArray>(env, nullptr, [&] {
     Blocking blocking(env);
     colors::GcStats s = colors::collect(timeout_ms);
     return gc_array(env, s);
@@ -466,18 +471,18 @@ jlongArray JNICALL n_collect(JNIEnv* env, jclass, jlong timeout_ms) {
 }
 
 jlong JNICALL n_checkpoint(JNIEnv* env, jclass) {
-  return guarded<jlong>(env, 0, [&] {
+  return guarded_attachment<jlong>(env, 0, [&] {
     Blocking blocking(env);
     return static_cast<jlong>(colors::checkpoint());
   });
 }
 
 jlongArray JNICALL n_gc_stats(JNIEnv* env, jclass) {
-  return guarded<jlongArray>(env, nullptr, [&] { return gc_array(env, colors::gc_stats()); });
+  return guarded_attachment<jlongArray>(env, nullptr, [&] { return gc_array(env, colors::gc_stats()); });
 }
 
 jlongArray JNICALL n_heap_stats(JNIEnv* env, jclass) {
-  return guarded<jlongArray>(env, nullptr, [&] {
+  return guarded_attachment<jlongArray>(env, nullptr, [&] {
     colors::HeapStats s = colors::heap_stats();
     const jlong f[] = {static_cast<jlong>(s.capacity), static_cast<jlong>(s.free_bytes),
                        static_cast<jlong>(s.free_chunks), static_cast<jlong>(s.largest_free),
@@ -568,6 +573,8 @@ void add_module_natives(std::vector<JNINativeMethod>& out) {
   out.insert(out.end(), {
       {const_cast<char*>("attach"), const_cast<char*>("(Ljava/lang/String;)Z"), reinterpret_cast<void*>(&n_attach)},
       {const_cast<char*>("detach"), const_cast<char*>("()V"), reinterpret_cast<void*>(&n_detach)},
+      {const_cast<char*>("beginDetach"), const_cast<char*>("()V"), reinterpret_cast<void*>(&n_begin_detach)},
+      {const_cast<char*>("endDetach"), const_cast<char*>("()V"), reinterpret_cast<void*>(&n_end_detach)},
       {const_cast<char*>("isAttached"), const_cast<char*>("()Z"), reinterpret_cast<void*>(&n_is_attached)},
       {const_cast<char*>("serverAlive"), const_cast<char*>("()Z"), reinterpret_cast<void*>(&n_server_alive)},
       {const_cast<char*>("ping"), const_cast<char*>("()V"), reinterpret_cast<void*>(&n_ping)},

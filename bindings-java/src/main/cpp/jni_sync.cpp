@@ -62,6 +62,44 @@ Blocking::Blocking(JNIEnv* env) {
 
 Blocking::~Blocking() { g_blocking_in_flight.fetch_sub(1, std::memory_order_seq_cst); }
 
+namespace {
+std::atomic<long> g_segment_users{0};  // SegmentUses alive on non-detaching threads (jni_common.hpp)
+thread_local bool t_detaching = false;  // between this thread's begin_detach and end_detach
+thread_local long t_uses = 0;           // this thread's counted SegmentUses (nested through upcalls)
+}  // namespace
+
+SegmentUse::SegmentUse() : counted_(!t_detaching) {
+  if (!counted_) return;
+  g_segment_users.fetch_add(1, std::memory_order_seq_cst);
+  if (g_closing.load(std::memory_order_seq_cst) > 0) {
+    g_segment_users.fetch_sub(1, std::memory_order_seq_cst);
+    throw colors::NotAttachedError("SharedMemory.detach() is detaching this process from the heap; attach again to use it");
+  }
+  ++t_uses;
+}
+
+SegmentUse::~SegmentUse() {
+  if (!counted_) return;
+  --t_uses;
+  g_segment_users.fetch_sub(1, std::memory_order_seq_cst);
+}
+
+void begin_detach() {
+  t_detaching = true;
+  g_closing.fetch_add(1, std::memory_order_seq_cst);
+  // Blocked natives leave within one interrupt slice (50 ms) of their wait (Blocking's hook); the
+  // others finish what they do. A detach called from an upcall of this thread's own native (at a
+  // point where libshared holds nothing) does not wait for that native.
+  while (g_blocking_in_flight.load(std::memory_order_seq_cst) > 0 ||
+         g_segment_users.load(std::memory_order_seq_cst) > t_uses)
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+}
+
+void end_detach() {
+  g_closing.fetch_sub(1, std::memory_order_seq_cst);
+  t_detaching = false;
+}
+
 void begin_closing_blocking_calls() {
   g_closing.fetch_add(1, std::memory_order_seq_cst);
   // The blocked threads leave within one interrupt slice (50 ms) of their wait.

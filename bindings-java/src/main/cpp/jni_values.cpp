@@ -12,6 +12,10 @@ using colors::TypeKind;
 // ---- strings ----
 
 std::string java_to_utf8(JNIEnv* env, jstring s) {
+  if (s == nullptr) {  // a name or text the caller passed as null: Java's exception, not a fault
+    env->ThrowNew(env->FindClass("java/lang/NullPointerException"), "a String argument is null");
+    check_pending(env);
+  }
   const jsize n = env->GetStringLength(s);
   std::string out;
   out.reserve(static_cast<std::size_t>(n) + 8);

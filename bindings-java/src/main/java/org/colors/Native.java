@@ -56,6 +56,15 @@ final class Native {
   /** True when a new attachment began (not when a successor took this one back). */
   static native boolean attach(String socket);
   static native void detach();
+  /**
+   * Refuses new natives that use the segment on other threads (they throw
+   * {@link NotAttachedException}) and waits until the running ones finish, so that
+   * {@link #detach} never swaps the mapping under a native that holds one of its locks.
+   * REQUIRES: no Java lock held (a native in an upcall may wait for it); {@link #endDetach} after.
+   */
+  static native void beginDetach();
+  /** Lets natives that use the segment run again (after {@link #beginDetach}). */
+  static native void endDetach();
   /** Whether a segment is mapped (attached, even if its server died since). */
   static native boolean isAttached();
   /** Whether attached and the server's connection is still open. */

@@ -99,10 +99,24 @@ public final class SharedMemory {
   /**
    * Detaches from the server: unmaps the heap and drops every root of this process. Proxies
    * obtained before throw {@link NotAttachedException} afterwards; repositories and channels are
-   * looked up again when used. Does nothing when not attached. Other threads must not use shared
-   * objects meanwhile.
+   * looked up again when used. Does nothing when not attached. Calls of other threads that are
+   * inside the binding's native code when it starts finish first (blocked ones, such as a channel
+   * receive, throw {@link NotAttachedException}); calls they make while it runs throw
+   * {@link NotAttachedException}.
    */
-  public static synchronized void detach() {
+  public static void detach() {
+    // First, holding no Java lock: wait for other threads' natives to leave the segment (a native
+    // inside libshared may hold the heap's or a container's lock, which it would then release
+    // into the private copy the detach leaves behind, and every process would wait for it).
+    Native.beginDetach();
+    try {
+      detachLocked();
+    } finally {
+      Native.endDetach();
+    }
+  }
+
+  private static synchronized void detachLocked() {
     if (!Native.isAttached()) {
       attached = false;
       return;

@@ -94,4 +94,58 @@ class ThreadsTest {
     assertTrue(last >= 0 && last < threads, "last = " + last);
     assertEquals(board, new java.util.HashMap<>(board));
   }
+
+  /**
+   * detach() and attach() on one thread while others copy graphs into the heap (one native each)
+   * and fill lists with large binaries (allocations under the heap's lock). A native caught by the
+   * detach inside libshared released the heap's lock into the private copy the detach leaves, so
+   * the heap stayed locked and the collector (the server's, for every process) waited for ever, or
+   * released a root of the old attachment after the new one began (SIGSEGV). The detach now waits
+   * for the natives running and refuses new ones (NotAttachedException) until it is done.
+   */
+  @Test
+  void detachWaitsForTheNativesOfOtherThreads() throws Exception {
+    AtomicBoolean stop = new AtomicBoolean();
+    ConcurrentLinkedQueue<Throwable> errors = new ConcurrentLinkedQueue<>();
+    java.util.concurrent.atomic.AtomicLong done = new java.util.concurrent.atomic.AtomicLong();
+    List<Object> graph = new ArrayList<>();
+    for (int i = 0; i < 200; i++) graph.add(List.of((long) i, "s" + i, List.of(1L, 2L)));
+    List<Thread> workers = new ArrayList<>();
+    for (int t = 0; t < 3; t++) {
+      final int kind = t;
+      Thread w = new Thread(() -> {
+        while (!stop.get()) {
+          try {
+            if (kind < 2) {
+              SharedMemory.copyToSharedMemory(graph);
+            } else {
+              SharedList l = (SharedList) SharedMemory.allocate(List.class, 0);
+              for (int i = 0; i < 8 && !stop.get(); i++) l.add(new byte[1 << 20]);
+            }
+            done.incrementAndGet();
+          } catch (NotAttachedException e) {
+            // the detach's answer to a call made meanwhile, or to a proxy of the attachment it ended
+          } catch (Throwable e) {
+            errors.add(e);
+          }
+        }
+      }, "detach-worker-" + t);
+      workers.add(w);
+      w.start();
+    }
+    for (int i = 0; i < 300; i++) {
+      Thread.sleep(i % 3, 500_000);
+      SharedMemory.detach();
+      SharedMemory.attach();
+    }
+    stop.set(true);
+    for (Thread w : workers) w.join(30_000);
+    for (Thread w : workers) assertTrue(!w.isAlive(), w.getName() + " is stuck");
+    if (!errors.isEmpty()) throw new AssertionError("a worker failed", errors.peek());
+    assertTrue(done.get() > 0, "no worker call completed");
+    // The heap's lock is free: a cycle runs to its end, and the heap takes new objects.
+    SharedMemory.collect(java.time.Duration.ofSeconds(30));
+    SharedList l = (SharedList) SharedMemory.copyToSharedMemory(graph);
+    assertEquals(200, l.size());
+  }
 }

@@ -313,4 +313,29 @@ class ValuesTest {
     assertEquals("float", m.get(1L));
     assertTrue(m.containsValue("bool"));
   }
+
+  /**
+   * A null where a native takes a String (a class, field, repository or channel name): a
+   * NullPointerException, where the native read the null string and the JVM died (SIGSEGV).
+   */
+  @Test
+  void nullStringsAreNullPointerExceptions() {
+    assertThrows(NullPointerException.class, () -> SharedMemory.defineClass(null, Map.of()));
+    Map<String, SharedType.Kind> nullField = new HashMap<>();
+    nullField.put(null, SharedType.Kind.ANY);
+    assertThrows(NullPointerException.class, () -> SharedMemory.defineClass("values.NullField", nullField));
+    assertThrows(NullPointerException.class, () -> SharedMemory.deleteRepository(null));
+    assertThrows(NullPointerException.class, () -> SharedMemory.deleteChannel(null));
+    assertThrows(NullPointerException.class, () -> SharedType.versionsOf(null));
+    SharedObject o = SharedMemory.allocateObject(SharedMemory.defineClass("values.NullNames", Map.of("x", SharedType.Kind.ANY)));
+    assertThrows(NullPointerException.class, () -> o.get(null));
+    assertThrows(NullPointerException.class, () -> o.get(null, Long.class));
+    assertThrows(NullPointerException.class, () -> o.hasField(null));
+    assertThrows(NullPointerException.class, () -> o.addField(null, SharedType.Kind.ANY));
+    assertThrows(NullPointerException.class, () -> o.removeField(null));
+    assertThrows(NullPointerException.class, () -> o.set(null, (Object) 1L));
+    assertThrows(NullPointerException.class, () -> o.getString(null));
+    o.set("x", 5L);  // the object is unchanged and usable
+    assertEquals(5L, o.get("x"));
+  }
 }
