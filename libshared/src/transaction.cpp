@@ -346,13 +346,21 @@ void grow_log(TxThread& t) {
   t.log_cap = next * kEntrySlots;
 }
 
-void append(TxThread& t, std::uint64_t addr_kind, Word old) {
+// The third slot of an entry for a word of `owner`: the object itself when it is one of the objects
+// space (a reference, so the log keeps it alive until the transaction ends and a rollback never
+// writes into memory a cycle freed), else kNull (a repository's root lives in the classes space).
+Word log_owner(const TxThread& t, const void* owner) {
+  const auto a = reinterpret_cast<std::uintptr_t>(owner);
+  return owner != nullptr && a >= t.m->objects_begin && a < t.m->objects_end ? static_cast<Word>(a) : kNull;
+}
+
+void append(TxThread& t, std::uint64_t addr_kind, Word old, Word owner) {
   if (t.log_used + kEntrySlots > t.log_cap) grow_log(t);
   ArrayObject* a = t.log();
   const std::size_t i = t.log_used;
   put_slot(&a->slots[i], make_small(static_cast<std::int64_t>(addr_kind)));
   put_slot(&a->slots[i + 1], old);
-  put_slot(&a->slots[i + 2], t.container != nullptr ? make_small(static_cast<std::int64_t>(reinterpret_cast<std::uint64_t>(t.container))) : kNull);
+  put_slot(&a->slots[i + 2], owner);
   t.log_used = i + kEntrySlots;
   t.d->log_used.store(t.log_used, std::memory_order_release);  // the entry is in the log from here
 }
@@ -423,7 +431,10 @@ void undo(Word log, std::size_t used, std::uint64_t mine, std::uint32_t dead_id)
     const Word ak = a->slots[i - 3].load(std::memory_order_acquire);
     const Word old = a->slots[i - 2].load(std::memory_order_acquire);
     const Word owner = a->slots[i - 1].load(std::memory_order_acquire);
-    const Word container = owner == kNull ? kNull : static_cast<Word>(small_value(owner));
+    // The object the word belongs to (lock_word_of: a container's lock word, none for a user
+    // object); a small integer is a container's address (the slot's encoding before it held
+    // references, which a heap adopted from an older server may still have in a dead client's log).
+    const Word container = is_small_int(owner) ? static_cast<Word>(small_value(owner)) : owner;
     if (container != held_for) {
       change.reset();  // before the lock word is released
       held.reset();
@@ -662,10 +673,7 @@ Rooted tx_read_rooted(const void* owner, const std::atomic<Word>* slot) {
 void tx_write(const void* owner, std::atomic<Word>* slot, Word value) {
   TxThread& t = usable();
   acquire(t, owner);
-  const void* saved = t.container;
-  t.container = nullptr;
-  append(t, reinterpret_cast<std::uint64_t>(slot) | kLogWord, slot->load(std::memory_order_acquire));
-  t.container = saved;
+  append(t, reinterpret_cast<std::uint64_t>(slot) | kLogWord, slot->load(std::memory_order_acquire), log_owner(t, owner));
   store_ref(slot, value);
 }
 
@@ -714,14 +722,14 @@ void tx_container_done() {
 void tx_log_word(std::atomic<Word>* slot) {
   TxThread& t = *t_tx;
   if (t.doomed) fail_aborted(t);
-  append(t, reinterpret_cast<std::uint64_t>(slot) | kLogWord, slot->load(std::memory_order_acquire));
+  append(t, reinterpret_cast<std::uint64_t>(slot) | kLogWord, slot->load(std::memory_order_acquire), log_owner(t, t.container));
 }
 
 void tx_log_count(std::atomic<std::uint64_t>* counter) {
   TxThread& t = *t_tx;
   if (t.doomed) fail_aborted(t);
   append(t, reinterpret_cast<std::uint64_t>(counter) | kLogCount,
-         make_small(static_cast<std::int64_t>(counter->load(std::memory_order_acquire))));
+         make_small(static_cast<std::int64_t>(counter->load(std::memory_order_acquire))), log_owner(t, t.container));
 }
 
 // ---- the server ----
