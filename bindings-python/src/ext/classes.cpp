@@ -329,9 +329,15 @@ Handle* new_handle() {
 //  * a handle is in `scope->borrowed` at index `at` exactly while `scope` is non-null, and then
 //    its root is null and its scope is open (depth > 0), so `word` is kept by the native scope;
 //  * g_open_scopes counts the threads whose scope is open; t_scope's state is this thread's.
+//  * a scope protects only reads of the attachment it was opened in (`gen`): after a detach (and
+//    an attach) inside it, open_scope() no longer returns it and reads take roots again;
+//  * `epoch` changes at every outermost entry, so code that read a word in a scope can tell,
+//    after Python code ran, whether that scope is still the open one (user_proxy).
 struct ScopeState {
   std::optional<colors::ReadScope> native;
   int depth = 0;
+  std::uint64_t gen = 0;    // g_generation at the outermost entry
+  std::uint64_t epoch = 0;  // outermost entries so far
   std::vector<Handle*> borrowed;
 };
 thread_local ScopeState* t_scope = nullptr;  // made at the thread's first scope, kept for the thread
@@ -341,7 +347,19 @@ int g_open_scopes = 0;
 ScopeState* open_scope() {
   if (g_open_scopes == 0) return nullptr;
   ScopeState* s = t_scope;
-  return s != nullptr && s->depth > 0 ? s : nullptr;
+  return s != nullptr && s->depth > 0 && s->gen == g_generation ? s : nullptr;
+}
+
+// Whether the scope `s` that was open with `epoch` is still the open one (Python code that ran
+// since may have ended it, or detached).
+bool scope_still_open(const ScopeState* s, std::uint64_t epoch) {
+  return s->depth > 0 && s->epoch == epoch && s->gen == g_generation;
+}
+
+[[noreturn]] void scope_ended_meanwhile() {
+  throw colors::InvalidArgumentError(
+      "the read scope ended (or the process detached) while a proxy of an object read in it was being made, by "
+      "Python code that ran meanwhile (a finalizer, a gc callback, a class resolver); read the object again");
 }
 
 void unlist(Handle* h) {
@@ -534,6 +552,7 @@ Handle* user_handle(PyObject* o) {
 PyObject* user_proxy(cd::Word w, std::atomic<cd::Word>** root, bool* generic, bool absent = false,
                      ScopeState* borrow = nullptr) {
   *generic = false;
+  const std::uint64_t scope_epoch = borrow != nullptr ? borrow->epoch : 0;
   if (!absent) {
     if (PyObject* p = live_proxy(w)) return Py_NewRef(p);
   }
@@ -579,7 +598,9 @@ PyObject* user_proxy(cd::Word w, std::atomic<cd::Word>** root, bool* generic, bo
     return nullptr;
   }
   if (resolved) {
-    if (PyObject* p = live_proxy(w)) return Py_NewRef(p);  // the resolver's Python code made one
+    // The resolver's Python code: it may have ended the scope that keeps `w`, or made its proxy.
+    if (borrow != nullptr && !scope_still_open(borrow, scope_epoch)) scope_ended_meanwhile();
+    if (PyObject* p = live_proxy(w)) return Py_NewRef(p);
   }
   sync_proxies_gen();
   g_proxies.reserve_one();  // the insert below cannot fail then
@@ -607,6 +628,12 @@ PyObject* user_proxy(cd::Word w, std::atomic<cd::Word>** root, bool* generic, bo
     throw py::error_already_set();
   }
   *reinterpret_cast<PyObject**>(reinterpret_cast<char*>(p) + mp.off) = reinterpret_cast<PyObject*>(h);  // steals h
+  if (borrow != nullptr && !scope_still_open(borrow, scope_epoch)) {
+    // Code run in the allocation ended the scope that kept `w` (h has no root): `w` may be freed
+    // by now, so the proxy is never handed out.
+    Py_DECREF(p);
+    scope_ended_meanwhile();
+  }
   if (PyObject* other = live_proxy(w)) {  // made by code run in the allocation: it stays the one
     Py_DECREF(p);  // its handle drops our root and, its proxy being unset, leaves the table alone
     return Py_NewRef(other);
@@ -617,8 +644,8 @@ PyObject* user_proxy(cd::Word w, std::atomic<cd::Word>** root, bool* generic, bo
     g_proxies.insert(w, p);
   }  // else a detach ran in the allocation: `p` is stale, and so are the table's entries
   if (borrow != nullptr) {
-    // Listed last: nothing above can fail any more. Code run in the allocation cannot have ended
-    // the scope (it is this thread's, ended by the frame that opened it).
+    // Listed last: nothing above can fail any more, and the scope was checked to be still open
+    // after the allocation's Python code.
     h->scope = borrow;
     h->at = static_cast<std::uint32_t>(borrow->borrowed.size());
     try {
@@ -1266,6 +1293,16 @@ PyObject* borrowed_user_proxy(std::uint64_t w, bool* generic) {
 
 bool in_read_scope_here() { return open_scope() != nullptr; }
 
+std::uint64_t read_scope_epoch() {
+  const ScopeState* s = open_scope();
+  return s == nullptr ? 0 : s->epoch;
+}
+
+void require_read_scope_epoch(std::uint64_t epoch) {
+  const ScopeState* s = open_scope();
+  if (s == nullptr || s->epoch != epoch) scope_ended_meanwhile();
+}
+
 std::size_t borrowed_count() {
   ScopeState* s = open_scope();
   return s == nullptr ? 0 : s->borrowed.size();
@@ -1278,6 +1315,8 @@ void read_scope_enter() {
   if (s.depth == 0) {
     s.native.emplace();  // NotAttachedError; InvalidArgumentError inside a transaction
     ++g_open_scopes;
+    s.gen = g_generation;
+    ++s.epoch;
   }
   ++s.depth;
 }
@@ -1555,7 +1594,7 @@ void init_classes(py::module_& m) {
     return from_value(colors::new_object(colors::define_class(name, specs)));
   });
 
-  py::class_<PyField>(m, "SharedField", "One field of a shared class version: its name and shared type.")
+  sealed(py::class_<PyField>(m, "SharedField", "One field of a shared class version: its name and shared type."))
       .def_property_readonly("name", [](const PyField& f) { return f.f.name; })
       .def_property_readonly("type", [](const PyField& f) { return std::string(colors::type_name(f.f.type)); },
                              "The shared type: 'any', 'integer', 'float', 'boolean', 'string', 'binary', "
@@ -1578,9 +1617,9 @@ void init_classes(py::module_& m) {
             return "<SharedField " + f.f.name + ": " + t + ">";
           });
 
-  py::class_<PyClass>(m, "SharedClass",
+  sealed(py::class_<PyClass>(m, "SharedClass",
                       "One version of a shared class (or a builtin class): name, version, fields and the "
-                      "other versions of the name. Classes are immutable; schema changes make new versions.")
+                      "other versions of the name. Classes are immutable; schema changes make new versions."))
       .def_property_readonly("name", [](const PyClass& c) { return c.get().name(); })
       .def_property_readonly("version", [](const PyClass& c) { return c.get().version(); })
       .def_property_readonly("kind", [](const PyClass& c) { return std::string(colors::type_name(c.get().kind())); })

@@ -30,6 +30,34 @@ namespace colors_py {
 extern std::uint64_t g_generation;
 void ensure_attached();  // implicit attach on first use (COLORS_SOCKET or the default socket)
 
+// Applied to every pybind11 class of the extension (`sealed(py::class_<T>(m, ...))`): instances
+// cannot be pickled or copied (copyreg would call pybind11's instance base type, which cannot make
+// one: module.cpp guards that type too) and cannot change class (all pybind11 instances share one
+// layout, so CPython would let `x.__class__ = Other` through, and Other's destructor would then
+// free what x does not hold). Both raise TypeError.
+template <class C>
+C sealed(C cls) {
+  auto refuse = [](py::handle self, py::args, py::kwargs) -> py::object {
+    throw py::type_error("cannot pickle or copy '" + std::string(Py_TYPE(self.ptr())->tp_name) + "' objects");
+  };
+  cls.def("__reduce_ex__", refuse);
+  cls.def("__reduce__", refuse);
+  // A data descriptor in the class's own dict (setattr on a class would change the class's class).
+  py::cpp_function get(
+      [](py::handle self) { return py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(Py_TYPE(self.ptr()))); },
+      py::is_method(cls));
+  py::cpp_function set(
+      [](py::handle self, py::handle) {
+        throw py::type_error("__class__ assignment is not supported for '" + std::string(Py_TYPE(self.ptr())->tp_name) + "' objects");
+      },
+      py::is_method(cls));
+  py::object prop = py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(&PyProperty_Type))(get, set);
+  auto* tp = reinterpret_cast<PyTypeObject*>(cls.ptr());
+  if (PyDict_SetItemString(tp->tp_dict, "__class__", prop.ptr()) != 0) throw py::error_already_set();
+  PyType_Modified(tp);
+  return cls;
+}
+
 // ---- references (values.cpp) ----
 struct Ref {
   std::variant<colors::Value, colors::List, colors::Map, colors::Set> v;
@@ -94,6 +122,11 @@ std::size_t borrowed_count();  // borrowed proxies alive in this thread's open s
 // The proxy of the user object `w`, read inside this thread's open scope: its live proxy, or a new
 // borrowed one (no root). Sets *generic (returns nullptr) when its class maps to no Python class.
 PyObject* borrowed_user_proxy(std::uint64_t w, bool* generic);
+// The open read scope's epoch (changes at every outermost entry; 0: no scope open), and the check
+// that the scope open with `epoch` still is (InvalidArgumentError otherwise), for code that read
+// words in a scope and runs Python code before it is done with them.
+std::uint64_t read_scope_epoch();
+void require_read_scope_epoch(std::uint64_t epoch);
 // How copy_to stores an instance of a private class: the shared class version for its declared
 // fields plus `extras` (attributes the class does not declare), and the fields resolved in it.
 struct UserLayout {

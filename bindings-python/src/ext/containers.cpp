@@ -50,6 +50,7 @@ bool unboxed_item(cd::Word w, PyObject** out) {
 // Inside a read scope: the elements at one instant read borrowed (the list's seqlock, no root
 // each); user objects get borrowed proxies, other references a root (promote_borrowed).
 py::list snapshot_borrowed(colors::List& l) {
+  const std::uint64_t epoch = read_scope_epoch();
   std::vector<cd::Word> words;
   std::size_t size = 0;
   const std::size_t k = cd::list_read_borrowed(l.raw(), 0, SIZE_MAX, size, [&](std::size_t i, cd::Word w) {
@@ -62,6 +63,9 @@ py::list snapshot_borrowed(colors::List& l) {
     const cd::Word w = words[i];
     PyObject* item;
     if (!unboxed_item(w, &item)) {
+      // The words are kept by the scope they were read in; making an earlier element's proxy ran
+      // Python code, which may have ended it.
+      require_read_scope_epoch(epoch);
       bool generic = true;
       item = cd::class_of(w)->kind == colors::TypeKind::kObject ? borrowed_user_proxy(w, &generic) : nullptr;
       if (generic) {

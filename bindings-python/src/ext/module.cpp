@@ -45,8 +45,36 @@ py::dict gc_dict(const colors::GcStats& s) {
 
 }  // namespace colors_py
 
+namespace {
+
+// pybind11's instance base type (pybind11_object: the base of every class `sealed` guards) makes
+// instances of registered classes only; for any other type (itself, reached as
+// `type(x).__base__`, or called by copyreg) it throws a C++ exception straight through CPython's
+// frames, and the process aborts. Its tp_new is wrapped so that the exception becomes TypeError.
+newfunc g_instance_base_new = nullptr;
+
+PyObject* instance_base_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
+  try {
+    return g_instance_base_new(type, args, kwargs);
+  } catch (const std::exception& e) {
+    PyErr_Format(PyExc_TypeError, "cannot create '%s' instances: %s", type->tp_name, e.what());
+    return nullptr;
+  }
+}
+
+void guard_instance_base() {
+  auto* base = reinterpret_cast<PyTypeObject*>(py::detail::get_internals().instance_base);
+  if (base == nullptr || base->tp_new == &instance_base_new) return;
+  g_instance_base_new = base->tp_new;
+  base->tp_new = &instance_base_new;
+  PyType_Modified(base);
+}
+
+}  // namespace
+
 PYBIND11_MODULE(_colors_shm, m) {
   using namespace colors_py;
+  guard_instance_base();
   m.doc() = "Engine of colors_shm (use the colors_shm package, not this module).";
   init_errors(m);
   init_values(m);

@@ -16,9 +16,9 @@ struct PyReadScope {
 }  // namespace
 
 void init_read_scope(py::module_& m) {
-  py::class_<PyReadScope>(m, "ReadScope",
+  sealed(py::class_<PyReadScope>(m, "ReadScope",
                           "A read scope (colors_shm.read_scope()): a context manager inside which the shared "
-                          "objects this thread reads or allocates take no GC root each.")
+                          "objects this thread reads or allocates take no GC root each."))
       .def("__enter__", [](py::object self) {
             auto& s = self.cast<PyReadScope&>();
             if (s.entered) throw colors::InvalidArgumentError("a ReadScope is entered once; make another");

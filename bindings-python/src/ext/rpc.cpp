@@ -105,7 +105,7 @@ void init_rpc(py::module_& m) {
   PyObject* fast_call = PyCFunction_New(&g_rpc_call_def, nullptr);
   if (fast_call == nullptr) throw py::error_already_set();
   m.add_object("_rpc_call", py::reinterpret_steal<py::object>(fast_call));
-  py::class_<colors::rpc::Call>(m, "_RpcCall", "A request taken by a server thread (internal).")
+  sealed(py::class_<colors::rpc::Call>(m, "_RpcCall", "A request taken by a server thread (internal)."))
       .def_property_readonly("method", [](const colors::rpc::Call& c) { return c.method(); })
       .def_property_readonly("args", [](const colors::rpc::Call& c) { return from_value(c.args()); })
       .def("reply", [](colors::rpc::Call& c, py::handle v) { c.reply(share(v)); })
@@ -130,7 +130,7 @@ void init_rpc(py::module_& m) {
         });
       }, py::arg("handler"));
 
-  py::class_<colors::rpc::Server>(m, "_RpcServer", "The serving side of an rpc endpoint (internal).")
+  sealed(py::class_<colors::rpc::Server>(m, "_RpcServer", "The serving side of an rpc endpoint (internal)."))
       .def(py::init([](const std::string& name, std::uint32_t capacity) {
              ensure_attached();
              return std::make_unique<colors::rpc::Server>(name, capacity);
@@ -147,7 +147,7 @@ void init_rpc(py::module_& m) {
         return py::cast(std::move(*c));
       }, py::arg("timeout") = py::none(), py::arg("spin_ns") = -1);
 
-  py::class_<PyPending>(m, "_RpcPending", "An outstanding rpc call (internal).")
+  sealed(py::class_<PyPending>(m, "_RpcPending", "An outstanding rpc call (internal)."))
       .def("ready", [](const PyPending& p) {
         if (p.gen != g_generation) throw colors::NotAttachedError("this call belongs to a closed attachment");
         return p.p.ready();
@@ -163,7 +163,7 @@ void init_rpc(py::module_& m) {
         return from_value(std::move(v));
       }, py::arg("timeout") = py::none());
 
-  py::class_<colors::rpc::Client>(m, "_RpcClient", "The calling side of an rpc endpoint (internal).")
+  sealed(py::class_<colors::rpc::Client>(m, "_RpcClient", "The calling side of an rpc endpoint (internal)."))
       .def(py::init([](const std::string& name, std::int64_t spin_ns) {
              ensure_attached();
              auto c = std::make_unique<colors::rpc::Client>(name);
@@ -209,19 +209,20 @@ void init_rpc(py::module_& m) {
         // shared on the server.
         static py::handle copy_to = py::object(py::module_::import("colors_shm._colors_shm").attr("copy_to")).release();
         ensure_attached();
+        // The methods and argument lists first, each item checked, into objects of our own: making
+        // an argument list runs Python code (an iterator), which may change `calls` meanwhile.
+        const py::tuple items(calls);
+        std::vector<std::string> methods;
         py::list all_args;
-        for (py::handle item : calls) {
+        for (py::handle item : items) {
           if (!PyTuple_Check(item.ptr()) || PyTuple_GET_SIZE(item.ptr()) != 2 || !PyUnicode_Check(PyTuple_GET_ITEM(item.ptr(), 0)))
             throw py::type_error("call_batch takes a list of (method: str, args) tuples");
+          methods.push_back(py::reinterpret_borrow<py::tuple>(item)[0].cast<std::string>());
           all_args.append(py::list(py::reinterpret_borrow<py::tuple>(item)[1]));
         }
         colors::List shared_args(to_value(copy_to(all_args)));
         std::vector<std::pair<std::string, colors::List>> v;
-        std::size_t i = 0;
-        for (py::handle item : calls) {
-          v.emplace_back(py::reinterpret_borrow<py::tuple>(item)[0].cast<std::string>(), colors::List(shared_args.get(i)));
-          ++i;
-        }
+        for (std::size_t i = 0; i < methods.size(); ++i) v.emplace_back(std::move(methods[i]), colors::List(shared_args.get(i)));
         colors::rpc::Pending p;
         {
           Blocking b;

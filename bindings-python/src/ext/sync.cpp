@@ -217,7 +217,7 @@ colors::detail::Metadata* meta() {
 
 void init_sync(py::module_& m) {
   colors::detail::set_tx_wait_hooks(&tx_wait_begin, &tx_wait_end);
-  py::class_<PyRepository>(m, "Repository", "A named root of the shared heap: any process can get() what another set().")
+  sealed(py::class_<PyRepository>(m, "Repository", "A named root of the shared heap: any process can get() what another set()."))
       .def_property_readonly("name", [](const PyRepository& r) { return r.name; })
       .def("get", [](PyRepository& r) { return from_value(r.get().get()); },
            "The object stored in the repository (None if nothing was set).")
@@ -233,7 +233,7 @@ void init_sync(py::module_& m) {
         return r;
       }, py::arg("name"));
 
-  py::class_<PyChannel>(m, "Channel", "A named bounded blocking queue of shared values.")
+  sealed(py::class_<PyChannel>(m, "Channel", "A named bounded blocking queue of shared values."))
       .def_property_readonly("name", [](const PyChannel& c) { return c.name; })
       .def_property_readonly("capacity", [](PyChannel& c) { return c.get().capacity(); })
       .def("send", [](PyChannel& c, py::handle obj, py::object timeout) {

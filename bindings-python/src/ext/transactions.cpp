@@ -242,9 +242,9 @@ py::object atomically(py::object fn, py::tuple args, py::object kwargs, int retr
 void reset_tx_count_after_fork() { g_tx_threads = t_counted ? 1 : 0; }
 
 void init_transactions(py::module_& m) {
-  py::class_<PyTransaction>(m, "Transaction",
+  sealed(py::class_<PyTransaction>(m, "Transaction",
                             "A transaction (colors_shm.transaction()): a context manager that begins it on entry, "
-                            "commits on a normal exit and rolls back when the block raises.")
+                            "commits on a normal exit and rolls back when the block raises."))
       .def("__enter__", [](py::object self) {
             self.cast<PyTransaction&>().enter();
             return self;

@@ -1,0 +1,194 @@
+"""Call sequences that crashed the Python process (a fuzzer's findings): each runs in a child
+process, which must end normally with the error the binding gives instead."""
+
+from __future__ import annotations
+
+import pathlib
+import textwrap
+
+from conftest import run
+
+TESTS = str(pathlib.Path(__file__).resolve().parent)
+PRELUDE = f"import sys; sys.path.insert(0, {TESTS!r})\nimport colors_shm as cs\n"
+
+
+def child(code: str, timeout: float = 60) -> str:
+    r = run(PRELUDE + textwrap.dedent(code), timeout=timeout)
+    assert r.returncode == 0, f"child failed ({r.returncode})\nstdout: {r.stdout}\nstderr: {r.stderr}"
+    return r.stdout
+
+
+def test_binding_objects_refuse_pickling_copies_and_class_changes():
+    """pybind11's instance base type, called by copyreg for a pickle or copy (or directly as
+    type(x).__base__), threw a C++ exception through CPython and aborted the process; and
+    `x.__class__ = Other` between two of the binding's classes was accepted, after which Other's
+    destructor freed what x never held (SIGSEGV)."""
+    out = child(
+        """
+        import copy, pickle
+        rep = cs.repository("hostile.pickle")
+        made = [rep, cs.read_scope(), cs.transaction()]
+        for x in made:
+            for op in (lambda: pickle.dumps(x, 0), lambda: pickle.dumps(x), lambda: copy.copy(x),
+                       lambda: x.__reduce_ex__(1), lambda: type(x).__base__()):
+                try:
+                    op()
+                    print("no error")
+                except TypeError:
+                    pass
+            for other in (cs.Repository, cs.ReadScope, cs.Transaction, cs.Channel):
+                if type(x) is other:
+                    continue
+                try:
+                    x.__class__ = other
+                    print("class changed")
+                except TypeError:
+                    pass
+            assert type(x).__name__ in ("Repository", "ReadScope", "Transaction")
+        rep.set(5)
+        assert rep.get() == 5
+        del made, rep
+        print("ok")
+        """
+    )
+    assert out.split() == ["ok"]
+
+
+def test_a_batch_whose_calls_list_changes_while_it_is_read():
+    """Making an argument list of a batch runs Python code (here a generator), which emptied the
+    list of calls being iterated: the native read freed memory (SIGBUS)."""
+    out = child(
+        """
+        from colors_shm import _colors_shm as ext
+        srv = ext._RpcServer("hostile-batch", 16)
+        c = ext._RpcClient("hostile-batch", -1)
+        calls = []
+        def args():
+            calls.clear()
+            junk = [("x" * 50, object()) for _ in range(1000)]
+            yield 1
+        calls.extend([("m", args())] + [("m", ())] * 100)
+        c.call_batch(calls)
+        try:
+            c.call_batch([("m", ()), "not a pair"])
+        except TypeError:
+            pass
+        print("ok")
+        """
+    )
+    assert out.split() == ["ok"]
+
+
+SCOPE_PRELUDE = """
+    import gc, threading
+    from dataclasses import dataclass
+
+    @dataclass
+    class HNode:
+        v: int
+        nxt: "HNode | None" = None
+
+    def reuse_and_check(x, rounds):
+        keep = []
+        for r in range(rounds):  # reuses what the collector freed
+            keep.append(cs.copy_to([b"A" * 4000 for i in range(50)]))
+            del keep[:-10]
+            assert x.v == 2500, x.v
+
+    cs.proxy_cache(0)
+"""
+
+
+def test_a_scope_ended_by_code_run_while_a_proxy_is_made_gives_no_unkept_proxy():
+    """A gc callback that ran inside the allocation of a borrowed proxy ended the read scope: the
+    proxy was listed in the closed scope with no root, its object was freed while it lived, and
+    a field read then followed a dangling word (SIGSEGV). The read now raises."""
+    out = child(
+        SCOPE_PRELUDE
+        + """
+    nodes = cs.copy_to([HNode(i) for i in range(5000)])
+    holder = cs.copy_to(HNode(-1))
+    holder.nxt = nodes[2500]
+    scope = cs.read_scope()
+    scope.__enter__()
+
+    def cb(phase, info):
+        if phase == "start":
+            gc.callbacks.remove(cb)
+            scope.__exit__(None, None, None)
+
+    gc.collect()
+    gc.callbacks.append(cb)
+    gc.set_threshold(1)
+    try:
+        x = holder.nxt
+        print("no error")
+    except cs.InvalidArgumentError:
+        x = None
+    gc.set_threshold(700)
+    assert not cs.in_read_scope()
+    x = holder.nxt  # outside the scope: rooted
+    holder.nxt = None
+    del nodes
+    cs.collect(); cs.collect()
+    reuse_and_check(x, 200)
+    print("ok")
+    """
+    )
+    assert out.split() == ["ok"]
+
+
+def test_a_scope_open_across_detach_and_attach_keeps_nothing_borrowed():
+    """detach() and attach() inside an open read scope: the binding kept treating it as open, so
+    proxies read afterwards took no root while no native scope kept their objects, which were
+    freed while the proxies lived (SIGSEGV). Such a scope no longer counts as open."""
+    out = child(
+        SCOPE_PRELUDE
+        + """
+    scope = cs.read_scope()
+    scope.__enter__()
+    cs.detach()
+    cs.attach()
+    assert not cs.in_read_scope()
+    nodes = cs.copy_to([HNode(i) for i in range(5000)])
+    holder = cs.copy_to(HNode(-1))
+    holder.nxt = nodes[2500]
+    x = holder.nxt
+    holder.nxt = None
+    del nodes
+    t = threading.Thread(target=lambda: (cs.collect(), cs.collect()))
+    t.start(); t.join()
+    reuse_and_check(x, 200)
+    scope.__exit__(None, None, None)
+    assert x.v == 2500
+    print("ok")
+    """
+    )
+    assert out.split() == ["ok"]
+
+
+def test_a_rollback_after_cycles_freed_what_the_transaction_wrote_and_dropped():
+    """The lists a copy made inside a transaction, written (logged) and dropped, were freed by
+    cycles before the rollback, which then wrote into their reused memory: the client crashed,
+    and the server crashed too, rolling back the dead client's transaction. The undo log now keeps
+    what it names until the transaction ends."""
+    out = child(
+        """
+        import threading
+        cs.proxy_cache(0)
+        kept = cs.copy_to([1, 2, 3])
+        tx = cs.transaction(); tx.__enter__()
+        kept.append(4)
+        for i in range(20):
+            cs.copy_to([[1, 2, 3, "s" * 50] for _ in range(1000)])
+        th = threading.Thread(target=lambda: (cs.collect(5), cs.collect(5))); th.start(); th.join()
+        junk = [cs.copy_to([b"A" * 4000 for i in range(100)]) for _ in range(50)]
+        tx.rollback()
+        assert list(kept) == [1, 2, 3]
+        del junk
+        cs.collect(); cs.collect()
+        assert list(kept) == [1, 2, 3]
+        print("ok")
+        """
+    )
+    assert out.split() == ["ok"]
