@@ -670,10 +670,26 @@ Rooted tx_read_rooted(const void* owner, const std::atomic<Word>* slot) {
       t, owner, [&] { return root_load(slot); }, [](Rooted& r) { r.reset(); });
 }
 
+// The object an entry for a field `slot` of `owner` keeps alive: the array that holds the slot. A
+// user object's fields beyond its inline slots live in its extension array, which a schema change
+// outside the transaction (add_field) may replace meanwhile; the rollback then writes into the
+// replaced array, so that array is what must not be freed.
+Word field_log_owner(const TxThread& t, const void* owner, const std::atomic<Word>* slot) {
+  const Word w = log_owner(t, owner);
+  if (w == kNull || class_of(w)->kind != TypeKind::kObject) return w;
+  auto* u = reinterpret_cast<UserObject*>(w);
+  if (slot >= u->slots && slot < u->slots + inline_slots(w)) return w;
+  const Word ext = u->extension.load(std::memory_order_acquire);
+  if (ext == kNull) return w;
+  auto* a = reinterpret_cast<ArrayObject*>(ext);
+  return slot >= a->slots && slot < a->slots + a->capacity ? ext : w;
+}
+
 void tx_write(const void* owner, std::atomic<Word>* slot, Word value) {
   TxThread& t = usable();
   acquire(t, owner);
-  append(t, reinterpret_cast<std::uint64_t>(slot) | kLogWord, slot->load(std::memory_order_acquire), log_owner(t, owner));
+  append(t, reinterpret_cast<std::uint64_t>(slot) | kLogWord, slot->load(std::memory_order_acquire),
+         field_log_owner(t, owner, slot));
   store_ref(slot, value);
 }
 

@@ -39,8 +39,9 @@
 //    meaning, and are not isolated from transactions (doc/DESIGN.md says what they can see).
 //
 // Undo log: an ArrayObject of entries of three slots: make_small(address | kind), the old value,
-// and the object the word belongs to (a reference; kNull for a word outside the objects space, a
-// repository's root). kind kLogWord: an std::atomic<Word> slot, restored through the write
+// and the object the word belongs to (a reference: the container, the user object, or for a user
+// object's field beyond its inline slots the extension array holding it; kNull for a word outside
+// the objects space, a repository's root). kind kLogWord: an std::atomic<Word> slot, restored through the write
 // barrier; kind kLogCount: an std::atomic<uint64_t> counter (a size) whose old value is a small
 // integer. A container's entries are restored under its lock word. The log is rooted, so it keeps
 // alive every old value and every object it has entries for until the transaction ends: an object

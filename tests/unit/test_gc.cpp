@@ -5,6 +5,7 @@
 #include <random>
 #include <thread>
 
+#include "classes.hpp"
 #include "collector.hpp"
 #include "colors/colors.hpp"
 #include "containers.hpp"
@@ -553,4 +554,59 @@ TEST_CASE("a transaction's undo log keeps what it wrote: a rollback after cycles
   const GcCycleStats s2 = checked_cycle(c, m);
   REQUIRE(s1.objects_freed + s2.objects_freed >= 6000);
   REQUIRE(checked_cycle(c, m).objects_freed < 10);
+}
+
+// The same for a field in a user object's extension array (fields beyond its inline slots): a
+// schema change outside the transaction (add_field, on another thread) moved the fields into a new,
+// larger extension, the old one was freed and reused, and the rollback wrote into it. The log keeps
+// the array that holds the slot it names.
+TEST_CASE("a transaction's undo log keeps the extension array a logged field lives in") {
+  test::TestSegment seg(16 << 20);
+  Metadata* m = seg.meta();
+  gc::Collector c(m, opts());
+  Class cls = define_class("t.TxExt", {{"f0", TypeKind::kAny, ""}});
+  for (int round = 0; round < 20; ++round) {
+    Object o = new_object(cls);
+    // The object's block has room for two slots: e1 goes inline, e2 into an extension of one.
+    for (int f = 1; f <= 2; ++f) o.add_field({"e" + std::to_string(f), TypeKind::kAny, ""});
+    o.set("e2", Value(424242));  // what the rollback writes back
+    std::atomic<int> step{0};
+    std::string error;
+    std::thread tx_thread([&] {
+      try {
+        Transaction tx;
+        o.set("e2", Value("written in the transaction"));
+        step.store(1);
+        while (step.load() != 2) std::this_thread::yield();
+        tx.rollback();
+      } catch (const std::exception& e) {
+        error = e.what();
+        step.store(1);
+      }
+    });
+    while (step.load() != 1) std::this_thread::yield();
+    // The slot the transaction wrote (and will restore), in the extension add_field replaces.
+    std::atomic<Word>* slot = field_slot(o.raw(), *find_field(class_of(o.raw()), "e2"));
+    const Word written = slot->load();
+    o.add_field({"later", TypeKind::kAny, ""});  // outside the transaction: a larger extension
+    for (int i = 0; i < 200; ++i) Value garbage(std::string(64, 'g'));
+    c.run_cycle();
+    c.run_cycle();
+    // Kept by the log, not freed (the sweep poisons what it frees).
+    REQUIRE(slot->load() == written);
+    // Lists made now reuse what the cycles freed; a rollback that wrote into the old extension
+    // changed one of their words.
+    std::vector<List> fresh;
+    for (int i = 0; i < 3000; ++i) {
+      List l = new_list();
+      for (int k = 0; k < 3; ++k) l.append(Value(i));
+      fresh.push_back(l);
+    }
+    step.store(2);
+    tx_thread.join();
+    REQUIRE(error == "");
+    for (int i = 0; i < 3000; ++i)
+      for (int k = 0; k < 3; ++k) REQUIRE(fresh[i][k].as_int() == i);
+  }
+  checked_cycle(c, m);
 }
