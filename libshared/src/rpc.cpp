@@ -420,7 +420,15 @@ bool Client::server_alive() const {
   return current();
 }
 
-Pending Client::call_async(std::string_view method, const List& args) {
+Value Client::call(std::string_view method, const List& args, std::int64_t timeout_ms) {
+  if (timeout_ms < 0) return call_async(method, args).get(-1);
+  const std::int64_t start = detail::monotonic_ns();
+  Pending p = call_async(method, args, timeout_ms);
+  const std::int64_t spent_ms = (detail::monotonic_ns() - start) / 1'000'000;
+  return p.get(std::max<std::int64_t>(0, timeout_ms - spent_ms));
+}
+
+Pending Client::call_async(std::string_view method, const List& args, std::int64_t timeout_ms) {
   detail::tx_refuse("a remote call");
   const Schema& s = schema();
   check_attachment();
@@ -454,9 +462,18 @@ Pending Client::call_async(std::string_view method, const List& args) {
     return client_alive(s.meta, p.server_client_, p.server_slot_) && still_registered(p.repo_, p.endpoint_obj_);
   };
   // The queue is bounded: a full queue blocks the caller (back-pressure) until the server keeps
-  // up, or fails the call if the server dies or stops meanwhile.
-  while (!queue_.send(req, kSliceNs / 1'000'000)) {
+  // up, or fails the call if the server dies or stops meanwhile, or its timeout passes.
+  constexpr std::int64_t kForeverMs = INT64_MAX / 4'000'000;  // beyond this, no deadline (no overflow)
+  const std::int64_t deadline =
+      timeout_ms < 0 || timeout_ms > kForeverMs ? -1 : detail::monotonic_ns() + timeout_ms * 1'000'000;
+  for (;;) {
+    std::int64_t slice_ms = kSliceNs / 1'000'000;
+    if (deadline >= 0) slice_ms = std::min(slice_ms, std::max<std::int64_t>(0, (deadline - detail::monotonic_ns()) / 1'000'000));
+    if (queue_.send(req, slice_ms)) break;
     if (!sent_to_live_server()) throw UnavailableError("the server of rpc endpoint '" + name_ + "' died or stopped");
+    if (deadline >= 0 && detail::monotonic_ns() >= deadline)
+      throw TimeoutError("rpc call '" + std::string(method) + "' to endpoint '" + name_ + "' was not queued within " +
+                         std::to_string(timeout_ms) + " ms: the endpoint's request queue stayed full");
   }
   p.req_ = req;
   p.spin_ns_ = spin_ns_;

@@ -100,10 +100,11 @@ rpc::Outcome handle(const std::string& method, const List& args, Flags* flags) {
 }
 
 // A server child: serves `endpoint` with `threads` threads until flags->stop.
-pid_t start_server(const std::string& socket, const std::string& endpoint, Flags* flags, int threads = 1) {
+pid_t start_server(const std::string& socket, const std::string& endpoint, Flags* flags, int threads = 1,
+                   std::uint32_t queue_capacity = 1024) {
   return fork_client(socket, [=] {
     while (flags->go.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    rpc::Server srv(endpoint);
+    rpc::Server srv(endpoint, queue_capacity);
     flags->ready.store(1);
     std::vector<std::thread> ts;
     for (int t = 0; t < threads; ++t) {
@@ -205,6 +206,33 @@ TEST_CASE("rpc: timeouts, async calls and batches keep order and sharing") {
   CHECK(outs[3].value.as_bool());  // one shared object passed twice stays one object
   CHECK(outs[4].value.as_int() == 3);
   CHECK(shared.size() == 3);
+  flags->stop.store(1);
+}
+
+TEST_CASE("rpc: a call's timeout bounds its wait for a slot in a full request queue") {
+  Fixture fx;
+  SharedFlags flags;
+  Kids kids;
+  kids.add(start_server(fx.cfg.socket, "tiny", flags.f, 1, 1));  // one serving thread, one queued call
+  REQUIRE(eventually([&] { return flags->ready.load() == 1; }, 10000));
+  attach(fx.cfg.socket);
+  rpc::Client c("tiny");
+
+  rpc::Pending busy = c.call_async("slow", args_of({3000}));  // the serving thread sleeps 3 s
+  REQUIRE(eventually([&] { return flags->in_handler.load() == 1; }, 5000));
+  rpc::Pending queued = c.call_async("add", args_of({1, 2}));  // fills the queue
+  auto t0 = std::chrono::steady_clock::now();
+  auto e = thrown_by<TimeoutError>([&] { c.call("add", args_of({3, 4}), 200); });
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(1500));
+  CHECK(std::string(e.what()).find("request queue stayed full") != std::string::npos);
+  t0 = std::chrono::steady_clock::now();
+  CHECK_THROWS_AS(c.call_async("add", args_of({5, 6}), 100), TimeoutError);
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(1500));
+  // Nothing was sent by the calls that timed out: the queue drains to the two real calls.
+  CHECK(busy.get(10000).as_bool());
+  CHECK(queued.get(10000).as_int() == 3);
+  CHECK(c.call("add", args_of({7, 8}), 10000).as_int() == 15);
+  CHECK(flags->handled.load() == 3);
   flags->stop.store(1);
 }
 

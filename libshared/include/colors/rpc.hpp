@@ -146,10 +146,12 @@ class Client {
  public:
   // UnavailableError when no live process serves `name`.
   explicit Client(const std::string& name);
-  Value call(std::string_view method, const List& args, std::int64_t timeout_ms = -1) {
-    return call_async(method, args).get(timeout_ms);
-  }
-  Pending call_async(std::string_view method, const List& args);
+  // timeout_ms >= 0 bounds the whole call: the wait for a slot in a full request queue, then the
+  // wait for the result (TimeoutError when either passes it).
+  Value call(std::string_view method, const List& args, std::int64_t timeout_ms = -1);
+  // Sends the call. The request queue is bounded: while it is full the caller waits for a slot
+  // (back-pressure), at most timeout_ms when that is >= 0 (TimeoutError, nothing was sent).
+  Pending call_async(std::string_view method, const List& args, std::int64_t timeout_ms = -1);
   // One request running every (method, args) in order; the Pending's result is the list of
   // outcomes (see kBatchMethod); outcomes() splits it.
   Pending call_batch(const std::vector<std::pair<std::string, List>>& calls);

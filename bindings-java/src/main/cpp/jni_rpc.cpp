@@ -37,7 +37,6 @@ constexpr std::int64_t kSliceMs = 50;  // serving threads re-check `closing` at 
 
 // A call its server stopped or died before running reaches the caller as UnavailableError
 // (libshared's kRejected state), so no conversion is needed here.
-colors::Value get_result(colors::rpc::Pending& pend, std::int64_t timeout_ms) { return pend.get(timeout_ms); }
 
 struct JClient {
   colors::rpc::Client c;
@@ -423,8 +422,7 @@ jobject JNICALL n_client_call(JNIEnv* env, jclass, jlong p, jstring method, jobj
     auto* jc = from_ptr<JClient>(p);
     Blocking blocking(env);
     std::string m = java_to_utf8(env, method);
-    colors::rpc::Pending pend = jc->c.call_async(m, list_of(env, args));
-    return to_java(env, get_result(pend, timeout_ms));
+    return to_java(env, jc->c.call(m, list_of(env, args), timeout_ms));
   });
 }
 
@@ -435,8 +433,7 @@ jobject JNICALL n_client_call_flat(JNIEnv* env, jclass, jlong p, jstring method,
     auto* jc = from_ptr<JClient>(p);
     Blocking blocking(env);
     std::string m = java_to_utf8(env, method);
-    colors::rpc::Pending pend = jc->c.call_async(m, decode_flat(env, n, tags, bits, objs, blob));
-    return to_java(env, get_result(pend, timeout_ms));
+    return to_java(env, jc->c.call(m, decode_flat(env, n, tags, bits, objs, blob), timeout_ms));
   });
 }
 
@@ -466,7 +463,7 @@ jobject JNICALL n_pending_get(JNIEnv* env, jclass, jlong p, jlong timeout_ms) {
   return guarded<jobject>(env, nullptr, [&] {
     auto* pend = from_ptr<colors::rpc::Pending>(p);
     Blocking blocking(env);
-    return to_java(env, get_result(*pend, timeout_ms));
+    return to_java(env, pend->get(timeout_ms));
   });
 }
 

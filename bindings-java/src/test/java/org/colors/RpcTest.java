@@ -330,6 +330,26 @@ class RpcTest {
   }
 
   @Test
+  void theTimeoutBoundsTheWaitForAFullRequestQueue() throws Exception {
+    String name = unique("tiny");
+    try (RpcServer tiny = RpcServer.serve(name, new RpcTestService(), RpcServer.options().threads(1).queueCapacity(1));
+        RpcClient c = RpcClient.connect(name)) {
+      CompletableFuture<Object> busy = c.callAsync("sleep", 3000);
+      // The queue holds one call: this send returns once the serving thread took the sleep.
+      CompletableFuture<Object> queued = c.callAsync("add", 1, 2);
+      long t0 = System.nanoTime();
+      RpcTimeoutException e =
+          assertThrows(RpcTimeoutException.class, () -> c.call(Duration.ofMillis(200), "add", 3, 4));
+      long ms = (System.nanoTime() - t0) / 1_000_000;
+      assertTrue(ms >= 150 && ms < 1500, "timed out after " + ms + " ms");
+      assertTrue(e.getMessage().contains("request queue stayed full"), e.getMessage());
+      assertEquals(3L, queued.get(30, TimeUnit.SECONDS));
+      busy.get(30, TimeUnit.SECONDS);
+      assertEquals(15L, c.call(Duration.ofSeconds(30), "add", 7, 8));
+    }
+  }
+
+  @Test
   void interruptOfAWaitingCaller() throws Exception {
     AtomicReference<Throwable> got = new AtomicReference<>();
     Thread t = new Thread(() -> {

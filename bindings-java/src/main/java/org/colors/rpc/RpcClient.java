@@ -186,7 +186,8 @@ public final class RpcClient implements AutoCloseable {
    * @param args its arguments
    * @return its result
    * @throws RpcTimeoutException if the result did not arrive within {@code timeout} (the call is
-   *     abandoned: the server may still run it)
+   *     abandoned: the server may still run it), or the endpoint's request queue stayed full for
+   *     that long (nothing was sent)
    * @throws RemoteException if the remote method failed
    * @throws UnavailableException if no live process serves the endpoint or it died during the call
    */
