@@ -303,11 +303,25 @@ namespace {
 
 // ---- natives of org.colors.Native: attachment, handles, collector ----
 
+// Set while an attach or a detach waits for the heap-pressure watcher (n_await_heap_pressure
+// holds g_attach_rw shared while it waits): the watcher returns -1 at once, and its Java loop ends.
+// Attach and detach are serialised by SharedMemory's lock, so one Reset clears what one set.
+std::atomic<bool> g_watch_stop{false};
+
+bool watch_stopped() { return g_watch_stop.load(std::memory_order_acquire); }
+
 // True when this made a new attachment; false when already attached to a live server, or when
 // the heap of a server that died was taken back by its successor (same attachment, same roots).
 jboolean JNICALL n_attach(JNIEnv* env, jclass, jstring socket) {
   return guarded_attachment<jboolean>(env, JNI_FALSE, [&] {
     std::string path = socket == nullptr ? std::string() : java_to_utf8(env, socket);
+    // The heap-pressure watcher waits holding g_attach_rw shared: end its wait, as detach does,
+    // so this exclusive lock is not starved (SharedMemory.attach starts a new watcher after).
+    g_watch_stop.store(true, std::memory_order_release);
+    struct Reset {
+      ~Reset() { g_watch_stop.store(false, std::memory_order_release); }
+    } reset;
+    if (cd::Metadata* m = cd::current_meta_or_null()) cd::futex_wake_all(&m->heap_pressure_seq);
     std::unique_lock<std::shared_mutex> lk(g_attach_rw);
     if (colors::is_attached()) return JNI_FALSE;
     const std::uint64_t before = colors::detail::attachment_epoch();
@@ -320,11 +334,6 @@ jboolean JNICALL n_attach(JNIEnv* env, jclass, jstring socket) {
   });
 }
 
-// Set while a detach waits for the heap-pressure watcher (n_await_heap_pressure holds g_attach_rw
-// shared while it waits): the watcher returns -1 at once, and its Java loop ends.
-std::atomic<bool> g_watch_stop{false};
-
-bool watch_stopped() { return g_watch_stop.load(std::memory_order_acquire); }
 
 // Blocked calls of other threads are made to throw NotAttachedException first, and the segment
 // is unmapped only when none is left inside a blocking wait (Blocking, jni_common.hpp).

@@ -108,24 +108,45 @@ final class Proxies {
    * little Java memory may not do for a long time, while the other process fails with
    * {@code OutOfMemoryError} (libshared heap.hpp, signal_heap_pressure). The thread holds no lock
    * while it waits for the JVM's GC, and {@link Roots#LOCK} while it releases (it is no mutator: an
-   * attach or detach may run meanwhile); it ends at detach (the native returns -1, or the
-   * attachment generation changed). Not started with {@code -Dcolors.heapPressureGc=false}.
+   * attach or detach may run meanwhile); it ends at detach and at the next attach (the native
+   * returns -1 while either waits for the attach lock, the attachment generation changed, or a
+   * newer watcher replaced it). Not started with {@code -Dcolors.heapPressureGc=false}.
+   *
+   * <p>Invariant: at most one watcher runs once an attach returned. Each attach starts one (an
+   * attach that takes this process back after its server died keeps the generation, so the
+   * generation alone would not end the previous watcher), and a watcher that is no longer {@link
+   * #pressureWatcher} ends at its next wake-up. Watchers hold the JNI attach lock shared while
+   * they wait, so several of them back to back would starve the next attach.
    */
   static void startPressureWatcher() {
     if (!PRESSURE_GC) return;
     final long generation = Native.generation();
     Thread t = new Thread(() -> watchHeapPressure(generation), "colors-heap-pressure");
     t.setDaemon(true);
+    pressureWatcher = t;
     t.start();
+  }
+
+  /** The current heap-pressure watcher; written only by attach (under SharedMemory's lock). */
+  private static volatile Thread pressureWatcher;
+
+  private static boolean stillWatching(long generation) {
+    return Native.generation() == generation && pressureWatcher == Thread.currentThread();
+  }
+
+  /** The heap-pressure watcher threads alive (tests). */
+  static long pressureWatchers() {
+    return Thread.getAllStackTraces().keySet().stream().filter(t -> t.getName().equals("colors-heap-pressure")).count();
   }
 
   private static void watchHeapPressure(long generation) {
     try {
+      if (!stillWatching(generation)) return;
       Native.registerPressureWatcher();
       int seen = Native.awaitHeapPressure(0, 0);
-      while (seen != -1 && Native.generation() == generation) {
+      while (seen != -1 && stillWatching(generation)) {
         int now = Native.awaitHeapPressure(seen, 1000);
-        if (now == -1 || Native.generation() != generation) return;
+        if (now == -1 || !stillWatching(generation)) return;
         if (now != seen) {
           seen = now;
           PRESSURE_WATCH_CALLS.increment();

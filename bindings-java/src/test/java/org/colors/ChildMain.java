@@ -25,6 +25,7 @@ public final class ChildMain {
       case "server-death": serverDeath(args[1]); break;
       case "server-restart": serverRestart(args[1]); break;
       case "use-during-detach": useDuringDetach(Integer.parseInt(args[1])); break;
+      case "attach-after-restarts": attachAfterRestarts(args[1], Integer.parseInt(args[2])); break;
       case "rpc-serve": rpcServe(args[1], Integer.parseInt(args[2])); break;
       case "rpc-serve-exit": rpcServeExit(args[1]); break;
       case "rpc-client": rpcClient(args[1], Integer.parseInt(args[2])); break;
@@ -247,6 +248,34 @@ public final class ChildMain {
     repo.set(again);  // a repository store needs the server: reattaches to the successor
     System.out.println("size " + again.size() + " first " + again.get(0) + " last " + again.get(100) + " attached "
         + SharedMemory.isAttached());
+  }
+
+  /**
+   * ServerDeathTest's client of a server killed `rounds` times: after each kill (a "killed" line
+   * on stdin) and the successor's start ("restarted"), attaches again, explicitly, and prints
+   * "watchers N attached B": the heap-pressure watcher threads alive once the count settles (5 s
+   * at most) and whether the attach took the process back.
+   */
+  private static void attachAfterRestarts(String socket, int rounds) throws Exception {
+    SharedMemory.attach(Path.of(socket));
+    List<Object> held = SharedMemory.allocate(List.class);
+    held.add(1L);
+    SharedMemory.findOrCreateRepository("attach-after-restarts").set(held);
+    java.io.BufferedReader in = new java.io.BufferedReader(new java.io.InputStreamReader(System.in));
+    System.out.println("ready watchers " + Proxies.pressureWatchers());
+    System.out.flush();
+    for (int k = 0; k < rounds; k++) {
+      in.readLine();  // killed
+      while (SharedMemory.isAttached()) Thread.sleep(1);
+      in.readLine();  // restarted
+      SharedMemory.attach(Path.of(socket));
+      held.add((long) k);
+      long deadline = System.nanoTime() + 5_000_000_000L;
+      while (Proxies.pressureWatchers() != 1 && System.nanoTime() < deadline) Thread.sleep(10);
+      System.out.println("watchers " + Proxies.pressureWatchers() + " attached " + SharedMemory.isAttached() + " size "
+          + held.size());
+      System.out.flush();
+    }
   }
 
   /**

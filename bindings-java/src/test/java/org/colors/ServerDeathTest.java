@@ -7,6 +7,8 @@ import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
@@ -78,6 +80,40 @@ class ServerDeathTest {
     } finally {
       if (successor != null) successor.close();
       own.close();
+    }
+  }
+
+  /**
+   * Each attach that takes the client back after a kill -9 leaves one heap-pressure watcher, not
+   * one more each time (their shared holds of the JNI attach lock, back to back, starved a later
+   * attach for minutes).
+   */
+  @Test
+  void attachesAfterServerRestartsKeepOneHeapPressureWatcher() throws Exception {
+    ColorsServer.Server current = new ColorsServer.Server("16M");
+    List<ColorsServer.Server> all = new ArrayList<>(List.of(current));
+    try {
+      Process child = current.spawnWithSocket(current.socket.toString(), "attach-after-restarts",
+          current.socket.toString(), "3");
+      BufferedReader out = new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8));
+      assertEquals("ready watchers 1", out.readLine());
+      OutputStream in = child.getOutputStream();
+      for (int k = 0; k < 3; k++) {
+        current.proc.destroyForcibly();  // SIGKILL
+        assertTrue(current.proc.waitFor(10, TimeUnit.SECONDS));
+        in.write("killed\n".getBytes(StandardCharsets.UTF_8));
+        in.flush();
+        current = new ColorsServer.Server(current);
+        all.add(current);
+        in.write("restarted\n".getBytes(StandardCharsets.UTF_8));
+        in.flush();
+        assertEquals("watchers 1 attached true size " + (k + 2), out.readLine(), "after restart " + (k + 1));
+      }
+      in.close();
+      assertTrue(child.waitFor(60, TimeUnit.SECONDS));
+      assertEquals(0, child.exitValue());
+    } finally {
+      for (int i = all.size() - 1; i >= 0; i--) all.get(i).close();
     }
   }
 
