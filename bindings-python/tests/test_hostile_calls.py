@@ -192,3 +192,52 @@ def test_a_rollback_after_cycles_freed_what_the_transaction_wrote_and_dropped():
         """
     )
     assert out.split() == ["ok"]
+
+
+def test_a_thread_that_ends_inside_its_read_scope_keeps_the_proxies_it_handed_on():
+    """A thread entered a read scope, never left it, handed a borrowed proxy to the main thread
+    and ended: libshared ended its native scope at thread exit, nothing rooted the proxy, and its
+    object was freed and reused while the main thread still read it (SIGSEGV). The scope now ends
+    with its thread, which roots what escaped."""
+    out = child(
+        SCOPE_PRELUDE
+        + """
+    nodes = cs.copy_to([HNode(i) for i in range(5000)])
+    holder = cs.copy_to(HNode(-1))
+    holder.nxt = nodes[2500]
+    box = []
+
+    def reader():
+        cs.read_scope().__enter__()  # never exited
+        box.append(holder.nxt)       # a borrowed proxy escapes to the main thread
+
+    def suspended():
+        with cs.read_scope():
+            box.append(holder.nxt)
+            yield
+
+    def reader_in_generator():
+        g = suspended()
+        next(g)
+        box.append(g)  # the generator, suspended inside its scope, outlives the thread
+
+    for target in (reader, reader_in_generator):
+        t = threading.Thread(target=target)
+        t.start(); t.join()
+    assert not cs.in_read_scope()
+    holder.nxt = None
+    del nodes
+    cs.collect(); cs.collect()
+    reuse_and_check(box[0], 100)
+    reuse_and_check(box[1], 100)
+    with cs.read_scope():
+        try:
+            box[2].close()  # the generator's `with` exits here, on another thread than its scope's
+            print("no error")
+        except cs.InvalidArgumentError:
+            pass
+        assert cs.in_read_scope()  # this thread's own scope is still open
+    print("ok")
+    """
+    )
+    assert out.split() == ["ok"]

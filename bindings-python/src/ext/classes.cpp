@@ -29,6 +29,8 @@
 //    owner): the fast paths below (unboxed reads and stores in the descriptors, the live-proxy
 //    shortcut, direct string and float reads, the pooled root loads) are taken only outside one.
 //  * Everything here runs with the GIL held.
+#include <pthread.h>
+
 #include <bit>
 #include <cstddef>
 #include <cstring>
@@ -340,7 +342,7 @@ struct ScopeState {
   std::uint64_t epoch = 0;  // outermost entries so far
   std::vector<Handle*> borrowed;
 };
-thread_local ScopeState* t_scope = nullptr;  // made at the thread's first scope, kept for the thread
+thread_local ScopeState* t_scope = nullptr;  // made at the thread's first scope (thread_scope_state)
 int g_open_scopes = 0;
 
 // The calling thread's open scope, or nullptr (a plain read while no scope is open anywhere).
@@ -385,6 +387,80 @@ void promote_handle(Handle* h) {
     make_stale(h);  // no root to be had (the table cannot grow): unusable rather than unkept
     throw;
   }
+}
+
+// ---- a thread that ends inside its read scope ----
+//
+// A thread may end with its scope open (entered, never exited; or a generator suspended inside
+// `with read_scope():`), after handing a borrowed proxy to another thread. libshared ends the
+// native scope at thread exit (read_scope.hpp), so that proxy's object would be kept by nothing.
+// CPython clears a thread's state dict on that thread, with the GIL, before the thread ends
+// (PyThreadState_Clear in the thread's bootstrap): a ScopeEnd kept in that dict is deallocated
+// then, and ends a scope still open as read_scope_exit does (promote on escape, then the native
+// scope ends on its own thread). A thread state cleared by another thread (a daemon thread's, at
+// interpreter exit) only has its handles promoted: its native scope and state belong to a thread
+// that never runs again.
+// Invariant: the ScopeEnd of a thread is made with its ScopeState (read_scope_enter) and is the
+// only owner of it once the thread ends.
+struct ScopeEnd {
+  PyObject_HEAD
+  ScopeState* state;
+  pthread_t thread;
+};
+PyTypeObject* g_scope_end_type = nullptr;
+constexpr const char* kScopeEndKey = "colors_shm.read_scope_end";
+
+void end_scope_at_thread_end(ScopeState* s, bool own_thread) {
+  if (s->depth > 0) {
+    s->depth = 0;
+    while (!s->borrowed.empty()) {
+      try {
+        promote_handle(s->borrowed.back());  // unlists first; a failure leaves the handle stale
+      } catch (...) {
+      }
+    }
+    --g_open_scopes;
+    if (own_thread) s->native.reset();
+  }
+  if (own_thread) {
+    if (t_scope == s) t_scope = nullptr;
+    delete s;
+  }
+}
+
+void scope_end_dealloc(PyObject* self) {
+  auto* e = reinterpret_cast<ScopeEnd*>(self);
+  if (e->state != nullptr) end_scope_at_thread_end(e->state, pthread_equal(e->thread, pthread_self()) != 0);
+  e->state = nullptr;
+  PyTypeObject* type = Py_TYPE(self);
+  type->tp_free(self);
+  Py_DECREF(type);
+}
+
+PyType_Slot scope_end_slots[] = {
+    {Py_tp_dealloc, reinterpret_cast<void*>(&scope_end_dealloc)},
+    {Py_tp_doc, const_cast<char*>("Ends this thread's read scope when the thread ends (internal).")},
+    {0, nullptr},
+};
+PyType_Spec scope_end_spec = {"colors_shm._colors_shm._ScopeEnd", sizeof(ScopeEnd), 0,
+                              Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION, scope_end_slots};
+
+// This thread's ScopeState, made at its first scope with the ScopeEnd that owns it at thread end.
+ScopeState& thread_scope_state() {
+  if (t_scope != nullptr) return *t_scope;
+  PyObject* dict = PyThreadState_GetDict();
+  if (dict == nullptr) throw colors::InvalidArgumentError("this thread has no Python thread state for a read scope");
+  auto state = std::make_unique<ScopeState>();
+  auto* e = PyObject_New(ScopeEnd, g_scope_end_type);
+  if (e == nullptr) throw py::error_already_set();
+  e->state = nullptr;
+  e->thread = pthread_self();
+  const int rc = PyDict_SetItemString(dict, kScopeEndKey, reinterpret_cast<PyObject*>(e));
+  Py_DECREF(e);  // the dict holds it, or it is freed (state still null) on failure
+  if (rc != 0) throw py::error_already_set();
+  e->state = state.get();
+  t_scope = state.release();
+  return *t_scope;
 }
 
 void handle_dealloc(PyObject* self) {
@@ -1310,8 +1386,7 @@ std::size_t borrowed_count() {
 
 void read_scope_enter() {
   ensure_attached();
-  if (t_scope == nullptr) t_scope = new ScopeState();  // one per thread, for its lifetime
-  ScopeState& s = *t_scope;
+  ScopeState& s = thread_scope_state();
   if (s.depth == 0) {
     s.native.emplace();  // NotAttachedError; InvalidArgumentError inside a transaction
     ++g_open_scopes;
@@ -1489,7 +1564,8 @@ const UserLayout& user_layout(PyTypeObject* type, const std::vector<std::pair<st
 void init_classes(py::module_& m) {
   g_handle_type = reinterpret_cast<PyTypeObject*>(PyType_FromSpec(&handle_spec));
   g_descr_type = reinterpret_cast<PyTypeObject*>(PyType_FromSpec(&descr_spec));
-  if (g_handle_type == nullptr || g_descr_type == nullptr) throw py::error_already_set();
+  g_scope_end_type = reinterpret_cast<PyTypeObject*>(PyType_FromSpec(&scope_end_spec));
+  if (g_handle_type == nullptr || g_descr_type == nullptr || g_scope_end_type == nullptr) throw py::error_already_set();
   m.add_object("_FieldDescriptor", py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(g_descr_type)));
   g_no_default = PyObject_CallNoArgs(reinterpret_cast<PyObject*>(&PyBaseObject_Type));
   m.add_object("_NO_DEFAULT", py::reinterpret_borrow<py::object>(g_no_default));
