@@ -241,3 +241,70 @@ def test_a_thread_that_ends_inside_its_read_scope_keeps_the_proxies_it_handed_on
     """
     )
     assert out.split() == ["ok"]
+
+
+def test_daemon_threads_in_blocking_calls_at_interpreter_exit():
+    """Daemon threads inside blocking calls when the interpreter exits: CPython ended each one
+    that took the GIL back during finalization with pthread_exit, whose unwind through the
+    binding's GIL guard aborted the process (SIGABRT). They now park until the process ends."""
+    for _ in range(3):
+        out = child(
+            """
+            import threading, time
+            ch = cs.channel("hostile.daemon-exit")
+            def poll():
+                while True:
+                    try:
+                        ch.receive(timeout=0.001)
+                    except TimeoutError:
+                        pass
+            for i in range(4):
+                threading.Thread(target=poll, daemon=True).start()
+            threading.Thread(target=ch.receive, daemon=True).start()  # blocks until the end
+            time.sleep(0.3)
+            print("ok")
+            """
+        )
+        assert out.split() == ["ok"]
+
+
+def test_a_signal_handler_that_raises_as_synchronized_acquires_leaves_no_monitor_held():
+    """A signal arriving while `with synchronized(obj):` waited for the monitor: its handler ran
+    right after the acquire returned inside a Python __enter__, so the with block never began,
+    __exit__ never ran and the thread kept the monitor (20 of 20 entries). __enter__ is now a C
+    method, after which CPython runs no handler before the block."""
+    out = child(
+        """
+        import os, signal, threading, time
+        from colors_shm import _colors_shm as ext
+        box = cs.copy_to({"x": 1})
+        class Boom(Exception):
+            pass
+        def handler(signum, frame):
+            raise Boom()
+        signal.signal(signal.SIGUSR1, handler)
+        leaks = raised = 0
+        for i in range(20):
+            held = threading.Event()
+            def holder():
+                with cs.synchronized(box):
+                    held.set()
+                    time.sleep(0.05)
+                    os.kill(os.getpid(), signal.SIGUSR1)  # pending while the main thread waits
+            t = threading.Thread(target=holder)
+            t.start()
+            held.wait()
+            try:
+                with cs.synchronized(box):
+                    pass
+            except Boom:
+                raised += 1
+            t.join()
+            while ext._monitor_held(box):
+                leaks += 1
+                ext._monitor_exit(box)
+        assert raised == 20, raised
+        print("leaks", leaks)
+        """
+    )
+    assert out.split() == ["leaks", "0"]

@@ -42,6 +42,12 @@ import threading as _threading
 from dataclasses import dataclass as _dataclass
 
 from . import _colors_shm as _ext
+
+# Registered first, so it runs last of the binding's atexit handlers (after the rpc servers and
+# the heap-pressure watcher stopped): other threads' blocking calls end and their threads park
+# instead of taking the GIL back during finalization, which would abort the process (GilRelease,
+# ext/common.hpp).
+_atexit.register(_ext._begin_interpreter_exit, 500)
 from ._colors_shm import (
     AddressInUseError,
     Channel,
@@ -298,31 +304,8 @@ CHANNEL_MAX_CAPACITY: int = _ext.CHANNEL_MAX_CAPACITY
 # ---- monitors ---------------------------------------------------------------------------------
 
 
-class synchronized:
-    """Context manager holding the monitor of a shared object (or repository)::
-
-        with synchronized(obj):
-            while not obj["ready"]:
-                wait(obj)
-
-    Re-entrant (the same thread may nest it). Monitors are robust: if a process died holding it,
-    entering raises :class:`OwnerDiedError` once (the monitor is then free; the guarded state may
-    be half-updated) and the next attempt succeeds. Blocking to enter releases the GIL and is
-    interruptible (Ctrl-C).
-    """
-
-    __slots__ = ("_obj",)
-
-    def __init__(self, obj):
-        self._obj = obj
-
-    def __enter__(self):
-        _ext._monitor_enter(self._obj)
-        return self._obj
-
-    def __exit__(self, exc_type, exc, tb):
-        _ext._monitor_exit(self._obj)
-        return False
+synchronized = _ext.synchronized
+synchronized.__module__ = __name__
 
 
 def wait(obj, timeout: float | None = None) -> bool:

@@ -182,6 +182,23 @@ PyObject* error_type(colors::ErrorCode c);
 // at its next slice (<= kInterruptSliceNs, 50 ms), so each wait throws and its thread leaves;
 // detach() unmaps only once g_in_flight is 0, with the GIL held from that check on, so no thread
 // is inside libshared's blocking code when the mapping goes.
+// Releases the GIL for its lifetime; the binding's only way to release it (not
+// py::gil_scoped_release). At interpreter exit CPython ends a thread that takes the GIL back
+// during finalization with pthread_exit, whose forced unwind through a C++ destructor (noexcept)
+// aborts the process. So once the exit began (begin_interpreter_exit, the binding's last atexit
+// handler), any thread but the exiting one parks here for good instead of taking the GIL back:
+// the process is ending, and such a thread has left libshared already.
+class GilRelease {
+ public:
+  GilRelease();
+  ~GilRelease();
+  GilRelease(const GilRelease&) = delete;
+  GilRelease& operator=(const GilRelease&) = delete;
+
+ private:
+  PyThreadState* state_;
+};
+
 class Blocking {
  public:
   Blocking() = default;
@@ -194,8 +211,12 @@ class Blocking {
     Prepare(const Prepare&) = delete;
     Prepare& operator=(const Prepare&) = delete;
   } prepare_;
-  py::gil_scoped_release release_;
+  GilRelease release_;
 };
+// At interpreter exit (atexit, before finalization), with the GIL: every blocking call of other
+// threads is interrupted (they raise, then park in GilRelease), and this waits, without the GIL,
+// up to timeout_ms until each thread inside a Blocking section has parked.
+void begin_interpreter_exit(std::int64_t timeout_ms);
 // detach(): refuses new blocking calls, wakes the blocked ones (they raise NotAttachedError) and
 // waits, with the GIL released, until none is left in flight. Returns with the GIL held; the
 // caller unmaps, then calls end_closing().

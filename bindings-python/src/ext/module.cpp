@@ -96,7 +96,7 @@ PYBIND11_MODULE(_colors_shm, m) {
         // usable anyway: detach() ended it.
         ++g_generation;
         {
-          py::gil_scoped_release r;
+          GilRelease r;
           colors::attach(path);
         }
       }, py::arg("socket") = py::none());

@@ -24,6 +24,21 @@ namespace {
 // See Blocking (common.hpp) for the invariants.
 int g_in_flight = 0;                  // threads inside a Blocking section; GIL-guarded
 std::atomic<int> g_closing{0};        // detach() calls waiting for g_in_flight to drain
+// Interpreter exit (GilRelease): set once, by begin_interpreter_exit, with the GIL; g_parked
+// counts the threads parked since (each was counted in g_in_flight, or in a transaction wait).
+std::atomic<bool> g_exiting{false};
+std::atomic<unsigned long> g_exit_thread{0};  // PyThread_get_thread_ident() of the exiting thread
+std::atomic<int> g_parked{0};
+
+bool other_thread_at_exit() {
+  return g_exiting.load(std::memory_order_acquire) &&
+         PyThread_get_thread_ident() != g_exit_thread.load(std::memory_order_acquire);
+}
+
+[[noreturn]] void park_for_good() {
+  g_parked.fetch_add(1, std::memory_order_acq_rel);
+  for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+}
 thread_local bool t_detach_interrupt = false;  // the hook stopped this thread's wait for a detach
 thread_local int t_blocking = 0;  // Blocking sections of this thread (1, or 2 in a signal handler's call)
 
@@ -43,6 +58,7 @@ bool interrupt_hook() {
     t_detach_interrupt = true;
     return true;
   }
+  if (other_thread_at_exit()) return true;  // the wait ends; GilRelease parks the thread
   if (Py_IsInitialized() == 0 || _Py_IsFinalizing()) return false;
   PyGILState_STATE s = PyGILState_Ensure();
   bool stop = false;
@@ -62,6 +78,25 @@ bool restore_interrupt_exception() {
   PyErr_Restore(t_exc_type, t_exc_value, t_exc_tb);  // steals the references
   t_exc_type = t_exc_value = t_exc_tb = nullptr;
   return true;
+}
+
+GilRelease::GilRelease() : state_(PyEval_SaveThread()) {}
+
+GilRelease::~GilRelease() {
+  if (other_thread_at_exit()) park_for_good();
+  PyEval_RestoreThread(state_);
+}
+
+void begin_interpreter_exit(std::int64_t timeout_ms) {
+  g_exit_thread.store(PyThread_get_thread_ident(), std::memory_order_release);
+  g_exiting.store(true, std::memory_order_release);
+  // Threads that passed GilRelease's check before the flag take the GIL back while this waits
+  // without it, and park at their next blocking call (which the hook ends at once).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (g_in_flight > g_parked.load(std::memory_order_acquire) && std::chrono::steady_clock::now() < deadline) {
+    GilRelease r;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
 }
 
 Blocking::Prepare::Prepare() {
@@ -87,8 +122,10 @@ void begin_closing() {
         "detach() cannot run inside a signal handler that interrupted a blocking call of the same thread; "
         "detach after that call returned");
   g_closing.fetch_add(1, std::memory_order_acq_rel);
-  while (g_in_flight > 0) {  // read with the GIL; the blocked threads leave within one slice
-    py::gil_scoped_release r;
+  // Read with the GIL; the blocked threads leave within one slice. Threads parked at interpreter
+  // exit have left libshared and never come back.
+  while (g_in_flight > g_parked.load(std::memory_order_acquire)) {
+    GilRelease r;
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
 }
@@ -127,6 +164,7 @@ void* tx_wait_begin() {
 
 void tx_wait_end(void* token) {
   if (token == nullptr) return;
+  if (other_thread_at_exit()) park_for_good();  // as GilRelease
   PyEval_RestoreThread(static_cast<PyThreadState*>(token));
   --g_in_flight;
 }
@@ -193,6 +231,10 @@ struct PyChannel {
 
 // ---- monitors ----
 
+struct PySynchronized {
+  py::object obj;
+};
+
 const void* monitor_address(py::handle target) {
   if (Ref* r = ref_of(target)) {
     r->check();
@@ -216,6 +258,8 @@ colors::detail::Metadata* meta() {
 }  // namespace
 
 void init_sync(py::module_& m) {
+  m.def("_begin_interpreter_exit", [](std::int64_t timeout_ms) { begin_interpreter_exit(timeout_ms); },
+        "At interpreter exit: parks the other threads' blocking calls (GilRelease, internal).");
   colors::detail::set_tx_wait_hooks(&tx_wait_begin, &tx_wait_end);
   sealed(py::class_<PyRepository>(m, "Repository", "A named root of the shared heap: any process can get() what another set()."))
       .def_property_readonly("name", [](const PyRepository& r) { return r.name; })
@@ -298,6 +342,35 @@ void init_sync(py::module_& m) {
         return colors::delete_channel(name);
       }, py::arg("name"));
 
+  // A context manager of C methods, as threading.Lock's: CPython runs no signal handler between
+  // a C __enter__ that returned and the start of the with block (BEFORE_WITH checks nothing), so
+  // a handler that raises runs inside the block and __exit__ releases the monitor. A Python
+  // __enter__ ran it right after its own call of the acquire returned, and the monitor stayed held.
+  sealed(py::class_<PySynchronized>(m, "synchronized", R"doc(Context manager holding the monitor of a shared object (or repository)::
+
+    with synchronized(obj):
+        while not obj["ready"]:
+            wait(obj)
+
+Re-entrant (the same thread may nest it). Monitors are robust: if a process died holding it,
+entering raises :class:`OwnerDiedError` once (the monitor is then free; the guarded state may
+be half-updated) and the next attempt succeeds. Blocking to enter releases the GIL and is
+interruptible (Ctrl-C); a signal handler that raises once the monitor is held raises inside the
+with block, whose exit releases it.)doc"))
+      .def(py::init([](py::object obj) { return PySynchronized{std::move(obj)}; }), py::arg("obj"))
+      .def("__enter__", [](PySynchronized& s) {
+            const void* a = monitor_address(s.obj);
+            colors::detail::Metadata* md = meta();
+            {
+              Blocking b;
+              colors::detail::monitor_enter(md, a, -1);
+            }
+            return s.obj;
+          })
+      .def("__exit__", [](PySynchronized& s, py::object, py::object, py::object) {
+            colors::detail::monitor_exit(meta(), monitor_address(s.obj));
+            return false;
+          });
   m.def("_monitor_enter", [](py::handle target, py::object timeout) {
         const void* a = monitor_address(target);
         colors::detail::Metadata* md = meta();

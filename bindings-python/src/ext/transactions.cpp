@@ -174,7 +174,7 @@ struct PyTransaction {
 
 void backoff(int attempt) {
   {
-    py::gil_scoped_release r;
+    GilRelease r;
     cd::transaction_backoff(attempt);
   }
   if (PyErr_CheckSignals() != 0) throw py::error_already_set();  // Ctrl-C between attempts
