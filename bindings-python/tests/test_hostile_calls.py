@@ -308,3 +308,52 @@ def test_a_signal_handler_that_raises_as_synchronized_acquires_leaves_no_monitor
         """
     )
     assert out.split() == ["leaks", "0"]
+
+
+def test_detach_never_leaves_a_monitor_held_for_other_processes():
+    """detach() while a thread held a shared monitor: the segment became a private copy, the
+    holder's exit no longer reached the shared heap, and every process then blocked on that
+    monitor for good (a waiter also deadlocked the detach). A detach now refuses while this
+    thread holds one, and waits for other threads to exit theirs."""
+    out = child(
+        """
+        import threading, time
+        from colors_shm import _colors_shm as ext
+        rep = cs.repository("hostile.detach-monitor")
+        # This thread holds it, another waits in wait(): refused at once, nothing dropped.
+        got = []
+        def waiter():
+            with cs.synchronized(rep):
+                got.append(cs.wait(rep, 10))
+        with cs.synchronized(rep):
+            w = threading.Thread(target=waiter)
+            w.start()
+        time.sleep(0.2)
+        with cs.synchronized(rep):
+            try:
+                cs.detach()
+                print("detached")
+            except cs.InvalidArgumentError as e:
+                assert "this thread holds 1" in str(e), e
+            assert cs.is_attached()
+            cs.notify_all(rep)
+        w.join()
+        assert got == [True], got
+        # Another thread holds it and exits within the wait: the detach goes through after it.
+        held = threading.Event()
+        def holder():
+            with cs.synchronized(rep):
+                held.set()
+                time.sleep(0.3)
+        h = threading.Thread(target=holder)
+        h.start(); held.wait()
+        cs.detach()
+        h.join()
+        cs.attach()
+        rep = cs.repository("hostile.detach-monitor")
+        assert ext._monitor_enter(rep, 0), "the monitor stayed held"
+        ext._monitor_exit(rep)
+        print("ok")
+        """
+    )
+    assert out.split() == ["ok"]

@@ -240,6 +240,13 @@ void detach() {
   std::lock_guard<std::mutex> g(g_attach_mu);
   drop_inherited_attachment();
   if (!g_segment) return;
+  // A monitor held across the detach would stay held for every process (monitor.hpp).
+  if (const MonitorHolds h = monitors_held_here(g_segment->meta()); h.process != 0) {
+    throw InvalidArgumentError(
+        "detach() while threads of this process hold " + std::to_string(h.process) + " shared monitor(s) (" +
+        std::to_string(h.thread) +
+        " by this thread): exit them first; a monitor held across a detach would stay held for every process");
+  }
   end_attachment();
 }
 

@@ -2,6 +2,7 @@
 
 #include "format.hpp"
 
+#include <dirent.h>
 #include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <exception>
@@ -283,6 +285,30 @@ void set_monitor_table_bits(Metadata* m, unsigned bits) {
 bool monitor_held_by_me(Metadata* m, const void* obj) {
   MonitorEntry& e = entry_of(m, obj);
   return e.owner.load(std::memory_order_relaxed) == owner_word() && holds(e, addr_of(obj));
+}
+
+MonitorHolds monitors_held_here(Metadata* m) {
+  std::vector<std::uint32_t> tids;
+  if (DIR* d = ::opendir("/proc/self/task")) {
+    while (const dirent* de = ::readdir(d)) {
+      if (de->d_name[0] >= '0' && de->d_name[0] <= '9') tids.push_back(static_cast<std::uint32_t>(std::strtoul(de->d_name, nullptr, 10)));
+    }
+    ::closedir(d);
+  }
+  std::sort(tids.begin(), tids.end());
+  const auto self = static_cast<std::uint32_t>(syscall(SYS_gettid));
+  MonitorHolds out;
+  for (MonitorEntry& e : m->monitors) {
+    const std::uint64_t owner = e.owner.load(std::memory_order_acquire);
+    if (owner == 0) continue;
+    if (e.held.load(std::memory_order_relaxed) == 0 && e.extra_used.load(std::memory_order_relaxed) == 0 &&
+        e.overflow.load(std::memory_order_relaxed) == 0)
+      continue;  // between a waiter's clear and its owner reset, or an owner that just left
+    const auto tid = static_cast<std::uint32_t>(owner);
+    if (tid == self) ++out.thread;
+    if (tid == self || std::binary_search(tids.begin(), tids.end(), tid)) ++out.process;
+  }
+  return out;
 }
 
 void monitor_forget_freed(Metadata* m, const void* obj) {

@@ -95,6 +95,18 @@ bool monitor_wait(Metadata* m, const void* obj, std::int64_t timeout_ns = -1, st
 void monitor_notify_all(Metadata* m, const void* obj);
 bool monitor_held_by_me(Metadata* m, const void* obj);
 
+// The monitor entries held (entered, not waiting) by threads of this process, and by the calling
+// thread. A detach refuses while any is held (colors::detach): the segment's range becomes a
+// private copy, so a monitor still held then is never released for other processes, not even by
+// its holder's death (the kernel's robust-list cleanup writes into the copy). Holders are told
+// apart by the kernel thread id in their owner word (unique among live threads machine-wide);
+// this process's threads are those of /proc/self/task.
+struct MonitorHolds {
+  std::size_t process = 0;  // entries held by any thread of this process
+  std::size_t thread = 0;   // of those, by the calling thread
+};
+MonitorHolds monitors_held_here(Metadata* m);
+
 // RAII holder: enter in the constructor (no timeout), exit in the destructor.
 class MonitorGuard {
  public:

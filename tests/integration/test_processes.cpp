@@ -15,6 +15,7 @@
 #include "server_process.hpp"
 #include "segment.hpp"  // detail::current_meta(): a raw pointer into the segment
 #include "layout.hpp"
+#include "monitor.hpp"
 
 using namespace colors;
 using colors::test::ServerConfig;
@@ -211,6 +212,56 @@ TEST_CASE("kill -9 of a client holding a monitor: next acquirer gets owner-died,
     m.notify_all();
   }
   detach();
+  f.attach_and_verify();
+}
+
+TEST_CASE("detach is refused while a thread of this process holds a monitor, not for other processes' monitors") {
+  Fixture f;
+  int ready[2];
+  REQUIRE(::pipe(ready) == 0);
+  pid_t kid = fork_client(f.cfg.socket, [&] {  // another process holding a monitor throughout
+    ::close(ready[0]);
+    Monitor m(repository("held.elsewhere"));
+    char c = 1;
+    (void)::write(ready[1], &c, 1);
+    ::pause();
+    return 0;
+  });
+  ::close(ready[1]);
+  char c;
+  REQUIRE(::read(ready[0], &c, 1) == 1);
+  ::close(ready[0]);
+
+  attach(f.cfg.socket);
+  Repository r = repository("held.here");
+  {
+    Monitor m(r);
+    CHECK_THROWS_WITH(detach(), Catch::Contains("1 shared monitor(s) (1 by this thread)"));
+    REQUIRE(is_attached());
+  }
+  std::atomic<int> phase{0};
+  std::thread holder([&] {
+    Monitor m(r);
+    phase.store(1);
+    while (phase.load() != 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  });
+  while (phase.load() != 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  CHECK_THROWS_WITH(detach(), Catch::Contains("1 shared monitor(s) (0 by this thread)"));
+  REQUIRE(is_attached());
+  phase.store(2);
+  holder.join();
+  detach();  // the other process's monitor does not count
+  REQUIRE_FALSE(is_attached());
+  // What was held here was released into the shared heap: another process takes it at once.
+  pid_t taker = fork_client(f.cfg.socket, [&] {
+    const void* a = repository("held.here").address();
+    if (!detail::monitor_enter(detail::current_meta(), a, 0)) return 1;
+    detail::monitor_exit(detail::current_meta(), a);
+    return 0;
+  });
+  CHECK(wait_child(taker, 10000) == 0);
+  ::kill(kid, SIGKILL);
+  wait_child(kid);
   f.attach_and_verify();
 }
 

@@ -2,9 +2,16 @@
 // The public API with its docstrings is colors_shm/__init__.py; this module is its engine.
 #include <unistd.h>
 
+#include <chrono>
+#include <thread>
+
 #include "common.hpp"
+#include "monitor.hpp"
+#include "segment.hpp"
 
 namespace colors_py {
+
+namespace cd = colors::detail;
 
 std::uint64_t g_generation = 1;
 
@@ -104,11 +111,31 @@ PYBIND11_MODULE(_colors_shm, m) {
   // goes only when none is left inside libshared (Blocking, common.hpp).
   m.def("detach", [] {
         if (!colors::has_segment()) return;
+        // A monitor held across the detach stays held for every process (libshared monitor.hpp):
+        // this thread's are refused at once (its own waiters could never re-acquire them), other
+        // threads' are waited for below.
+        if (const std::size_t mine = cd::monitors_held_here(cd::current_meta()).thread; mine != 0)
+          throw colors::InvalidArgumentError("detach() while this thread holds " + std::to_string(mine) +
+                                             " shared monitor(s): exit them first; a monitor held across a detach "
+                                             "would stay held for every process");
         struct Closing {
           Closing() { begin_closing(); }
           ~Closing() { end_closing(); }
         } closing;
         if (!colors::has_segment()) return;  // another thread detached while we waited
+        // Blocking calls are refused now (a woken waiter holds its monitor again and raises), so
+        // other threads only exit monitors, in their with blocks' __exit__: wait for them (without
+        // the GIL), and refuse the detach, before anything is dropped, if some are still held.
+        std::size_t held = 0;
+        for (int i = 0; i < 2000 && (held = cd::monitors_held_here(cd::current_meta()).process) != 0; ++i) {
+          GilRelease r;
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        if (held != 0)
+          throw colors::InvalidArgumentError("detach() while other threads of this process hold " +
+                                             std::to_string(held) +
+                                             " shared monitor(s) (for 2 s): exit them first; a monitor held across "
+                                             "a detach would stay held for every process");
         // The cached proxies die after the detach (stale by then: nothing of theirs is touched),
         // so no finalizer of theirs runs while it is under way.
         struct Released {

@@ -50,6 +50,8 @@ struct ChannelRecord;
 // the connection to it succeeded.
 void attach(const std::string& socket = "");
 // Unmaps the segment. Values still alive must not be used afterwards (NotAttachedError).
+// InvalidArgumentError, detaching nothing, while a thread of this process holds a shared monitor
+// (a Monitor alive, an entered synchronized block): it would stay held for every process.
 void detach();
 // Attached and the server alive. Turns false within microseconds of the server's death (a thread
 // watches the connection); then reads and writes of objects held go on, while what needs the

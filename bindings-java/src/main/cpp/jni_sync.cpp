@@ -85,6 +85,15 @@ SegmentUse::~SegmentUse() {
 }
 
 void begin_detach() {
+  // A monitor held across the detach stays held for every process (libshared monitor.hpp): this
+  // thread's are refused at once (its own waiters could never re-acquire them otherwise).
+  if (colors::detail::Metadata* m = colors::detail::current_meta_or_null()) {
+    const colors::detail::MonitorHolds h = colors::detail::monitors_held_here(m);
+    if (h.thread != 0)
+      throw colors::InvalidArgumentError("SharedMemory.detach() while this thread holds " + std::to_string(h.thread) +
+                                         " shared monitor(s): exit them first; a monitor held across a detach would "
+                                         "stay held for every process");
+  }
   t_detaching = true;
   g_closing.fetch_add(1, std::memory_order_seq_cst);
   // Blocked natives leave within one interrupt slice (50 ms) of their wait (Blocking's hook); the
@@ -93,6 +102,23 @@ void begin_detach() {
   while (g_blocking_in_flight.load(std::memory_order_seq_cst) > 0 ||
          g_segment_users.load(std::memory_order_seq_cst) > t_uses)
     std::this_thread::sleep_for(std::chrono::microseconds(200));
+  // Other threads' monitors: natives are refused now, so each holder meets NotAttachedException
+  // (a woken waiter holds its monitor again) and its finally block exits the monitor, which
+  // n_monitor_exit still allows. What is still held after kMonitorReleaseWaitMs refuses the
+  // detach, before SharedMemory drops anything.
+  constexpr int kMonitorReleaseWaitMs = 2000;
+  if (colors::detail::Metadata* m = colors::detail::current_meta_or_null()) {
+    std::size_t held = 0;
+    for (int i = 0; i < kMonitorReleaseWaitMs && (held = colors::detail::monitors_held_here(m).process) != 0; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (held != 0) {
+      end_detach();
+      throw colors::InvalidArgumentError("SharedMemory.detach() while other threads of this process hold " +
+                                         std::to_string(held) +
+                                         " shared monitor(s) (for 2 s): exit them first; a monitor held across a "
+                                         "detach would stay held for every process");
+    }
+  }
 }
 
 void end_detach() {
@@ -296,8 +322,10 @@ jboolean JNICALL n_monitor_enter(JNIEnv* env, jclass, jlong a, jlong timeout_ms)
   });
 }
 
+// Not a SegmentUse: a detach waits for the monitors other threads hold to be exited (begin_detach);
+// the attach lock keeps the segment mapped meanwhile.
 void JNICALL n_monitor_exit(JNIEnv* env, jclass, jlong a) {
-  guarded_void(env, [&] {
+  guarded_attachment_void(env, [&] {
     std::shared_lock<std::shared_mutex> lk(attach_lock());
     colors::detail::monitor_exit(meta(), addr(a));
   });

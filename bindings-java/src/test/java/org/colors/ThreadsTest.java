@@ -103,6 +103,58 @@ class ThreadsTest {
    * released a root of the old attachment after the new one began (SIGSEGV). The detach now waits
    * for the natives running and refuses new ones (NotAttachedException) until it is done.
    */
+  /**
+   * A detach never leaves a shared monitor held for other processes: the segment becomes a
+   * private copy, so an exit after it never reached the shared heap (and a waiter woken by the
+   * detach deadlocked it, re-acquiring the monitor the detaching thread held). It refuses while
+   * this thread holds one, and waits for other threads to exit theirs.
+   */
+  @Test
+  void detachNeverLeavesAMonitorHeld() throws Exception {
+    String name = "threads-detach-monitor-" + java.util.UUID.randomUUID();
+    ObjectRepository rep = SharedMemory.findOrCreateRepository(name);
+    ConcurrentLinkedQueue<Object> got = new ConcurrentLinkedQueue<>();
+    java.util.concurrent.CountDownLatch waiting = new java.util.concurrent.CountDownLatch(1);
+    Thread waiter = new Thread(() -> {
+      try (SharedMonitor m = SharedMemory.lock(rep)) {
+        waiting.countDown();
+        got.add(m.await(10_000));
+      } catch (Throwable t) {
+        got.add(t);
+      }
+    });
+    waiter.start();
+    waiting.await();
+    try (SharedMonitor m = SharedMemory.lock(rep)) {  // the waiter waits meanwhile
+      InvalidArgumentException e = org.junit.jupiter.api.Assertions.assertThrows(InvalidArgumentException.class,
+          SharedMemory::detach);
+      assertTrue(e.getMessage().contains("this thread holds 1"), e.getMessage());
+      assertTrue(SharedMemory.isAttached());
+      m.signalAll();
+    }
+    waiter.join(10_000);
+    assertEquals(List.of(true), new ArrayList<>(got));
+
+    java.util.concurrent.CountDownLatch held = new java.util.concurrent.CountDownLatch(1);
+    Thread holder = new Thread(() -> {
+      try (SharedMonitor m = SharedMemory.lock(rep)) {
+        held.countDown();
+        Thread.sleep(300);
+      } catch (Throwable t) {
+        got.add(t);
+      }
+    });
+    holder.start();
+    held.await();
+    SharedMemory.detach();  // waits for the holder's exit
+    holder.join(10_000);
+    assertEquals(List.of(true), new ArrayList<>(got));
+    SharedMemory.attach();
+    SharedMonitor again = SharedMemory.tryLock(SharedMemory.findOrCreateRepository(name), java.time.Duration.ZERO);
+    assertTrue(again != null, "the monitor stayed held after the detach");
+    again.close();
+  }
+
   @Test
   void detachWaitsForTheNativesOfOtherThreads() throws Exception {
     AtomicBoolean stop = new AtomicBoolean();
