@@ -357,3 +357,39 @@ def test_detach_never_leaves_a_monitor_held_for_other_processes():
         """
     )
     assert out.split() == ["ok"]
+
+
+def test_fork_while_another_thread_attaches_or_detaches():
+    """os.fork() while another thread was inside attach() or detach(): the child inherited
+    libshared's attach mutex locked (the fork handler reset it only when a segment was current)
+    and its first call that attaches blocked for good (1-5 of 40 children per run)."""
+    out = child(
+        """
+        import os, threading
+        stop = False
+        def churn():
+            while not stop:
+                try:
+                    cs.detach()
+                    cs.attach()
+                except cs.SharedMemoryError:
+                    pass
+        t = threading.Thread(target=churn)
+        t.start()
+        stuck = 0
+        for k in range(40):
+            pid = os.fork()
+            if pid == 0:
+                import faulthandler
+                faulthandler.dump_traceback_later(10, exit=True)  # a stuck child exits with status 1
+                cs.copy_to([1])
+                os._exit(0)
+            _, st = os.waitpid(pid, 0)
+            stuck += st != 0
+        stop = True
+        t.join()
+        print("stuck", stuck)
+        """,
+        timeout=300,
+    )
+    assert out.split() == ["stuck", "0"]

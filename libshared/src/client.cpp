@@ -91,17 +91,26 @@ void reset_process_state() {
 // fork() of an attached process: the child inherits the mapping, the server connection and this
 // thread's TLAB, but they are the parent's. Using them would let two processes allocate from one
 // TLAB and release each other's roots, so the child starts detached (every call throws
-// NotAttachedError until it attaches again, as a new client). The handler runs in the child only,
-// with no other thread alive: it touches atomics and re-initialises the locks another parent
-// thread may have held at the fork.
+// NotAttachedError until it attaches again, as a new client). The child handler runs with no other
+// thread alive: it touches atomics and re-initialises the locks another parent thread may have
+// held at the fork. The prepare handler takes the attach lock, so no fork happens in the middle of
+// another thread's attach or detach: the child would inherit the half-made state (a new mapping
+// no variable names yet, which its own attach then finds in the way). The parent handler releases
+// it; the child's is a fresh one.
 namespace {
 
 std::atomic<bool> g_inherited{false};  // the child still has the parent's mapping and socket
 
+void on_fork_prepare() { g_attach_mu.lock(); }
+void on_fork_parent() { g_attach_mu.unlock(); }
+
 void on_fork_child() {
-  if (current_meta_or_null() == nullptr) return;
+  // The child has only the forking thread: a mutex another parent thread held (an attach or a
+  // detach under way, while no segment was current) would stay locked for good.
   new (&g_attach_mu) std::mutex();
   new (&g_link_mu) std::mutex();
+  forget_own_client_ids();
+  if (current_meta_or_null() == nullptr) return;
   g_inherited.store(true, std::memory_order_relaxed);
   forget_all_tlabs();
   roots_forget_after_fork();
@@ -189,7 +198,7 @@ void remember_link(const ServerLink& link) {
 }  // namespace
 
 void attach(const std::string& socket) {
-  static const bool fork_handler = (pthread_atfork(nullptr, nullptr, &on_fork_child) == 0);
+  static const bool fork_handler = (pthread_atfork(&on_fork_prepare, &on_fork_parent, &on_fork_child) == 0);
   (void)fork_handler;
   static const bool reconnect_hook = (set_reconnect_hook(&reattach_after_server_death), true);
   (void)reconnect_hook;

@@ -296,6 +296,7 @@ MonitorHolds monitors_held_here(Metadata* m) {
     ::closedir(d);
   }
   std::sort(tids.begin(), tids.end());
+  const std::vector<std::uint32_t> ids = own_client_ids();
   const auto self = static_cast<std::uint32_t>(syscall(SYS_gettid));
   MonitorHolds out;
   for (MonitorEntry& e : m->monitors) {
@@ -304,6 +305,10 @@ MonitorHolds monitors_held_here(Metadata* m) {
     if (e.held.load(std::memory_order_relaxed) == 0 && e.extra_used.load(std::memory_order_relaxed) == 0 &&
         e.overflow.load(std::memory_order_relaxed) == 0)
       continue;  // between a waiter's clear and its owner reset, or an owner that just left
+    // A dead process's holder stays recorded until the monitor's next acquirer recovers it, and
+    // the kernel may have given its thread id to one of ours: the client id tells them apart.
+    const auto client = static_cast<std::uint32_t>(owner >> 32);
+    if (std::find(ids.begin(), ids.end(), client) == ids.end()) continue;
     const auto tid = static_cast<std::uint32_t>(owner);
     if (tid == self) ++out.thread;
     if (tid == self || std::binary_search(tids.begin(), tids.end(), tid)) ++out.process;

@@ -98,9 +98,10 @@ bool monitor_held_by_me(Metadata* m, const void* obj);
 // The monitor entries held (entered, not waiting) by threads of this process, and by the calling
 // thread. A detach refuses while any is held (colors::detach): the segment's range becomes a
 // private copy, so a monitor still held then is never released for other processes, not even by
-// its holder's death (the kernel's robust-list cleanup writes into the copy). Holders are told
-// apart by the kernel thread id in their owner word (unique among live threads machine-wide);
-// this process's threads are those of /proc/self/task.
+// its holder's death (the kernel's robust-list cleanup writes into the copy). A holder is this
+// process's when its owner word names one of this process's client ids (own_client_ids) and a
+// thread of /proc/self/task (kernel thread ids are unique among live threads machine-wide; a dead
+// process's holder, recorded until its monitor is next acquired, has another client id).
 struct MonitorHolds {
   std::size_t process = 0;  // entries held by any thread of this process
   std::size_t thread = 0;   // of those, by the calling thread

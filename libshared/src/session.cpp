@@ -4,7 +4,11 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <atomic>
+#include <mutex>
+#include <new>
+#include <vector>
 
 #include "colors/errors.hpp"
 #include "server_watch.hpp"
@@ -18,9 +22,30 @@ namespace {
 thread_local InterruptHook t_hook = nullptr;
 }  // namespace
 
+namespace {
+std::mutex g_own_ids_mu;
+std::vector<std::uint32_t> g_own_ids;  // guarded by g_own_ids_mu; a few per attach, never many
+}  // namespace
+
 void set_current_client(std::uint32_t client_id, std::uint32_t slot) {
+  if (client_id != 0) {
+    std::lock_guard<std::mutex> g(g_own_ids_mu);
+    if (std::find(g_own_ids.begin(), g_own_ids.end(), client_id) == g_own_ids.end()) g_own_ids.push_back(client_id);
+  }
   g_client_slot.store(slot, std::memory_order_relaxed);
   g_client_id.store(client_id, std::memory_order_release);
+}
+
+std::vector<std::uint32_t> own_client_ids() {
+  std::lock_guard<std::mutex> g(g_own_ids_mu);
+  return g_own_ids;
+}
+
+// In a fork child (one thread): the parent's ids are not the child's, and the mutex may have been
+// held by another parent thread.
+void forget_own_client_ids() {
+  new (&g_own_ids_mu) std::mutex();
+  g_own_ids.clear();
 }
 
 void set_interrupt_hook(InterruptHook hook) { t_hook = hook; }

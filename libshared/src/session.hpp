@@ -1,6 +1,7 @@
 // Process-wide attachment state shared by the internal modules.
 #pragma once
 #include <atomic>
+#include <vector>
 #include <cstdint>
 
 #include "layout.hpp"
@@ -15,6 +16,12 @@ extern std::atomic<std::uint32_t> g_client_slot;
 inline std::uint32_t current_client_id() { return g_client_id.load(std::memory_order_relaxed); }
 inline std::uint32_t current_client_slot() { return g_client_slot.load(std::memory_order_relaxed); }
 void set_current_client(std::uint32_t client_id, std::uint32_t slot);
+// Every client id this process has had (set_current_client records them; a fork child starts
+// with none). A monitor's owner word keeps the client id of its thread's first monitor operation,
+// which may be an earlier attachment's (monitor.cpp), and tells this process's holders from a
+// dead process's whose thread id the kernel gave to one of ours.
+std::vector<std::uint32_t> own_client_ids();
+void forget_own_client_ids();
 // Changes at every attach and detach (and in a fork child): an object that keeps raw pointers into
 // the segment remembers it and refuses to work once it changed (another attachment, maybe another
 // server's segment, can be mapped at the same address).

@@ -1,6 +1,7 @@
 // Multi-process integration tests: real colors-server, real client processes (fork), the public
 // C++ API, and the heap verifier at the end of every test.
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include "segment.hpp"  // detail::current_meta(): a raw pointer into the segment
 #include "layout.hpp"
 #include "monitor.hpp"
+#include "session.hpp"
 
 using namespace colors;
 using colors::test::ServerConfig;
@@ -262,6 +264,28 @@ TEST_CASE("detach is refused while a thread of this process holds a monitor, not
   CHECK(wait_child(taker, 10000) == 0);
   ::kill(kid, SIGKILL);
   wait_child(kid);
+  f.attach_and_verify();
+}
+
+TEST_CASE("a dead process's monitor record naming one of our thread ids does not block our detach") {
+  // A killed holder stays recorded in its monitor entry until the next acquirer recovers it, and
+  // the kernel reuses thread ids: the record below names this very thread under another
+  // process's client id, as after a pid wrap-around.
+  Fixture f;
+  attach(f.cfg.socket);
+  Repository r = repository("dead.holder");
+  detail::MonitorEntry& e = detail::monitor_for(detail::current_meta(), r.address());
+  const auto tid = static_cast<std::uint64_t>(::syscall(SYS_gettid));
+  const std::uint64_t dead_client = detail::current_client_id() + 1000;
+  e.owner.store(dead_client << 32 | tid);
+  e.held.store(reinterpret_cast<std::uintptr_t>(r.address()));
+  CHECK(detail::monitors_held_here(detail::current_meta()).process == 0);
+  CHECK_NOTHROW(detach());
+  attach(f.cfg.socket);
+  detail::MonitorEntry& again = detail::monitor_for(detail::current_meta(), repository("dead.holder").address());
+  again.held.store(0);
+  again.owner.store(0);
+  detach();
   f.attach_and_verify();
 }
 
