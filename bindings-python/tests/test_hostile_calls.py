@@ -6,7 +6,7 @@ from __future__ import annotations
 import pathlib
 import textwrap
 
-from conftest import run
+from conftest import Server, run
 
 TESTS = str(pathlib.Path(__file__).resolve().parent)
 PRELUDE = f"import sys; sys.path.insert(0, {TESTS!r})\nimport colors_shm as cs\n"
@@ -393,3 +393,81 @@ def test_fork_while_another_thread_attaches_or_detaches():
         timeout=300,
     )
     assert out.split() == ["stuck", "0"]
+
+
+def test_a_child_forked_inside_a_read_scope_may_collect_and_begin_transactions():
+    """A child forked while the parent's thread was inside a read scope: the binding no longer
+    counted the scope (in_read_scope() False), but libshared still did, and refused the child's
+    transactions and collections as if inside one."""
+    out = child(
+        """
+        import os
+        lst = cs.copy_to([1, 2, 3])
+        scope = cs.read_scope()
+        scope.__enter__()
+        pid = os.fork()
+        if pid == 0:
+            kept = cs.copy_to([1])
+            assert not cs.in_read_scope()
+            with cs.transaction():
+                kept.append(2)
+            cs.collect(10)
+            assert list(kept) == [1, 2]
+            os._exit(0)
+        _, st = os.waitpid(pid, 0)
+        scope.__exit__(None, None, None)
+        print("child", st)
+        """
+    )
+    assert out.split() == ["child", "0"]
+
+
+def test_a_detach_and_attach_inside_a_list_iteration_leaves_the_heap_intact(tmp_path):
+    """A gc callback that detached and attached again while a list iteration held a root per
+    element (its snapshot): the iteration raised, and the unwinding released those roots into the
+    old attachment's root table, which the server had freed and which the new mapping (same fixed
+    address) had reused: the writes corrupted live blocks, and the slots were handed out as roots
+    of the new attachment (heap verifier: "bad size", "not a live object"; SIGSEGV without the
+    attach). A root of an older attachment is now forgotten, never released."""
+    log = tmp_path / "colors-server.log"
+    srv = Server(heap="64M", extra=("--gc-debug",), log=str(log))
+    try:
+        r = run(PRELUDE + textwrap.dedent("""
+            import gc
+            from dataclasses import dataclass
+
+            @dataclass
+            class Node:
+                v: int = 0
+
+            cs.proxy_cache(0)  # no cached proxies: the iteration roots every element
+            lst = cs.copy_to([Node(i) for i in range(200)])
+            armed = [3]  # the third collection's start: inside the iteration
+            def cb(phase, info):
+                if phase == "start" and armed[0] > 0:
+                    armed[0] -= 1
+                    if armed[0] == 0:
+                        cs.detach()
+                        cs.attach()
+            gc.callbacks.append(cb)
+            gc.set_threshold(1)
+            try:
+                print(sum(x.v for x in lst))
+            except cs.NotAttachedError:
+                pass
+            gc.callbacks.clear()
+            gc.set_threshold(700)
+            assert armed[0] == 0
+            keep = []
+            for i in range(30):  # takes roots, and gives the collector room to find the damage
+                keep.append(cs.copy_to([Node(j) for j in range(50)]))
+                cs.collect()
+            assert [n.v for n in keep[-1]] == list(range(50))
+            print("ok")
+            """), timeout=120, socket=srv.socket)
+        assert r.returncode == 0, f"child failed ({r.returncode})\nstdout: {r.stdout}\nstderr: {r.stderr}"
+        assert r.stdout.split()[-1] == "ok"
+    finally:
+        srv.stop()
+    verifier = [line for line in log.read_text().splitlines() if "heap verifier" in line]
+    assert verifier == [], "\n".join(verifier[:5])

@@ -81,7 +81,13 @@ inline void read_scope_exit() {
   s.slot->store(read_scope_word(s.seq), std::memory_order_release);
 }
 
-inline bool in_read_scope() { return t_read_scope.depth != 0; }
+// A scope entered before a detach (or, in a fork child, the parent's) protects nothing of the
+// attachment now current: it no longer counts, so the thread may collect, allocate rooted objects
+// and begin transactions again (its exit only unwinds the depth).
+inline bool in_read_scope() {
+  const ReadScopeState& s = t_read_scope;
+  return s.depth != 0 && s.gen == g_roots_gen.load(std::memory_order_acquire);
+}
 
 // A root for the borrowed reference `w` (read inside the current scope): root_acquire, then the
 // deletion barrier's flag while the collector marks (root_release_flags), read after the root's

@@ -126,16 +126,23 @@ void roots_forget_after_fork();
 // Every allocation returns one, taken before the new block is published, so that a thread
 // stalled at any point between allocating an object and storing it somewhere reachable never
 // loses it to a collector cycle (gc/README.md, "transient references").
+//
+// Invariant: the slot is released only into the attachment it was taken in (gen_). A binding may
+// hold Rooteds across its language's code (a proxy's allocation runs finalizers and gc callbacks),
+// which may detach and attach again at the same fixed address: the old table's slots are then the
+// new heap's memory (the server freed the dead table), and releasing one would write into a live
+// block, and hand that block out as a root slot. A Rooted of an older attachment forgets its slot.
 class Rooted {
  public:
   Rooted() = default;
-  Rooted(Word w, std::atomic<Word>* slot) : w_(w), slot_(slot) {}
-  Rooted(Rooted&& o) noexcept : w_(o.w_), slot_(o.slot_) { o.slot_ = nullptr; o.w_ = kNull; }
+  Rooted(Word w, std::atomic<Word>* slot) : w_(w), slot_(slot), gen_(g_roots_gen.load(std::memory_order_relaxed)) {}
+  Rooted(Rooted&& o) noexcept : w_(o.w_), slot_(o.slot_), gen_(o.gen_) { o.slot_ = nullptr; o.w_ = kNull; }
   Rooted& operator=(Rooted&& o) noexcept {
     if (this != &o) {
       reset();
       w_ = o.w_;
       slot_ = o.slot_;
+      gen_ = o.gen_;
       o.slot_ = nullptr;
       o.w_ = kNull;
     }
@@ -153,13 +160,14 @@ class Rooted {
     return s;
   }
   void reset() {
-    if (slot_ != nullptr) root_release(slot_);
+    if (slot_ != nullptr && gen_ == g_roots_gen.load(std::memory_order_acquire)) root_release(slot_);
     slot_ = nullptr;
   }
 
  private:
   Word w_ = kNull;
   std::atomic<Word>* slot_ = nullptr;
+  std::uint64_t gen_ = 0;  // g_roots_gen when the slot was taken
 };
 
 // Reads a reference from a shared slot and roots it. The slot is read again after the root is
