@@ -12,6 +12,7 @@
 
 #include <colors/colors.hpp>
 #include <optional>
+#include <shared_mutex>
 
 #include "jni_common.hpp"
 
@@ -31,10 +32,16 @@ JNIEXPORT void JNICALL Java_org_colors_ReadScope_enter(JNIEnv* env, jclass) {
   });
 }
 
-// Leaves it (nothing when none is open).
+// Leaves it (nothing when none is open). Not a SegmentUse: leaving is allowed while a detach is
+// closing (refused then, the native scope stayed open for the thread's life while Java counted it
+// closed, and every later enter said "already open"). The attach lock keeps the segment mapped
+// meanwhile; after the detach, a scope of the older attachment writes nothing (read_scope_exit).
 JNIEXPORT void JNICALL Java_org_colors_ReadScope_exit(JNIEnv* env, jclass) {
   using namespace colors_jni;
-  guarded_void(env, [&] { t_scope.reset(); });
+  guarded_attachment_void(env, [&] {
+    std::shared_lock<std::shared_mutex> lk(attach_lock());
+    t_scope.reset();
+  });
 }
 
 }  // extern "C"

@@ -49,6 +49,61 @@ class ReadScopeTest {
     return n.i + sum(n.left) + sum(n.right);
   }
 
+  /**
+   * A scope closed while a detach is under way (here waiting for another thread's monitor): its
+   * native exit was refused like any call during a detach, the native scope stayed open while
+   * Java counted it closed, and every later scope on the thread failed ("already open").
+   */
+  @Test
+  void aScopeClosedDuringADetachLetsTheThreadOpenScopesAgain() throws Exception {
+    ObjectRepository rep = SharedMemory.findOrCreateRepository("scope-during-detach-" + java.util.UUID.randomUUID());
+    java.util.concurrent.CountDownLatch opened = new java.util.concurrent.CountDownLatch(1);
+    java.util.concurrent.CountDownLatch closeNow = new java.util.concurrent.CountDownLatch(1);
+    java.util.concurrent.CountDownLatch held = new java.util.concurrent.CountDownLatch(1);
+    java.util.concurrent.CountDownLatch reattached = new java.util.concurrent.CountDownLatch(1);
+    AtomicReference<Throwable> failure = new AtomicReference<>();
+    Thread scoper = new Thread(() -> {
+      try {
+        ReadScope sc = SharedMemory.readScope();
+        opened.countDown();
+        closeNow.await();
+        try {
+          sc.close();
+        } catch (NotAttachedException e) {
+          // the detach's answer; the scope is closed all the same
+        }
+        reattached.await();
+        try (ReadScope again = SharedMemory.readScope()) {
+          assertTrue(ReadScope.active());
+        }
+      } catch (Throwable e) {
+        failure.set(e);
+      }
+    }, "scoper");
+    Thread holder = new Thread(() -> {
+      try (SharedMonitor m = SharedMemory.lock(rep)) {
+        held.countDown();
+        Thread.sleep(1000);  // the detach waits for this monitor meanwhile
+      } catch (Throwable e) {
+        failure.compareAndSet(null, e);
+      }
+    }, "holder");
+    scoper.start();
+    opened.await();
+    holder.start();
+    held.await();
+    Thread detacher = new Thread(SharedMemory::detach, "detacher");
+    detacher.start();
+    Thread.sleep(300);
+    closeNow.countDown();
+    detacher.join(10_000);
+    holder.join(10_000);
+    SharedMemory.attach();
+    reattached.countDown();
+    scoper.join(10_000);
+    if (failure.get() != null) throw new AssertionError("the scope thread failed", failure.get());
+  }
+
   @Test
   void proxiesReadInAScopeTakeNoRootAndAreOnePerObject() {
     Node root = sharedTree(6);  // 63 nodes
