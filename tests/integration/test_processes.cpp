@@ -51,6 +51,26 @@ struct Fixture {
   }
 };
 
+// A client process that holds the monitor of repository `name` until it is killed; returns once
+// it holds it.
+pid_t fork_monitor_holder(const std::string& socket, const std::string& name) {
+  int ready[2];
+  REQUIRE(::pipe(ready) == 0);
+  pid_t kid = fork_client(socket, [&] {
+    ::close(ready[0]);
+    Monitor m(repository(name));
+    char c = 1;
+    (void)::write(ready[1], &c, 1);
+    ::pause();
+    return 0;
+  });
+  ::close(ready[1]);
+  char c;
+  REQUIRE(::read(ready[0], &c, 1) == 1);
+  ::close(ready[0]);
+  return kid;
+}
+
 }  // namespace
 
 TEST_CASE("several processes allocate concurrently - their data survives and the heap verifies") {
@@ -183,20 +203,7 @@ TEST_CASE("repository handoff with monitor wait/notify") {
 
 TEST_CASE("kill -9 of a client holding a monitor: next acquirer gets owner-died, then it works") {
   Fixture f;
-  int ready[2];
-  REQUIRE(::pipe(ready) == 0);
-  pid_t kid = fork_client(f.cfg.socket, [&] {
-    ::close(ready[0]);
-    Monitor m(repository("locked"));
-    char c = 1;
-    (void)::write(ready[1], &c, 1);
-    ::pause();
-    return 0;
-  });
-  ::close(ready[1]);
-  char c;
-  REQUIRE(::read(ready[0], &c, 1) == 1);
-  ::close(ready[0]);
+  pid_t kid = fork_monitor_holder(f.cfg.socket, "locked");
   ::kill(kid, SIGKILL);
   REQUIRE(wait_child(kid) == 128 + SIGKILL);
   attach(f.cfg.socket);
@@ -219,20 +226,7 @@ TEST_CASE("kill -9 of a client holding a monitor: next acquirer gets owner-died,
 
 TEST_CASE("detach is refused while a thread of this process holds a monitor, not for other processes' monitors") {
   Fixture f;
-  int ready[2];
-  REQUIRE(::pipe(ready) == 0);
-  pid_t kid = fork_client(f.cfg.socket, [&] {  // another process holding a monitor throughout
-    ::close(ready[0]);
-    Monitor m(repository("held.elsewhere"));
-    char c = 1;
-    (void)::write(ready[1], &c, 1);
-    ::pause();
-    return 0;
-  });
-  ::close(ready[1]);
-  char c;
-  REQUIRE(::read(ready[0], &c, 1) == 1);
-  ::close(ready[0]);
+  pid_t kid = fork_monitor_holder(f.cfg.socket, "held.elsewhere");  // holds it throughout
 
   attach(f.cfg.socket);
   Repository r = repository("held.here");
