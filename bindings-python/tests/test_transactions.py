@@ -726,6 +726,59 @@ def test_a_conflict_wait_releases_the_gil():
     assert balance == "11" and int(seconds) < 20, out
 
 
+def test_a_plain_change_waits_for_the_transaction_holding_the_container():
+    # A thread's transaction changes a sorted dict, a dict and a list, sleeps, and rolls back;
+    # the main thread meanwhile changes the same containers outside any transaction. Those
+    # changes wait for the rollback (which would otherwise overwrite part of them and leave a
+    # size that disagrees with the contents), and the wait releases the GIL, which the holder
+    # needs to roll back: the plain wait is 30 s here, so an answer well before it comes from
+    # the holder's rollback.
+    out = run_child("""
+        import threading
+        sd = cs.allocate(cs.SharedSortedDict)
+        d = cs.copy_to({})
+        l = cs.copy_to([])
+        for i in range(100):
+            sd[i] = i
+            d[i] = i
+            l.append(i)
+        held = threading.Event()
+        class Rollback(Exception):
+            pass
+        def hold():
+            try:
+                with cs.transaction():
+                    for i in range(100, 300):
+                        sd[i] = i
+                        d[i] = i
+                    for i in range(50):
+                        del sd[i]
+                        del d[i]
+                        del l[0]
+                    held.set()
+                    time.sleep(0.3)
+                    raise Rollback()
+            except Rollback:
+                pass
+        t = threading.Thread(target=hold)
+        t.start()
+        held.wait()
+        t0 = time.monotonic()
+        for i in range(1000, 4000):
+            sd[i] = i
+            d[i] = i
+            l.append(i)
+        t.join()
+        expected = list(range(100)) + list(range(1000, 4000))
+        assert len(sd) == len(expected) and list(sd) == expected, (len(sd), len(list(sd)))
+        assert len(d) == len(expected) and sorted(d) == expected, (len(d), len(list(d)))
+        assert len(l) == len(expected) and list(l) == expected, (len(l), len(list(l)))
+        print("ok", round(time.monotonic() - t0), flush=True)
+    """, {"COLORS_TX_PLAIN_WAIT_MS": "30000"})
+    verdict, seconds = out.split()
+    assert verdict == "ok" and int(seconds) < 20, out
+
+
 # ---- misuse and what is refused inside -----------------------------------------------------------
 
 

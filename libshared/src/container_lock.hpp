@@ -53,15 +53,9 @@ std::uint64_t container_lock_slow(std::atomic<std::uint64_t>* word, std::uint64_
 // Holds a container's lock for one operation.
 class ContainerGuard {
  public:
-  explicit ContainerGuard(std::atomic<std::uint64_t>* word) : word_(word) {
-    const std::uint64_t mine = container_owner_word();
-    std::uint64_t expected = 0;
-    if (word->compare_exchange_strong(expected, mine, std::memory_order_acquire, std::memory_order_relaxed)) return;
-    dead_owner_ = container_lock_slow(word, mine);
-  }
+  explicit ContainerGuard(std::atomic<std::uint64_t>* word) : word_(word) { acquire(); }
   ~ContainerGuard() {
-    const std::uint64_t old = word_->exchange(0, std::memory_order_release);
-    if ((old & kLockStateMask) == kLockSleepers) wake();
+    if (held_) release();
   }
   ContainerGuard(const ContainerGuard&) = delete;
   ContainerGuard& operator=(const ContainerGuard&) = delete;
@@ -71,14 +65,38 @@ class ContainerGuard {
   // Whether that owner died inside a multi-slot list change.
   bool torn() const { return (dead_owner_ & kLockTorn) != 0; }
 
+  // Releases the lock, runs `wait`, and takes the lock again; recovered() and torn() then describe
+  // the new acquisition. If `wait` or the new acquisition throws, the guard holds nothing.
+  // REQUIRES: what the caller repaired after a dead owner is repaired (the lock passes to others).
+  template <class Wait>
+  void relock_after(Wait&& wait) {
+    held_ = false;
+    release();
+    wait();
+    acquire();
+    held_ = true;
+  }
+
   // Brackets a multi-slot change of a list, so a taker-over knows it may be half done.
   void begin_torn() { word_->fetch_or(kLockTorn, std::memory_order_acq_rel); }  // before the slot stores
   void end_torn() { word_->fetch_and(~kLockTorn, std::memory_order_release); }  // after them
 
  private:
+  void acquire() {
+    const std::uint64_t mine = container_owner_word();
+    std::uint64_t expected = 0;
+    dead_owner_ = 0;
+    if (word_->compare_exchange_strong(expected, mine, std::memory_order_acquire, std::memory_order_relaxed)) return;
+    dead_owner_ = container_lock_slow(word_, mine);
+  }
+  void release() {
+    const std::uint64_t old = word_->exchange(0, std::memory_order_release);
+    if ((old & kLockStateMask) == kLockSleepers) wake();
+  }
   void wake();
   std::atomic<std::uint64_t>* word_;
   std::uint64_t dead_owner_ = 0;
+  bool held_ = true;  // false only inside relock_after
 };
 
 // root_load for a slot of a container whose lock the caller holds: the slot cannot change until the

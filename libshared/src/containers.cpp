@@ -32,14 +32,19 @@ std::size_t array_capacity(Word a) { return a == kNull ? 0 : as_array(a)->capaci
 // once with OwnerDiedError (the lock is released, the operation not performed).
 class ListLock {
  public:
-  ListLock(ListObject* l, TxAccess a) : tx_(l, a), guard_(&l->lock), write_(l, a == TxAccess::kWrite) {
-    tx_.locked();
-    if (guard_.recovered()) list_version_repair(l);
-    if (guard_.torn())
-      throw OwnerDiedError(
-          "a process died while it moved elements of this shared list: an element may be missing or "
-          "duplicated, or a replacement (sort, slice assignment) half done; the list is usable again and "
-          "this operation was not performed");
+  ListLock(ListObject* l, TxAccess a) : tx_(l, a), guard_(&l->lock) {
+    for (;;) {
+      if (guard_.recovered()) list_version_repair(l);
+      if (guard_.torn())
+        throw OwnerDiedError(
+            "a process died while it moved elements of this shared list: an element may be missing or "
+            "duplicated, or a replacement (sort, slice assignment) half done; the list is usable again and "
+            "this operation was not performed");
+      if (tx_.admitted()) break;
+      guard_.relock_after([&] { tx_.wait(); });
+    }
+    // After the repair: the change's odd version covers every store this operation makes.
+    if (a == TxAccess::kWrite) write_.begin(l);
   }
   ContainerGuard& guard() { return guard_; }
 
@@ -184,8 +189,11 @@ void recount(HashObject* ho) {
 class HashLock {
  public:
   HashLock(HashObject* ho, TxAccess a) : tx_(ho, a), guard_(&ho->lock) {
-    tx_.locked();
-    if (guard_.recovered()) recount(ho);
+    for (;;) {
+      if (guard_.recovered()) recount(ho);
+      if (tx_.admitted()) return;
+      guard_.relock_after([&] { tx_.wait(); });
+    }
   }
 
  private:

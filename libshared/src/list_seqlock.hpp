@@ -29,8 +29,11 @@ namespace colors::detail {
 // whole life of the object.
 class ListWrite {
  public:
-  explicit ListWrite(ListObject* l, bool active = true) : l_(active ? l : nullptr) {
-    if (l_ == nullptr) return;
+  explicit ListWrite(ListObject* l) { begin(l); }
+  ListWrite() = default;  // begins later, or never
+  // Makes the version odd. REQUIRES: not begun yet; the list's lock word held.
+  void begin(ListObject* l) {
+    l_ = l;
     const std::uint64_t v = l_->version.load(std::memory_order_relaxed);
     if ((v & 1) == 0) l_->version.store(v + 1, std::memory_order_relaxed);
     // The odd value is visible before any store of the change (Boehm's seqlock writer).
@@ -45,7 +48,7 @@ class ListWrite {
   ListWrite& operator=(const ListWrite&) = delete;
 
  private:
-  ListObject* l_;
+  ListObject* l_ = nullptr;
 };
 
 // Under the lock word, after taking it over from a dead owner: a writer that died inside a change

@@ -350,8 +350,11 @@ std::size_t count_entries(Word root) {
 class MapLock {
  public:
   MapLock(SortedMapObject* mo, TxAccess a) : tx_(mo, a), guard_(&mo->lock) {
-    tx_.locked();
-    if (guard_.recovered()) mo->size.store(count_entries(mo->root.load(std::memory_order_acquire)), std::memory_order_release);
+    for (;;) {
+      if (guard_.recovered()) mo->size.store(count_entries(mo->root.load(std::memory_order_acquire)), std::memory_order_release);
+      if (tx_.admitted()) return;
+      guard_.relock_after([&] { tx_.wait(); });
+    }
   }
 
  private:

@@ -41,6 +41,17 @@ std::int64_t conflict_wait_ns() {
   }();
   return ns;
 }
+// How long a change to a container outside any transaction waits for a transaction that holds the
+// container (transaction.hpp, TxContainerScope). Longer than the conflict wait: the plain caller has
+// no atomically() to retry it. COLORS_TX_PLAIN_WAIT_MS overrides it.
+std::int64_t plain_wait_ns() {
+  static const std::int64_t ns = [] {
+    const char* e = std::getenv("COLORS_TX_PLAIN_WAIT_MS");
+    long v = e != nullptr ? std::strtol(e, nullptr, 10) : 0;
+    return v > 0 ? static_cast<std::int64_t>(v) * 1'000'000 : std::int64_t{2'000'000'000};
+  }();
+  return ns;
+}
 // The most words one transaction may change (its undo log's entries); COLORS_TX_MAX_WRITES
 // overrides it. Beyond it the transaction is rolled back with TransactionAbortedError.
 // Read at every growth of a log (rare), so that a process may change it between transactions.
@@ -759,6 +770,37 @@ void tx_container_locked(const void* container, TxAccess a) {
 
 void tx_container_done() {
   if (t_tx != nullptr) t_tx->container = nullptr;
+}
+
+bool tx_container_held(const void* container) {
+  return locked(orec_of(current_meta(), container)->load(std::memory_order_acquire));
+}
+
+void tx_wait_container_free(const void* container) {
+  Metadata* m = current_meta();
+  std::atomic<std::uint64_t>* orec = orec_of(m, container);
+  const std::int64_t start = monotonic_ns();
+  WaitHooks hooks;
+  for (std::uint64_t spins = 0;; ++spins) {
+    const std::uint64_t o = orec->load(std::memory_order_acquire);
+    if (!locked(o)) return;
+    if (spins % 64 == 63) {
+      const std::int64_t now = monotonic_ns();
+      if (now - start >= plain_wait_ns()) {
+        throw TransactionConflictError("object " + hex(reinterpret_cast<std::uint64_t>(container)) + " is held by " +
+                                       describe_holder(m, holder_of(o)) + ", which did not finish within " +
+                                       std::to_string((now - start) / 1'000'000) +
+                                       " ms; this change outside a transaction was not made (a rollback of that "
+                                       "transaction would overwrite part of it)");
+      }
+      if (spins > 64 * 16) {
+        const struct timespec ts {0, 50'000};
+        ::nanosleep(&ts, nullptr);
+        continue;
+      }
+    }
+    sched_yield();
+  }
 }
 
 void tx_log_word(std::atomic<Word>* slot) {

@@ -35,8 +35,10 @@
 //    its roots are dropped: kCommitted -> release its orecs; kActive or kAborting -> apply the
 //    whole log from the end (idempotent: each entry restores the same old value), then release.
 //    A successor server repeats this for a server that died in the middle of it.
-//  * Writes and reads outside transactions do not look at orecs: they keep their speed and
-//    meaning, and are not isolated from transactions (doc/DESIGN.md says what they can see).
+//  * Writes and reads outside transactions do not take orecs: they keep their speed and meaning,
+//    and are not isolated from transactions (doc/DESIGN.md says what they can see). The one
+//    exception: a plain change to a container waits while a transaction holds the container's
+//    orec (TxContainerScope), so that no rollback overwrites part of it.
 //
 // Undo log: an ArrayObject of entries of three slots: make_small(address | kind), the old value,
 // and the object the word belongs to (a reference: the container or the user object; kNull for a
@@ -146,12 +148,27 @@ void tx_container_open(const void* container, TxAccess a);
 // transaction) and records it; a write makes `container` the owner of the words logged next.
 void tx_container_locked(const void* container, TxAccess a);
 void tx_container_done();
+// Outside a transaction, under the container's lock word: whether a transaction holds the
+// container's orec (or another object's that hashes to the same one).
+bool tx_container_held(const void* container);
+// Outside a transaction, without the container's lock word: waits until no transaction holds the
+// container's orec. Throws TransactionConflictError naming the holder when one still does after
+// COLORS_TX_PLAIN_WAIT_MS (default 2000 ms). The binding's wait hooks run around the wait.
+void tx_wait_container_free(const void* container);
 // Log the word / counter before the container operation changes it (kLogWord / kLogCount).
 void tx_log_word(std::atomic<Word>* slot);
 void tx_log_count(std::atomic<std::uint64_t>* counter);
 
 // A container's part in a transaction, for the length of one operation; constructed before the
-// container's lock word is taken (a lock order: orec, then lock word), locked() after.
+// container's lock word is taken (a lock order: orec, then lock word), admitted() after.
+//
+// A change outside any transaction is admitted only while no transaction holds the container: a
+// rollback restores every word the transaction logged, and would overwrite a plain change made
+// meanwhile word by word, tearing the container from its counters (a sorted map's size from its
+// tree, a hash table's used count from its entries). Checked under the lock word, which every
+// transactional operation on the container takes after the orec: a transaction that takes the
+// orec later runs its operation after this one. Plain reads stay admitted (weak atomicity:
+// doc/DESIGN.md, "Transactions").
 class TxContainerScope {
  public:
   TxContainerScope(const void* container, TxAccess a) : container_(container), access_(a) {
@@ -160,9 +177,16 @@ class TxContainerScope {
       active_ = true;
     }
   }
-  void locked() {
-    if (active_) tx_container_locked(container_, access_);
+  // Under the lock word. false: the operation must not run yet; the caller repairs what a dead
+  // owner left, releases the lock word, calls wait(), and takes the lock word again.
+  bool admitted() {
+    if (active_) {
+      tx_container_locked(container_, access_);
+      return true;
+    }
+    return access_ != TxAccess::kWrite || !tx_container_held(container_);
   }
+  void wait() const { tx_wait_container_free(container_); }
   ~TxContainerScope() {
     if (active_) tx_container_done();
   }

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -473,6 +474,103 @@ TEST_CASE("transactions: a stopped holder makes others fail with a conflict nami
   CHECK(read_when_free([&] { return balance(a); }) == 1);  // its write was rolled back
   atomically([&] { a.set("balance", Value(3)); });
   CHECK(balance(a) == 3);
+}
+
+TEST_CASE("transactions: a change outside any transaction waits for the one holding the container, so its rollback tears nothing") {
+  Attached at;
+  SortedMap sm = new_sorted_map();
+  Map m = new_map();
+  List l = new_list();
+  for (int i = 0; i < 100; ++i) {
+    sm.put(Value(i), Value(i));
+    m.put(Value(i), Value(i));
+    l.append(Value(i));
+  }
+  using Clock = std::chrono::steady_clock;
+  std::atomic<bool> changed{false};
+  std::atomic<Clock::rep> first_plain{0};
+  std::thread plain([&] {
+    while (!changed.load(std::memory_order_acquire)) std::this_thread::yield();
+    for (int i = 0; i < 3000; ++i) {  // enough to split the sorted map's nodes and grow both tables
+      sm.put(Value(1000 + i), Value(i));
+      m.put(Value(1000 + i), Value(i));
+      l.append(Value(1000 + i));
+      if (i == 0) first_plain.store(Clock::now().time_since_epoch().count(), std::memory_order_release);
+    }
+  });
+  Clock::rep rollback_start = 0;
+  {
+    Transaction tx;
+    for (int i = 100; i < 300; ++i) sm.put(Value(i), Value(i));
+    for (int i = 0; i < 50; ++i) sm.remove(Value(i));
+    for (int i = 100; i < 300; ++i) m.put(Value(i), Value(i));
+    for (int i = 0; i < 50; ++i) m.remove(Value(i));
+    for (int i = 0; i < 50; ++i) l.erase(0);
+    changed.store(true, std::memory_order_release);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    rollback_start = Clock::now().time_since_epoch().count();
+  }  // rolled back
+  plain.join();
+  CHECK(first_plain.load() > rollback_start);  // the plain thread waited for the rollback
+
+  std::vector<long long> expected;
+  for (int i = 0; i < 100; ++i) expected.push_back(i);
+  for (int i = 0; i < 3000; ++i) expected.push_back(1000 + i);
+  std::vector<long long> sorted_keys;
+  for (const auto& [k, v] : sm.items()) sorted_keys.push_back(k.as_int());
+  CHECK(sm.size() == expected.size());
+  CHECK(sorted_keys == expected);
+  std::vector<long long> map_keys;
+  for (const auto& [k, v] : m.items()) map_keys.push_back(k.as_int());
+  std::sort(map_keys.begin(), map_keys.end());
+  CHECK(m.size() == expected.size());
+  CHECK(map_keys == expected);
+  std::vector<long long> list_items;
+  for (const Value& v : l.items()) list_items.push_back(v.as_int());
+  CHECK(l.size() == expected.size());
+  CHECK(list_items == expected);
+  CHECK(verify_heap().ok);
+}
+
+TEST_CASE("transactions: a change outside any transaction to a container a stopped holder keeps fails with a conflict naming it") {
+  Attached at;
+  SortedMap sm = new_sorted_map();
+  sm.put(Value(1), Value("one"));
+  repository("tx.stop.map").set(sm);
+  pid_t kid = fork_client(at.cfg.socket, [] {
+    SortedMap sm(repository("tx.stop.map").get());
+    Transaction tx;
+    sm.put(Value(2), Value("two"));
+    ::raise(SIGSTOP);
+    tx.commit();
+    return 0;
+  });
+  int st = 0;
+  REQUIRE(::waitpid(kid, &st, WUNTRACED) == kid);
+  REQUIRE(WIFSTOPPED(st));
+  auto t0 = std::chrono::steady_clock::now();
+  try {
+    sm.put(Value(3), Value("three"));
+    FAIL("a plain put changed a sorted map that a stopped transaction holds");
+  } catch (const TransactionConflictError& e) {
+    CHECK(std::string(e.what()).find("process " + std::to_string(kid)) != std::string::npos);
+    CHECK(std::string(e.what()).find("was not made") != std::string::npos);
+  }
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10));
+  ::kill(kid, SIGKILL);
+  CHECK(wait_child(kid) == 128 + SIGKILL);
+  // The server rolls the dead holder back; the plain change then goes through.
+  CHECK(eventually([&] {
+    try {
+      sm.put(Value(3), Value("three"));
+      return true;
+    } catch (const TransactionConflictError&) {
+      return false;
+    }
+  }, 10'000));
+  CHECK(sm.size() == 2);
+  CHECK_FALSE(sm.contains(Value(2)));
+  CHECK(sm.at(Value(3)).as_string() == "three");
 }
 
 TEST_CASE("transactions: one too large for its log fails with nothing applied") {

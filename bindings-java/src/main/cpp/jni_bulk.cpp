@@ -363,7 +363,7 @@ void out_object(JNIEnv* env, Flat& f, std::size_t k) {
   // it: the orec before the lock word (lock order), then validated under it.
   cd::TxContainerScope tx(l, cd::TxAccess::kRead);
   cd::ContainerGuard guard(&l->lock);
-  tx.locked();
+  (void)tx.admitted();  // a read: always admitted (validated inside a transaction)
   // Its storage array is rooted too (the old one stays ours if a later append replaces it).
   cd::Rooted ar;
   cd::Word arr = load(f, &l->array, ar);

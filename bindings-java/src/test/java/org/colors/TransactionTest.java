@@ -146,6 +146,55 @@ class TransactionTest {
     assertEquals(Map.of(1L, "one", 2L, "two"), Map.copyOf(sorted));
   }
 
+  /**
+   * A collection change outside any transaction waits for the transaction that holds the
+   * collection: its rollback would otherwise overwrite part of the change, leaving a size that
+   * disagrees with the contents.
+   */
+  @Test
+  @SuppressWarnings("unchecked")
+  void aPlainChangeWaitsForTheTransactionHoldingTheCollection() throws Exception {
+    List<Object> list = (List<Object>) SharedMemory.allocate(List.class);
+    SharedSortedMap sorted = SharedMemory.newSortedMap();
+    for (long i = 0; i < 100; i++) {
+      list.add(i);
+      sorted.put(i, i);
+    }
+    CountDownLatch changed = new CountDownLatch(1);
+    long[] rollbackStart = new long[1];
+    Thread holder = new Thread(() -> {
+      try (Transaction tx = SharedMemory.beginTransaction()) {
+        for (long i = 100; i < 300; i++) sorted.put(i, i);
+        for (long i = 0; i < 50; i++) {
+          sorted.remove(i);
+          list.remove(0);
+        }
+        changed.countDown();
+        Thread.sleep(300);
+        rollbackStart[0] = System.nanoTime();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    });
+    holder.start();
+    assertTrue(changed.await(30, TimeUnit.SECONDS));
+    long firstPlain = 0;
+    for (long i = 1000; i < 4000; i++) {
+      sorted.put(i, i);
+      list.add(i);
+      if (i == 1000) firstPlain = System.nanoTime();
+    }
+    holder.join();
+    assertTrue(firstPlain > rollbackStart[0], "the plain change did not wait for the rollback");
+    List<Long> expected = new ArrayList<>();
+    for (long i = 0; i < 100; i++) expected.add(i);
+    for (long i = 1000; i < 4000; i++) expected.add(i);
+    assertEquals(expected.size(), sorted.size());
+    assertEquals(expected, new ArrayList<>(sorted.keySet()));
+    assertEquals(expected.size(), list.size());
+    assertEquals(expected, new ArrayList<>(list));
+  }
+
   @Test
   void repositorySetAndAllocationsCommitOrRollBack() {
     ObjectRepository r = SharedMemory.findOrCreateRepository(unique("tx-repo"));
