@@ -11,8 +11,11 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
+
+#include "proc_task.hpp"
 
 namespace colors::server {
 
@@ -20,21 +23,6 @@ namespace {
 
 std::int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-// The state letter of /proc/<pid>/task/<tid>/stat (after the last ')': the name may hold one).
-char task_state(pid_t pid, const char* tid) {
-  char path[96];
-  std::snprintf(path, sizeof path, "/proc/%d/task/%s/stat", static_cast<int>(pid), tid);
-  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 'X';  // the thread is gone
-  char buf[512];
-  ssize_t n = ::read(fd, buf, sizeof buf - 1);
-  ::close(fd);
-  if (n <= 0) return 'X';
-  buf[n] = 0;
-  const char* paren = std::strrchr(buf, ')');
-  return paren != nullptr && paren[1] == ' ' ? paren[2] : '?';
 }
 
 // Whether every thread of `pid` is stopped (or gone); else the first one's tid and state.
@@ -46,7 +34,7 @@ bool all_stopped(pid_t pid, std::string& busy) {
   bool ok = true;
   while (dirent* e = ::readdir(d)) {
     if (e->d_name[0] == '.') continue;
-    char s = task_state(pid, e->d_name);
+    char s = task_state(pid, static_cast<pid_t>(std::strtol(e->d_name, nullptr, 10)));
     if (s != 'T' && s != 't' && s != 'X' && s != 'Z') {
       busy = std::string("thread ") + e->d_name + " in state " + s;
       ok = false;
@@ -58,9 +46,7 @@ bool all_stopped(pid_t pid, std::string& busy) {
 }
 
 bool process_stopped(pid_t pid) {
-  char tid[16];
-  std::snprintf(tid, sizeof tid, "%d", static_cast<int>(pid));
-  char s = task_state(pid, tid);
+  char s = task_state(pid, pid);
   return s == 'T' || s == 't';
 }
 

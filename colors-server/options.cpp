@@ -135,6 +135,10 @@ std::string usage_text() {
       "                       live objects one client may have allocated, as the last collection counted\n"
       "                       them plus what it allocated since; past it its allocations fail with an\n"
       "                       out-of-memory error naming the largest holders (default: 0, no limit)\n"
+      "  --stopped-holder-timeout MS\n"
+      "                       kill (SIGKILL) a client process that stays stopped (SIGSTOP, Ctrl-Z) this\n"
+      "                       long while it holds a lock every client needs (the heap, classes or\n"
+      "                       collector lock), so the others go on; 0: never (default: 5000)\n"
       "  --help               print this text and exit\n"
       "\n"
       "Clients find the socket through the same default, or the COLORS_SOCKET environment variable.\n";
@@ -185,7 +189,7 @@ ParseResult parse_options(int argc, char** argv) {
                                          "--allow-group", "--gc-pacing",   "--gc-min-trigger",
                                          "--heap-dir",    "--max-clients-per-uid", "--client-live-limit",
                                          "--data-dir",    "--checkpoint-interval", "--durability",
-                                         "--async-delay"};
+                                         "--async-delay", "--stopped-holder-timeout"};
     bool known = false;
     for (const char* k : kKnown) known = known || flag == k;
     if (!known) return fail("unknown flag '" + flag + "' (see --help)");
@@ -242,6 +246,11 @@ ParseResult parse_options(int argc, char** argv) {
       auto v = parse_size(value);
       if (!v) return fail("--client-live-limit '" + value + "': expected a size like 64M or 1G (0: no limit)");
       o.client_live_limit = *v;
+    } else if (flag == "--stopped-holder-timeout") {
+      auto v = parse_uint(value, 10);
+      if (!v || *v > 3'600'000)
+        return fail("--stopped-holder-timeout '" + value + "': expected milliseconds, at most 3600000 (0: never)");
+      o.stopped_holder_timeout_ms = static_cast<std::uint32_t>(*v);
     } else if (flag == "--data-dir") {
       if (value.empty() || value[0] != '/') return fail("--data-dir '" + value + "': expected an absolute directory path");
       o.data_dir = value;

@@ -27,6 +27,7 @@ struct Options {
   std::optional<std::string> allow_group;  // group name or number allowed besides the owner
   std::uint32_t max_clients_per_uid = 0;   // client slots one uid may hold; 0: no limit but the table
   std::size_t client_live_limit = 0;       // live bytes one client may have allocated; 0: no limit
+  std::uint32_t stopped_holder_timeout_ms = 5000;  // kill a client stopped holding a heap-wide lock; 0: never
   bool keep_heap = false;              // SIGTERM/SIGINT leave the heap for a successor
   bool fresh_heap = false;             // discard a heap left under the name instead of adopting it
   std::string data_dir;                // checkpoints (colors-server/data_dir.hpp); empty: none

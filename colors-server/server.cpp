@@ -28,6 +28,7 @@
 #include "collector.hpp"
 #include "data_dir.hpp"
 #include "freezer.hpp"
+#include "stopped_holder_watch.hpp"
 #include "restored_segment.hpp"
 #include "recovery.hpp"
 #include "adoption.hpp"
@@ -204,6 +205,11 @@ class Server {
   // cycle lock (run_quiesced), then heap_mu_, then the collector's walk lock (reclaim_client).
   std::mutex heap_mu_;
   std::map<std::uint32_t, pid_t> client_pids_;  // GUARDED_BY(heap_mu_): slot -> process, every live client
+
+  // --stopped-holder-timeout (stopped_holder_watch.hpp); empty when 0.
+  std::optional<StoppedHolderWatch> holder_watch_;
+  std::int64_t next_holder_check_ = 0;
+  void check_stopped_holders();
 };
 
 constexpr std::int64_t kKeptCheckNs = 1'000'000'000;
@@ -652,8 +658,27 @@ void Server::check_kept_clients() {
   });
 }
 
+void Server::check_stopped_holders() {
+  std::vector<StoppedHolderWatch::Kill> kills;
+  {
+    std::lock_guard<std::mutex> g(heap_mu_);  // no checkpoint freeze runs meanwhile (the watch's invariants)
+    std::vector<pid_t> pids;
+    for (const auto& [slot, pid] : client_pids_) pids.push_back(pid);
+    for (const KeptClient& k : kept_) pids.push_back(k.pid);
+    kills = holder_watch_->check(meta_, pids, now_ns());
+  }
+  for (const StoppedHolderWatch::Kill& k : kills) {
+    log_error("process ", k.pid, " was stopped for ", k.stopped_ns / 1'000'000, " ms while its thread ", k.tid,
+              " held the heap's ", k.lock, ", which every client needs; killing it (SIGKILL) so the others go on "
+              "(--stopped-holder-timeout)");
+    ::kill(k.pid, SIGKILL);
+  }
+}
+
 void Server::loop() {
   std::vector<pollfd> fds;
+  if (opt_.stopped_holder_timeout_ms > 0)
+    holder_watch_.emplace(static_cast<std::int64_t>(opt_.stopped_holder_timeout_ms) * 1'000'000);
   for (;;) {
     std::int64_t now = now_ns();
     bool listening = now >= accept_paused_until_;
@@ -673,6 +698,7 @@ void Server::loop() {
     // Suppressed log lines are reported about once a second.
     std::int64_t flush_at = now + LogLimiter::kWindowNs;
     if (wake_at < 0 || flush_at < wake_at) wake_at = flush_at;
+    if (holder_watch_ && next_holder_check_ < wake_at) wake_at = std::max(now, next_holder_check_);
     int timeout_ms = static_cast<int>(std::max<std::int64_t>(0, (wake_at - now + 999'999) / 1'000'000));
 
     int rc = ::poll(fds.data(), fds.size(), timeout_ms);
@@ -712,6 +738,10 @@ void Server::loop() {
       }
     }
     std::erase_if(conns_, [](const Connection& c) { return c.fd < 0; });
+    if (holder_watch_ && now >= next_holder_check_) {
+      check_stopped_holders();
+      next_holder_check_ = now + holder_watch_->interval_ns();
+    }
     if (!kept_.empty() && now >= next_kept_check_) {
       check_kept_clients();
       next_kept_check_ = now + kKeptCheckNs;

@@ -44,6 +44,11 @@ int RobustMutex::lock_for(std::int64_t timeout_ns) {
 
 void RobustMutex::unlock() { pthread_mutex_unlock(&m_); }
 
+pid_t RobustMutex::holder_tid() const {
+  // glibc's robust mutex: __lock is the futex word, holder tid | FUTEX_WAITERS | FUTEX_OWNER_DIED.
+  return static_cast<pid_t>(__atomic_load_n(&m_.__data.__lock, __ATOMIC_RELAXED) & FUTEX_TID_MASK);
+}
+
 bool RobustMutex::mark_holder_dead() { return mark_mutex_holder_dead(&m_); }
 
 bool mark_mutex_holder_dead(pthread_mutex_t* m) {

@@ -5,6 +5,7 @@
 // whether the state it guarded needs repair (internal locks) or must be reported (user monitors).
 #pragma once
 #include <pthread.h>
+#include <sys/types.h>
 
 #include <cstdint>
 
@@ -19,6 +20,10 @@ class RobustMutex {
   // As lock(), giving up after timeout_ns; returns 0 (locked), 1 (locked, owner died), -1 (timeout).
   int lock_for(std::int64_t timeout_ns);
   void unlock();
+  // The kernel thread id of the holder (in the pid namespace of the process that took it), or 0
+  // while the mutex is free. A snapshot that may change at once: for watching (the server's
+  // stopped-holder watch), never for deciding who owns what.
+  pid_t holder_tid() const;
   // For a segment restored from a checkpoint: the thread the mutex word names as its holder
   // existed only in the checkpointed instant, and no kernel will ever report its death. Marks
   // such a held mutex as its holder's death would (FUTEX_OWNER_DIED, no waiters), so the next

@@ -492,3 +492,87 @@ TEST_CASE("a per-client limit of live bytes (--client-live-limit) stops one clie
   colors::detach();
   ::unsetenv("COLORS_SOCKET");
 }
+
+// ---- 8. A client stopped inside a heap-wide lock ------------------------------------------------
+
+namespace {
+
+// Forks a client that takes the metadata lock `which` points to and stops itself (SIGSTOP) while
+// holding it; returns once it is stopped.
+pid_t fork_stopped_holder(const std::string& socket, RobustMutex Metadata::*which) {
+  std::fflush(nullptr);
+  pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    colors::attach(socket);
+    (current_meta()->*which).lock();
+    ::raise(SIGSTOP);
+    ::_exit(0);  // continued: the test let it go
+  }
+  int st = 0;
+  REQUIRE(::waitpid(pid, &st, WUNTRACED) == pid);
+  REQUIRE(WIFSTOPPED(st));
+  return pid;
+}
+
+// Whether `pid` is still there (stopped) after `ms`; reaps it if it died.
+bool still_there_after(pid_t pid, int ms) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+  int st = 0;
+  return ::waitpid(pid, &st, WNOHANG) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("a client stopped while it holds the heap lock is killed after --stopped-holder-timeout, and the others go on", "[server][abuse]") {
+  Running r({"--heap-size", "64M", "--stopped-holder-timeout", "500"});
+  auto which = GENERATE(&Metadata::heap_lock, &Metadata::classes_lock);
+  pid_t kid = fork_stopped_holder(r.cfg.socket, which);
+  auto t0 = std::chrono::steady_clock::now();
+  int st = 0;
+  REQUIRE(::waitpid(kid, &st, 0) == kid);  // without the watch, it would stay stopped for good
+  CHECK(WIFSIGNALED(st));
+  CHECK(WTERMSIG(st) == SIGKILL);
+  CHECK(ms_since(t0) >= 400);
+  CHECK(ms_since(t0) < 10000);
+  CHECK(r.server->log().find("process " + std::to_string(kid) + " was stopped for") != std::string::npos);
+  // Another client allocates (TLAB refills take the heap lock) and defines a class (the classes
+  // lock), and the heap is sound.
+  ::setenv("COLORS_SOCKET", r.cfg.socket.c_str(), 1);
+  colors::attach();
+  colors::List l = colors::new_list();
+  for (int i = 0; i < 4000; ++i) l.append(colors::new_binary(std::string(4000, 'x').data(), 4000));
+  colors::Class c = colors::define_class("hardening.AfterStoppedHolder", {{"n", colors::TypeKind::kInteger, ""}});
+  colors::Object o = colors::new_object(c);
+  o.set("n", colors::Value(7));
+  CHECK(o.get("n").as_int() == 7);
+  CHECK(colors::verify_heap().ok);
+  colors::detach();
+  ::unsetenv("COLORS_SOCKET");
+}
+
+TEST_CASE("a stopped client that holds no heap-wide lock, or any with --stopped-holder-timeout 0, is left alone", "[server][abuse]") {
+  SECTION("a stopped client holding nothing") {
+    Running r({"--heap-size", "32M", "--stopped-holder-timeout", "200"});
+    std::fflush(nullptr);
+    pid_t kid = ::fork();
+    REQUIRE(kid >= 0);
+    if (kid == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      colors::attach(r.cfg.socket);
+      ::raise(SIGSTOP);
+      ::_exit(0);
+    }
+    int st = 0;
+    REQUIRE(::waitpid(kid, &st, WUNTRACED) == kid);
+    CHECK(still_there_after(kid, 1500));
+    stop_abuser(kid);
+  }
+  SECTION("a holder, with the watch off") {
+    Running r({"--heap-size", "32M", "--stopped-holder-timeout", "0"});
+    pid_t kid = fork_stopped_holder(r.cfg.socket, &Metadata::heap_lock);
+    CHECK(still_there_after(kid, 1500));
+    stop_abuser(kid);
+  }
+}
