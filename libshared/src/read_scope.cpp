@@ -18,6 +18,7 @@ struct ReadScopeExitGuard {
     root_release(s.slot);  // holds a small integer: nothing to flag
     s.slot = nullptr;
     s.depth = 0;
+    s.base = 0;
   }
 };
 thread_local ReadScopeExitGuard t_read_scope_exit_guard;

@@ -34,11 +34,16 @@
 
 namespace colors::detail {
 
+// Levels 1..base of the nesting belong to an attachment that ended (entered before a detach, or
+// the parent's, in a fork child): they protect nothing and only unwind. Levels base+1..depth are
+// scopes of the attachment `gen` names, announced by `slot`. base <= depth; base is 0 but after a
+// scope outlived its attachment.
 struct ReadScopeState {
   std::uint64_t gen;              // the attachment `slot` belongs to (g_roots_gen)
   std::atomic<Word>* slot;        // the scope word, or nullptr before the thread's first scope
   std::uint64_t seq;              // the scope word's last value: odd inside a scope
-  std::uint32_t depth;            // nesting depth; the word changes only at the outermost scope
+  std::uint32_t depth;            // nesting depth; the word changes only at level base + 1
+  std::uint32_t base;             // levels of an ended attachment, below the live ones
 };
 extern constinit thread_local ReadScopeState t_read_scope;
 
@@ -54,9 +59,13 @@ void read_scope_first_entry();
 // REQUIRES: not inside a transaction (the caller checks: colors::ReadScope throws).
 inline void read_scope_enter() {
   ReadScopeState& s = t_read_scope;
-  if (s.depth != 0) {
-    ++s.depth;
-    return;
+  if (s.depth > s.base) {
+    if (__builtin_expect(s.gen == g_roots_gen.load(std::memory_order_acquire), 1)) {
+      ++s.depth;  // nested in a live scope
+      return;
+    }
+    // Every open level outlived its attachment: this one is the first of the current one.
+    s.base = s.depth;
   }
   if (__builtin_expect(s.slot == nullptr || s.gen != g_roots_gen.load(std::memory_order_acquire), 0))
     read_scope_first_entry();
@@ -66,13 +75,18 @@ inline void read_scope_enter() {
   // and its re-read: either the collector's scan after its membarrier sees the word, or every
   // read of the scope comes after the epoch flip).
   root_fence();
-  s.depth = 1;
+  s.depth += 1;
 }
 
 // REQUIRES: inside a scope.
 inline void read_scope_exit() {
   ReadScopeState& s = t_read_scope;
-  if (--s.depth != 0) return;
+  s.depth -= 1;
+  if (s.depth > s.base) return;  // an inner level
+  if (s.depth < s.base) {        // a level of an ended attachment: nothing to announce
+    s.base = s.depth;
+    return;
+  }
   s.seq += 1;  // even: outside
   // A detach (or a fork, in the child) since the entry: the table the word lived in is released
   // (the server emptied it) or the parent's; never write it.
@@ -83,10 +97,11 @@ inline void read_scope_exit() {
 
 // A scope entered before a detach (or, in a fork child, the parent's) protects nothing of the
 // attachment now current: it no longer counts, so the thread may collect, allocate rooted objects
-// and begin transactions again (its exit only unwinds the depth).
+// and begin transactions again (its exit only unwinds the depth). A scope entered inside it after
+// the attach is a scope of the current attachment, with a word of its own.
 inline bool in_read_scope() {
   const ReadScopeState& s = t_read_scope;
-  return s.depth != 0 && s.gen == g_roots_gen.load(std::memory_order_acquire);
+  return s.depth > s.base && s.gen == g_roots_gen.load(std::memory_order_acquire);
 }
 
 // A root for the borrowed reference `w` (read inside the current scope): root_acquire, then the

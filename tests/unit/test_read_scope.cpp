@@ -262,6 +262,42 @@ TEST_CASE("leaving a scope after the process detached does not write the release
   REQUIRE(is_active_scope_word(t_read_scope.slot->load()));
 }
 
+// A scope left open across a detach (or a fork) no longer counts; one entered inside it after
+// the new attach is a scope of the new attachment, with a word of its own, and views work in it.
+TEST_CASE("a scope entered inside one that outlived its attachment is a scope of the new attachment") {
+  test::TestSegment seg(8 << 20);
+  std::optional<ReadScope> stale(std::in_place);
+  std::atomic<Word>* old_word = t_read_scope.slot;
+  roots_forget_process_state();  // what detach() does to this process's root state
+  old_word->store(kNull);        // what the server does to a detached client's table
+  REQUIRE_FALSE(ReadScope::active());
+  const Class cls = node_class();
+  const Field v(cls, "v");
+  Object o = node(cls, 5, "five");
+  for (int round = 0; round < 2; ++round) {  // twice: the second reuses the new word
+    ReadScope inner;
+    REQUIRE(ReadScope::active());
+    REQUIRE(is_active_scope_word(t_read_scope.slot->load()));
+    REQUIRE(ObjectView(o).get(v).as_int() == 5);
+    {
+      ReadScope nested;
+      REQUIRE(ObjectView(o).get(v).as_int() == 5);
+    }
+    REQUIRE(ReadScope::active());
+    REQUIRE(is_active_scope_word(t_read_scope.slot->load()));
+  }
+  REQUIRE_FALSE(ReadScope::active());  // only the stale level is left
+  REQUIRE_FALSE(is_active_scope_word(t_read_scope.slot->load()));
+  REQUIRE_THROWS_AS(ObjectView(o).get(v), InvalidArgumentError);
+  stale.reset();
+  REQUIRE(t_read_scope.depth == 0);
+  REQUIRE(t_read_scope.base == 0);
+  REQUIRE(old_word->load() == kNull);  // the ended attachment's word was never written again
+  ReadScope after;
+  REQUIRE(ReadScope::active());
+  REQUIRE(is_active_scope_word(t_read_scope.slot->load()));
+}
+
 // A scope open longer than the collector's bound: the cycle is given up (nothing freed, waiters
 // answered), and what the scope borrowed is still there; after the scope, cycles free it.
 TEST_CASE_METHOD(ShortScopeWait, "a read scope open past the collector's bound makes the cycle give up, freeing nothing") {
