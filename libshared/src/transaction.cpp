@@ -787,7 +787,8 @@ void tx_wait_container_free(const void* container) {
     if (spins % 64 == 63) {
       const std::int64_t now = monotonic_ns();
       if (now - start >= plain_wait_ns()) {
-        throw TransactionConflictError("object " + hex(reinterpret_cast<std::uint64_t>(container)) + " is held by " +
+        throw TransactionConflictError("object " + hex(reinterpret_cast<std::uint64_t>(container)) +
+                                       " (or an object sharing its ownership record) is held by " +
                                        describe_holder(m, holder_of(o)) + ", which did not finish within " +
                                        std::to_string((now - start) / 1'000'000) +
                                        " ms; this change outside a transaction was not made (a rollback of that "
