@@ -15,6 +15,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <new>
 #include <random>
 #include <stdexcept>
@@ -75,6 +76,22 @@ auto read_when_free(F&& f) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
   }
+}
+
+// Forks a client that runs `hold` inside a transaction and stops itself (SIGSTOP) before the
+// commit, keeping what `hold` wrote; returns once it is stopped.
+pid_t fork_stopped_in_transaction(const std::string& socket, std::function<void()> hold) {
+  pid_t kid = fork_client(socket, [hold] {
+    Transaction tx;
+    hold();
+    ::raise(SIGSTOP);
+    tx.commit();
+    return 0;
+  });
+  int st = 0;
+  REQUIRE(::waitpid(kid, &st, WUNTRACED) == kid);
+  REQUIRE(WIFSTOPPED(st));
+  return kid;
 }
 
 }  // namespace
@@ -450,17 +467,10 @@ TEST_CASE("transactions: a stopped holder makes others fail with a conflict nami
   Attached at;
   Object a = account(1);
   repository("tx.stop.a").set(a);
-  pid_t kid = fork_client(at.cfg.socket, [] {
+  pid_t kid = fork_stopped_in_transaction(at.cfg.socket, [] {
     Object a(repository("tx.stop.a").get());
-    Transaction tx;
     a.set("balance", Value(2));
-    ::raise(SIGSTOP);
-    tx.commit();
-    return 0;
   });
-  int st = 0;
-  REQUIRE(::waitpid(kid, &st, WUNTRACED) == kid);
-  REQUIRE(WIFSTOPPED(st));
   auto t0 = std::chrono::steady_clock::now();
   try {
     atomically([&] { a.set("balance", Value(3)); }, 3);
@@ -537,17 +547,10 @@ TEST_CASE("transactions: a change outside any transaction to a container a stopp
   SortedMap sm = new_sorted_map();
   sm.put(Value(1), Value("one"));
   repository("tx.stop.map").set(sm);
-  pid_t kid = fork_client(at.cfg.socket, [] {
+  pid_t kid = fork_stopped_in_transaction(at.cfg.socket, [] {
     SortedMap sm(repository("tx.stop.map").get());
-    Transaction tx;
     sm.put(Value(2), Value("two"));
-    ::raise(SIGSTOP);
-    tx.commit();
-    return 0;
   });
-  int st = 0;
-  REQUIRE(::waitpid(kid, &st, WUNTRACED) == kid);
-  REQUIRE(WIFSTOPPED(st));
   auto t0 = std::chrono::steady_clock::now();
   try {
     sm.put(Value(3), Value("three"));
