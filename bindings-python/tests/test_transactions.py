@@ -779,6 +779,41 @@ def test_a_plain_change_waits_for_the_transaction_holding_the_container():
     assert verdict == "ok" and int(seconds) < 20, out
 
 
+def test_a_conflict_reading_an_added_field_keeps_its_error_state():
+    # A field the class does not declare is read after the attribute lookup failed: the binding
+    # holds that AttributeError while it reads the shared field. A conflict raised by the read
+    # released it twice, one reference to AttributeError per conflict, until the type was freed
+    # under the interpreter (SIGSEGV after about ten).
+    out = run_child("""
+        import threading
+        a = cs.allocate(Account)
+        a.added = 0   # not declared by Account: a field added to the shared object
+        lost = 0
+        for k in range(30):
+            held, done = threading.Event(), threading.Event()
+            def hold():
+                with cs.transaction():
+                    a.added = a.added + 1
+                    held.set()
+                    done.wait()
+            t = threading.Thread(target=hold)
+            t.start()
+            held.wait()
+            before = sys.getrefcount(AttributeError)
+            try:
+                with cs.transaction():
+                    a.added
+                print("no conflict", flush=True)
+            except cs.TransactionConflictError:
+                pass
+            lost += before - sys.getrefcount(AttributeError)
+            done.set()
+            t.join()
+        print("lost", lost, a.added, flush=True)
+    """, {})
+    assert out.split() == ["lost", "0", "30"], out
+
+
 # ---- misuse and what is refused inside -----------------------------------------------------------
 
 

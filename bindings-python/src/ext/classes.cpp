@@ -1257,9 +1257,11 @@ PyObject* user_getattro(PyObject* obj, PyObject* name) {
       PyErr_Restore(et, ev, tb);
       return nullptr;
     }
-    Py_XDECREF(et);
-    Py_XDECREF(ev);
-    Py_XDECREF(tb);
+    // Cleared, not just released: read_slot may throw (a transaction's conflict), and the handler
+    // below releases what is left.
+    Py_CLEAR(et);
+    Py_CLEAR(ev);
+    Py_CLEAR(tb);
     return read_slot(h->word, slot_of(h->word, *f), f->type);
   } catch (...) {
     Py_XDECREF(et);
