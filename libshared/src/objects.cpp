@@ -286,17 +286,20 @@ ClassRecord* add_field(Metadata* m, Word o, const FieldSpec& field) {
 
 ClassRecord* remove_field(Metadata* m, Word o, std::string_view name) {
   tx_refuse("schema evolution (removing a field from an object)");
-  ClassRecord* from = class_of(o);
-  const FieldInfo* f = find_field(from, name);
-  if (f == nullptr)
-    throw KeyError("object of class " + std::string(name_view(from->name)) + " has no field '" + std::string(name) + "'");
-  ClassRecord* to = version_without_field(m, from, name);
-  RobustLockGuard g(m->classes_lock);
-  // A racing evolution may have switched the object meanwhile; the last switch wins, as with any
-  // racing unsynchronized store.
-  reinterpret_cast<ObjectHead*>(o)->cls.store(to, std::memory_order_release);
-  if (std::atomic<Word>* slot = field_slot(o, *f)) store_ref(slot, kNull);
-  return to;
+  for (;;) {
+    ClassRecord* from = class_of(o);
+    const FieldInfo* f = find_field(from, name);
+    if (f == nullptr)
+      throw KeyError("object of class " + std::string(name_view(from->name)) + " has no field '" + std::string(name) + "'");
+    ClassRecord* to = version_without_field(m, from, name);
+    RobustLockGuard g(m->classes_lock);
+    // Evolved meanwhile (another thread or process added or removed a field): start over from its
+    // current class, or the switch below would undo that change.
+    if (class_of(o) != from) continue;
+    reinterpret_cast<ObjectHead*>(o)->cls.store(to, std::memory_order_release);
+    if (std::atomic<Word>* slot = field_slot(o, *f)) store_ref(slot, kNull);
+    return to;
+  }
 }
 
 // ---- allocation in a read scope ----

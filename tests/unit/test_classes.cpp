@@ -1,7 +1,12 @@
 // Module tests of classes, versions and schema evolution (the paper's Employee example).
 #include <catch2/catch.hpp>
+#include <thread>
+#include <chrono>
 
 #include "colors/colors.hpp"
+#include "classes.hpp"
+#include "layout.hpp"
+#include "objects.hpp"
 #include "test_segment.hpp"
 
 using namespace colors;
@@ -109,4 +114,26 @@ TEST_CASE("reflection: classes of builtins and of user objects") {
   Object e = new_object(define_class("demo.Employee", employee_fields()));
   REQUIRE(class_of(e).name() == "demo.Employee");
   REQUIRE(class_of(e).fields()[1].type == TypeKind::kFloat);
+}
+
+// A removal whose object another thread or process evolved between the removal's choice of the
+// new version and its switch: the switch must start over from the object's current class, not
+// undo the other change. Here the test holds classes_lock while the removal of "x" waits for it,
+// and meanwhile removes "z" itself (the class word switch a racing remove_field makes).
+TEST_CASE("a field removal racing another evolution of the same object keeps both changes") {
+  test::TestSegment seg;
+  detail::Metadata* m = seg.meta();
+  Class c = define_class("t.RacingRemoval", {{"x", TypeKind::kInteger, ""}, {"y", TypeKind::kInteger, ""}, {"z", TypeKind::kInteger, ""}});
+  Object o = new_object(c);
+  const detail::Word w = o.raw();
+  detail::ClassRecord* without_z = detail::version_without_field(m, detail::class_of(w), "z");
+  m->classes_lock.lock();
+  std::thread remover([&] { detail::remove_field(m, w, "x"); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // it now waits for classes_lock
+  reinterpret_cast<detail::ObjectHead*>(w)->cls.store(without_z, std::memory_order_release);
+  m->classes_lock.unlock();
+  remover.join();
+  CHECK_FALSE(o.has_field("x"));
+  CHECK_FALSE(o.has_field("z"));  // the racing removal was undone before
+  CHECK(o.has_field("y"));
 }
