@@ -262,8 +262,10 @@ static void ensure_storage(Metadata* m, Word o, const ClassRecord* to) {
   for (std::size_t i = 0; i < have; ++i) {
     init_ref(&a->slots[i], reinterpret_cast<ArrayObject*>(old)->slots[i].load(std::memory_order_acquire));
   }
-  // A racing unsynchronized store into the old extension between the copy and this publication
-  // may be lost (allowed: racing stores may lose updates); it can never be torn or misplaced.
+  // A store into the old extension between the copy and this publication is lost, whichever
+  // field it writes (also one this evolution does not touch, and a transaction's committed
+  // write); it is never torn or misplaced. Closing that window needs the writers of extension
+  // slots to notice a move (doc/DESIGN.md, "Schema evolution", says what is open).
   store_ref(&u->extension, ext);
 }
 
