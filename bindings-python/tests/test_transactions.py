@@ -779,6 +779,51 @@ def test_a_plain_change_waits_for_the_transaction_holding_the_container():
     assert verdict == "ok" and int(seconds) < 20, out
 
 
+def test_a_plain_read_modify_write_never_writes_back_a_rolled_back_change():
+    # reverse, sort, slice assignment, extend by itself and intersection_update read the elements
+    # and write a result back. Run outside any transaction while another thread's transaction
+    # held the container, they read its uncommitted changes, waited for its rollback in the
+    # write, and then wrote those changes back. Their read now waits for the transaction too.
+    out = run_child("""
+        import threading
+        def against_a_rollback(container, change, op):
+            held = threading.Event()
+            def hold():
+                try:
+                    with cs.transaction():
+                        change(container)
+                        held.set()
+                        time.sleep(0.3)
+                        raise KeyError("roll back")
+                except KeyError:
+                    pass
+            t = threading.Thread(target=hold)
+            t.start()
+            held.wait()
+            op(container)
+            t.join()
+        def list_change(l):
+            l.append(999)
+            del l[0]
+        results = []
+        for op in (lambda l: l.reverse(), lambda l: l.sort(), lambda l: l.__setitem__(slice(1, 3), [7]),
+                   lambda l: l.__delitem__(slice(0, 8)), lambda l: l.extend(l)):
+            l = cs.copy_to(list(range(10)))
+            model = list(range(10))
+            op(model)
+            against_a_rollback(l, list_change, op)
+            results.append(list(l) == model)
+        s = cs.copy_to(set(range(10)))
+        def set_change(s):
+            s.add(999)
+            s.discard(0)
+        against_a_rollback(s, set_change, lambda s: s.intersection_update(set(range(5)) | {999}))
+        results.append(set(s) == set(range(5)))
+        print(*results, flush=True)
+    """, {})
+    assert out.split() == ["True"] * 6, out
+
+
 def test_a_conflict_reading_an_added_field_keeps_its_error_state():
     # A field the class does not declare is read after the attribute lookup failed: the binding
     # holds that AttributeError while it reads the shared field. A conflict raised by the read

@@ -517,12 +517,12 @@ void list_replace(Metadata* m, Word list, const Word* v, std::size_t k) {
   for (std::size_t j = k; j < s.n; ++j) store_ref_logged(&arr->slots[j], kNull);
 }
 
-std::vector<Rooted> list_snapshot(Word list) {
-  if (!in_transaction()) {
+std::vector<Rooted> list_snapshot(Word list, TxAccess a) {
+  if (!in_transaction() && a == TxAccess::kRead) {  // the lock-free read waits for nobody
     std::vector<Rooted> out;
     if (try_snapshot(as_list(list), out)) return out;
   }
-  ListLock lock(as_list(list), TxAccess::kRead);
+  ListLock lock(as_list(list), a);
   ListState s = state(as_list(list));
   std::vector<Rooted> out;
   out.reserve(s.n);
@@ -643,10 +643,10 @@ void hash_clear(Word h) {
   store_ref_logged(&ho->table, kNull);
 }
 
-void hash_for_each_rooted(Word h, const std::function<void(Rooted, Rooted)>& f) {
+void hash_for_each_rooted(Word h, const std::function<void(Rooted, Rooted)>& f, TxAccess a) {
   std::vector<std::pair<Rooted, Rooted>> entries;
   {
-    HashLock lock(as_hash(h), TxAccess::kRead);
+    HashLock lock(as_hash(h), a);
     Word table = as_hash(h)->table.load(std::memory_order_acquire);
     if (table != kNull) {
       TableObject* t = as_table(table);

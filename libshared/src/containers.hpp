@@ -36,6 +36,7 @@
 #include "layout.hpp"
 #include "list_seqlock.hpp"
 #include "roots.hpp"
+#include "transaction.hpp"
 
 namespace colors::detail {
 
@@ -77,8 +78,9 @@ bool list_erase_if(Word list, std::size_t i, Word expected);
 void list_clear(Word list);
 // Makes the content exactly v[0..n).
 void list_replace(Metadata* m, Word list, const Word* v, std::size_t n);
-// The elements at one instant, each rooted (non-references with no root slot).
-std::vector<Rooted> list_snapshot(Word list);
+// The elements at one instant, each rooted (non-references with no root slot). kReadForUpdate:
+// the caller writes a result computed from them back (transaction.hpp, TxAccess).
+std::vector<Rooted> list_snapshot(Word list, TxAccess a = TxAccess::kRead);
 
 // Python-style positions: i < 0 means size + i, resolved under the lock.
 Rooted list_load_signed(Word list, std::int64_t i);
@@ -106,8 +108,9 @@ bool hash_remove(Word h, Word key, Rooted* value = nullptr);
 bool hash_pop_any(Word h, Rooted* key, Rooted* value);
 void hash_clear(Word h);
 // Visits the live entries of one instant as rooted (key, value) pairs (taken under the lock, then
-// visited without it: `f` may use the container).
-void hash_for_each_rooted(Word h, const std::function<void(Rooted key, Rooted value)>& f);
+// visited without it: `f` may use the container). kReadForUpdate: as list_snapshot.
+void hash_for_each_rooted(Word h, const std::function<void(Rooted key, Rooted value)>& f,
+                          TxAccess a = TxAccess::kRead);
 
 template <class Put>
 std::size_t list_read_borrowed(Word list, std::size_t from, std::size_t max, std::size_t& size, Put&& put) {

@@ -72,7 +72,11 @@ struct TxThread;
 extern constinit thread_local TxThread* t_tx;
 inline bool in_transaction() { return t_tx != nullptr; }
 
-enum class TxAccess { kRead, kWrite };
+// kReadForUpdate: a read whose result the caller writes back in a later operation (a binding's
+// sort, reverse or slice assignment: a snapshot, then a replace). Inside a transaction a read;
+// outside one it waits, as a change does, while a transaction holds the container, so that it
+// never reads changes a rollback is about to take back (and then writes them back after it).
+enum class TxAccess { kRead, kWrite, kReadForUpdate };
 
 // ---- lifecycle (client.cpp's Transaction and the bindings) ----
 
@@ -162,18 +166,21 @@ void tx_log_count(std::atomic<std::uint64_t>* counter);
 // A container's part in a transaction, for the length of one operation; constructed before the
 // container's lock word is taken (a lock order: orec, then lock word), admitted() after.
 //
-// A change outside any transaction is admitted only while no transaction holds the container: a
-// rollback restores every word the transaction logged, and would overwrite a plain change made
-// meanwhile word by word, tearing the container from its counters (a sorted map's size from its
-// tree, a hash table's used count from its entries). Checked under the lock word, which every
-// transactional operation on the container takes after the orec: a transaction that takes the
-// orec later runs its operation after this one. Plain reads stay admitted (weak atomicity:
-// doc/DESIGN.md, "Transactions").
+// A change (or a read for update) outside any transaction is admitted only while no transaction
+// holds the container: a rollback restores every word the transaction logged, and would overwrite
+// a plain change made meanwhile word by word, tearing the container from its counters (a sorted
+// map's size from its tree, a hash table's used count from its entries). Checked under the lock
+// word, which every transactional operation on the container takes after the orec: a transaction
+// that takes the orec later runs its operation after this one. Plain reads stay admitted (weak
+// atomicity: doc/DESIGN.md, "Transactions").
 class TxContainerScope {
  public:
-  TxContainerScope(const void* container, TxAccess a) : container_(container), access_(a) {
+  TxContainerScope(const void* container, TxAccess a)
+      : container_(container),
+        access_(a == TxAccess::kWrite ? TxAccess::kWrite : TxAccess::kRead),
+        waits_(a != TxAccess::kRead) {
     if (__builtin_expect(t_tx != nullptr, 0)) {
-      tx_container_open(container, a);
+      tx_container_open(container, access_);
       active_ = true;
     }
   }
@@ -184,7 +191,7 @@ class TxContainerScope {
       tx_container_locked(container_, access_);
       return true;
     }
-    return access_ != TxAccess::kWrite || !tx_container_held(container_);
+    return !waits_ || !tx_container_held(container_);
   }
   void wait() const { tx_wait_container_free(container_); }
   ~TxContainerScope() {
@@ -195,7 +202,8 @@ class TxContainerScope {
 
  private:
   const void* container_;
-  TxAccess access_;
+  TxAccess access_;  // kRead or kWrite: what a transaction does
+  bool waits_;       // outside a transaction: wait while one holds the container
   bool active_ = false;
 };
 

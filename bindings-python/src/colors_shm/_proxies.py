@@ -104,7 +104,7 @@ class SharedList(SharedProxy, MutableSequence):
     def __setitem__(self, index, value):
         ref = self._ref
         if isinstance(index, slice):
-            items = ref.litems()
+            items = ref.litems_for_update()
             new_values = list(value)
             for v in new_values:
                 _ext.check_storable(v)
@@ -122,7 +122,7 @@ class SharedList(SharedProxy, MutableSequence):
             n = len(ref)
             idx = sorted(range(*index.indices(n)), reverse=True)
             if len(idx) > n // 2:  # cheaper to rewrite
-                items = ref.litems()
+                items = ref.litems_for_update()
                 del items[index]
                 ref.lreplace(items)
             else:
@@ -142,7 +142,7 @@ class SharedList(SharedProxy, MutableSequence):
 
     def extend(self, values: Iterable) -> None:
         if values is self:
-            values = self._ref.litems()
+            values = self._ref.litems_for_update()
         self._ref.lextend(values)
 
     def pop(self, index=-1):
@@ -168,14 +168,17 @@ class SharedList(SharedProxy, MutableSequence):
     def clear(self) -> None:
         self._ref.clear()
 
+    # Operations that read the elements and write a result back read them "for update": once no
+    # transaction holds the list, so that a rollback never takes back what they read after they
+    # wrote it back.
     def reverse(self) -> None:
-        items = self._ref.litems()
+        items = self._ref.litems_for_update()
         items.reverse()
         self._ref.lreplace(items)
 
     def sort(self, *, key=None, reverse=False) -> None:
         """Sorts in place (reads the elements out, sorts them, writes them back)."""
-        items = self._ref.litems()
+        items = self._ref.litems_for_update()
         items.sort(key=key, reverse=reverse)
         self._ref.lreplace(items)
 
@@ -188,7 +191,7 @@ class SharedList(SharedProxy, MutableSequence):
         if n <= 0:
             self.clear()
         else:
-            items = self._ref.litems()
+            items = self._ref.litems_for_update()
             for _ in range(n - 1):
                 self._ref.lextend(items)
         return self
@@ -524,7 +527,8 @@ class SharedSet(SharedProxy, MutableSet):
                 self._ref.sadd(v)
 
     def intersection_update(self, *others) -> None:
-        self._replace(self.intersection(*others))
+        # Read "for update" (as SharedList.reverse): never a transaction's changes about to roll back.
+        self._replace(set(self._ref.sitems_for_update()).intersection(*others))
 
     def difference_update(self, *others) -> None:
         for o in others:

@@ -141,11 +141,16 @@ PyObject* snapshot_live(colors::List& l) {
 // The list's elements at one instant, as Python objects: snapshot_live when it can; else one
 // locked snapshot (containers.hpp), whose unboxed values are decoded in place and whose user
 // objects with a live proxy reuse it, so only the other references keep the root the snapshot
-// took. Inside a read scope: snapshot_borrowed.
-py::list snapshot(colors::List& l) {
-  if (in_read_scope_here()) return snapshot_borrowed(l);
-  if (PyObject* fast = snapshot_live(l)) return py::reinterpret_steal<py::list>(fast);
-  std::vector<cd::Rooted> items = cd::list_snapshot(l.raw());
+// took. Inside a read scope: snapshot_borrowed. for_update: a snapshot whose result the caller
+// writes back (sort, reverse, slice assignment), taken under the lock once no transaction holds
+// the list (cd::TxAccess::kReadForUpdate).
+py::list snapshot(colors::List& l, bool for_update = false) {
+  if (!for_update) {
+    if (in_read_scope_here()) return snapshot_borrowed(l);
+    if (PyObject* fast = snapshot_live(l)) return py::reinterpret_steal<py::list>(fast);
+  }
+  std::vector<cd::Rooted> items =
+      cd::list_snapshot(l.raw(), for_update ? cd::TxAccess::kReadForUpdate : cd::TxAccess::kRead);
   py::list out(static_cast<Py_ssize_t>(items.size()));
   for (std::size_t i = 0; i < items.size(); ++i) {
     cd::Word w = items[i].word();
@@ -315,6 +320,8 @@ void init_containers(py::module_& m) {
     return cd::list_erase_if(l.raw(), static_cast<std::size_t>(i), e.raw());
   });
   def_ref_method("litems", +[](Ref& r) { return snapshot(r.list()); });
+  // The elements, for an operation that writes a result computed from them back (see snapshot).
+  def_ref_method("litems_for_update", +[](Ref& r) { return snapshot(r.list(), true); });
   m.def("_install_list_fast_paths", [](py::object cls) {
     auto* t = install_fast_methods(cls, g_list_fast_methods);
     // The type's slots point straight at the C functions: assigning the methods above left
@@ -424,6 +431,15 @@ void init_containers(py::module_& m) {
     return py::make_tuple(py_of(std::move(k)));
   });
   def_ref_method("sitems", +[](Ref& r) { return to_list(r.set().items()); });
+  // The elements, for an operation that writes a result computed from them back
+  // (intersection_update): taken once no transaction holds the set (cd::TxAccess::kReadForUpdate).
+  def_ref_method("sitems_for_update", +[](Ref& r) {
+    py::list out;
+    cd::hash_for_each_rooted(
+        r.set().raw(), [&](cd::Rooted k, cd::Rooted) { out.append(py_of(std::move(k))); },
+        cd::TxAccess::kReadForUpdate);
+    return out;
+  });
 
   // ---- user objects (minimal: generic field access; the class mapping is still to come) ----
   def_ref_method("oclass", +[](Ref& r) {

@@ -127,6 +127,18 @@ jobjectArray JNICALL n_list_items(JNIEnv* env, jclass, jobject h) {
   return guarded<jobjectArray>(env, nullptr, [&] { return to_java_array(env, jvalue_of(env, h)->list().items()); });
 }
 
+// The elements, for an operation that writes a result computed from them back (sort,
+// replaceAll): taken once no transaction holds the list (cd::TxAccess::kReadForUpdate), so that
+// a rollback never takes back what they read after it was written back.
+jobjectArray JNICALL n_list_items_for_update(JNIEnv* env, jclass, jobject h) {
+  return guarded<jobjectArray>(env, nullptr, [&] {
+    std::vector<colors::Value> items;
+    for (cd::Rooted& r : cd::list_snapshot(jvalue_of(env, h)->list().raw(), cd::TxAccess::kReadForUpdate))
+      items.push_back(adopt(std::move(r)));
+    return to_java_array(env, std::move(items));
+  });
+}
+
 // The elements of an all-integer (all-number) list as a long[] (double[]) in one call: no boxing,
 // no object per element. Unboxed words are decoded in place; boxed ones are read through a
 // rooted load. TypeMismatchError names the first element of another kind.
@@ -324,6 +336,17 @@ jobjectArray JNICALL n_set_items(JNIEnv* env, jclass, jobject h) {
   return guarded<jobjectArray>(env, nullptr, [&] { return to_java_array(env, jvalue_of(env, h)->set().items()); });
 }
 
+// The elements, for retainAll (as n_list_items_for_update).
+jobjectArray JNICALL n_set_items_for_update(JNIEnv* env, jclass, jobject h) {
+  return guarded<jobjectArray>(env, nullptr, [&] {
+    std::vector<colors::Value> items;
+    cd::hash_for_each_rooted(
+        jvalue_of(env, h)->set().raw(), [&](cd::Rooted k, cd::Rooted) { items.push_back(adopt(std::move(k))); },
+        cd::TxAccess::kReadForUpdate);
+    return to_java_array(env, std::move(items));
+  });
+}
+
 constexpr const char* kH = "Lorg/colors/Handle;";
 
 }  // namespace
@@ -357,6 +380,7 @@ void add_containers_natives(std::vector<JNINativeMethod>& out) {
       N("listRemove", s_lget.c_str(), n_list_remove),
       N("listRemoveIf", s_lrmif.c_str(), n_list_remove_if),
       N("listItems", s_items.c_str(), n_list_items),
+      N("listItemsForUpdate", s_items.c_str(), n_list_items_for_update),
       N("listLongs", s_longs.c_str(), n_list_longs),
       N("listDoubles", s_doubles.c_str(), n_list_doubles),
       N("listIndexOf", s_lidx.c_str(), n_list_index_of),
@@ -370,6 +394,7 @@ void add_containers_natives(std::vector<JNINativeMethod>& out) {
       N("setAdd", s_kbool.c_str(), n_set_add),
       N("setRemove", s_kbool.c_str(), n_set_remove),
       N("setItems", s_items.c_str(), n_set_items),
+      N("setItemsForUpdate", s_items.c_str(), n_set_items_for_update),
   });
 }
 

@@ -110,6 +110,7 @@ final class Native {
   static native Object listRemove(Handle h, int i);
   static native boolean listRemoveIf(Handle h, int i, int tag, long bits, Object obj);
   static native Object[] listItems(Handle h);
+  static native Object[] listItemsForUpdate(Handle h);
   static native long[] listLongs(Handle h);
   static native double[] listDoubles(Handle h);
   static native int listIndexOf(Handle h, int tag, long bits, Object obj, boolean last);
@@ -129,6 +130,7 @@ final class Native {
   static native boolean setAdd(Handle h, int tag, long bits, Object obj);
   static native boolean setRemove(Handle h, int tag, long bits, Object obj);
   static native Object[] setItems(Handle h);
+  static native Object[] setItemsForUpdate(Handle h);
 
   // ---- repositories, channels, monitors (jni_sync.cpp) ----
   static native long repoFind(String name);

@@ -520,18 +520,21 @@ public final class SharedList extends AbstractList<Object> implements RandomAcce
 
   /**
    * Sorts the list: reads the elements out, sorts them privately and writes them back (not atomic
-   * with respect to other processes; on a comparison error the shared list is unchanged).
+   * with respect to other processes; on a comparison error the shared list is unchanged). The read
+   * waits while a transaction of another thread holds the list, so that the sort never writes back
+   * changes its rollback takes back.
    */
   @Override
   public void sort(Comparator<? super Object> c) {
-    Object[] a = toArray();
+    Object[] a = Native.listItemsForUpdate(handle);
     Arrays.sort(a, c);
     replaceContent(a);
   }
 
+  /** As {@link #sort}: reads the elements (waiting for a transaction that holds the list), writes them back. */
   @Override
   public void replaceAll(UnaryOperator<Object> operator) {
-    Object[] a = toArray();
+    Object[] a = Native.listItemsForUpdate(handle);
     for (int i = 0; i < a.length; i++) a[i] = operator.apply(a[i]);
     replaceContent(a);
   }

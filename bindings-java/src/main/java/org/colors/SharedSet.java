@@ -66,6 +66,20 @@ public final class SharedSet extends AbstractSet<Object> {
     Native.clear(handle);
   }
 
+  /**
+   * Removes the elements {@code c} does not contain. The elements are read once no transaction of
+   * another thread holds the set, so that a rollback never brings back an element this should
+   * have removed.
+   */
+  @Override
+  public boolean retainAll(Collection<?> c) {
+    boolean changed = false;
+    for (Object o : Native.setItemsForUpdate(handle)) {
+      if (!c.contains(o)) changed |= remove(o);
+    }
+    return changed;
+  }
+
   /** A snapshot of the elements, read in one native call. */
   @Override
   public Object[] toArray() {

@@ -195,6 +195,51 @@ class TransactionTest {
     assertEquals(expected, new ArrayList<>(list));
   }
 
+  /** Runs {@code op} outside any transaction while another thread's transaction, which made {@code change}, rolls back. */
+  private static void againstARollback(Runnable change, Runnable op) throws Exception {
+    CountDownLatch changed = new CountDownLatch(1);
+    Thread holder = new Thread(() -> {
+      try (Transaction tx = SharedMemory.beginTransaction()) {
+        change.run();
+        changed.countDown();
+        Thread.sleep(300);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    });
+    holder.start();
+    assertTrue(changed.await(30, TimeUnit.SECONDS));
+    op.run();
+    holder.join();
+  }
+
+  /**
+   * sort, replaceAll and retainAll read the elements and write a result back: their read waits for
+   * a transaction that holds the collection, so they never write back what its rollback took back.
+   */
+  @Test
+  @SuppressWarnings("unchecked")
+  void aPlainReadModifyWriteNeverWritesBackARolledBackChange() throws Exception {
+    List<Object> sorted = (List<Object>) SharedMemory.copyToSharedMemory(List.of(5L, 3L, 9L, 1L));
+    againstARollback(() -> {
+      sorted.add(0L);
+      sorted.remove(2);
+    }, () -> sorted.sort(null));
+    assertEquals(List.of(1L, 3L, 5L, 9L), new ArrayList<>(sorted));
+    List<Object> doubled = (List<Object>) SharedMemory.copyToSharedMemory(List.of(1L, 2L, 3L));
+    againstARollback(() -> {
+      doubled.add(100L);
+      doubled.remove(0);
+    }, () -> doubled.replaceAll(x -> (Long) x * 2));
+    assertEquals(List.of(2L, 4L, 6L), new ArrayList<>(doubled));
+    Set<Object> set = (Set<Object>) SharedMemory.copyToSharedMemory(Set.of(1L, 2L, 3L, 4L));
+    againstARollback(() -> {
+      set.add(99L);
+      set.remove(1L);
+    }, () -> set.retainAll(Set.of(2L, 3L, 99L)));
+    assertEquals(Set.of(2L, 3L), Set.copyOf(set));
+  }
+
   @Test
   void repositorySetAndAllocationsCommitOrRollBack() {
     ObjectRepository r = SharedMemory.findOrCreateRepository(unique("tx-repo"));
