@@ -779,6 +779,29 @@ def test_a_plain_change_waits_for_the_transaction_holding_the_container():
     assert verdict == "ok" and int(seconds) < 20, out
 
 
+@pytest.mark.parametrize("wait_ms", ["99999999999999999999", "18446744073709551615"])
+def test_a_huge_plain_wait_waits_instead_of_overflowing(wait_ms):
+    # COLORS_TX_PLAIN_WAIT_MS beyond a day is a day. Values whose nanoseconds overflowed made a
+    # plain change conflict at once ("within 0 ms").
+    out = run_child("""
+        import threading
+        l = cs.copy_to([1])
+        held = threading.Event()
+        def hold():
+            with cs.transaction():
+                l.append(2)
+                held.set()
+                time.sleep(0.3)
+        t = threading.Thread(target=hold)
+        t.start()
+        held.wait()
+        l.append(3)   # waits for the commit
+        t.join()
+        print(*list(l), flush=True)
+    """, {"COLORS_TX_PLAIN_WAIT_MS": wait_ms})
+    assert out.split() == ["1", "2", "3"], out
+
+
 def test_a_plain_read_modify_write_never_writes_back_a_rolled_back_change():
     # reverse, sort, slice assignment, extend by itself and intersection_update read the elements
     # and write a result back. Run outside any transaction while another thread's transaction

@@ -4,6 +4,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <memory>
 #include <sched.h>
@@ -30,26 +31,33 @@ constexpr std::uint64_t kLogKindMask = 7;
 constexpr std::size_t kEntrySlots = 3;
 constexpr std::size_t kInitialLogEntries = 64;
 
+// A wait in milliseconds from the environment variable `name`: a whole number of 1 or more, at
+// most a day (larger values are a day: the product in nanoseconds must not overflow); anything
+// else (unset, empty, 0, negative, not a number) is `fallback`.
+std::int64_t wait_ms_from_env(const char* name, std::int64_t fallback) {
+  constexpr long long kDayMs = 86'400'000;
+  const char* e = std::getenv(name);
+  if (e == nullptr || *e == 0) return fallback;
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(e, &end, 10);
+  if (*end != 0 || v <= 0) return fallback;
+  if (errno == ERANGE || v > kDayMs) return kDayMs;
+  return v;
+}
+
 // How long a transaction waits for another's orec before it gives up with a conflict (and
 // atomically retries): a holder normally commits within microseconds; a stopped or slow one must
 // not stall the waiter (transaction.hpp). COLORS_TX_CONFLICT_WAIT_MS overrides it.
 std::int64_t conflict_wait_ns() {
-  static const std::int64_t ns = [] {
-    const char* e = std::getenv("COLORS_TX_CONFLICT_WAIT_MS");
-    long v = e != nullptr ? std::strtol(e, nullptr, 10) : 0;
-    return v > 0 ? static_cast<std::int64_t>(v) * 1'000'000 : std::int64_t{20'000'000};
-  }();
+  static const std::int64_t ns = wait_ms_from_env("COLORS_TX_CONFLICT_WAIT_MS", 20) * 1'000'000;
   return ns;
 }
 // How long a change to a container outside any transaction waits for a transaction that holds the
 // container (transaction.hpp, TxContainerScope). Longer than the conflict wait: the plain caller has
 // no atomically() to retry it. COLORS_TX_PLAIN_WAIT_MS overrides it.
 std::int64_t plain_wait_ns() {
-  static const std::int64_t ns = [] {
-    const char* e = std::getenv("COLORS_TX_PLAIN_WAIT_MS");
-    long v = e != nullptr ? std::strtol(e, nullptr, 10) : 0;
-    return v > 0 ? static_cast<std::int64_t>(v) * 1'000'000 : std::int64_t{2'000'000'000};
-  }();
+  static const std::int64_t ns = wait_ms_from_env("COLORS_TX_PLAIN_WAIT_MS", 2000) * 1'000'000;
   return ns;
 }
 // The most words one transaction may change (its undo log's entries); COLORS_TX_MAX_WRITES
