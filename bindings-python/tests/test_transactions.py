@@ -803,8 +803,8 @@ def test_a_huge_plain_wait_waits_instead_of_overflowing(wait_ms):
 
 
 def test_a_plain_read_modify_write_never_writes_back_a_rolled_back_change():
-    # reverse, sort, slice assignment, extend by itself and intersection_update read the elements
-    # and write a result back. Run outside any transaction while another thread's transaction
+    # reverse, sort, slice assignment and deletion, extend by itself and intersection_update read
+    # the elements (or the length) and write a result back. Run outside any transaction while another thread's transaction
     # held the container, they read its uncommitted changes, waited for its rollback in the
     # write, and then wrote those changes back. Their read now waits for the transaction too.
     out = run_child("""
@@ -830,7 +830,8 @@ def test_a_plain_read_modify_write_never_writes_back_a_rolled_back_change():
             del l[0]
         results = []
         for op in (lambda l: l.reverse(), lambda l: l.sort(), lambda l: l.__setitem__(slice(1, 3), [7]),
-                   lambda l: l.__delitem__(slice(0, 8)), lambda l: l.extend(l)):
+                   lambda l: l.__delitem__(slice(0, 8)), lambda l: l.__delitem__(slice(-2, None)),
+                   lambda l: l.extend(l)):
             l = cs.copy_to(list(range(10)))
             model = list(range(10))
             op(model)
@@ -844,7 +845,7 @@ def test_a_plain_read_modify_write_never_writes_back_a_rolled_back_change():
         results.append(set(s) == set(range(5)))
         print(*results, flush=True)
     """, {})
-    assert out.split() == ["True"] * 6, out
+    assert out.split() == ["True"] * 7, out
 
 
 def test_a_conflict_reading_an_added_field_keeps_its_error_state():

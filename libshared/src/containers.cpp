@@ -373,13 +373,13 @@ bool try_snapshot(const ListObject* l, std::vector<Rooted>& out) {
 
 }  // namespace
 
-std::size_t list_size(Word list) {
-  if (!in_transaction()) {
+std::size_t list_size(Word list, TxAccess a) {
+  if (!in_transaction() && a == TxAccess::kRead) {  // the lock-free read waits for nobody
     std::uint64_t v;
     ListState s;
     if (try_state(as_list(list), v, s)) return s.n;
   }
-  ListLock lock(as_list(list), TxAccess::kRead);
+  ListLock lock(as_list(list), a);
   return state(as_list(list)).n;
 }
 

@@ -41,7 +41,7 @@
 namespace colors::detail {
 
 // ---- list ----
-std::size_t list_size(Word list);
+std::size_t list_size(Word list, TxAccess a = TxAccess::kRead);  // kReadForUpdate: as list_snapshot
 Word list_get(Word list, std::size_t i);           // IndexError when out of range
 Rooted list_load(Word list, std::size_t i);        // list_get, rooted (roots.hpp, root_load)
 // list_get for a read scope (read_scope.hpp): the element word, borrowed, not rooted.

@@ -119,7 +119,7 @@ class SharedList(SharedProxy, MutableSequence):
     def __delitem__(self, index):
         ref = self._ref
         if isinstance(index, slice):
-            n = len(ref)
+            n = ref.lsize_for_update()  # positions from a length no rollback takes back
             idx = sorted(range(*index.indices(n)), reverse=True)
             if len(idx) > n // 2:  # cheaper to rewrite
                 items = ref.litems_for_update()

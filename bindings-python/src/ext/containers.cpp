@@ -322,6 +322,8 @@ void init_containers(py::module_& m) {
   def_ref_method("litems", +[](Ref& r) { return snapshot(r.list()); });
   // The elements, for an operation that writes a result computed from them back (see snapshot).
   def_ref_method("litems_for_update", +[](Ref& r) { return snapshot(r.list(), true); });
+  // The length, for an operation that changes the list at positions computed from it (del of a slice).
+  def_ref_method("lsize_for_update", +[](Ref& r) { return cd::list_size(r.list().raw(), cd::TxAccess::kReadForUpdate); });
   m.def("_install_list_fast_paths", [](py::object cls) {
     auto* t = install_fast_methods(cls, g_list_fast_methods);
     // The type's slots point straight at the C functions: assigning the methods above left
