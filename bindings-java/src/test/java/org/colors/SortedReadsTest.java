@@ -146,7 +146,10 @@ class SortedReadsTest {
         else assertEquals(b[i], a[i], "round " + round + ", element " + i);
       }
     }
-    assertEquals(before, Roots.live(), "values with live proxies took no root");
+    // At most as many: the cleaner may meanwhile release the roots of earlier tests' dropped
+    // proxies (a CI run saw 1623 -> 803), and nothing else in this JVM takes roots now.
+    long after = Roots.live();
+    assertTrue(after <= before, "values with live proxies took no root: " + before + " -> " + after);
     java.lang.ref.Reference.reachabilityFence(keep);
     // Iteration (batches of 256) and views read the same as a TreeMap's.
     java.util.TreeMap<Object, Object> ref = new java.util.TreeMap<>(m);
