@@ -157,8 +157,13 @@ struct SortedMapObject {
 };
 
 // User objects: `inline_slots` slots were reserved at allocation (from the block size); a version
-// with more slots keeps the rest in an extension array, swapped (copy + publish) under
-// Metadata::classes_lock so the object never moves.
+// with more slots keeps the rest in its extension: a chain of kExtension arrays, each holding
+// fields in its slots [0, capacity - 1) and, in its last slot, the next array or null.
+// Invariants: a chain only grows at its end (under Metadata::classes_lock, ensure_storage); an
+// array in it is never copied, replaced or unlinked while the object lives. So a field's slot has
+// one address for the object's lifetime, and a store into it, concurrent with any schema change of
+// the object, is never lost (a copy into a larger array would lose stores made between the copy
+// and its publication).
 struct UserObject {
   ObjectHead head;
   std::atomic<Word> extension;  // ArrayObject reference or null

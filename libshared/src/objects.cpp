@@ -1,6 +1,7 @@
 #include "objects.hpp"
 #include "transaction.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -246,27 +247,27 @@ void check_field_type_slow(const FieldInfo& f, Word v) {
   }
 }
 
-// REQUIRES: classes_lock held. Makes sure `o` has storage for every slot of `to`.
+// REQUIRES: classes_lock held. Makes sure `o` has storage for every slot of `to`, appending an
+// array to the object's extension chain (layout.hpp, UserObject) when it is too short. Nothing is
+// copied: fields already in the chain keep their slots, so stores racing this change land.
 static void ensure_storage(Metadata* m, Word o, const ClassRecord* to) {
-  std::size_t n = inline_slots(o);
+  const std::size_t n = inline_slots(o);
   if (to->slot_count <= n) return;
-  auto* u = reinterpret_cast<UserObject*>(o);
-  Word old = u->extension.load(std::memory_order_acquire);
-  std::size_t have = old == kNull ? 0 : reinterpret_cast<ArrayObject*>(old)->capacity;
-  std::size_t need = to->slot_count - n;
-  if (need <= have) return;
-  // Grow with headroom so that repeated additions do not copy every time.
-  Rooted ext_root = new_array(m, TypeKind::kExtension, std::max<std::size_t>(need, have * 2));
-  Word ext = ext_root.word();
-  auto* a = reinterpret_cast<ArrayObject*>(ext);
-  for (std::size_t i = 0; i < have; ++i) {
-    init_ref(&a->slots[i], reinterpret_cast<ArrayObject*>(old)->slots[i].load(std::memory_order_acquire));
+  const std::size_t need = to->slot_count - n;
+  std::atomic<Word>* link = &reinterpret_cast<UserObject*>(o)->extension;
+  std::size_t have = 0;
+  for (Word ext = link->load(std::memory_order_acquire); ext != kNull; ext = link->load(std::memory_order_acquire)) {
+    auto* a = reinterpret_cast<ArrayObject*>(ext);
+    have += a->capacity - 1;
+    link = &a->slots[a->capacity - 1];
   }
-  // A store into the old extension between the copy and this publication is lost, whichever
-  // field it writes (also one this evolution does not touch, and a transaction's committed
-  // write); it is never torn or misplaced. Closing that window needs the writers of extension
-  // slots to notice a move (doc/DESIGN.md, "Schema evolution", says what is open).
-  store_ref(&u->extension, ext);
+  if (need <= have) return;
+  // Each new array holds at least as many fields as the chain before it, so a chain of k arrays
+  // holds 2^k times the first one's room and field_slot's walk stays short.
+  constexpr std::size_t kFirstChunkFields = 3;
+  const std::size_t fields = std::max({need - have, have, kFirstChunkFields});
+  Rooted chunk = new_array(m, TypeKind::kExtension, fields + 1);
+  store_ref(link, chunk.word());  // publishes the zeroed chunk before any class that uses it
 }
 
 // Lock order: classes_lock before heap_lock (ensure_storage allocates while holding classes_lock).

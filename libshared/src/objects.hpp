@@ -78,6 +78,19 @@ std::uint64_t value_hash(Word w);
 // ---- user objects ----
 // Number of slots the object was allocated with.
 inline std::size_t inline_slots(Word o) { return (block_size_of(o) - sizeof(UserObject)) / sizeof(Word); }
+// Slot `i` of the extension chain starting at `ext` (layout.hpp, UserObject), or nullptr when the
+// chain has fewer slots. Acquire loads of the links pair with the release store that linked each
+// chunk (ensure_storage, before the class that needs it is published).
+inline std::atomic<Word>* extension_slot(Word ext, std::size_t i) {
+  while (ext != kNull) {
+    auto* a = reinterpret_cast<ArrayObject*>(ext);
+    const std::size_t fields = a->capacity - 1;  // the last slot is the link
+    if (i < fields) return &a->slots[i];
+    i -= fields;
+    ext = a->slots[fields].load(std::memory_order_acquire);
+  }
+  return nullptr;
+}
 // The slot holding field `f` of object `o` under its current class, or nullptr if the object's
 // storage has no such slot (never happens for the object's own class). Inline: the field access
 // fast path of the bindings.
@@ -85,11 +98,7 @@ inline std::atomic<Word>* field_slot(Word o, const FieldInfo& f) {
   auto* u = reinterpret_cast<UserObject*>(o);
   std::size_t n = inline_slots(o);
   if (f.slot < n) return &u->slots[f.slot];
-  Word ext = u->extension.load(std::memory_order_acquire);
-  if (ext == kNull) return nullptr;
-  auto* a = reinterpret_cast<ArrayObject*>(ext);
-  std::size_t i = f.slot - n;
-  return i < a->capacity ? &a->slots[i] : nullptr;
+  return extension_slot(u->extension.load(std::memory_order_acquire), f.slot - n);
 }
 // ---- allocation in a read scope (read_scope.hpp, "Allocating in a scope") ----
 // Unrooted: the calling thread's read scope keeps the object until it ends.

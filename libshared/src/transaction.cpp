@@ -26,7 +26,6 @@ namespace {
 
 constexpr std::uint64_t kLogWord = 0;
 constexpr std::uint64_t kLogCount = 1;
-constexpr std::uint64_t kLogField = 2;  // a user object's field beyond its inline slots, by slot index
 constexpr std::uint64_t kLogKindMask = 7;
 constexpr std::size_t kEntrySlots = 3;
 constexpr std::size_t kInitialLogEntries = 64;
@@ -443,25 +442,7 @@ std::atomic<std::uint64_t>* lock_word_of(Word container) {
 
 // Applies `used` slots of the log `log` from the end. Each container's entries are restored under
 // its lock word, taken with `mine` (taking over from `dead_id`, when non-zero).
-// Restores slot `index` of the user object `o` in the extension the object has now: a schema
-// change outside the transaction (add_field) may have moved its fields into a larger one, copying
-// the value the transaction wrote. classes_lock orders this with that copy and its publication
-// (ensure_storage holds it throughout), so the restore lands in the extension the object keeps.
-void restore_extension_field(Metadata* m, Word o, std::size_t index, Word old) {
-  RobustLockGuard g(m->classes_lock);
-  auto* u = reinterpret_cast<UserObject*>(o);
-  const std::size_t n = inline_slots(o);
-  if (index < n) {
-    store_ref(&u->slots[index], old);
-    return;
-  }
-  const Word ext = u->extension.load(std::memory_order_acquire);
-  if (ext == kNull) return;
-  auto* a = reinterpret_cast<ArrayObject*>(ext);
-  if (index - n < a->capacity) store_ref(&a->slots[index - n], old);
-}
-
-void undo(Metadata* m, Word log, std::size_t used, std::uint64_t mine, std::uint32_t dead_id) {
+void undo(Word log, std::size_t used, std::uint64_t mine, std::uint32_t dead_id) {
   auto* a = reinterpret_cast<ArrayObject*>(log);
   std::unique_ptr<RollbackLock> held;
   std::unique_ptr<ListWrite> change;  // a list's restores are one change (list_seqlock.hpp)
@@ -486,9 +467,7 @@ void undo(Metadata* m, Word log, std::size_t used, std::uint64_t mine, std::uint
         }
     }
     const auto v = static_cast<std::uint64_t>(small_value(ak));
-    if ((v & kLogKindMask) == kLogField)
-      restore_extension_field(m, owner, static_cast<std::size_t>(v >> 3), old);
-    else if ((v & kLogKindMask) == kLogCount)
+    if ((v & kLogKindMask) == kLogCount)
       reinterpret_cast<std::atomic<std::uint64_t>*>(v & ~kLogKindMask)->store(static_cast<std::uint64_t>(small_value(old)), std::memory_order_release);
     else
       store_ref(reinterpret_cast<std::atomic<Word>*>(v & ~kLogKindMask), old);
@@ -515,7 +494,7 @@ void finish(TxThread& t) {
 void rollback_now(TxThread& t) {
   if (t.epoch == attachment_epoch() && current_meta_or_null() == t.m) {
     t.d->state.store(static_cast<std::uint32_t>(TxState::kAborting), std::memory_order_release);
-    undo(t.m, t.log_root.word(), t.log_used, container_owner_word(), 0);
+    undo(t.log_root.word(), t.log_used, container_owner_word(), 0);
     const std::uint64_t v = t.m->tx_clock.fetch_add(1, std::memory_order_acq_rel) + 1;
     // Emptied before the orecs are released: once released, others may commit to these words,
     // and a server finishing this descriptor after a kill must then find nothing to undo.
@@ -711,30 +690,10 @@ Rooted tx_read_rooted(const void* owner, const std::atomic<Word>* slot) {
       t, owner, [&] { return root_load(slot); }, [](Rooted& r) { r.reset(); });
 }
 
-// The slot index of a field `slot` of `owner` when it lies in a user object's extension array,
-// else -1. Such a field is logged by index (kLogField), not by address: a schema change outside
-// the transaction (add_field) may move the fields into a larger extension meanwhile, and the
-// rollback must restore the field where the object then keeps it (restore_extension_field).
-std::int64_t extension_index(const TxThread& t, const void* owner, const std::atomic<Word>* slot) {
-  const Word w = log_owner(t, owner);
-  if (w == kNull || class_of(w)->kind != TypeKind::kObject) return -1;
-  auto* u = reinterpret_cast<UserObject*>(w);
-  const std::size_t n = inline_slots(w);
-  if (slot >= u->slots && slot < u->slots + n) return -1;
-  const Word ext = u->extension.load(std::memory_order_acquire);
-  if (ext == kNull) return -1;
-  auto* a = reinterpret_cast<ArrayObject*>(ext);
-  if (slot < a->slots || slot >= a->slots + a->capacity) return -1;
-  return static_cast<std::int64_t>(n + static_cast<std::size_t>(slot - a->slots));
-}
-
 void tx_write(const void* owner, std::atomic<Word>* slot, Word value) {
   TxThread& t = usable();
   acquire(t, owner);
-  if (const std::int64_t index = extension_index(t, owner, slot); index >= 0)
-    append(t, static_cast<std::uint64_t>(index) << 3 | kLogField, slot->load(std::memory_order_acquire), log_owner(t, owner));
-  else
-    append(t, reinterpret_cast<std::uint64_t>(slot) | kLogWord, slot->load(std::memory_order_acquire), log_owner(t, owner));
+  append(t, reinterpret_cast<std::uint64_t>(slot) | kLogWord, slot->load(std::memory_order_acquire), log_owner(t, owner));
   store_ref(slot, value);
 }
 
@@ -839,7 +798,7 @@ std::size_t rollback_client_transactions(Metadata* m, std::uint32_t client_id) {
       d.state.store(static_cast<std::uint32_t>(TxState::kAborting), std::memory_order_release);
       const Word log = d.log.load(std::memory_order_acquire);
       const std::size_t used = d.log_used.load(std::memory_order_acquire);
-      if (log != kNull && used != 0) undo(m, log, used, server_word, client_id);
+      if (log != kNull && used != 0) undo(log, used, server_word, client_id);
       // Emptied before the orecs are released (a successor server repeating this must not undo
       // words that others changed after the release).
       d.log_used.store(0, std::memory_order_release);

@@ -44,11 +44,9 @@
 // and the object the word belongs to (a reference: the container or the user object; kNull for a
 // word outside the objects space, a repository's root). kind kLogWord: an std::atomic<Word> slot,
 // restored through the write barrier; kind kLogCount: an std::atomic<uint64_t> counter (a size)
-// whose old value is a small integer; kind kLogField: make_small(slot index << 3 | kind), a user
-// object's field beyond its inline slots, restored under classes_lock into the extension array
-// the object has at rollback time (a schema change outside the transaction may have moved the
-// fields into a larger one, copying the transaction's value). A log written by an older server
-// may name such a field by address with the extension array as its object: still restored there. A container's entries are restored under its lock word. The log is rooted, so it keeps
+// whose old value is a small integer. A user object's field beyond its inline slots is a word like
+// any other: its slot in the extension chain never moves (layout.hpp, UserObject). A container's
+// entries are restored under its lock word. The log is rooted, so it keeps
 // alive every old value and every object it has entries for until the transaction ends: an object
 // the transaction wrote and dropped (or that others unlinked meanwhile) is not freed before the
 // rollback that writes into it.

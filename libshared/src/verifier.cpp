@@ -138,7 +138,18 @@ struct Checker {
         check_slots(u->slots, n, at);
         Word ext = u->extension.load();
         check_word(ext, at + ".extension");
-        std::size_t ext_cap = (ext != kNull && objects.count(ext)) ? reinterpret_cast<ArrayObject*>(ext)->capacity : 0;
+        // The fields the extension chain holds (layout.hpp, UserObject), following links only to
+        // objects found in the walk; each link is also checked as a slot of its array.
+        std::size_t ext_cap = 0;
+        for (std::size_t chain = 0; ext != kNull && objects.count(ext) && kind_of(ext) == TypeKind::kExtension; ++chain) {
+          auto* a = reinterpret_cast<ArrayObject*>(ext);
+          if (a->capacity < 1 || chain > 64) {
+            error(at + ".extension: malformed chain");
+            break;
+          }
+          ext_cap += a->capacity - 1;
+          ext = a->slots[a->capacity - 1].load();
+        }
         // Concurrent mode: a racing schema change publishes the extension before the class.
         if (!concurrent && c->slot_count > n + ext_cap) error(at + ": class needs " + std::to_string(c->slot_count) + " slots, object has " + std::to_string(n + ext_cap));
         break;

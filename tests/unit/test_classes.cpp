@@ -137,3 +137,39 @@ TEST_CASE("a field removal racing another evolution of the same object keeps bot
   CHECK_FALSE(o.has_field("z"));  // the racing removal was undone before
   CHECK(o.has_field("y"));
 }
+
+// An evolution that outgrows an object's extension must not lose a store racing it into a field
+// that already lived there: the writer increments `count`, kept in the extension, for as long as
+// another thread adds fields to the same object, growing the extension several times a round.
+TEST_CASE("stores into an extension field racing the growth of the extension are all kept") {
+  test::TestSegment seg;
+  Class c = define_class("t.GrowingExtension", {{"a", TypeKind::kInteger, ""}});
+  constexpr int kRounds = 100, kAdds = 300;
+  int lost_rounds = 0;
+  std::int64_t increments = 0;
+  for (int round = 0; round < kRounds; ++round) {
+    Object o = new_object(c);
+    for (int i = 0; i < 4; ++i) o.add_field({"p" + std::to_string(i), TypeKind::kInteger, ""});
+    o.add_field({"count", TypeKind::kInteger, ""});
+    o.set("count", Value(std::int64_t{0}));
+    REQUIRE(detail::find_field(detail::class_of(o.raw()), "count")->slot >= detail::inline_slots(o.raw()));  // in the extension
+    std::atomic<bool> writing{false}, done{false};
+    std::thread evolver([&] {
+      while (!writing.load(std::memory_order_acquire)) {}
+      for (int i = 0; i < kAdds; ++i) o.add_field({"f" + std::to_string(i), TypeKind::kInteger, ""});
+      done.store(true, std::memory_order_release);
+    });
+    std::int64_t n = 0;
+    writing.store(true, std::memory_order_release);
+    while (!done.load(std::memory_order_acquire)) {
+      o.set("count", Value(o.get("count").as_int() + 1));
+      ++n;
+    }
+    evolver.join();
+    REQUIRE(o.has_field("f" + std::to_string(kAdds - 1)));
+    if (o.get("count").as_int() != n) ++lost_rounds;
+    increments += n;
+  }
+  INFO(increments << " increments in " << kRounds << " rounds");
+  CHECK(lost_rounds == 0);
+}

@@ -17,9 +17,10 @@ inline constexpr std::uint32_t kProtocolVersion = 4;
 // ownership records and the version clock in Metadata; 9: the durability level in Metadata;
 // 10: a list's seqlock word, which lock-free readers rely on every writer to move; the collector's
 // barrier flag in Metadata, which unfenced roots rely on; 11: the hash stored in strings and
-// binaries, eight bytes per step instead of FNV-1a's one). A client and a
-// server must agree exactly.
-inline constexpr std::uint32_t kLayoutVersion = 11;
+// binaries, eight bytes per step instead of FNV-1a's one; 12: a user object's extension is a
+// chain of arrays whose last slot links the next, instead of one array copied when it grows).
+// A client and a server must agree exactly.
+inline constexpr std::uint32_t kLayoutVersion = 12;
 
 // Default fixed address of the segment. High in the user half of the x86-64 address space,
 // below where the kernel places mmap()s top-down (0x7f..) and far above where executables, their

@@ -376,10 +376,15 @@ final class Direct {
     /** {@link #slotAddress(long, int)} for an object of {@code inline} inline slots. */
     long slotAddress(long obj, int slot, int inline) {
       if (slot < inline) return obj + offSlots + 8L * slot;
-      long ext = load(obj + offExtension);
-      if (ext == 0) return 0;
+      // extension_slot (objects.hpp): a chain of arrays whose last slot links the next.
       long i = slot - inline;
-      return i < load(ext + offArrayCapacity) ? ext + offArraySlots + 8L * i : 0;
+      for (long ext = load(obj + offExtension); ext != 0; ) {
+        long fields = load(ext + offArrayCapacity) - 1;
+        if (i < fields) return ext + offArraySlots + 8L * i;
+        i -= fields;
+        ext = load(ext + offArraySlots + 8L * fields);
+      }
+      return 0;
     }
 
     /**

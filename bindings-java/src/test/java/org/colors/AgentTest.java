@@ -327,4 +327,28 @@ class AgentTest {
     String report = Direct.verifyHeap();  // no mutator runs now (the threads above have ended)
     assertNull(report, report);
   }
+
+  /**
+   * Fields added after many others live several arrays deep in the object's extension chain
+   * (layout.hpp, UserObject): the direct path (Direct.slotAddress) walks it to the same slot as
+   * the C++ code behind Native.objGet and objSet.
+   */
+  @Test
+  void fieldsDeepInTheExtensionChainAreTheSameSlotsForDirectAndNativeAccess() {
+    Map<String, SharedType.Kind> fields = new LinkedHashMap<>();
+    fields.put("name", SharedType.Kind.STRING);
+    SharedObject so = SharedMemory.allocateObject(SharedMemory.defineClass("demo.staff.Employee", fields));
+    Employee e = (Employee) so.instance;
+    for (int i = 0; i < 40; ++i) so.addField("x" + i, SharedType.Kind.INTEGER);
+    e.age = 41;      // added by the direct path's slow path: after x0..x39
+    e.salary = 2.5;
+    for (int i = 0; i < 40; ++i) so.set("x" + i, (long) i);
+    assertEquals(41L, jni(e, "age"));
+    assertEquals(2.5, jni(e, "salary"));
+    so.set("age", 7L);
+    so.set("salary", 4.5);
+    assertEquals(7, e.age);
+    assertEquals(4.5, e.salary);
+    for (int i = 0; i < 40; ++i) assertEquals((long) i, jni(e, "x" + i));
+  }
 }
