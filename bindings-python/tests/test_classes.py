@@ -314,6 +314,37 @@ def test_deleted_field_reads_the_class_default():
     assert p.label == "origin"
 
 
+def test_a_field_named_like_a_method_or_class_attribute_shadows_it_as_an_instance_attribute_does():
+    name = unique("evo.Shadowed")
+
+    @cs.register
+    @dataclass
+    class Shadowed:
+        a: int
+        kind = "class default"  # not annotated: a class attribute, not a field
+        __colors_name__ = name  # noqa: RUF012
+
+        def meth(self) -> str:
+            return "method"
+
+        @property
+        def prop(self) -> int:
+            return self.a
+
+    s = cs.allocate(Shadowed, 1)
+    assert (s.kind, s.meth()) == ("class default", "method")
+    s.kind = "mine"  # Python sets an instance attribute; here, a field of the shared object
+    s.meth = 9
+    assert (s.kind, s.meth) == ("mine", 9)
+    assert {"kind", "meth"} <= set(cs.shared_type(s).field_names)
+    assert cs.allocate(Shadowed, 2).kind == "class default"  # other objects still read the class
+    del s.meth, s.kind
+    assert (s.kind, s.meth()) == ("class default", "method")
+    with pytest.raises(AttributeError):
+        s.prop = 5  # a property without a setter is no place for a field
+    assert s.prop == 1
+
+
 # ---- the generic proxy and explicit registration ---------------------------------------------------
 
 

@@ -1240,10 +1240,41 @@ PyType_Spec descr_spec = {"colors_shm._colors_shm._FieldDescriptor", sizeof(Fiel
 
 bool is_dunder(std::string_view n) { return n.size() > 4 && n.substr(0, 2) == "__" && n.substr(n.size() - 2) == "__"; }
 
+// A field of the shared object `obj` named `name` that its proxy class does not declare, read into
+// *out (nullptr with a Python error when the read fails). False, with no error set, when there is
+// no such field or `obj` is no usable proxy (the caller's generic lookup then reports it).
+bool read_undeclared_field(PyObject* obj, PyObject* name, PyObject** out) {
+  const cd::FieldInfo* f = nullptr;
+  Handle* h = nullptr;
+  try {
+    std::string_view n = utf8(name);
+    h = is_dunder(n) ? nullptr : user_handle(obj);
+    f = h ? cd::find_field(cd::class_of(h->word), n) : nullptr;
+  } catch (...) {
+    PyErr_Clear();  // a name that is no UTF-8 string, or no usable proxy: left to the caller
+    return false;
+  }
+  if (f == nullptr) return false;
+  try {
+    *out = read_slot(h->word, slot_of(h->word, *f), f->type);
+  } catch (...) {
+    set_python_error();
+    *out = nullptr;
+  }
+  return true;
+}
+
 PyObject* user_getattro(PyObject* obj, PyObject* name) {
   if (PyUnicode_CheckExact(name)) {  // declared fields first: skip the generic machinery
     PyObject* d = _PyType_Lookup(Py_TYPE(obj), name);  // borrowed, no error set
-    if (d != nullptr && Py_TYPE(d) == g_descr_type) return descr_get(d, obj, nullptr);
+    if (d != nullptr) {
+      if (Py_TYPE(d) == g_descr_type) return descr_get(d, obj, nullptr);
+      // A method or a plain class attribute: a shared field of the same name (`e.kind = 'x'`
+      // adds one) shadows it, as an instance attribute shadows them on any Python object. Data
+      // descriptors (a property) are not shadowed; user_setattro never adds a field under them.
+      PyObject* r = nullptr;
+      if (Py_TYPE(d)->tp_descr_set == nullptr && read_undeclared_field(obj, name, &r)) return r;
+    }
   }
   PyObject* r = PyObject_GenericGetAttr(obj, name);
   if (r != nullptr || !PyErr_ExceptionMatches(PyExc_AttributeError) || !PyUnicode_Check(name)) return r;
