@@ -4,6 +4,7 @@ generic proxy, and the paper's Employee example across processes."""
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import math
 import os
@@ -192,7 +193,8 @@ def test_an_instance_made_while_its_proxy_class_is_made_is_no_proxy():
                 super().__init_subclass__(**kw)
                 for gen in range(8):  # a handle's generation sits where bytes keep their data
                     o = object.__new__(cls)
-                    o._colors_ref = gen.to_bytes(8, "little") * 4
+                    # object.__setattr__: SharedInstance.__setattr__ refuses what is no proxy yet
+                    object.__setattr__(o, "_colors_ref", gen.to_bytes(8, "little") * 4)
                     made.append(o)
 
         shared = cs.copy_to(Forged())  # makes the proxy class
@@ -343,6 +345,58 @@ def test_a_field_named_like_a_method_or_class_attribute_shadows_it_as_an_instanc
     with pytest.raises(AttributeError):
         s.prop = 5  # a property without a setter is no place for a field
     assert s.prop == 1
+
+
+def test_a_frozen_dataclass_is_allocated_with_arguments_and_stays_frozen():
+    name = unique("evo.Frozen")
+
+    @cs.register
+    @dataclass(frozen=True)
+    class Frozen:
+        a: int
+        b: str = "b"
+        __colors_name__ = name  # noqa: RUF012
+
+    f = cs.allocate(Frozen, 1, b="x")  # its __init__ stores through object.__setattr__
+    assert (f.a, f.b) == (1, "x") and isinstance(f, cs.SharedInstance)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        f.a = 2
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        del f.b
+    assert (f.a, f.b) == (1, "x")
+    g = cs.copy_to(Frozen(3))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        g.a = 4
+    assert g.a == 3
+
+
+def test_a_class_with_its_own_setattr_keeps_it_and_what_it_lets_through_is_shared():
+    name = unique("evo.Validated")
+
+    @cs.register
+    @dataclass
+    class Validated:
+        a: int
+        __colors_name__ = name  # noqa: RUF012
+
+        def __setattr__(self, key: str, value: object) -> None:
+            if key == "a" and isinstance(value, int) and value < 0:
+                raise ValueError("a must not be negative")
+            super().__setattr__(key, value)
+
+    v = cs.allocate(Validated, 1)
+    with pytest.raises(ValueError, match="negative"):
+        v.a = -1
+    v.a = 5
+    v.extra = "kept"  # through super(): a new field of the shared object
+    assert (v.a, v.extra) == (5, "kept")
+    assert "extra" in cs.shared_type(v).field_names
+    del v.extra
+    assert "extra" not in cs.shared_type(v).field_names
+    with pytest.raises(TypeError, match="no shared user object"):
+        cs._colors_shm._shared_setattr(object(), "x", 1)
+    with pytest.raises(TypeError):
+        cs._colors_shm._shared_delattr(v, 3)
 
 
 # ---- the generic proxy and explicit registration ---------------------------------------------------

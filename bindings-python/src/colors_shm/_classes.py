@@ -46,6 +46,14 @@ class SharedInstance:
 
     __slots__ = ()
 
+    # Reached only by a class with its own __setattr__/__delattr__ (see _own_setattr) calling
+    # super(): an attribute it lets through becomes a field of the shared object, as on any proxy.
+    def __setattr__(self, name: str, value: object) -> None:
+        _ext._shared_setattr(self, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        _ext._shared_delattr(self, name)
+
 
 def shared_name(cls: type) -> str:
     """The name of the shared class that the Python class ``cls`` maps to."""
@@ -245,6 +253,13 @@ def _proxy_dir(self):
     return sorted(names)
 
 
+def _own_setattr(cls: type) -> bool:
+    """True if ``cls`` or a base other than ``object`` defines ``__setattr__`` or ``__delattr__``
+    (a frozen dataclass, a validating class): its proxy then keeps them, and they reach the shared
+    fields through ``object.__setattr__`` or ``super()``."""
+    return any("__setattr__" in k.__dict__ or "__delattr__" in k.__dict__ for k in cls.__mro__ if k is not object)
+
+
 def proxy_class(cls: type) -> type | None:
     """The proxy class of the private class ``cls`` (made on first use), or None if it has none."""
     p = _proxy_classes.get(cls)
@@ -275,7 +290,9 @@ def proxy_class(cls: type) -> type | None:
         _unmappable[cls] = f"no proxy class can derive from it ({e})"
         return None
     try:
-        _ext._install_user_class(p, [(n, k, c, _class_default(cls, n)) for n, k, c in fields])
+        _ext._install_user_class(
+            p, [(n, k, c, _class_default(cls, n)) for n, k, c in fields], _own_setattr(cls)
+        )
     except TypeError as e:
         _unmappable[cls] = str(e)
         return None

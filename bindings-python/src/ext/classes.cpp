@@ -1632,7 +1632,7 @@ void init_classes(py::module_& m) {
   // Validates everything before changing the class: a class that is not a fresh proxy class
   // (a heap type deriving from SharedInstance, with its own `_colors_ref` object slot, not yet
   // installed) or a malformed field list is refused with TypeError / InvalidArgumentError.
-  m.def("_install_user_class", [](py::object cls, py::list fields) {
+  m.def("_install_user_class", [](py::object cls, py::list fields, bool own_setattr) {
     if (!PyType_Check(cls.ptr())) throw py::type_error("_install_user_class: cls must be a class");
     auto* tp = reinterpret_cast<PyTypeObject*>(cls.ptr());
     if (g_instance_base == nullptr || !(tp->tp_flags & Py_TPFLAGS_HEAPTYPE) ||
@@ -1670,10 +1670,30 @@ void init_classes(py::module_& m) {
       if (PyObject_SetAttr(cls.ptr(), d->name, holder.ptr()) != 0) throw py::error_already_set();
     }
     tp->tp_getattro = &user_getattro;
-    tp->tp_setattro = &user_setattro;
+    // A class with its own __setattr__/__delattr__ keeps them (a frozen dataclass stays frozen);
+    // they store declared fields through the generic path, which finds the field descriptors.
+    // Replacing them would bypass the class's checks, and make object.__setattr__ in its
+    // __init__ refuse the proxy (CPython's check against skipping a C-level override).
+    if (!own_setattr) tp->tp_setattro = &user_setattro;
     PyType_Modified(tp);
     Py_INCREF(tp);  // proxy classes live as long as the process
     g_user_types[tp] = off;
+  });
+
+  // SharedInstance.__setattr__/__delattr__: the proxy's own attribute store, for classes whose
+  // __setattr__ delegates to super().
+  auto proxy_or_throw = [](py::handle obj, py::handle name) {
+    if (!PyUnicode_Check(name.ptr())) throw py::type_error("attribute name must be a str");
+    if (user_handle(obj.ptr()) == nullptr)
+      throw py::type_error(std::string("'") + Py_TYPE(obj.ptr())->tp_name + "' object is no shared user object");
+  };
+  m.def("_shared_setattr", [proxy_or_throw](py::handle obj, py::handle name, py::handle value) {
+    proxy_or_throw(obj, name);
+    if (user_setattro(obj.ptr(), name.ptr(), value.ptr()) != 0) throw py::error_already_set();
+  });
+  m.def("_shared_delattr", [proxy_or_throw](py::handle obj, py::handle name) {
+    proxy_or_throw(obj, name);
+    if (user_setattro(obj.ptr(), name.ptr(), nullptr) != 0) throw py::error_already_set();
   });
 
   m.def("_is_plain_class", [](py::handle cls) {
