@@ -76,8 +76,12 @@ void check_server(Metadata* m) {
   check_server_link();
 }
 
-void check_wait_interrupts(Metadata* m) {
+void check_interrupt() {
   if (t_hook != nullptr && t_hook()) throw InterruptedError("blocking wait interrupted");
+}
+
+void check_wait_interrupts(Metadata* m) {
+  check_interrupt();
   check_server(m);
 }
 

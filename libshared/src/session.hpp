@@ -38,6 +38,9 @@ void set_interrupt_hook(InterruptHook hook);
 // Throws InterruptedError if the hook asks to. Also throws ServerGoneError when the server stopped
 // (kStopped), and after a server's death waits for a successor (check_server_link).
 void check_wait_interrupts(Metadata* m);
+// The hook half of check_wait_interrupts: throws InterruptedError if the hook asks to. For waits
+// that do not need the server (a plain change waiting for a transaction to finish).
+void check_interrupt();
 
 // Throws ServerGoneError when the server has shut down (its state in the segment) or its
 // connection is gone (the watcher's flag, server_watch.hpp). No system call.

@@ -747,12 +747,17 @@ void tx_wait_container_free(const void* container) {
   Metadata* m = current_meta();
   std::atomic<std::uint64_t>* orec = orec_of(m, container);
   const std::int64_t start = monotonic_ns();
+  std::int64_t next_interrupt_check = start + kInterruptSliceNs;
   WaitHooks hooks;
   for (std::uint64_t spins = 0;; ++spins) {
     const std::uint64_t o = orec->load(std::memory_order_acquire);
     if (!locked(o)) return;
     if (spins % 64 == 63) {
       const std::int64_t now = monotonic_ns();
+      if (now >= next_interrupt_check) {  // Ctrl-C in Python: the change is not made
+        check_interrupt();
+        next_interrupt_check = now + kInterruptSliceNs;
+      }
       if (now - start >= plain_wait_ns()) {
         throw TransactionConflictError("object " + hex(reinterpret_cast<std::uint64_t>(container)) +
                                        " (or an object sharing its ownership record) is held by " +

@@ -155,7 +155,8 @@ void tx_container_done();
 bool tx_container_held(const void* container);
 // Outside a transaction, without the container's lock word: waits until no transaction holds the
 // container's orec. Throws TransactionConflictError naming the holder when one still does after
-// COLORS_TX_PLAIN_WAIT_MS (default 2000 ms). The binding's wait hooks run around the wait.
+// COLORS_TX_PLAIN_WAIT_MS (default 2000 ms), and InterruptedError when the binding's interrupt
+// hook asks (checked every kInterruptSliceNs). The binding's wait hooks run around the wait.
 void tx_wait_container_free(const void* container);
 // Log the word / counter before the container operation changes it (kLogWord / kLogCount).
 void tx_log_word(std::atomic<Word>* slot);

@@ -157,8 +157,14 @@ namespace {
 
 void* tx_wait_begin() {
   if (Py_IsInitialized() == 0 || _Py_IsFinalizing() || PyGILState_Check() == 0) return nullptr;
-  if (g_closing.load(std::memory_order_acquire) > 0) return nullptr;
+  // A plain change's wait checks the interrupt hook (tx_wait_container_free): Ctrl-C stops it,
+  // and so does a detach() closing the attachment (NotAttachedError), as for Blocking calls.
+  drop_remembered();
+  t_detach_interrupt = false;
+  colors::detail::set_interrupt_hook(&interrupt_hook);
+  if (g_closing.load(std::memory_order_acquire) > 0) return nullptr;  // the hook then runs no handler
   ++g_in_flight;
+  ++t_blocking;  // a signal handler the hook runs must not detach() under this wait (begin_closing)
   return PyEval_SaveThread();
 }
 
@@ -167,6 +173,7 @@ void tx_wait_end(void* token) {
   if (other_thread_at_exit()) park_for_good();  // as GilRelease
   PyEval_RestoreThread(static_cast<PyThreadState*>(token));
   --g_in_flight;
+  --t_blocking;
 }
 
 }  // namespace
