@@ -64,7 +64,7 @@ class ListReadsTest {
     mixed.add(Double.NaN);
     SharedList l = (SharedList) SharedMemory.copyToSharedMemory(mixed);
     Direct.View v = view(l);
-    long before = Roots.live();
+    long before = RootCounts.settled();
     assertSame(ListReads.NOT_DECODED, ListReads.items(v, l.handle));
     assertEquals(before, Roots.live(), "the roots taken for the first 20 elements were dropped");
     assertSame(ListReads.NOT_DECODED, ListReads.itemsRooted(v, l.handle));
@@ -86,7 +86,7 @@ class ListReadsTest {
         1L, null, true, 0.25, inner, Map.of("k", 1L), List.of(2L, 3L))));
     Direct.View v = view(l);
     Object[] slow = Native.listItems(l.handle);
-    long before = Roots.live();
+    long before = RootCounts.settled();
     Object[] inTx = SharedMemory.atomically(() -> {
       assertTrue(Transaction.inThisThread());
       return l.toArray();

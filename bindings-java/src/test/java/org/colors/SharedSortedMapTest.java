@@ -256,7 +256,7 @@ class SharedSortedMapTest {
     }
     m.put(100L, "a string");
     m.put(101L, 7L);
-    long before = Roots.live();
+    long before = RootCounts.settled();
     for (int r = 0; r < 20; r++) {
       for (long k = 0; k < 50; k++) assertSame(values.get((int) k), m.get(k));
     }

@@ -94,7 +94,7 @@ class SortedReadsTest {
       m.put(key, value);
     }
     Direct.View v = view(m);
-    long before = Roots.live();
+    long before = RootCounts.settled();
     for (long key = -610; key < 3 * 5000 - 590; key++) {
       Object fast = idleGet(v, m.handle, key);
       assertNotSame(Proxies.MISS, fast, "key " + key + " is read without JNI");
@@ -129,7 +129,7 @@ class SortedReadsTest {
     }
     Direct.View v = view(m);
     java.util.Random r = new java.util.Random(7);
-    long before = Roots.live();
+    long before = RootCounts.settled();
     for (int round = 0; round < 400; round++) {
       boolean lg = r.nextInt(5) != 0, hg = r.nextInt(5) != 0, li = r.nextBoolean(), hi = r.nextBoolean();
       long lo = r.nextInt(9200) - 700, up = lo + r.nextInt(round % 2 == 0 ? 400 : 9000);
@@ -146,10 +146,7 @@ class SortedReadsTest {
         else assertEquals(b[i], a[i], "round " + round + ", element " + i);
       }
     }
-    // At most as many: the cleaner may meanwhile release the roots of earlier tests' dropped
-    // proxies (a CI run saw 1623 -> 803), and nothing else in this JVM takes roots now.
-    long after = Roots.live();
-    assertTrue(after <= before, "values with live proxies took no root: " + before + " -> " + after);
+    assertEquals(before, Roots.live(), "values with live proxies took no root");
     java.lang.ref.Reference.reachabilityFence(keep);
     // Iteration (batches of 256) and views read the same as a TreeMap's.
     java.util.TreeMap<Object, Object> ref = new java.util.TreeMap<>(m);
@@ -164,7 +161,7 @@ class SortedReadsTest {
     assertSame(made[1], m.get(100_000L));
     // Values only JNI converts send the batch there, leaving no root behind.
     m.put(100_001L, "a string");
-    long roots = Roots.live();
+    long roots = RootCounts.settled();
     assertNull(idleRange(v, m.handle, true, 99_000L, true, false, 0, true, 10, true));
     assertEquals(roots, Roots.live(), "a fallback leaves no root behind");
     assertEquals(List.of(List.of(5L, 6L), "a string"), new ArrayList<>(m.tailMap(100_000L).values()));
@@ -190,7 +187,7 @@ class SortedReadsTest {
     m.put(1L, "a string");
     m.put(2L, Long.MAX_VALUE);
     m.put(Long.MAX_VALUE, 3L);
-    long before = Roots.live();
+    long before = RootCounts.settled();
     assertSame(Proxies.MISS, SortedReads.get(view(m), m.handle, 1L));
     assertSame(Proxies.MISS, SortedReads.get(view(m), m.handle, 2L));
     assertEquals(before, Roots.live(), "a fallback leaves no root behind");

@@ -26,7 +26,7 @@ class TxReferenceReadsTest {
     Node c = SharedMemory.allocate(Node.class);
     a.left = b;
     b.s = "bee";
-    long before = Roots.live();
+    long before = RootCounts.settled();
     SharedMemory.atomically(() -> {
       assertTrue(Transaction.inThisThread());
       assertSame(b, a.left, "a live proxy keeps its identity inside a transaction");
