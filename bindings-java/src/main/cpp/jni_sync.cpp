@@ -28,8 +28,13 @@ thread_local JNIEnv* t_env = nullptr;
 thread_local bool t_detach_interrupt = false;  // the hook stopped this thread's wait for a detach
 std::atomic<int> g_blocking_in_flight{0};      // threads inside a Blocking (see jni_common.hpp)
 std::atomic<int> g_closing{0};                 // detaches waiting for the count to drain
+// Blocking sections of this thread. libshared also calls the hook from a plain container change
+// waiting for a transaction (tx_wait_container_free, bounded by COLORS_TX_PLAIN_WAIT_MS); Java
+// keeps that wait uninterruptible, as it is for threads that never made a blocking call.
+thread_local int t_blocking = 0;
 
 bool interrupt_hook() {
+  if (t_blocking == 0) return false;
   if (g_closing.load(std::memory_order_seq_cst) > 0) {
     t_detach_interrupt = true;
     return true;
@@ -58,9 +63,13 @@ Blocking::Blocking(JNIEnv* env) {
     t_env = env;
     colors::detail::set_interrupt_hook(&interrupt_hook);
   }
+  ++t_blocking;
 }
 
-Blocking::~Blocking() { g_blocking_in_flight.fetch_sub(1, std::memory_order_seq_cst); }
+Blocking::~Blocking() {
+  --t_blocking;
+  g_blocking_in_flight.fetch_sub(1, std::memory_order_seq_cst);
+}
 
 namespace {
 std::atomic<long> g_segment_users{0};  // SegmentUses alive on non-detaching threads (jni_common.hpp)

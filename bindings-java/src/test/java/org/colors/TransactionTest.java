@@ -195,6 +195,41 @@ class TransactionTest {
     assertEquals(expected, new ArrayList<>(list));
   }
 
+  /**
+   * An interrupt does not end a plain change's wait for a transaction, also in a thread whose
+   * earlier blocking call installed libshared's interrupt hook: the change is made after the
+   * commit and the interrupt status is kept.
+   */
+  @Test
+  @SuppressWarnings("unchecked")
+  void anInterruptNeitherEndsNorLosesAPlainChangesWait() throws Exception {
+    List<Object> list = (List<Object>) SharedMemory.allocate(List.class);
+    list.add(1L);
+    SharedMemory.findOrCreateChannel("tx-interrupt-" + System.nanoTime(), 4).send(1L);  // a blocking call
+    CountDownLatch changed = new CountDownLatch(1);
+    Thread holder = new Thread(() -> {
+      try (Transaction tx = SharedMemory.beginTransaction()) {
+        list.add(2L);
+        changed.countDown();
+        Thread.sleep(300);
+        tx.commit();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    });
+    holder.start();
+    assertTrue(changed.await(30, TimeUnit.SECONDS));
+    Thread.currentThread().interrupt();
+    try {
+      list.add(3L);  // waits for the commit
+      assertTrue(Thread.interrupted(), "the interrupt status is kept");
+    } finally {
+      Thread.interrupted();
+      holder.join();
+    }
+    assertEquals(List.of(1L, 2L, 3L), new ArrayList<>(list));
+  }
+
   /** Runs {@code op} outside any transaction while another thread's transaction, which made {@code change}, rolls back. */
   private static void againstARollback(Runnable change, Runnable op) throws Exception {
     CountDownLatch changed = new CountDownLatch(1);
