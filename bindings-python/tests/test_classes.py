@@ -399,6 +399,26 @@ def test_a_class_with_its_own_setattr_keeps_it_and_what_it_lets_through_is_share
         cs._colors_shm._shared_delattr(v, 3)
 
 
+def test_attributes_of_ever_new_names_stop_at_the_version_limit_with_nothing_changed():
+    name = unique("evo.DynamicKeys")
+
+    @cs.register
+    @dataclass
+    class DynamicKeys:
+        a: int
+        __colors_name__ = name  # noqa: RUF012
+
+    d = cs.allocate(DynamicKeys, 7)
+    with pytest.raises(cs.OutOfMemoryError, match=f"class {name} has 4096 versions"):
+        for i in range(5000):
+            setattr(d, f"k{i}", i)
+            delattr(d, f"k{i}")
+    assert cs.shared_type(d).version == 1 and d.a == 7
+    assert cs.shared_type(d).field_names == ("a",)
+    d.k0 = 1  # a layout that exists is still usable
+    assert d.k0 == 1
+
+
 # ---- the generic proxy and explicit registration ---------------------------------------------------
 
 

@@ -245,6 +245,11 @@ NameRef class_name_ref(Metadata* m, std::string_view name) {
 
 // REQUIRES: classes_lock held.
 ClassRecord* append_version(Metadata* m, ClassFamily* fam, const std::vector<Wanted>& w) {
+  if (fam->count.load(std::memory_order_relaxed) >= kMaxClassVersions) {
+    throw OutOfMemoryError("class " + std::string(name_view(fam->name)) + " has " + std::to_string(kMaxClassVersions) +
+                           " versions, the most one class may have (each new set of fields is a version, kept for the "
+                           "heap's lifetime): store keys that vary in a map field, not as fields of their own");
+  }
   ClassRecord* c = new_record(m, TypeKind::kObject, fam->name, static_cast<std::uint32_t>(w.size()));
   std::uint32_t slots = 0;
   for (std::size_t i = 0; i < w.size(); ++i) {

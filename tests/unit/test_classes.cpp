@@ -173,3 +173,35 @@ TEST_CASE("stores into an extension field racing the growth of the extension are
   INFO(increments << " increments in " << kRounds << " rounds");
   CHECK(lost_rounds == 0);
 }
+
+// A program storing ever new attribute names makes a version per name; past kMaxClassVersions the
+// addition fails, naming the class, with the object and every other class unchanged.
+TEST_CASE("a class stops at kMaxClassVersions versions with a clear error and nothing changed") {
+  test::TestSegment seg;
+  Class c = define_class("t.DynamicKeys", {{"a", TypeKind::kInteger, ""}});
+  Object o = new_object(c);
+  o.set("a", Value(std::int64_t{7}));
+  std::uint32_t added = 0;
+  std::string error;
+  for (;; ++added) {
+    REQUIRE(added <= kMaxClassVersions);
+    const std::string key = "k" + std::to_string(added);
+    try {
+      o.add_field({key, TypeKind::kInteger, ""});
+    } catch (const OutOfMemoryError& e) {
+      error = e.what();
+      break;
+    }
+    o.remove_field(key);  // back to the first version: one new version per key
+  }
+  CHECK(added == kMaxClassVersions - 1);  // the first version, then one per key
+  CHECK(error.find("t.DynamicKeys") != std::string::npos);
+  CHECK(error.find("map field") != std::string::npos);
+  CHECK(o.cls().version() == 1);
+  CHECK(o.get("a").as_int() == 7);
+  CHECK_FALSE(o.has_field("k" + std::to_string(added)));
+  // Existing layouts stay usable; other classes are unaffected.
+  o.add_field({"k0", TypeKind::kInteger, ""});
+  CHECK(o.has_field("k0"));
+  CHECK(define_class("t.Other", {{"b", TypeKind::kString, ""}}).version() == 1);
+}

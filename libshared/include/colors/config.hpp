@@ -40,6 +40,10 @@ inline constexpr std::size_t kMonitorCount = 4096;                // hashed moni
 inline constexpr std::size_t kMaxClients = 256;                   // attached processes at once
 inline constexpr std::size_t kNameBuckets = 4096;                 // class/repository/channel tables
 inline constexpr std::size_t kMaxNameLength = 1024;               // class, field, repository names
+// Versions of one class name: each field layout is a version, kept for the heap's lifetime and
+// scanned when a layout is looked up. Bounds what a program storing ever new attribute names
+// (keys as fields) takes of the classes space that every client shares.
+inline constexpr std::uint32_t kMaxClassVersions = 4096;
 inline constexpr std::size_t kMaxTransactions = 1024;             // threads in transactions at once
 inline constexpr std::size_t kOrecBits = 15;                      // ownership records: 2^15 (256 KiB)
 
