@@ -592,12 +592,33 @@ Handle* slot_handle(PyObject* proxy, Py_ssize_t off) {
   return h != nullptr && Py_TYPE(h) == g_handle_type ? reinterpret_cast<Handle*>(h) : nullptr;
 }
 
+// The handle in the slot at `off` of the proxy `o`, checked as user_handle says.
+Handle* checked_handle(PyObject* o, Py_ssize_t off) {
+  Handle* h = slot_handle(o, off);
+  if (h == nullptr)
+    throw colors::TypeMismatchError(std::string("this '") + Py_TYPE(o)->tp_name +
+                                    "' instance is not a shared object: colors_shm did not make it (e.g. object.__new__)");
+  if (h->gen != g_generation || !colors::has_segment())
+    throw colors::NotAttachedError(
+        "this shared object belongs to an attachment that was closed by detach(); "
+        "get it again (e.g. from its repository) after attaching");
+  return h;
+}
+
 // The handle of a user proxy, nullptr if `o` is no instance of a proxy class. Throws
 // TypeMismatchError for an instance the binding did not make (its slot holds no handle) and
 // NotAttachedError for a proxy from an older attachment.
 Handle* user_handle(PyObject* o) {
+  // The last exact proxy class asked about (entries of g_user_types are never removed, and the
+  // GIL guards both): method lookups on proxies ask on every call (user_getattro).
+  static PyTypeObject* last_type = nullptr;
+  static Py_ssize_t last_off = 0;
+  if (Py_TYPE(o) == last_type) return checked_handle(o, last_off);
   auto it = g_user_types.find(Py_TYPE(o));
-  if (it == g_user_types.end()) {
+  if (it != g_user_types.end()) {
+    last_type = it->first;
+    last_off = it->second;
+  } else {
     if (g_instance_base == nullptr ||
         !PyType_IsSubtype(Py_TYPE(o), reinterpret_cast<PyTypeObject*>(g_instance_base)))
       return nullptr;
@@ -607,15 +628,7 @@ Handle* user_handle(PyObject* o) {
     if (t == nullptr) return nullptr;
     it = g_user_types.find(t);
   }
-  Handle* h = slot_handle(o, it->second);
-  if (h == nullptr)
-    throw colors::TypeMismatchError(std::string("this '") + Py_TYPE(o)->tp_name +
-                                    "' instance is not a shared object: colors_shm did not make it (e.g. object.__new__)");
-  if (h->gen != g_generation || !colors::has_segment())
-    throw colors::NotAttachedError(
-        "this shared object belongs to an attachment that was closed by detach(); "
-        "get it again (e.g. from its repository) after attaching");
-  return h;
+  return checked_handle(o, it->second);
 }
 
 // The proxy of the user object `w` (a new reference): the live one, or a new instance of the
