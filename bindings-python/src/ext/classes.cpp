@@ -1071,9 +1071,11 @@ TypeKind value_kind_of(PyObject* v) {
 const cd::FieldInfo& ensure_field(cd::Word o, std::string_view name, TypeKind kind, std::string_view class_name) {
   if (const cd::FieldInfo* f = cd::find_field(cd::class_of(o), name)) return *f;
   colors::FieldSpec spec{std::string(name), kind, std::string(class_name)};
-  cd::add_field(meta(), o, spec);
-  const cd::FieldInfo* f = cd::find_field(cd::class_of(o), name);
-  if (f == nullptr) throw colors::CorruptHeapError("field '" + std::string(name) + "' vanished right after it was added");
+  // The version add_field switched to (or found) has the field. Another thread or process may
+  // have deleted it again since: the caller's store then goes before that deletion.
+  const cd::ClassRecord* to = cd::add_field(meta(), o, spec);
+  const cd::FieldInfo* f = cd::find_field(to, name);
+  if (f == nullptr) throw colors::CorruptHeapError("class version " + class_label(to) + " lacks field '" + std::string(name) + "' it was made with");
   return *f;
 }
 
@@ -1083,7 +1085,12 @@ void remove_field(cd::Word o, std::string_view name) {
     PyErr_SetString(PyExc_AttributeError, msg.c_str());
     throw py::error_already_set();
   }
-  cd::remove_field(meta(), o, name);
+  try {
+    cd::remove_field(meta(), o, name);
+  } catch (const colors::KeyError& e) {  // deleted by another thread or process meanwhile
+    PyErr_SetString(PyExc_AttributeError, e.what());
+    throw py::error_already_set();
+  }
 }
 
 // Checks that `value` fits a new field of `kind` before the object's class is changed.
