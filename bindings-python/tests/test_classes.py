@@ -419,6 +419,47 @@ def test_attributes_of_ever_new_names_stop_at_the_version_limit_with_nothing_cha
     assert d.k0 == 1
 
 
+def test_a_field_added_by_another_process_is_never_seen_without_its_value():
+    # A process publishes a fresh object, then adds ten attributes to it, round after round;
+    # this one reads the attributes of the latest object. The field was switched in with a null
+    # slot and its value stored after: reads saw None (21,034 of 3.2M reads in 6 s of a stress
+    # run). The value now goes in before the class switch.
+    name = unique("addwindow")
+    cs.repository(name).set(cs.allocate(Point))
+    child = spawn(
+        PRELUDE
+        + textwrap.dedent(f"""
+        import time
+        from employees import Point
+        r = cs.repository({name!r})
+        print("ready", flush=True)
+        end = time.monotonic() + 1.5
+        while time.monotonic() < end:
+            p = cs.allocate(Point)
+            r.set(p)
+            for i in range(10):
+                setattr(p, f"a{{i}}", i + 1)
+        """)
+    )
+    try:
+        assert child.stdout.readline().strip() == "ready"
+        r = cs.repository(name)
+        present = wrong = 0
+        while child.poll() is None:
+            p = r.get()
+            for _ in range(20):
+                for i in range(10):
+                    v = getattr(p, f"a{i}", "absent")
+                    if v != "absent":
+                        present += 1
+                        wrong += v != i + 1
+    finally:
+        _, err = child.communicate(timeout=30)
+    assert child.returncode == 0, err
+    assert present > 0, "no read overlapped an addition"
+    assert wrong == 0, f"{wrong} reads saw an added field without its value ({present} with it)"
+
+
 # ---- the generic proxy and explicit registration ---------------------------------------------------
 
 

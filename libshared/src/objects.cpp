@@ -271,7 +271,7 @@ static void ensure_storage(Metadata* m, Word o, const ClassRecord* to) {
 }
 
 // Lock order: classes_lock before heap_lock (ensure_storage allocates while holding classes_lock).
-ClassRecord* add_field(Metadata* m, Word o, const FieldSpec& field) {
+ClassRecord* add_field(Metadata* m, Word o, const FieldSpec& field, Word initial) {
   tx_refuse("schema evolution (adding a field to an object)");
   for (;;) {
     ClassRecord* from = class_of(o);
@@ -280,8 +280,8 @@ ClassRecord* add_field(Metadata* m, Word o, const FieldSpec& field) {
     RobustLockGuard g(m->classes_lock);
     if (class_of(o) != from) continue;  // evolved meanwhile: start over from its current class
     ensure_storage(m, o, to);
-    // The slot may hold data of a field removed earlier; the new field starts out null.
-    store_ref(field_slot(o, *find_field(to, field.name)), kNull);
+    // The slot may hold data of a field removed earlier; the new field starts out as `initial`.
+    store_ref(field_slot(o, *find_field(to, field.name)), initial);
     reinterpret_cast<ObjectHead*>(o)->cls.store(to, std::memory_order_release);
     return to;
   }

@@ -131,8 +131,11 @@ inline void check_field_type(const FieldInfo& f, Word v) {
   check_field_type_slow(f, v);  // a class name to compare, or a mismatch
 }
 // Switches `o` to the version of its class that also has `field` (schema evolution), in place.
-// Returns the new class. Reuses a version with that exact layout when one exists.
-ClassRecord* add_field(Metadata* m, Word o, const FieldSpec& field);
+// Returns the new class. Reuses a version with that exact layout when one exists. The field holds
+// `initial` (kNull by default) from the moment the class is switched, so no reader sees it
+// without it; REQUIRES: `initial` fits the field's type and is kept alive by the caller. When the
+// class already had the field (a racing addition), nothing is stored.
+ClassRecord* add_field(Metadata* m, Word o, const FieldSpec& field, Word initial = kNull);
 // Switches `o` to the version without the field named `name`. The value stays in the object's
 // storage (old objects keep their data) but is no longer reachable through the new class.
 ClassRecord* remove_field(Metadata* m, Word o, std::string_view name);

@@ -1338,11 +1338,16 @@ int user_setattro(PyObject* obj, PyObject* name, PyObject* value) {
     }
     const cd::FieldInfo* f = cd::find_field(cd::class_of(o), n);
     if (f == nullptr) {
+      // The value goes in with the field, so that no reader sees the field without it (null).
       check_storable(value);
-      f = &ensure_field(o, n, value_kind_of(value), "");
+      const TypeKind kind = value_kind_of(value);
+      colors::Value v = field_value(value, kind);  // converted (and kept alive) first
+      const cd::ClassRecord* to = cd::add_field(meta(), o, colors::FieldSpec{std::string(n), kind, ""}, v.raw());
+      f = cd::find_field(to, n);
+      if (f == nullptr) throw colors::CorruptHeapError("class version " + class_label(to) + " lacks field '" + std::string(n) + "' it was made with");
     }
     meta();
-    write_slot(o, *f, value);
+    write_slot(o, *f, value);  // also when this call added it: a racing addition stored nothing
     return 0;
   } catch (...) {
     set_python_error();
