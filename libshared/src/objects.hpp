@@ -136,8 +136,9 @@ inline void check_field_type(const FieldInfo& f, Word v) {
 // without it; REQUIRES: `initial` fits the field's type and is kept alive by the caller. When the
 // class already had the field (a racing addition), nothing is stored.
 ClassRecord* add_field(Metadata* m, Word o, const FieldSpec& field, Word initial = kNull);
-// Switches `o` to the version without the field named `name`. The value stays in the object's
-// storage (old objects keep their data) but is no longer reachable through the new class.
+// Switches `o` to the version without the field named `name`, then nulls the field's slot in `o`
+// (so the collector can free its value); other objects of the old version keep their data. A
+// read racing it through the old version can see that null (doc/DESIGN.md, object model).
 ClassRecord* remove_field(Metadata* m, Word o, std::string_view name);
 
 }  // namespace colors::detail
