@@ -779,21 +779,31 @@ def test_a_plain_change_waits_for_the_transaction_holding_the_container():
     assert verdict == "ok" and int(seconds) < 20, out
 
 
+# Child code: hold(l, seconds) starts a thread whose transaction appends 2 to the shared list `l`
+# and keeps it for `seconds` before committing; it returns the thread once the transaction holds l.
+HOLD_LIST = """
+import threading
+def hold(l, seconds):
+    held = threading.Event()
+    def run():
+        with cs.transaction():
+            l.append(2)
+            held.set()
+            time.sleep(seconds)
+    t = threading.Thread(target=run)
+    t.start()
+    held.wait()
+    return t
+"""
+
+
 def test_ctrl_c_stops_a_plain_change_waiting_for_a_transaction_and_nothing_changes():
     # The wait for a transaction holding the container is up to COLORS_TX_PLAIN_WAIT_MS (30 s
     # here); a SIGINT 0.3 s into it raises KeyboardInterrupt at once, and the append is not made.
-    out = run_child("""
-        import os, signal, threading
+    out = run_child(HOLD_LIST + textwrap.dedent("""
+        import os, signal
         l = cs.copy_to([1])
-        held = threading.Event()
-        def hold():
-            with cs.transaction():
-                l.append(2)
-                held.set()
-                time.sleep(3)
-        t = threading.Thread(target=hold)
-        t.start()
-        held.wait()
+        t = hold(l, 3)
         threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
         t0 = time.monotonic()
         try:
@@ -803,7 +813,7 @@ def test_ctrl_c_stops_a_plain_change_waiting_for_a_transaction_and_nothing_chang
             print("interrupted", round(time.monotonic() - t0, 1), flush=True)
         t.join()
         print(*list(l), flush=True)
-    """, {"COLORS_TX_PLAIN_WAIT_MS": "30000"})
+    """), {"COLORS_TX_PLAIN_WAIT_MS": "30000"})
     lines = out.splitlines()
     assert lines[0].split()[0] == "interrupted" and float(lines[0].split()[1]) < 1.5, out
     assert lines[1].split() == ["1", "2"], out
@@ -812,21 +822,13 @@ def test_ctrl_c_stops_a_plain_change_waiting_for_a_transaction_and_nothing_chang
 def test_a_signal_handler_detaching_during_a_plain_changes_wait_is_refused_not_deadlocked():
     # The wait runs signal handlers (the interrupt hook); detach() from one would wait forever for
     # the very call it interrupted. It is refused, as inside any blocking call.
-    out = run_child("""
-        import os, signal, threading
+    out = run_child(HOLD_LIST + textwrap.dedent("""
+        import os, signal
         l = cs.copy_to([1])
-        held = threading.Event()
-        def hold():
-            with cs.transaction():
-                l.append(2)
-                held.set()
-                time.sleep(1)
         def handler(signum, frame):
             cs.detach()
         signal.signal(signal.SIGUSR1, handler)
-        t = threading.Thread(target=hold)
-        t.start()
-        held.wait()
+        t = hold(l, 1)
         threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGUSR1)).start()
         try:
             l.append(3)
@@ -835,7 +837,7 @@ def test_a_signal_handler_detaching_during_a_plain_changes_wait_is_refused_not_d
             print("refused", "signal handler" in str(e), flush=True)
         t.join()
         print(*list(l), flush=True)
-    """, {"COLORS_TX_PLAIN_WAIT_MS": "30000"})
+    """), {"COLORS_TX_PLAIN_WAIT_MS": "30000"})
     assert out.split() == ["refused", "True", "1", "2"], out
 
 
@@ -843,22 +845,13 @@ def test_a_signal_handler_detaching_during_a_plain_changes_wait_is_refused_not_d
 def test_a_huge_plain_wait_waits_instead_of_overflowing(wait_ms):
     # COLORS_TX_PLAIN_WAIT_MS beyond a day is a day. Values whose nanoseconds overflowed made a
     # plain change conflict at once ("within 0 ms").
-    out = run_child("""
-        import threading
+    out = run_child(HOLD_LIST + textwrap.dedent("""
         l = cs.copy_to([1])
-        held = threading.Event()
-        def hold():
-            with cs.transaction():
-                l.append(2)
-                held.set()
-                time.sleep(0.3)
-        t = threading.Thread(target=hold)
-        t.start()
-        held.wait()
+        t = hold(l, 0.3)
         l.append(3)   # waits for the commit
         t.join()
         print(*list(l), flush=True)
-    """, {"COLORS_TX_PLAIN_WAIT_MS": wait_ms})
+    """), {"COLORS_TX_PLAIN_WAIT_MS": wait_ms})
     assert out.split() == ["1", "2", "3"], out
 
 

@@ -1067,13 +1067,17 @@ TypeKind value_kind_of(PyObject* v) {
   return TypeKind::kAny;
 }
 
-// Adds field `name` of `kind` to object `o` unless its class has it; returns the field.
-const cd::FieldInfo& ensure_field(cd::Word o, std::string_view name, TypeKind kind, std::string_view class_name) {
+// Adds field `name` of `kind` to object `o` unless its class has it; returns the field. An added
+// field holds `initial` from the moment the class has it (add_field); the caller stores its value
+// afterwards either way (a racing addition stores nothing).
+// REQUIRES: `initial` fits the field and is kept alive by the caller.
+const cd::FieldInfo& ensure_field(cd::Word o, std::string_view name, TypeKind kind, std::string_view class_name,
+                                  cd::Word initial = cd::kNull) {
   if (const cd::FieldInfo* f = cd::find_field(cd::class_of(o), name)) return *f;
   colors::FieldSpec spec{std::string(name), kind, std::string(class_name)};
   // The version add_field switched to (or found) has the field. Another thread or process may
   // have deleted it again since: the caller's store then goes before that deletion.
-  const cd::ClassRecord* to = cd::add_field(meta(), o, spec);
+  const cd::ClassRecord* to = cd::add_field(meta(), o, spec, initial);
   const cd::FieldInfo* f = cd::find_field(to, name);
   if (f == nullptr) throw colors::CorruptHeapError("class version " + class_label(to) + " lacks field '" + std::string(name) + "' it was made with");
   return *f;
@@ -1342,9 +1346,7 @@ int user_setattro(PyObject* obj, PyObject* name, PyObject* value) {
       check_storable(value);
       const TypeKind kind = value_kind_of(value);
       colors::Value v = field_value(value, kind);  // converted (and kept alive) first
-      const cd::ClassRecord* to = cd::add_field(meta(), o, colors::FieldSpec{std::string(n), kind, ""}, v.raw());
-      f = cd::find_field(to, n);
-      if (f == nullptr) throw colors::CorruptHeapError("class version " + class_label(to) + " lacks field '" + std::string(n) + "' it was made with");
+      f = &ensure_field(o, n, kind, "", v.raw());
     }
     meta();
     write_slot(o, *f, value);  // also when this call added it: a racing addition stored nothing
