@@ -297,10 +297,15 @@ def test_adding_and_deleting_fields_switches_versions_in_place():
     assert cs.shared_type(other) == v1 and not hasattr(other, "b")  # old objects keep their version
     other.b = "x"
     assert cs.shared_type(other) == v2  # the version is reused, not duplicated
-    del t.b
-    assert cs.shared_type(t) == v1 and not hasattr(t, "b")
+    del t.b  # a version whose deleted entry keeps b's slot (only b may take it back)
+    v3 = cs.shared_type(t)
+    assert v3.version == 3 and v3.field_names == ("a",) and not hasattr(t, "b")
     with pytest.raises(AttributeError):
         del t.b
+    t.b = "again"  # back in its slot: the layout, and so the version, it had
+    assert cs.shared_type(t) == v2 and t.b == "again"
+    del t.b
+    assert cs.shared_type(t) == v3
     del t.a  # a declared field: reading it now fails like any deleted attribute
     with pytest.raises(AttributeError):
         t.a
@@ -399,7 +404,7 @@ def test_a_class_with_its_own_setattr_keeps_it_and_what_it_lets_through_is_share
         cs._colors_shm._shared_delattr(v, 3)
 
 
-def test_attributes_of_ever_new_names_stop_at_the_version_limit_with_nothing_changed():
+def test_attributes_of_ever_new_names_stop_at_the_deleted_field_limit_with_nothing_changed():
     name = unique("evo.DynamicKeys")
 
     @cs.register
@@ -409,14 +414,42 @@ def test_attributes_of_ever_new_names_stop_at_the_version_limit_with_nothing_cha
         __colors_name__ = name  # noqa: RUF012
 
     d = cs.allocate(DynamicKeys, 7)
-    with pytest.raises(cs.OutOfMemoryError, match=f"class {name} has 4096 versions"):
-        for i in range(5000):
-            setattr(d, f"k{i}", i)
-            delattr(d, f"k{i}")
-    assert cs.shared_type(d).version == 1 and d.a == 7
+    for i in range(64):  # each deleted field keeps its slot in d
+        setattr(d, f"k{i}", i)
+        delattr(d, f"k{i}")
+    before = cs.shared_type(d)
+    with pytest.raises(cs.OutOfMemoryError, match=f"class {name} has had 64 fields deleted.*map field"):
+        d.k64 = 64
+    assert cs.shared_type(d) == before and d.a == 7
     assert cs.shared_type(d).field_names == ("a",)
-    d.k0 = 1  # a layout that exists is still usable
+    d.k0 = 1  # a deleted name still comes back
     assert d.k0 == 1
+
+
+def test_attributes_toggled_at_random_stop_at_the_version_limit_with_nothing_changed():
+    # A Gray code over 13 attributes: each step sets or deletes one, reaching a layout (which
+    # attributes were ever set, which are live) never seen before, so a new version.
+    name = unique("evo.Toggled")
+
+    @cs.register
+    @dataclass
+    class Toggled:
+        a: int
+        __colors_name__ = name  # noqa: RUF012
+
+    d = cs.allocate(Toggled, 7)
+    live = 0
+    with pytest.raises(cs.OutOfMemoryError, match=f"class {name} has 4096 versions.*map field"):
+        for i in range(1, 1 << 13):
+            nxt = i ^ (i >> 1)
+            bit = (nxt ^ live).bit_length() - 1
+            if nxt & ~live:
+                setattr(d, f"k{bit}", i)
+            else:
+                delattr(d, f"k{bit}")
+            live = nxt
+    assert d.a == 7 and len(cs.shared_type(d).versions) == 4096
+    assert sorted(cs.shared_type(d).field_names) == sorted(["a"] + [f"k{b}" for b in range(13) if live >> b & 1])
 
 
 def test_a_field_added_by_another_process_is_never_seen_without_its_value():
@@ -571,9 +604,9 @@ def test_employee_example_across_processes():
     del smith.state
     out = child(f"""
         smith = cs.repository({repo!r}).get()[0]
-        print(hasattr(smith, "state"), cs.shared_type(smith).version)
+        print(hasattr(smith, "state"), cs.shared_type(smith).field_names)
     """)
-    assert out.split() == ["False", "1"]
+    assert out.split() == ["False", "('name',", "'salary',", "'manager')"]
 
 
 def test_cyclic_user_graph_built_here_walked_in_another_process():

@@ -167,26 +167,34 @@ ClassFamily* find_family(Metadata* m, std::string_view name) {
 
 const FieldInfo* find_field(const ClassRecord* c, std::string_view name) {
   for (std::uint32_t i = 0; i < c->field_count; ++i) {
-    if (name_view(c->fields[i].name) == name) return &c->fields[i];
+    const FieldInfo& f = c->fields[i];
+    if (!f.deleted() && name_view(f.name) == name) return &f;
   }
   return nullptr;
 }
 
 namespace {
 
-// A field layout being looked up or created: (spec, slot) pairs.
+// A field layout being looked up or created: (spec, slot, deleted) entries (FieldInfo).
 struct Wanted {
   FieldSpec spec;
   std::uint32_t slot;
+  bool deleted = false;
 };
+
+std::uint32_t live_fields(const ClassRecord* c) {
+  std::uint32_t n = 0;
+  for (std::uint32_t i = 0; i < c->field_count; ++i) n += c->fields[i].deleted() ? 0 : 1;
+  return n;
+}
 
 bool same_type(const FieldInfo& f, const FieldSpec& s) {
   return f.type == s.type && (s.type != TypeKind::kObject || name_view(f.class_name) == s.class_name);
 }
 
-// Same field set (names and types), any order and slots.
+// Same live field set (names and types), any order and slots.
 bool same_set(const ClassRecord* c, const std::vector<FieldSpec>& fields) {
-  if (c->field_count != fields.size()) return false;
+  if (live_fields(c) != fields.size()) return false;
   for (const FieldSpec& s : fields) {
     const FieldInfo* f = find_field(c, s.name);
     if (f == nullptr || !same_type(*f, s)) return false;
@@ -194,12 +202,14 @@ bool same_set(const ClassRecord* c, const std::vector<FieldSpec>& fields) {
   return true;
 }
 
-// Exactly this layout: same fields, same order, same slots.
+// Exactly this layout: same entries, same order, same slots, same ones deleted.
 bool same_layout(const ClassRecord* c, const std::vector<Wanted>& w) {
   if (c->field_count != w.size()) return false;
   for (std::size_t i = 0; i < w.size(); ++i) {
     const FieldInfo& f = c->fields[i];
-    if (name_view(f.name) != w[i].spec.name || !same_type(f, w[i].spec) || f.slot != w[i].slot) return false;
+    if (name_view(f.name) != w[i].spec.name || !same_type(f, w[i].spec) || f.slot != w[i].slot ||
+        f.deleted() != w[i].deleted)
+      return false;
   }
   return true;
 }
@@ -257,6 +267,7 @@ ClassRecord* append_version(Metadata* m, ClassFamily* fam, const std::vector<Wan
     f.name = make_name(m, w[i].spec.name);
     f.type = w[i].spec.type;
     f.slot = w[i].slot;
+    f.flags = w[i].deleted ? kFieldDeleted : 0;
     f.class_name = class_name_ref(m, w[i].spec.class_name);
     slots = std::max(slots, w[i].slot + 1);
   }
@@ -288,7 +299,7 @@ std::vector<Wanted> layout_of(const ClassRecord* c) {
   std::vector<Wanted> w;
   for (std::uint32_t i = 0; i < c->field_count; ++i) {
     const FieldInfo& f = c->fields[i];
-    w.push_back({FieldSpec{std::string(name_view(f.name)), f.type, std::string(name_view(f.class_name))}, f.slot});
+    w.push_back({FieldSpec{std::string(name_view(f.name)), f.type, std::string(name_view(f.class_name))}, f.slot, f.deleted()});
   }
   return w;
 }
@@ -311,7 +322,7 @@ ClassRecord* find_or_define_class(Metadata* m, std::string_view name, const std:
     for (ClassRecord* c = fam->first.load(std::memory_order_acquire); c != nullptr;
          c = c->next_version.load(std::memory_order_acquire)) {
       if (!same_set(c, fields)) continue;
-      if (c->slot_count == c->field_count) return c;  // dense: objects use exactly their fields
+      if (c->slot_count == live_fields(c)) return c;  // dense: objects use exactly their fields
       if (any == nullptr) any = c;
     }
     return any;
@@ -330,16 +341,32 @@ ClassRecord* version_with_field(Metadata* m, ClassRecord* base, const FieldSpec&
   if (find_field(base, field.name) != nullptr)
     throw InvalidArgumentError("class " + std::string(name_view(base->name)) + " already has field '" + field.name + "'");
   std::vector<Wanted> w = layout_of(base);
+  // The field's own deleted entry, when it had this type, takes it back with its slot; a new
+  // field takes a slot no entry has (FieldInfo's invariant).
+  auto back = std::find_if(w.begin(), w.end(), [&](const Wanted& x) {
+    return x.deleted && x.spec.name == field.name && x.spec.type == field.type && x.spec.class_name == field.class_name;
+  });
+  if (back != w.end()) {
+    back->deleted = false;
+    return find_or_append(m, base->family, w);
+  }
+  if (std::count_if(w.begin(), w.end(), [](const Wanted& x) { return x.deleted; }) >= kMaxDeletedFields) {
+    throw OutOfMemoryError("object of class " + std::string(name_view(base->name)) + " has had " +
+                           std::to_string(kMaxDeletedFields) +
+                           " fields deleted, the most one object may keep (a deleted field keeps its slot, so that a store "
+                           "racing the deletion cannot land in another field); it can take back a deleted field but not a "
+                           "new one '" + field.name + "': store keys that vary in a map field, not as fields of their own");
+  }
   w.push_back({field, base->slot_count});
   return find_or_append(m, base->family, w);
 }
 
 ClassRecord* version_without_field(Metadata* m, ClassRecord* base, std::string_view drop) {
   std::vector<Wanted> w = layout_of(base);
-  auto it = std::find_if(w.begin(), w.end(), [&](const Wanted& x) { return x.spec.name == drop; });
+  auto it = std::find_if(w.begin(), w.end(), [&](const Wanted& x) { return !x.deleted && x.spec.name == drop; });
   if (it == w.end())
     throw KeyError("class " + std::string(name_view(base->name)) + " has no field '" + std::string(drop) + "'");
-  w.erase(it);
+  it->deleted = true;  // keeps its slot (FieldInfo's invariant)
   return find_or_append(m, base->family, w);
 }
 

@@ -44,16 +44,21 @@ void check_name(std::string_view s, const char* what);
 
 ClassRecord* builtin_class(Metadata* m, TypeKind k);
 
-// Exact lookup by (name, field set): a version with the same fields (names and types), in any
-// order. Prefers a dense version (slots 0..n-1). Creates a dense version if none exists.
+// Exact lookup by (name, field set): a version with the same live fields (names and types), in
+// any order. Prefers a dense version (slots 0..n-1, no deleted entries). Creates a dense version
+// if none exists.
 ClassRecord* find_or_define_class(Metadata* m, std::string_view name, const std::vector<FieldSpec>& fields);
-// Lookup or creation of the version that is `base` plus `field` in a new slot after base's slots,
-// or `base` minus the field named `drop` (same slots for the others). Used by schema evolution:
-// the result's layout is compatible with objects of `base`.
+// Lookup or creation of the version that is `base` plus `field`, or `base` minus the field named
+// `drop`; every other entry keeps its slot. Used by schema evolution, so the result's layout is
+// compatible with objects of `base`, and it keeps FieldInfo's invariant (layout.hpp): a dropped
+// field stays as a deleted entry holding its slot; an added field takes back its own deleted
+// entry of the same type, else a new slot after all of base's. version_with_field throws
+// OutOfMemoryError for a new entry when base already has kMaxDeletedFields deleted ones.
 ClassRecord* version_with_field(Metadata* m, ClassRecord* base, const FieldSpec& field);
 ClassRecord* version_without_field(Metadata* m, ClassRecord* base, std::string_view drop);
 
 ClassFamily* find_family(Metadata* m, std::string_view name);
+// The live field named `name`, or null (deleted entries are skipped).
 const FieldInfo* find_field(const ClassRecord* c, std::string_view name);
 bool is_class_record(Metadata* m, const void* p);
 

@@ -593,6 +593,7 @@ std::vector<FieldDesc> Class::fields() const {
   std::vector<FieldDesc> out;
   for (std::uint32_t i = 0; i < rec_->field_count; ++i) {
     const FieldInfo& f = rec_->fields[i];
+    if (f.deleted()) continue;  // only its slot remains (layout.hpp, FieldInfo)
     out.push_back({std::string(name_view(f.name)), f.type, std::string(name_view(f.class_name)), f.slot});
   }
   return out;

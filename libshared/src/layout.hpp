@@ -29,12 +29,26 @@ struct NameRef {
   std::uint32_t hash;
 };
 
+// A field of a class version, or a deleted field's entry (kFieldDeleted) keeping its slot.
+//
+// Invariant: for an object's whole lifetime, each of its slots belongs to one (name, type): the
+// deletion of a field leaves a deleted entry holding its slot, adding the field back with the
+// same type makes that entry live again, and any other new field takes slot `slot_count`. A
+// writer that resolved a slot from an older class version (a plain store or a transaction,
+// neither of which waits for evolutions) therefore stores into the field it named, or into a
+// deleted field's slot that no reader looks at, never into another field. Lookups by name skip
+// deleted entries (find_field).
+inline constexpr std::uint8_t kFieldDeleted = 1;
+
 struct FieldInfo {
   NameRef name;
   TypeKind type;
-  std::uint8_t reserved[3];
+  std::uint8_t flags;     // kFieldDeleted
+  std::uint8_t reserved[2];
   std::uint32_t slot;     // index into the object's slots (inline, then extension)
   NameRef class_name;     // for kObject fields: expected class ("" = any user class)
+
+  bool deleted() const { return (flags & kFieldDeleted) != 0; }
 };
 
 struct ClassFamily;
@@ -45,12 +59,12 @@ struct ClassRecord {
   TypeKind kind;                   // builtin kind, or kObject for user classes
   std::uint8_t reserved[3];
   std::uint32_t version;           // 1-based within the family
-  std::uint32_t field_count;
+  std::uint32_t field_count;       // entries in `fields`, deleted ones included
   std::uint32_t slot_count;        // slots an instance needs (max slot + 1)
   NameRef name;
   ClassFamily* family;             // all versions of this name
   std::atomic<ClassRecord*> next_version;  // append-only list, oldest first
-  FieldInfo fields[];              // field_count entries, in declaration order
+  FieldInfo fields[];              // field_count entries, in declaration order (FieldInfo)
 };
 
 // All versions of one class name. Bucket chains and the version list are append-only: readers

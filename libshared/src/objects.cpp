@@ -280,7 +280,8 @@ ClassRecord* add_field(Metadata* m, Word o, const FieldSpec& field, Word initial
     RobustLockGuard g(m->classes_lock);
     if (class_of(o) != from) continue;  // evolved meanwhile: start over from its current class
     ensure_storage(m, o, to);
-    // The slot may hold data of a field removed earlier; the new field starts out as `initial`.
+    // A field taken back from its deleted entry may hold what a writer racing the deletion
+    // stored after the slot was nulled; the field starts out as `initial`.
     store_ref(field_slot(o, *find_field(to, field.name)), initial);
     reinterpret_cast<ObjectHead*>(o)->cls.store(to, std::memory_order_release);
     return to;

@@ -131,13 +131,16 @@ inline void check_field_type(const FieldInfo& f, Word v) {
   check_field_type_slow(f, v);  // a class name to compare, or a mismatch
 }
 // Switches `o` to the version of its class that also has `field` (schema evolution), in place.
-// Returns the new class. Reuses a version with that exact layout when one exists. The field holds
-// `initial` (kNull by default) from the moment the class is switched, so no reader sees it
-// without it; REQUIRES: `initial` fits the field's type and is kept alive by the caller. When the
+// Returns the new class. Reuses a version with that exact layout when one exists. A field of a
+// new name takes a slot no field of `o` ever had (layout.hpp, FieldInfo), so OutOfMemoryError
+// once `o` has kMaxDeletedFields deleted fields; a deleted field comes back in its old slot. The
+// field holds `initial` (kNull by default) from the moment the class is switched, so no reader
+// sees it without it; REQUIRES: `initial` fits the field's type and is kept alive by the caller. When the
 // class already had the field (a racing addition), nothing is stored.
 ClassRecord* add_field(Metadata* m, Word o, const FieldSpec& field, Word initial = kNull);
-// Switches `o` to the version without the field named `name`, then nulls the field's slot in `o`
-// (so the collector can free its value); other objects of the old version keep their data. A
+// Switches `o` to the version without the field named `name`, whose slot stays the field's
+// (layout.hpp, FieldInfo), then nulls that slot (so the collector can free its value); other
+// objects of the old version keep their data. A
 // read racing it through the old version can see that null (doc/DESIGN.md, object model).
 ClassRecord* remove_field(Metadata* m, Word o, std::string_view name);
 

@@ -275,7 +275,7 @@ class Class {
   std::string name() const;
   TypeKind kind() const;
   std::uint32_t version() const;
-  std::vector<FieldDesc> fields() const;
+  std::vector<FieldDesc> fields() const;  // live fields; a deleted one's kept slot is not listed
   std::vector<Class> versions() const;  // every version of this name, oldest first
   bool operator==(const Class& o) const { return rec_ == o.rec_; }
   const detail::ClassRecord* record() const { return rec_; }

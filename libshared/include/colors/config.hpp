@@ -18,9 +18,10 @@ inline constexpr std::uint32_t kProtocolVersion = 4;
 // 10: a list's seqlock word, which lock-free readers rely on every writer to move; the collector's
 // barrier flag in Metadata, which unfenced roots rely on; 11: the hash stored in strings and
 // binaries, eight bytes per step instead of FNV-1a's one; 12: a user object's extension is a
-// chain of arrays whose last slot links the next, instead of one array copied when it grows).
+// chain of arrays whose last slot links the next, instead of one array copied when it grows;
+// 13: a deleted field stays in its class's later versions as an entry that keeps its slot).
 // A client and a server must agree exactly.
-inline constexpr std::uint32_t kLayoutVersion = 12;
+inline constexpr std::uint32_t kLayoutVersion = 13;
 
 // Default fixed address of the segment. High in the user half of the x86-64 address space,
 // below where the kernel places mmap()s top-down (0x7f..) and far above where executables, their
@@ -44,6 +45,10 @@ inline constexpr std::size_t kMaxNameLength = 1024;               // class, fiel
 // scanned when a layout is looked up. Bounds what a program storing ever new attribute names
 // (keys as fields) takes of the classes space that every client shares.
 inline constexpr std::uint32_t kMaxClassVersions = 4096;
+// Deleted fields an object's class may keep (layout.hpp, FieldInfo): each keeps its slot in the
+// object and an entry in every later version. Adding a field of a new name to an object that
+// has this many fails; adding a deleted name back does not.
+inline constexpr std::uint32_t kMaxDeletedFields = 64;
 inline constexpr std::size_t kMaxTransactions = 1024;             // threads in transactions at once
 inline constexpr std::size_t kOrecBits = 15;                      // ownership records: 2^15 (256 KiB)
 

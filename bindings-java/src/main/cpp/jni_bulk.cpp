@@ -337,6 +337,7 @@ void out_object(JNIEnv* env, Flat& f, std::size_t k) {
   if (cls->kind == colors::TypeKind::kObject) {
     f.put(colors_jni::kTagUser, static_cast<jlong>(reinterpret_cast<std::uintptr_t>(cls)));
     for (std::uint32_t i = 0; i < cls->field_count; ++i) {
+      if (cls->fields[i].deleted()) continue;  // Class::fields() lists live fields only
       const std::atomic<cd::Word>* s = cd::field_slot(w, cls->fields[i]);
       if (s == nullptr) {
         f.put(colors_jni::kTagNull, 0);
