@@ -126,6 +126,50 @@ class ObjectsTest {
     assertTrue(v2.toString().contains("state: string"), v2.toString());
   }
 
+  /**
+   * A removed field keeps its slot for itself: another field added after it takes a new slot (so a
+   * write that resolved the removed field's slot never lands in it), and the field added back
+   * returns to its slot. An object keeps at most 64 removed fields; past that a new
+   * name fails with a message that says what to do, and a removed name still comes back.
+   */
+  @Test
+  void aRemovedFieldKeepsItsSlotAndNewNamesStopAtTheRemovedFieldLimit() {
+    String cls = "demo.Removed" + UUID.randomUUID().toString().replace("-", "");
+    Map<String, SharedType.Kind> fields = new LinkedHashMap<>();
+    fields.put("a", SharedType.Kind.INTEGER);
+    SharedObject o = SharedMemory.allocateObject(SharedMemory.defineClass(cls, fields));
+    o.addField("f", SharedType.Kind.INTEGER);
+    SharedType withF = SharedMemory.getSharedType(o);
+    o.set("f", 5L);
+    o.removeField("f");
+    assertEquals(List.of("a:INTEGER"), names(SharedMemory.getSharedType(o)));
+    o.addField("g", SharedType.Kind.INTEGER);
+    o.set("g", 1L);
+    assertNotEquals(withF.field("f").slot(), SharedMemory.getSharedType(o).field("g").slot());
+    o.removeField("g");
+    o.addField("f", SharedType.Kind.INTEGER);
+    assertEquals(withF.field("f").slot(), SharedMemory.getSharedType(o).field("f").slot());
+    assertNull(o.get("f"));
+    SharedType back = SharedMemory.getSharedType(o);
+    o.removeField("f");
+    o.addField("f", SharedType.Kind.INTEGER);  // the same layout again: the same version
+    assertEquals(back, SharedMemory.getSharedType(o));
+    for (int i = 0; i < 63; ++i) {  // with g: 64 removed fields
+      o.addField("k" + i, SharedType.Kind.INTEGER);
+      o.removeField("k" + i);
+    }
+    SharedType before = SharedMemory.getSharedType(o);
+    SharedOutOfMemoryException e =
+        assertThrows(SharedOutOfMemoryException.class, () -> o.addField("fresh", SharedType.Kind.INTEGER));
+    assertTrue(e.getMessage().contains(cls) && e.getMessage().contains("map field"), e.getMessage());
+    assertEquals(before, SharedMemory.getSharedType(o));
+    // With another type a removed name needs a new slot too; with its own type it comes back.
+    assertThrows(SharedOutOfMemoryException.class, () -> o.addField("k7", SharedType.Kind.STRING));
+    o.addField("k7", SharedType.Kind.INTEGER);
+    o.set("k7", 7L);
+    assertEquals(7L, o.get("k7"));
+  }
+
   @Test
   void copyInstancesAndReadThemBack() {
     Employee boss = new Employee("Boss", 200);
