@@ -231,6 +231,26 @@ class WaitHooks {
   void* token_ = nullptr;
 };
 
+// The pacing of every wait for an orec's holder: `done` is polled with a yield between polls;
+// every 64th poll runs `periodic` (deadlines, deadlock detection, interrupts: it throws to end the
+// wait), and after 1,024 polls each one is followed by a 50 µs sleep instead, so a long wait costs
+// no CPU while a short one (a holder finishing a commit) ends within microseconds.
+template <class Done, class Periodic>
+void wait_until(Done&& done, Periodic&& periodic) {
+  for (std::uint64_t polls = 0;; ++polls) {
+    if (done()) return;
+    if (polls % 64 == 63) {
+      periodic();
+      if (polls > 64 * 16) {
+        const struct timespec ts {0, 50'000};
+        ::nanosleep(&ts, nullptr);
+        continue;
+      }
+    }
+    sched_yield();
+  }
+}
+
 // Waits until `orec` no longer holds `seen` (another transaction's lock), for at most the conflict
 // wait and the transaction's deadline. Detects a wait cycle through the descriptors' waits_for
 // links (each waiter publishes whom it waits for), and throws TransactionConflictError naming the
@@ -247,34 +267,25 @@ void wait_for_holder(TxThread& t, std::atomic<std::uint64_t>* orec, std::uint64_
     TxDescriptor* d;
     ~Clear() { d->waits_for.store(0, std::memory_order_release); }
   } clear{t.d};
-  for (std::uint64_t spins = 0;; ++spins) {
-    if (orec->load(std::memory_order_acquire) != seen) return;
-    if (spins % 64 == 63) {
-      // A cycle of waits through this transaction: at most kMaxTransactions links.
-      std::uint64_t next = holder + 1;
-      for (std::size_t k = 0; k < kMaxTransactions && next != 0; ++k) {
-        const std::uint64_t i = next - 1;
-        if (i == t.index) {
-          doom_conflict(t, "deadlock: this transaction waits for object " + hex(reinterpret_cast<std::uint64_t>(obj)) +
-                               ", held by " + describe_holder(m, holder) + ", which waits (directly or not) for this one");
-        }
-        if (i >= kMaxTransactions) break;
-        next = m->txs[i].waits_for.load(std::memory_order_seq_cst);
+  wait_until([&] { return orec->load(std::memory_order_acquire) != seen; }, [&] {
+    // A cycle of waits through this transaction: at most kMaxTransactions links.
+    std::uint64_t next = holder + 1;
+    for (std::size_t k = 0; k < kMaxTransactions && next != 0; ++k) {
+      const std::uint64_t i = next - 1;
+      if (i == t.index) {
+        doom_conflict(t, "deadlock: this transaction waits for object " + hex(reinterpret_cast<std::uint64_t>(obj)) +
+                             ", held by " + describe_holder(m, holder) + ", which waits (directly or not) for this one");
       }
-      const std::int64_t now = monotonic_ns();
-      if (now >= limit) {
-        check_deadline(t, now);
-        doom_conflict(t, "object " + hex(reinterpret_cast<std::uint64_t>(obj)) + " is held by " + describe_holder(m, holder) +
-                             ", which did not finish within " + std::to_string((now - start) / 1'000'000) + " ms");
-      }
-      if (spins > 64 * 16) {
-        const struct timespec ts {0, 50'000};
-        ::nanosleep(&ts, nullptr);
-        continue;
-      }
+      if (i >= kMaxTransactions) break;
+      next = m->txs[i].waits_for.load(std::memory_order_seq_cst);
     }
-    sched_yield();
-  }
+    const std::int64_t now = monotonic_ns();
+    if (now >= limit) {
+      check_deadline(t, now);
+      doom_conflict(t, "object " + hex(reinterpret_cast<std::uint64_t>(obj)) + " is held by " + describe_holder(m, holder) +
+                           ", which did not finish within " + std::to_string((now - start) / 1'000'000) + " ms");
+    }
+  });
 }
 
 // Takes the orec of `obj` for this transaction.
@@ -749,31 +760,22 @@ void tx_wait_container_free(const void* container) {
   const std::int64_t start = monotonic_ns();
   std::int64_t next_interrupt_check = start + kInterruptSliceNs;
   WaitHooks hooks;
-  for (std::uint64_t spins = 0;; ++spins) {
-    const std::uint64_t o = orec->load(std::memory_order_acquire);
-    if (!locked(o)) return;
-    if (spins % 64 == 63) {
-      const std::int64_t now = monotonic_ns();
-      if (now >= next_interrupt_check) {  // Ctrl-C in Python: the change is not made
-        check_interrupt();
-        next_interrupt_check = now + kInterruptSliceNs;
-      }
-      if (now - start >= plain_wait_ns()) {
-        throw TransactionConflictError("object " + hex(reinterpret_cast<std::uint64_t>(container)) +
-                                       " (or an object sharing its ownership record) is held by " +
-                                       describe_holder(m, holder_of(o)) + ", which did not finish within " +
-                                       std::to_string((now - start) / 1'000'000) +
-                                       " ms; this change outside a transaction was not made (a rollback of that "
-                                       "transaction would overwrite part of it)");
-      }
-      if (spins > 64 * 16) {
-        const struct timespec ts {0, 50'000};
-        ::nanosleep(&ts, nullptr);
-        continue;
-      }
+  std::uint64_t o = 0;
+  wait_until([&] { return !locked(o = orec->load(std::memory_order_acquire)); }, [&] {
+    const std::int64_t now = monotonic_ns();
+    if (now >= next_interrupt_check) {  // Ctrl-C in Python: the change is not made
+      check_interrupt();
+      next_interrupt_check = now + kInterruptSliceNs;
     }
-    sched_yield();
-  }
+    if (now - start >= plain_wait_ns()) {
+      throw TransactionConflictError("object " + hex(reinterpret_cast<std::uint64_t>(container)) +
+                                     " (or an object sharing its ownership record) is held by " +
+                                     describe_holder(m, holder_of(o)) + ", which did not finish within " +
+                                     std::to_string((now - start) / 1'000'000) +
+                                     " ms; this change outside a transaction was not made (a rollback of that "
+                                     "transaction would overwrite part of it)");
+    }
+  });
 }
 
 void tx_log_word(std::atomic<Word>* slot) {
