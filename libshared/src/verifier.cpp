@@ -56,6 +56,66 @@ struct Checker {
     }
   }
 
+  // A name kept in the classes space (empty only where `may_be_empty`).
+  bool name_ok(const NameRef& n, bool may_be_empty) const {
+    if (n.len == 0) return may_be_empty;
+    return n.len <= kMaxNameLength && n.ptr >= m->classes_begin && n.ptr <= m->classes_end - n.len;
+  }
+
+  // A user class version (layout.hpp, ClassRecord and FieldInfo): its entries inside the classes
+  // space, names there too, field types and flags known, and every slot below slot_count and
+  // held by one entry only, the invariant that keeps a store resolved from an older version
+  // inside its own field.
+  void check_class(const ClassRecord* c, const std::string& at) {
+    const auto end = reinterpret_cast<std::uint64_t>(c->fields) + std::uint64_t{c->field_count} * sizeof(FieldInfo);
+    if (end > m->classes_end) {
+      error(at + ": " + std::to_string(c->field_count) + " fields run past the classes space");
+      return;
+    }
+    std::unordered_set<std::uint32_t> slots;
+    for (std::uint32_t i = 0; i < c->field_count; ++i) {
+      const FieldInfo& f = c->fields[i];
+      if (!name_ok(f.name, false)) {
+        error(at + ": field " + std::to_string(i) + " has a malformed name");
+        continue;
+      }
+      const std::string fat = at + " field '" + std::string(name_view(f.name)) + "'";
+      if (static_cast<int>(f.type) > static_cast<int>(TypeKind::kObject) && f.type != TypeKind::kSortedMap)
+        error(fat + ": type " + std::to_string(static_cast<int>(f.type)) + " is no field type");
+      if ((f.flags & ~kFieldDeleted) != 0) error(fat + ": unknown flags " + std::to_string(f.flags));
+      if (!name_ok(f.class_name, true)) error(fat + ": malformed class name");
+      if (f.slot >= c->slot_count) {
+        error(fat + ": slot " + std::to_string(f.slot) + " is not below the class's " + std::to_string(c->slot_count));
+      } else if (!slots.insert(f.slot).second) {
+        error(fat + ": slot " + std::to_string(f.slot) + " is held by another entry too");
+      }
+    }
+  }
+
+  // Every class family's version list: records, their family and numbering, each version's fields.
+  void check_classes() {
+    for (std::size_t b = 0; b < kNameBuckets; ++b) {
+      for (ClassFamily* f = m->class_buckets[b].load(); f != nullptr; f = f->next_in_bucket.load()) {
+        if (!name_ok(f->name, false)) {
+          error("class family " + hex(reinterpret_cast<std::uint64_t>(f)) + ": malformed name");
+          continue;
+        }
+        const std::string fam = "class " + std::string(name_view(f->name));
+        std::uint32_t version = 0;
+        for (ClassRecord* c = f->first.load(); c != nullptr; c = c->next_version.load()) {
+          const std::string at = fam + " version " + std::to_string(++version);
+          if (!is_class_record(m, c) || version > kMaxClassVersions) {
+            error(at + ": not a class record, or more versions than a class may have");
+            break;
+          }
+          if (c->family != f || c->version != version || c->kind != TypeKind::kObject)
+            error(at + ": record names another family, version or kind");
+          check_class(c, at);
+        }
+      }
+    }
+  }
+
   void check_object(std::uint64_t p, std::size_t size) {
     auto* o = reinterpret_cast<ObjectHead*>(p);
     ClassRecord* c = o->cls.load(std::memory_order_acquire);
@@ -224,7 +284,8 @@ VerifyReport verify_heap_locked(Metadata* m, VerifyMode mode) {
     p += size;
   }
   if (p != m->objects_end && r.errors.empty()) ck.error("blocks end at " + hex(p) + ", not at the end of the objects space");
-  // Pass 2: object contents and references.
+  // Pass 2: object contents and references, and the classes they name.
+  ck.check_classes();
   for (auto [o, size] : objs) ck.check_object(o, size);
   // Roots.
   for (std::size_t b = 0; b < kNameBuckets; ++b) {

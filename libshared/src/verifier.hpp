@@ -1,7 +1,8 @@
 // The heap verifier: checks the segment's invariants and reports every violation it finds.
 //
 // Checks: every block header is well formed and the blocks tile the objects space exactly;
-// every object's class pointer is a class record; each object's internal lengths fit its block;
+// every object's class pointer is a class record; every user class version's field entries are
+// well formed, each slot held by one entry (layout.hpp, FieldInfo); each object's internal lengths fit its block;
 // every reference in any slot (fields, extensions, containers, repositories, channels, root
 // tables) points at the start of a live object block; the freelist holds only kFree blocks of at
 // least kTlabSize, without cycles, and its counters match; kTlab blocks belong to active clients.

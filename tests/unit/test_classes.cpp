@@ -226,6 +226,35 @@ TEST_CASE("a store through a slot resolved before its field was deleted never la
   REQUIRE(v.ok);
 }
 
+// The heap verifier checks class records too: a version whose two entries share a slot (which
+// would let a store to one field land in the other), unknown flags, or a slot beyond the class's
+// slot count is reported, naming the class and the field.
+TEST_CASE("the heap verifier reports a class version whose entries break the one-entry-per-slot rule") {
+  test::TestSegment seg;
+  Object o = new_object(define_class("t.Verified", {{"a", TypeKind::kInteger, ""}, {"b", TypeKind::kString, ""}}));
+  o.remove_field("b");
+  auto* c = const_cast<detail::ClassRecord*>(detail::class_of(o.raw()));
+  REQUIRE(verify_heap().ok);
+  auto reported = [](const std::string& what) {
+    auto v = verify_heap();
+    INFO(v.report);
+    return !v.ok && v.report.find("t.Verified version 2 field 'b'") != std::string::npos &&
+           v.report.find(what) != std::string::npos;
+  };
+  detail::FieldInfo& b = c->fields[1];
+  const detail::FieldInfo saved = b;
+  b.slot = c->fields[0].slot;
+  CHECK(reported("is held by another entry too"));
+  b = saved;
+  b.flags = 0x80;
+  CHECK(reported("unknown flags"));
+  b = saved;
+  b.slot = c->slot_count;
+  CHECK(reported("is not below the class's"));
+  b = saved;
+  CHECK(verify_heap().ok);
+}
+
 // Every layout is a class version kept for the heap's lifetime. With deleted fields keeping their
 // entries, an object's layouts are its fields' order of first addition and which of them are
 // live: at most 2^0 + ... + 2^5 = 63 for 5 attributes, however often they come and go, each
