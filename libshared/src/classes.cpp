@@ -176,10 +176,14 @@ const FieldInfo* find_field(const ClassRecord* c, std::string_view name) {
 namespace {
 
 // A field layout being looked up or created: (spec, slot, deleted) entries (FieldInfo).
+// An entry carried over from an existing version keeps that version's names (`name`, and
+// `class_name` unless the class it names has been defined since), so versions share them.
 struct Wanted {
   FieldSpec spec;
   std::uint32_t slot;
   bool deleted = false;
+  NameRef name{};        // len 0: none carried
+  NameRef class_name{};  // used when `name` is carried
 };
 
 std::uint32_t live_fields(const ClassRecord* c) {
@@ -247,10 +251,10 @@ ClassFamily* family_locked(Metadata* m, std::string_view name) {
 // defined, which family_locked registered first), so that check_field_type finds the class by
 // comparing pointers; a copy of the name otherwise (a class defined later, or never).
 // REQUIRES: classes_lock held.
-NameRef class_name_ref(Metadata* m, std::string_view name) {
+NameRef class_name_ref(Metadata* m, std::string_view name, const NameRef* carried = nullptr) {
   if (name.empty()) return make_name(m, name);
   if (const ClassFamily* f = find_family(m, name)) return f->name;
-  return make_name(m, name);
+  return carried != nullptr ? *carried : make_name(m, name);
 }
 
 // REQUIRES: classes_lock held.
@@ -260,19 +264,34 @@ ClassRecord* append_version(Metadata* m, ClassFamily* fam, const std::vector<Wan
                            " versions, the most one class may have (each new set of fields is a version, kept for the "
                            "heap's lifetime): store keys that vary in a map field, not as fields of their own");
   }
+  std::uint64_t bytes = sizeof(ClassRecord) + w.size() * sizeof(FieldInfo);
+  auto rounded = [](std::size_t n) { return (n + 15) & ~std::size_t{15}; };  // classes_alloc's granule
+  for (const Wanted& x : w) {
+    if (x.name.len == 0) bytes += rounded(x.spec.name.size()) + rounded(x.spec.class_name.size());
+  }
+  const std::uint64_t budget = (m->classes_end - m->classes_begin) / kClassSpaceShare;
+  if (fam->bytes + bytes > budget) {
+    throw OutOfMemoryError("class " + std::string(name_view(fam->name)) + " has versions taking " +
+                           std::to_string(fam->bytes >> 10) + " KiB of the classes space, and another would pass the 1/" +
+                           std::to_string(kClassSpaceShare) +
+                           " of it one class may take (each new set of fields is a version, kept for the heap's "
+                           "lifetime): store keys that vary in a map field, not as fields of their own");
+  }
   ClassRecord* c = new_record(m, TypeKind::kObject, fam->name, static_cast<std::uint32_t>(w.size()));
   std::uint32_t slots = 0;
   for (std::size_t i = 0; i < w.size(); ++i) {
     FieldInfo& f = c->fields[i];
-    f.name = make_name(m, w[i].spec.name);
+    const bool carried = w[i].name.len != 0;
+    f.name = carried ? w[i].name : make_name(m, w[i].spec.name);
     f.type = w[i].spec.type;
     f.slot = w[i].slot;
     f.flags = w[i].deleted ? kFieldDeleted : 0;
-    f.class_name = class_name_ref(m, w[i].spec.class_name);
+    f.class_name = class_name_ref(m, w[i].spec.class_name, carried ? &w[i].class_name : nullptr);
     slots = std::max(slots, w[i].slot + 1);
   }
   c->slot_count = slots;
   c->family = fam;
+  fam->bytes += bytes;
   c->version = fam->count.load(std::memory_order_relaxed) + 1;
   // Publish: the record is complete before it becomes reachable from the family.
   ClassRecord* last = fam->last.load(std::memory_order_relaxed);
@@ -299,7 +318,8 @@ std::vector<Wanted> layout_of(const ClassRecord* c) {
   std::vector<Wanted> w;
   for (std::uint32_t i = 0; i < c->field_count; ++i) {
     const FieldInfo& f = c->fields[i];
-    w.push_back({FieldSpec{std::string(name_view(f.name)), f.type, std::string(name_view(f.class_name))}, f.slot, f.deleted()});
+    w.push_back({FieldSpec{std::string(name_view(f.name)), f.type, std::string(name_view(f.class_name))}, f.slot,
+                 f.deleted(), f.name, f.class_name});
   }
   return w;
 }

@@ -75,6 +75,7 @@ struct ClassFamily {
   std::atomic<ClassRecord*> last;
   std::atomic<std::uint32_t> count;
   std::atomic<ClassFamily*> next_in_bucket;
+  std::uint64_t bytes;  // classes-space bytes its versions took (under classes_lock)
 };
 
 // Repositories and channels can be deleted (repository.hpp, channel.hpp): a record stays in its

@@ -144,7 +144,7 @@ TEST_CASE("a field removal racing another evolution of the same object keeps bot
 // that already lived there: the writer increments `count`, kept in the extension, for as long as
 // another thread adds fields to the same object, growing the extension several times a round.
 TEST_CASE("stores into an extension field racing the growth of the extension are all kept") {
-  test::TestSegment seg;
+  test::TestSegment seg(8 << 20, 64 << 20);  // 300 versions of up to 305 fields: 1.9 MB of classes
   Class c = define_class("t.GrowingExtension", {{"a", TypeKind::kInteger, ""}});
   constexpr int kRounds = 100, kAdds = 300;
   int lost_rounds = 0;
@@ -311,11 +311,51 @@ TEST_CASE("an object stops at kMaxDeletedFields deleted fields for new names onl
   CHECK(fresh.has_field("new"));
 }
 
+// Versions are kept for the heap's lifetime and each repeats its class's entries, so one class
+// toggling fields of long names could fill the classes space every client shares long before
+// kMaxClassVersions. Its versions may take 1/kClassSpaceShare of the space; past that a schema
+// change fails with a clear error and nothing changed, and other classes and names still fit.
+TEST_CASE("one class's versions stop at their share of the classes space, with room left for others") {
+  test::TestSegment seg(8 << 20, 4 << 20);  // a share of 512 KiB
+  Object o = new_object(define_class("t.LongNames", {{"a", TypeKind::kInteger, ""}}));
+  std::vector<std::string> names;
+  for (int i = 0; i < 64; ++i) names.push_back("n" + std::to_string(i) + std::string(1000, 'x'));
+  std::mt19937 rng(3);
+  std::string error;
+  int ops = 0;
+  for (;; ++ops) {
+    REQUIRE(ops < 100000);
+    const std::string& n = names[rng() % names.size()];
+    const detail::ClassRecord* before = detail::class_of(o.raw());
+    try {
+      if (o.has_field(n)) {
+        o.remove_field(n);
+      } else {
+        o.add_field({n, TypeKind::kInteger, ""});
+      }
+    } catch (const OutOfMemoryError& e) {
+      error = e.what();
+      CHECK(detail::class_of(o.raw()) == before);
+      break;
+    }
+  }
+  INFO(ops << " changes, " << o.cls().versions().size() << " versions");
+  CHECK(o.cls().versions().size() < kMaxClassVersions);
+  CHECK(error.find("t.LongNames") != std::string::npos);
+  CHECK(error.find("map field") != std::string::npos);
+  // The space left serves other classes, names, repositories.
+  Object other = new_object(define_class("t.Other", {{std::string(1000, 'o'), TypeKind::kString, ""}}));
+  other.add_field({"more", TypeKind::kInteger, ""});
+  Repository r = repository("after-the-share");
+  r.set(other);
+  CHECK(r.get().same_object(other));
+}
+
 // Each step of a Gray code over 13 attributes sets or deletes one of them and reaches a layout
 // never seen before (which attributes were ever added, and which are live), so every step makes
 // one version, until the class has kMaxClassVersions.
 TEST_CASE("a class stops at kMaxClassVersions versions with a clear error and nothing changed") {
-  test::TestSegment seg;
+  test::TestSegment seg(8 << 20, 64 << 20);  // the classes space of a default server
   Class c = define_class("t.DynamicKeys", {{"a", TypeKind::kInteger, ""}});
   Object o = new_object(c);
   o.set("a", Value(std::int64_t{7}));

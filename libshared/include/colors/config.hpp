@@ -49,6 +49,9 @@ inline constexpr std::uint32_t kMaxClassVersions = 4096;
 // object and an entry in every later version. Adding a field of a new name to an object that
 // has this many fails; adding a deleted name back does not.
 inline constexpr std::uint32_t kMaxDeletedFields = 64;
+// The share of the classes space one class name's versions may take (1/8: 8 MiB of the default
+// 64 MiB), so that no class, whatever its names and versions, fills what every client shares.
+inline constexpr std::size_t kClassSpaceShare = 8;
 inline constexpr std::size_t kMaxTransactions = 1024;             // threads in transactions at once
 inline constexpr std::size_t kOrecBits = 15;                      // ownership records: 2^15 (256 KiB)
 
