@@ -277,6 +277,32 @@ def test_copy_to_dataclass_graph_in_containers():
 # ---- schema evolution (section 3.1.2) -----------------------------------------------------------
 
 
+def test_a_deleted_declared_field_assigned_a_value_it_refuses_is_not_added_back():
+    # Assigning a deleted declared field adds it back; a value that fails to convert or does not
+    # fit the declared type raises, and the object keeps its fields (the field was added holding
+    # None before the value failed).
+    @cs.register
+    @dataclass
+    class Staff:
+        name: str
+        manager: Employee
+        __colors_name__ = unique("evo.Staff")  # noqa: RUF012
+
+    boss = cs.allocate(Employee, "Boss", 1.0)
+    e = cs.allocate(Staff, "Smith", boss)
+    del e.name
+    del e.manager
+    fields = cs.shared_type(e).field_names
+    with pytest.raises(UnicodeEncodeError):
+        e.name = "\ud800"  # a lone surrogate has no UTF-8 form
+    with pytest.raises(cs.TypeMismatchError, match="manager"):
+        e.manager = cs.allocate(Point)
+    assert cs.shared_type(e).field_names == fields
+    e.name = "Jones"
+    e.manager = boss
+    assert (e.name, e.manager) == ("Jones", boss)
+
+
 def test_adding_and_deleting_fields_switches_versions_in_place():
     name = unique("evo.Thing")
 

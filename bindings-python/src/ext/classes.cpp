@@ -1231,8 +1231,22 @@ int descr_set(PyObject* self, PyObject* obj, PyObject* value) {
     }
     const cd::FieldInfo* f = descr_field(d, o);
     if (f == nullptr) {  // deleted earlier, or an older version: add it back (a new version)
+      // The value is converted and checked against the declared type before the field is added,
+      // so a call that raises (a str that cannot be encoded, an object of another class) changes
+      // nothing.
       check_new_field_value(name, d->kind, value);
-      f = &ensure_field(o, name, d->kind, utf8(d->class_name));
+      colors::Value v = field_value(value, d->kind);  // kept alive until stored
+      const std::string_view class_name = utf8(d->class_name);
+      cd::FieldInfo declared{};
+      declared.name = {reinterpret_cast<std::uint64_t>(name.data()), static_cast<std::uint32_t>(name.size()), 0};
+      declared.type = d->kind;
+      declared.class_name = {reinterpret_cast<std::uint64_t>(class_name.data()),
+                             static_cast<std::uint32_t>(class_name.size()), cd::name_hash(class_name)};
+      cd::check_field_type(declared, v.raw());
+      f = &ensure_field(o, name, d->kind, class_name);
+      meta();
+      store_field(o, slot_of(o, *f), v.raw());
+      return 0;
     }
     meta();
     write_slot(o, *f, value);
