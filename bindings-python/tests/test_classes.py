@@ -544,6 +544,17 @@ def test_class_that_cannot_be_imported_gets_a_generic_proxy():
     del g.colour
     assert not hasattr(g, "colour")
     assert cs.repository(name).get() is g  # one live proxy per object, generic ones too
+    # Names starting with "__" are not fields here (reads of them are refused), so neither are
+    # writes and deletions of them; a proxy's _ref cannot be replaced.
+    fields = cs.shared_type(g).field_names
+    for dunder in ("__x", "__foo__", "__class__"):
+        with pytest.raises(AttributeError, match="__"):
+            setattr(g, dunder, 5)
+        with pytest.raises(AttributeError, match="__"):
+            delattr(g, dunder)
+    with pytest.raises(AttributeError):
+        g._ref = 5
+    assert cs.shared_type(g).field_names == fields and type(g) is cs.SharedObject and g.size == 3
 
     # Mapped later: the next read makes a proxy of the mapped class, although the generic proxy
     # of the same object is still alive (the identity tables keep the two kinds apart).

@@ -574,6 +574,14 @@ class SharedSet(SharedProxy, MutableSet):
 # user objects (generic proxy; mapping to private classes by name is still to come)
 
 
+def _check_field_name(name):
+    """Names starting with ``__`` are not a generic proxy's fields: reads of them are refused
+    (``__getattr__``), so writes and deletions are too, rather than making fields nobody can read
+    (or, for ``__class__``, changing the proxy's class)."""
+    if isinstance(name, str) and name.startswith("__"):
+        raise AttributeError(f"{name!r}: a name starting with '__' is not a field of a generic SharedObject")
+
+
 class SharedObject(SharedProxy):
     """A shared user object whose class maps to no Python class (it could not be imported and was
     not :func:`~colors_shm.register`-ed): attribute access reads and writes its fields; assigning
@@ -592,11 +600,13 @@ class SharedObject(SharedProxy):
 
     def __setattr__(self, name, value):
         if name == "_ref":
-            object.__setattr__(self, name, value)
+            object.__setattr__(self, name, value)  # read-only: raises AttributeError
             return
+        _check_field_name(name)
         object.__getattribute__(self, "_ref").oset(name, value)
 
     def __delattr__(self, name):
+        _check_field_name(name)
         object.__getattribute__(self, "_ref").odel(name)
 
     def __dir__(self):
