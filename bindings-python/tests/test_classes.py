@@ -555,6 +555,9 @@ def test_class_that_cannot_be_imported_gets_a_generic_proxy():
     with pytest.raises(AttributeError):
         g._ref = 5
     assert cs.shared_type(g).field_names == fields and type(g) is cs.SharedObject and g.size == 3
+    with pytest.raises(UnicodeEncodeError):  # a value that fails adds no field
+        g.label = "\ud800"
+    assert cs.shared_type(g).field_names == fields
 
     # Mapped later: the next read makes a proxy of the mapped class, although the generic proxy
     # of the same object is still alive (the identity tables keep the two kinds apart).

@@ -457,11 +457,15 @@ void init_containers(py::module_& m) {
   def_ref_method("oget", +[](Ref& r, const std::string& name) { return from_value(obj(r).get(name)); });
   def_ref_method("oset", +[](Ref& r, const std::string& name, py::handle v) {
     colors::Object o = obj(r);
-    if (!o.has_field(name)) {  // a new field: its type follows the value (section 3.1.2)
-      check_storable(v);
-      o.add_field(colors::FieldSpec{name, kind_for_value(v.ptr()), ""});
+    // Converted (and kept alive) first, so a value that fails changes nothing.
+    check_storable(v);
+    colors::Value value = to_value(v);
+    if (!o.has_field(name)) {
+      // A new field: its type follows the value (section 3.1.2), and it holds the value from the
+      // moment the class has it, so no reader sees it null.
+      cd::add_field(cd::current_meta(), o.raw(), colors::FieldSpec{name, kind_for_value(v.ptr()), ""}, value.raw());
     }
-    o.set(name, to_value(v));
+    o.set(name, value);
   });
   def_ref_method("odel", +[](Ref& r, const std::string& name) {
     colors::Object o = obj(r);
