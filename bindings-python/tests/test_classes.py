@@ -28,6 +28,13 @@ def child(code: str, timeout: float = 30):
     return r.stdout
 
 
+def one_int_class(prefix: str) -> tuple[type, str]:
+    """A new dataclass with the one field ``a: int``, registered under a unique shared name made
+    from ``prefix``, so that a test's schema changes make versions of a class of its own."""
+    name = unique(prefix)
+    return cs.register(dataclasses.make_dataclass(prefix.rsplit(".", 1)[-1], [("a", int)]), name), name
+
+
 # ---- allocation and field sets ----------------------------------------------------------------
 
 
@@ -304,13 +311,7 @@ def test_a_deleted_declared_field_assigned_a_value_it_refuses_is_not_added_back(
 
 
 def test_adding_and_deleting_fields_switches_versions_in_place():
-    name = unique("evo.Thing")
-
-    @cs.register
-    @dataclass
-    class Thing:
-        a: int
-        __colors_name__ = name  # noqa: RUF012
+    Thing, name = one_int_class("evo.Thing")
 
     t = cs.allocate(Thing, 1)
     v1 = cs.shared_type(t)
@@ -431,13 +432,7 @@ def test_a_class_with_its_own_setattr_keeps_it_and_what_it_lets_through_is_share
 
 
 def test_attributes_of_ever_new_names_stop_at_the_deleted_field_limit_with_nothing_changed():
-    name = unique("evo.DynamicKeys")
-
-    @cs.register
-    @dataclass
-    class DynamicKeys:
-        a: int
-        __colors_name__ = name  # noqa: RUF012
+    DynamicKeys, name = one_int_class("evo.DynamicKeys")
 
     d = cs.allocate(DynamicKeys, 7)
     for i in range(64):  # each deleted field keeps its slot in d
@@ -455,13 +450,7 @@ def test_attributes_of_ever_new_names_stop_at_the_deleted_field_limit_with_nothi
 def test_attributes_toggled_at_random_stop_at_the_version_limit_with_nothing_changed():
     # A Gray code over 13 attributes: each step sets or deletes one, reaching a layout (which
     # attributes were ever set, which are live) never seen before, so a new version.
-    name = unique("evo.Toggled")
-
-    @cs.register
-    @dataclass
-    class Toggled:
-        a: int
-        __colors_name__ = name  # noqa: RUF012
+    Toggled, name = one_int_class("evo.Toggled")
 
     d = cs.allocate(Toggled, 7)
     live = 0
