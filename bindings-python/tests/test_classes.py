@@ -286,8 +286,8 @@ def test_copy_to_dataclass_graph_in_containers():
 
 def test_a_deleted_declared_field_assigned_a_value_it_refuses_is_not_added_back():
     # Assigning a deleted declared field adds it back; a value that fails to convert or does not
-    # fit the declared type raises, and the object keeps its fields (the field was added holding
-    # None before the value failed).
+    # fit the declared type raises, and the object keeps its fields: the value is checked before
+    # the field is added, not stored after it.
     @cs.register
     @dataclass
     class Staff:
