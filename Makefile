@@ -92,7 +92,9 @@ asan: bootstrap
 # server watcher) already run; TSan kills such children by default, before they run a line.
 # report_thread_leaks=0: a child that ends after its server was killed leaves the finished
 # watcher thread unjoined (it ends with the connection; detach() would join it), by design.
-tsan: export TSAN_OPTIONS = second_deadlock_stack=1 die_after_fork=0 report_thread_leaks=0
+# suppressions: accesses ordered through another process, which TSan cannot see (the file says
+# which, and why each is ordered).
+tsan: export TSAN_OPTIONS = second_deadlock_stack=1 die_after_fork=0 report_thread_leaks=0 suppressions=$(CURDIR)/tests/tsan.supp
 # Even so, GCC 12's TSan runtime sometimes fails such a child when it starts threads of its own
 # ("dup thread with used id"), in a few of the fork-based tests, different ones from run to run.
 # Excluded under TSan only, for a false positive: GCC 12's TSan does not record a lock taken by
