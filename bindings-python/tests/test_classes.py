@@ -221,6 +221,42 @@ def test_an_instance_made_while_its_proxy_class_is_made_is_no_proxy():
     assert "alive 7 ['TypeMismatchError']" in out, out
 
 
+def test_the_handle_slot_descriptor_kept_while_the_proxy_class_is_made_is_inert():
+    """Code that runs while a proxy class is made can keep the member descriptor of its hidden
+    handle slot after the binding removed it from the class. Through it, it read the handle out
+    (to keep it past its proxy) and could replace or delete it. A kept descriptor now reads None
+    and refuses writes, and the proxy works on."""
+    out = child(
+        """
+        import gc
+
+        kept = []
+
+        class Stash:
+            x: int = 0
+
+            def __init_subclass__(cls, **kw):
+                super().__init_subclass__(**kw)
+                kept.append(cls.__dict__["_colors_ref"])
+
+        shared = cs.copy_to(Stash())  # makes the proxy class
+        shared.x = 3
+        d = kept[0]
+        seen = [d.__get__(shared)]
+        for op in (lambda: d.__set__(shared, 12345), lambda: d.__delete__(shared)):
+            try:
+                op()
+                seen.append("written")
+            except AttributeError:
+                pass
+        gc.collect()
+        shared.x += 1
+        print("alive", shared.x, seen)
+        """
+    )
+    assert "alive 4 [None]" in out, out
+
+
 # ---- identity, hashing, GC --------------------------------------------------------------------
 
 

@@ -10,8 +10,8 @@
 //
 // Invariants:
 //  * A user proxy's handle slot is set once, when the proxy is made, and never exposed to Python
-//    (the slot's member descriptor is deleted from the class), so the handle dies exactly when its
-//    proxy does. Only proxies the binding made are known to hold a handle there: code that runs
+//    (the slot's member descriptor is deleted from the class and made inert, in case code run
+//    while the class was made kept it), so the handle dies exactly when its proxy does. Only proxies the binding made are known to hold a handle there: code that runs
 //    while a proxy class is made (a metaclass, __init_subclass__) can make an instance and set
 //    the slot before it is hidden, so every read of the slot checks its type (slot_handle); the handle's destructor erases the table entry (if it is still its proxy's), so
 //    the identity table never points to a freed proxy. An entry may point to a proxy that is
@@ -1696,6 +1696,11 @@ void init_classes(py::module_& m) {
       checked.push_back(py::reinterpret_borrow<py::tuple>(item));
     }
     hide_slot(tp, off);
+    // The slot's member descriptor leaves the class. Code that ran while the class was made may
+    // hold it; it is made inert (reads None, refuses writes), so the handle can never be read out
+    // (and kept past its proxy), replaced or deleted through it.
+    static PyMemberDef inert{"_colors_hidden", T_NONE, 0, READONLY, nullptr};
+    reinterpret_cast<PyMemberDescrObject*>(member)->d_member = &inert;
     if (PyObject_DelAttrString(cls.ptr(), "_colors_ref") != 0) throw py::error_already_set();
     for (const py::tuple& t : checked) {
       auto* d = reinterpret_cast<FieldDescr*>(g_descr_type->tp_alloc(g_descr_type, 0));
