@@ -184,6 +184,28 @@ public final class SharedField {
   /** The address of a bound instance whose fast path is off (detached, no view): JNI path. */
   static final long NO_ADDRESS = -1;
 
+  /**
+   * Checks a binding before a bound instance stores it (called by the {@code $colors$bind} the
+   * agent generates, which {@link SharedInstance} makes public). The field fast path reads and
+   * writes at the stored address without further checks, so only two bindings are taken: the
+   * fast path off ({@code address} -1), or the address of the object {@code view} refers to,
+   * through a handle of the current attachment that no read scope but this thread's open one
+   * lends ({@link Direct#viewFor}; a proxy being made has no root yet: the caller's slot keeps
+   * its object).
+   *
+   * @param view the view of the shared object
+   * @param address the address to store
+   * @return {@code address}
+   * @throws InvalidArgumentException for any other address: a call not made by the binding
+   */
+  public static long bindAddress(SharedObject view, long address) {
+    if (address == NO_ADDRESS) return address;
+    Handle h = view == null ? null : view.handle;
+    if (h != null && address > 0 && h.raw == address && Direct.viewFor(h) != null) return address;
+    throw new InvalidArgumentException("$colors$bind(view, " + address + "): an instance is bound by colors only"
+        + " (to the address of the object its view refers to, or -1); it is not part of the API");
+  }
+
   /** The address of a SharedObject's object for the fast path, or 0 (stale handle, no view). */
   private static long addressOf(SharedObject o) {
     Handle h = o.handle;

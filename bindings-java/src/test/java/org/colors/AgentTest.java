@@ -259,6 +259,42 @@ class AgentTest {
     assertEquals(5L, jni(f, "age"));
   }
 
+  /**
+   * {@code $colors$bind}, public through {@link SharedInstance}, set the address the field fast
+   * path reads and writes without checks: user code binding an instance to another address (here
+   * one outside any object, then a string's) crashed the JVM at the next field access. Bindings
+   * colors did not make are refused, nothing changes, and the address field is not public.
+   */
+  @Test
+  void userCodeCannotRebindAnInstance() throws Exception {
+    Employee e = SharedMemory.allocate(Employee.class);
+    e.age = 7;
+    SharedInstance si = (SharedInstance) e;
+    SharedObject v = si.$colors$view();
+    long at = si.$colors$address();
+    Employee other = SharedMemory.allocate(Employee.class);
+    SharedObject otherView = view(other);
+    for (long bad : new long[] {0x1000, at + 8, at - 4096, 0, -2, Long.MAX_VALUE}) {
+      assertThrows(InvalidArgumentException.class, () -> si.$colors$bind(v, bad), "address " + bad);
+      assertThrows(InvalidArgumentException.class, () -> si.$colors$bind(otherView, bad), "address " + bad);
+      assertThrows(InvalidArgumentException.class, () -> si.$colors$bind(null, bad), "address " + bad);
+    }
+    assertThrows(InvalidArgumentException.class, () -> si.$colors$bind(otherView, at));  // not that view's object
+    assertEquals(at, si.$colors$address());
+    assertSame(v, si.$colors$view());
+    assertEquals(7, e.age);
+    e.age = 8;
+    assertEquals(8L, jni(e, "age"));
+    assertThrows(NoSuchFieldException.class, () -> Employee.class.getField("$colors$addr"));
+    assertThrows(NoSuchFieldException.class, () -> Employee.class.getField("$colors$view"));
+    // What colors itself does: the fast path off (the JNI path answers), then the object's own address.
+    si.$colors$bind(v, SharedField.NO_ADDRESS);
+    assertEquals(8, e.age);
+    si.$colors$bind(v, at);
+    e.age = 9;
+    assertEquals(9L, jni(e, "age"));
+  }
+
   @Test
   void overwrittenReferencesAreFlaggedPending() throws Exception {
     Employee e = SharedMemory.allocate(Employee.class);

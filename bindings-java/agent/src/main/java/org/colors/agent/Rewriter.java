@@ -236,9 +236,12 @@ final class Rewriter implements ClassFileTransformer {
     }
 
     private void addBinding() {
-      super.visitField(Opcodes.ACC_PUBLIC | Opcodes.ACC_TRANSIENT | Opcodes.ACC_SYNTHETIC, VIEW, SHARED_OBJECT_DESC,
+      // Protected, not public: the view and the address are the binding's (reflection's getField
+      // does not reach them), set only through $colors$bind, which checks what it stores. Mapped
+      // subclasses' accessors read them through `this`.
+      super.visitField(Opcodes.ACC_PROTECTED | Opcodes.ACC_TRANSIENT | Opcodes.ACC_SYNTHETIC, VIEW, SHARED_OBJECT_DESC,
           null, null).visitEnd();
-      super.visitField(Opcodes.ACC_PUBLIC | Opcodes.ACC_TRANSIENT | Opcodes.ACC_SYNTHETIC, ADDR, "J", null, null)
+      super.visitField(Opcodes.ACC_PROTECTED | Opcodes.ACC_TRANSIENT | Opcodes.ACC_SYNTHETIC, ADDR, "J", null, null)
           .visitEnd();
       MethodVisitor mv = super.visitMethod(Opcodes.ACC_PUBLIC, VIEW, "()" + SHARED_OBJECT_DESC, null, null);
       mv.visitCode();
@@ -256,6 +259,12 @@ final class Rewriter implements ClassFileTransformer {
       mv.visitEnd();
       mv = super.visitMethod(Opcodes.ACC_PUBLIC, "$colors$bind", "(" + SHARED_OBJECT_DESC + "J)V", null, null);
       mv.visitCode();
+      // address = SharedField.bindAddress(view, address): throws, before anything is stored, for
+      // a binding colors did not make.
+      mv.visitVarInsn(Opcodes.ALOAD, 1);
+      mv.visitVarInsn(Opcodes.LLOAD, 2);
+      mv.visitMethodInsn(Opcodes.INVOKESTATIC, SHARED_FIELD, "bindAddress", "(" + SHARED_OBJECT_DESC + "J)J", false);
+      mv.visitVarInsn(Opcodes.LSTORE, 2);
       mv.visitVarInsn(Opcodes.ALOAD, 0);
       mv.visitVarInsn(Opcodes.ALOAD, 1);
       mv.visitFieldInsn(Opcodes.PUTFIELD, self.name, VIEW, SHARED_OBJECT_DESC);
