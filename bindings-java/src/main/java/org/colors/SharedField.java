@@ -89,15 +89,25 @@ public final class SharedField {
     return BY_NAME.computeIfAbsent(name, n -> new SharedField(n, null, false));
   }
 
+  private static final StackWalker CALLER = StackWalker.getInstance(StackWalker.Option.RETAIN_CLASS_REFERENCE);
+
   /**
    * The shared field mapped from instance field {@code name} declared by {@code owner} (called
-   * from the static initializer the agent adds to mapped classes).
+   * from the static initializer the agent adds to mapped classes). Only {@code owner} itself gets
+   * its fields: a field's accessor entry points read and write at the address they are given, which
+   * only the accessors the agent generates in {@code owner} pass, from the instance's own binding.
    *
    * @param owner the declaring class
    * @param name the field name
    * @return the field
+   * @throws InvalidArgumentException when called from another class than {@code owner}
    */
   public static SharedField of(Class<?> owner, String name) {
+    if (CALLER.getCallerClass() != owner) {
+      throw new InvalidArgumentException("SharedField.of(" + owner.getName() + ", \"" + name + "\"): a mapped class's"
+          + " fields are its own (its static initializer, which the colors agent generates, gets them);"
+          + " it is not part of the API");
+    }
     try {
       Field f = owner.getDeclaredField(name);
       if (Modifier.isStatic(f.getModifiers())) throw new IllegalArgumentException(name + " is static");

@@ -261,9 +261,10 @@ class AgentTest {
 
   /**
    * {@code $colors$bind}, public through {@link SharedInstance}, set the address the field fast
-   * path reads and writes without checks: user code binding an instance to another address (here
-   * one outside any object, then a string's) crashed the JVM at the next field access. Bindings
-   * colors did not make are refused, nothing changes, and the address field is not public.
+   * path reads and writes without checks: user code could bind an instance to any address (here
+   * unmapped memory, or inside another object), which the next field access then read or wrote.
+   * Bindings colors did not make are refused and nothing changes; the address field is not
+   * public, and the accessor entry points that take an address are out of user code's reach.
    */
   @Test
   void userCodeCannotRebindAnInstance() throws Exception {
@@ -285,6 +286,9 @@ class AgentTest {
     assertEquals(7, e.age);
     e.age = 8;
     assertEquals(8L, jni(e, "age"));
+    // A field's accessor entry points take the address from the generated accessors; only the
+    // mapped class gets its fields, so nobody else can pass one (getLong(e, 0x1000) read there).
+    assertThrows(InvalidArgumentException.class, () -> SharedField.of(Employee.class, "age"));
     assertThrows(NoSuchFieldException.class, () -> Employee.class.getField("$colors$addr"));
     assertThrows(NoSuchFieldException.class, () -> Employee.class.getField("$colors$view"));
     // What colors itself does: the fast path off (the JNI path answers), then the object's own address.
