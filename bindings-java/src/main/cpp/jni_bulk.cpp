@@ -508,6 +508,7 @@ JNIEXPORT jboolean JNICALL Java_org_colors_Bulk_toSharedReply(JNIEnv* env, jclas
                                                               jintArray field_idx_a) {
   using namespace colors_jni;
   return guarded<jboolean>(env, JNI_FALSE, [&]() -> jboolean {
+    check_own_worker(worker);
     std::optional<colors::Value> v =
         build_shared(env, objs_a, tags_a, vals_a, nvals, blob_a, refs, classes_a, field_start_a, field_idx_a);
     if (!v) return JNI_FALSE;

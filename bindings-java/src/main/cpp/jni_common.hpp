@@ -194,6 +194,10 @@ jstring utf8_to_java(JNIEnv* env, std::string_view s);
 // Replies to the call the serving thread's worker `w` (an RpcNative.workerNew handle) holds, with
 // `v`, as RpcNative.workerReply does; the call is forgotten even if that throws.
 void worker_reply(jlong w, const colors::Value& v);
+// Throws InvalidArgumentError unless `w` is a live worker of the calling thread: for a worker that
+// reaches native code through a public Java method (RpcSupport.replyWithCopy), where user code
+// could pass any number.
+void check_own_worker(jlong w);
 
 // ---- blocking calls (jni_sync.cpp) ----
 // Held by a native for the duration of a blocking libshared call. Installs this thread's interrupt

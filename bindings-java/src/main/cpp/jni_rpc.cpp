@@ -20,9 +20,12 @@
 #include <atomic>
 #include <cstdlib>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "jni_common.hpp"
@@ -213,14 +216,28 @@ void JNICALL n_server_free(JNIEnv* env, jclass, jlong p) {
   guarded_void(env, [&] { delete reinterpret_cast<JServer*>(static_cast<std::intptr_t>(p)); });
 }
 
+// The live workers and the thread each serves (check_own_worker). Workers are made and freed once
+// per serving thread, so one mutex is enough.
+std::mutex g_workers_mu;
+std::unordered_map<const JWorker*, std::thread::id> g_workers;
+
 jlong JNICALL n_worker_new(JNIEnv* env, jclass) {
-  return guarded<jlong>(env, 0, [&] { return to_ptr(new JWorker()); });
+  return guarded<jlong>(env, 0, [&] {
+    auto wk = std::make_unique<JWorker>();
+    std::lock_guard<std::mutex> g(g_workers_mu);
+    g_workers.emplace(wk.get(), std::this_thread::get_id());
+    return to_ptr(wk.release());
+  });
 }
 
 void JNICALL n_worker_free(JNIEnv* env, jclass, jlong w) {
   guarded_void(env, [&] {
     auto* wk = reinterpret_cast<JWorker*>(static_cast<std::intptr_t>(w));
     if (wk == nullptr) return;
+    {
+      std::lock_guard<std::mutex> g(g_workers_mu);
+      g_workers.erase(wk);
+    }
     if (wk->call) wk->call->reject("the serving thread ended before replying");
     wk->forget_names(env);
     delete wk;
@@ -477,6 +494,14 @@ void JNICALL n_pending_free(JNIEnv* env, jclass, jlong p) {
 }
 
 }  // namespace
+
+void check_own_worker(jlong w) {
+  std::lock_guard<std::mutex> g(g_workers_mu);
+  auto it = g_workers.find(reinterpret_cast<const JWorker*>(static_cast<std::intptr_t>(w)));
+  if (it == g_workers.end() || it->second != std::this_thread::get_id())
+    throw colors::InvalidArgumentError("replyWithCopy: " + std::to_string(w) +
+                                       " is not the worker of a call this thread serves (RpcSupport is not part of the API)");
+}
 
 void worker_reply(jlong w, const colors::Value& v) {
   JWorker* wk = from_ptr<JWorker>(w);

@@ -106,6 +106,23 @@ class RpcTest {
     assertEquals("h\u00e9\uD83D\uDE00", client.call("echo", "h\u00e9\uD83D\uDE00"));
   }
 
+  /**
+   * RpcSupport is public for the rpc package, and replyWithCopy took any number for the serving
+   * thread's native worker: user code passing one made native code use it as a pointer. Only a
+   * live worker of the calling thread is taken; the serving path still replies through it.
+   */
+  @Test
+  void replyWithCopyTakesOnlyTheCallingThreadsWorker() {
+    Object graph = new ArrayList<>(List.of(new ArrayList<>(List.of(1L, 2L)), new Employee("e", 1.0)));
+    for (long w : new long[] {0x1234, -1, Long.MAX_VALUE}) {
+      assertThrows(InvalidArgumentException.class, () -> RpcSupport.replyWithCopy(w, graph), "worker " + w);
+    }
+    assertFalse(RpcSupport.replyWithCopy(0, graph));  // no worker: nothing replied
+    // A reply of a private user object takes the serving thread's own worker through the same path.
+    Object e = client.call("employee", "w", 2.5);
+    assertEquals("w", ((SharedObject) e).get("name"));
+  }
+
   @Test
   void containersAndSharing() {
     Object l = client.call("echo", List.of(1, 2, 3));
