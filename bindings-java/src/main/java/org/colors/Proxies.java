@@ -509,6 +509,7 @@ final class Proxies {
       Handle h = new Handle(raw, kind, Direct.epoch);
       Object proxy = create(h, null);
       root = new Root(h, QUEUE, ptr, 0, null);
+      root.transientProxy = true;
       h.root = root;
       return proxy;
     } finally {
@@ -520,12 +521,15 @@ final class Proxies {
    * Releases the root of a proxy made by {@link #wrapTransient} now. The proxy is unusable after
    * this (natives refuse a Handle without a root). REQUIRES: no one else has the proxy or reads
    * through it any more (it was never in the identity cache, so only its maker can have it).
+   * Any other proxy is left alone: a cached one, and one kept out of a read scope after another
+   * thread published one of its object ({@link #promote}), which has an unpublished root of its
+   * own too but is its holder's.
    */
   static void releaseTransient(Object proxy) {
     Handle h = handleOf(proxy);
     if (h == null) return;
     Root r = h.root;
-    if (r == null || r.entry != null) return;  // a cached proxy: never released here
+    if (r == null || !r.transientProxy) return;
     h.root = null;
     if (r.claim()) {
       r.clear();  // never enqueued: released here

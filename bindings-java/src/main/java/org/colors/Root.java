@@ -43,6 +43,11 @@ final class Root extends PhantomReference<Handle> {
   final Direct.View view;
   /** The identity cache entry of the proxy (set once, before publication). */
   Proxies.Entry entry;
+  /**
+   * Whether this is the root of a transient proxy ({@link Proxies#wrapTransient}), which its maker
+   * may release early ({@link Proxies#releaseTransient}); set once, before the proxy is handed out.
+   */
+  boolean transientProxy;
   /** Set by the one thread that releases this root ({@link #claim}). */
   private volatile boolean claimed;
   private static final java.lang.invoke.VarHandle CLAIMED;

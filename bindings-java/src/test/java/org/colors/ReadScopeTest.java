@@ -235,6 +235,39 @@ class ReadScopeTest {
     assertNull(Direct.verifyHeap(), "the heap verifies");
   }
 
+  /**
+   * A proxy kept out of its scope after another thread published one of the same object keeps a
+   * root of its own, unpublished, as a transient proxy does. RpcSupport.releaseTransient, public
+   * for the rpc package, released that root while the proxy's holder still used it (its JNI path
+   * then refused the handle, and its field fast path read an object nothing kept alive); it
+   * releases only the roots of the transient proxies the rpc natives make.
+   */
+  @Test
+  void aKeptProxyIsNotReleasedAsATransientOne() throws Exception {
+    Node n = new Node();
+    n.i = 41;
+    SharedList outer = (SharedList) SharedMemory.copyToSharedMemory(new ArrayList<>(List.of(n)));
+    AtomicReference<Object> published = new AtomicReference<>();
+    Node kept;
+    try (ReadScope scope = SharedMemory.readScope()) {
+      Node borrowed = (Node) outer.get(0);
+      Thread t = new Thread(() -> published.set(outer.get(0)));  // outside any scope: published
+      t.start();
+      t.join();
+      assertNotNull(published.get());
+      kept = ReadScope.keep(borrowed);
+    }
+    RpcSupport.releaseTransient(kept);
+    outer.clear();
+    published.set(null);
+    SharedMemory.collect();
+    SharedMemory.collect();
+    assertEquals(41L, SharedMemory.sharedView(kept).get("i"), "the JNI path still takes its handle");
+    kept.i += 1;
+    assertEquals(42L, kept.i);
+    assertNull(Direct.verifyHeap(), "the heap verifies");
+  }
+
   @Test
   void anotherThreadCannotUseABorrowedProxy() throws Exception {
     SharedList outer = (SharedList) SharedMemory.copyToSharedMemory(new ArrayList<>(List.of(List.of(1L))));
