@@ -158,6 +158,10 @@ def test_internal_entry_points_validate_arguments():
             lambda: ext._register_remote_error_factory(1),
             lambda: ext._FieldDescriptor(),
             lambda: ext._rpc_call(1, "m", (), None),
+            # fast paths of one proxy class put on another (they were, and broke its instances)
+            lambda: ext._install_sorted_fast_paths(cs.SharedList),
+            lambda: ext._install_list_fast_paths(cs.SharedDict),
+            lambda: ext._install_list_fast_paths(cs.SharedSortedDict),
         ]
         for i, call in enumerate(bad_calls):
             try:
@@ -172,6 +176,11 @@ def test_internal_entry_points_validate_arguments():
         from employees import Employee
         e = cs.allocate(Employee, "a", 2.0)
         assert e.name == "a" and e.salary == 2.0
+        lst, d = cs.copy_to([1, 2]), cs.copy_to({{"k": 1}})
+        assert lst[1] == 2 and len(lst) == 2 and list(lst) == [1, 2] and d["k"] == 1
+        sd = cs.allocate(cs.SharedSortedDict)
+        sd[2], sd[1] = "b", "a"
+        assert sd[1] == "a" and list(sd) == [1, 2]
         print("ok")
     """)
     assert_clean(r, "ok")

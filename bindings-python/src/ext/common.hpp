@@ -84,8 +84,9 @@ colors::Value copy_in(py::handle obj);
 // The Ref of a proxy (or of a bare _Ref), nullptr for anything else.
 Ref* ref_of(py::handle obj);
 // Installs `methods` (a null-terminated table of C methods whose self is a proxy) on the registered
-// proxy class `cls`, replacing its Python ones; returns the class. TypeError for any other class.
-PyTypeObject* install_fast_methods(py::handle cls, PyMethodDef* methods);
+// proxy class of `kind` (list or sorted map), `cls`, replacing its Python ones; returns the class.
+// TypeError for any other class: on another proxy class they would break every instance of it.
+PyTypeObject* install_fast_methods(py::handle cls, PyMethodDef* methods, colors::TypeKind kind);
 // Forgets every cached proxy (detach).
 void clear_identity_cache();
 // Heap pressure (classes.cpp's relieve_proxy_cache): takes the root slot out of a container

@@ -325,7 +325,7 @@ void init_containers(py::module_& m) {
   // The length, for an operation that changes the list at positions computed from it (del of a slice).
   def_ref_method("lsize_for_update", +[](Ref& r) { return cd::list_size(r.list().raw(), cd::TxAccess::kReadForUpdate); });
   m.def("_install_list_fast_paths", [](py::object cls) {
-    auto* t = install_fast_methods(cls, g_list_fast_methods);
+    auto* t = install_fast_methods(cls, g_list_fast_methods, colors::TypeKind::kList);
     // The type's slots point straight at the C functions: assigning the methods above left
     // CPython's generic slot functions, which look the method up by name on every call.
     t->tp_iter = list_iter;

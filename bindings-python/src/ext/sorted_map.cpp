@@ -214,7 +214,7 @@ void init_sorted_map(py::module_& m) {
     return py::make_tuple(py_of(std::move(k)), py_of(std::move(v)));
   });
   m.def("_install_sorted_fast_paths", [](py::object cls) {
-    auto* t = install_fast_methods(cls, g_fast_methods);
+    auto* t = install_fast_methods(cls, g_fast_methods, colors::TypeKind::kSortedMap);
     // d[key] straight through the type's slot: setting __getitem__ above left CPython's generic
     // slot function, which looks the method up by name on every call (~10% of a lookup). The class
     // is final in practice (only the extension makes its instances) and its __getitem__ is never

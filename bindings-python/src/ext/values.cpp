@@ -190,11 +190,11 @@ std::atomic<std::uint64_t>* take_unshared_ref_root(PyObject* proxy) {
   return slot;
 }
 
-PyTypeObject* install_fast_methods(py::handle cls, PyMethodDef* methods) {
+PyTypeObject* install_fast_methods(py::handle cls, PyMethodDef* methods, TypeKind kind) {
   auto* t = reinterpret_cast<PyTypeObject*>(cls.ptr());
-  if (g_proxy_base == nullptr || !PyType_Check(cls.ptr()) || !(t->tp_flags & Py_TPFLAGS_HEAPTYPE) ||
-      !PyType_IsSubtype(t, reinterpret_cast<PyTypeObject*>(g_proxy_base)))
-    throw py::type_error("fast paths go on a registered proxy class");
+  PyObject* registered = kind == TypeKind::kList ? g_list_cls : kind == TypeKind::kSortedMap ? g_sorted_cls : nullptr;
+  if (registered == nullptr || cls.ptr() != registered)
+    throw py::type_error("fast paths go on the registered proxy class of their kind only");
   for (PyMethodDef* d = methods; d->ml_name != nullptr; ++d) {
     py::object descr = py::reinterpret_steal<py::object>(PyDescr_NewMethod(t, d));
     if (!descr) throw py::error_already_set();
