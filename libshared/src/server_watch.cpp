@@ -3,10 +3,12 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 #include <string>
 
@@ -24,7 +26,15 @@ struct Watch {
   pthread_t thread{};
   int link_fd = -1;
   int wake_rd = -1, wake_wr = -1;
+  void* stack = nullptr;  // the thread's own stack (kStackBytes, lowest page a guard), while it runs
 };
+
+// The watcher runs on a stack of its own, not one glibc allocates. A child forked while the
+// watcher runs keeps glibc's record of the watcher's stack, and glibc gives the child's first new
+// thread that same stack, hence the same pthread_t: ThreadSanitizer, which still counts the
+// parent's watcher as a thread of the child, then kills the child ("dup thread with used id").
+// A stack the program mapped itself is never handed to another thread.
+constexpr std::size_t kStackBytes = 1024 * 1024;  // virtual: only the pages used are backed
 Watch g_watch;
 
 void* watch_main(void* arg) {
@@ -66,16 +76,23 @@ void start_server_watch(int link_fd) {
   g_watch.link_fd = link_fd;
   g_watch.wake_rd = p[0];
   g_watch.wake_wr = p[1];
-  // A small stack: the thread only polls.
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setstacksize(&attr, 64 * 1024);
-  int rc = ::pthread_create(&g_watch.thread, &attr, &watch_main, &g_watch);
-  pthread_attr_destroy(&attr);
+  // A small stack (the thread only polls; sanitizer builds need more than the poll does).
+  void* stack = ::mmap(nullptr, kStackBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  int rc = stack == MAP_FAILED ? errno : 0;
+  if (rc == 0 && ::mprotect(stack, static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)), PROT_NONE) != 0) rc = errno;
+  if (rc == 0) {
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstack(&attr, stack, kStackBytes);
+    rc = ::pthread_create(&g_watch.thread, &attr, &watch_main, &g_watch);
+    pthread_attr_destroy(&attr);
+  }
   if (rc != 0) {
+    if (stack != MAP_FAILED) ::munmap(stack, kStackBytes);
     close_pipe(g_watch);
     throw Error(ErrorCode::kGeneric, std::string("cannot start the server watcher thread: ") + std::strerror(rc));
   }
+  g_watch.stack = stack;
   g_watch.running = true;
 }
 
@@ -86,13 +103,17 @@ void stop_server_watch() {
   do n = ::write(g_watch.wake_wr, &b, 1);
   while (n < 0 && errno == EINTR);
   ::pthread_join(g_watch.thread, nullptr);
+  ::munmap(g_watch.stack, kStackBytes);
+  g_watch.stack = nullptr;
   close_pipe(g_watch);
   g_watch.running = false;
   g_watch.link_fd = -1;
 }
 
 void forget_server_watch_after_fork() {
-  // The thread does not exist here; the pipe's descriptors are this child's copies.
+  // The thread does not exist here; the pipe's descriptors are this child's copies. Its stack
+  // stays mapped, unused: unmapped, the child's own watcher would get the same addresses, hence
+  // the parent watcher's pthread_t again (see kStackBytes).
   if (g_watch.running) close_pipe(g_watch);
   g_watch = Watch{};
   g_lost.store(false, std::memory_order_relaxed);
