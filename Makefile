@@ -95,8 +95,6 @@ asan: bootstrap
 # suppressions: accesses ordered through another process, which TSan cannot see (the file says
 # which, and why each is ordered).
 tsan: export TSAN_OPTIONS = second_deadlock_stack=1 die_after_fork=0 report_thread_leaks=0 suppressions=$(CURDIR)/tests/tsan.supp
-# Even so, GCC 12's TSan runtime sometimes fails such a child when it starts threads of its own
-# ("dup thread with used id"), in a few of the fork-based tests, different ones from run to run.
 # Excluded under TSan only, for a false positive: GCC 12's TSan does not record a lock taken by
 # pthread_mutex_timedlock when it returns EOWNERDEAD, and reports the following unlock. The test
 # runs in `make test` and `make asan`.
