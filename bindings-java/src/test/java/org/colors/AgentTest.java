@@ -291,6 +291,7 @@ class AgentTest {
     assertThrows(InvalidArgumentException.class, () -> SharedField.of(Employee.class, "age"));
     assertThrows(NoSuchFieldException.class, () -> Employee.class.getField("$colors$addr"));
     assertThrows(NoSuchFieldException.class, () -> Employee.class.getField("$colors$view"));
+    assertThrows(NoSuchFieldException.class, () -> Employee.class.getField("$colors$c$manager"));  // the read cache's
     // What colors itself does: the fast path off (the JNI path answers), then the object's own address.
     si.$colors$bind(v, SharedField.NO_ADDRESS);
     assertEquals(8, e.age);

@@ -197,7 +197,8 @@ final class Rewriter implements ClassFileTransformer {
           super.visitField(Opcodes.ACC_PRIVATE | Opcodes.ACC_STATIC | Opcodes.ACC_FINAL | Opcodes.ACC_SYNTHETIC,
               "$colors$f$" + f.getKey(), SHARED_FIELD_DESC, null, null).visitEnd();
           if (isReference(Type.getType(f.getValue()))) {
-            super.visitField(Opcodes.ACC_PUBLIC | Opcodes.ACC_TRANSIENT | Opcodes.ACC_VOLATILE | Opcodes.ACC_SYNTHETIC,
+            // Private: only this class's generated accessors and $colors$forget use it.
+            super.visitField(Opcodes.ACC_PRIVATE | Opcodes.ACC_TRANSIENT | Opcodes.ACC_VOLATILE | Opcodes.ACC_SYNTHETIC,
                 CACHED + f.getKey(), "Ljava/lang/Object;", null, null).visitEnd();
             cached.add(f.getKey());
           }
