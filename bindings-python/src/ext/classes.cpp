@@ -11,10 +11,12 @@
 // Invariants:
 //  * A user proxy's handle slot is set once, when the proxy is made, and never exposed to Python
 //    (the slot's member descriptor is deleted from the class and made inert, in case code run
-//    while the class was made kept it), so the handle dies exactly when its proxy does. Only proxies the binding made are known to hold a handle there: code that runs
-//    while a proxy class is made (a metaclass, __init_subclass__) can make an instance and set
-//    the slot before it is hidden, so every read of the slot checks its type (slot_handle); the handle's destructor erases the table entry (if it is still its proxy's), so
-//    the identity table never points to a freed proxy. An entry may point to a proxy that is
+//    while the class was made kept it), so the handle dies exactly when its proxy does. Only
+//    proxies the binding made are known to hold a handle there: code that runs while a proxy
+//    class is made (a metaclass, __init_subclass__) can make an instance and set the slot before
+//    it is hidden, so every read of the slot checks its type (slot_handle). The handle's
+//    destructor erases the table entry (if it is still its proxy's), so the identity table never
+//    points to a freed proxy. An entry may point to a proxy that is
 //    being destroyed (refcount 0: its weakref callbacks and slot clearing run before the handle
 //    dies); lookups skip such a proxy and a new proxy replaces the entry (one *live* proxy per
 //    object).

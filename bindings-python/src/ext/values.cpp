@@ -96,21 +96,26 @@ py::object make_proxy(PyObject* cls, colors::Value&& v) {
   return py::reinterpret_steal<py::object>(obj);
 }
 
+// The registered proxy class of shared kind `k` (a generic SharedObject for user objects), or
+// nullptr (no proxy kind, or before _proxies registered itself).
+PyObject* proxy_class_for(TypeKind k) {
+  switch (k) {
+    case TypeKind::kList: return g_list_cls;
+    case TypeKind::kMap: return g_dict_cls;
+    case TypeKind::kSet: return g_set_cls;
+    case TypeKind::kSortedMap: return g_sorted_cls;
+    case TypeKind::kObject: return g_object_cls;
+    default: return nullptr;
+  }
+}
+
 py::object wrap(colors::Value&& v, TypeKind k) {
   if (k == TypeKind::kObject) {
     bool generic = false;
     py::object p = wrap_user_object(std::move(v), &generic);
     if (!generic) return p;
   }
-  PyObject* cls = nullptr;
-  switch (k) {
-    case TypeKind::kList: cls = g_list_cls; break;
-    case TypeKind::kMap: cls = g_dict_cls; break;
-    case TypeKind::kSet: cls = g_set_cls; break;
-    case TypeKind::kSortedMap: cls = g_sorted_cls; break;
-    case TypeKind::kObject: cls = g_object_cls; break;
-    default: break;
-  }
+  PyObject* cls = proxy_class_for(k);
   if (cls == nullptr) return new_ref_object(std::move(v));  // before _proxies registered itself
   // One live proxy per shared object: the identity table of classes.cpp (its handle in the proxy's
   // hidden slot erases the entry when the proxy dies). It replaced a dict of weakrefs, whose int
@@ -192,7 +197,7 @@ std::atomic<std::uint64_t>* take_unshared_ref_root(PyObject* proxy) {
 
 PyTypeObject* install_fast_methods(py::handle cls, PyMethodDef* methods, TypeKind kind) {
   auto* t = reinterpret_cast<PyTypeObject*>(cls.ptr());
-  PyObject* registered = kind == TypeKind::kList ? g_list_cls : kind == TypeKind::kSortedMap ? g_sorted_cls : nullptr;
+  PyObject* registered = proxy_class_for(kind);
   if (registered == nullptr || cls.ptr() != registered)
     throw py::type_error("fast paths go on the registered proxy class of their kind only");
   for (PyMethodDef* d = methods; d->ml_name != nullptr; ++d) {
