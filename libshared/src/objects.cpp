@@ -131,6 +131,10 @@ Rooted new_list(Metadata* m, std::size_t capacity) {
 }
 
 std::size_t table_entries_for(std::size_t capacity) {
+  // Bounded as arrays are (new_array): a larger hint would wrap capacity * 4 / 3 and the byte size
+  // below, and a table with a huge capacity in a small block makes every probe write outside it.
+  if (capacity > kMaxTableCapacity)
+    throw OutOfMemoryError("hash table for " + std::to_string(capacity) + " entries is too large");
   std::size_t cap = 8;
   while (cap < capacity * 4 / 3 + 1) cap <<= 1;
   return cap;

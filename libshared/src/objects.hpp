@@ -26,7 +26,11 @@ Rooted new_user_object(Metadata* m, ClassRecord* cls);
 Rooted new_array(Metadata* m, TypeKind kind, std::size_t capacity);
 // The open-addressing table of a set or map, with room for `capacity` entries.
 Rooted new_table(Metadata* m, std::size_t capacity);
-// The entries (a power of two) of the table new_table makes for `capacity` entries.
+// The largest capacity a set or map can be made or grown for: its table then has at most 2^36
+// entries (1 TiB), as an array has at most 2^36 slots.
+inline constexpr std::size_t kMaxTableCapacity = std::size_t{1} << 35;
+// The entries (a power of two) of the table new_table makes for `capacity` entries. Throws
+// OutOfMemoryError above kMaxTableCapacity.
 std::size_t table_entries_for(std::size_t capacity);
 // Generic: reserve, let `init` fill the payload, publish.
 std::size_t object_bytes(std::size_t payload);

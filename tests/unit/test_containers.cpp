@@ -82,6 +82,20 @@ TEST_CASE("map behaves like std::map with neutral keys") {
   REQUIRE(verify_heap().ok);
 }
 
+TEST_CASE("a set or map of a capacity hint too large for any heap is refused, the heap intact") {
+  test::TestSegment seg;
+  // 2^61 used to wrap the table's byte size to nothing: a table claiming 2^62 entries in a
+  // 48-byte block, whose first put wrote far outside it.
+  for (std::size_t hint : {std::size_t{1} << 61, ~std::size_t{0}, (std::size_t{1} << 35) + 1}) {
+    REQUIRE_THROWS_AS(new_map(hint), OutOfMemoryError);
+    REQUIRE_THROWS_AS(new_set(hint), OutOfMemoryError);
+  }
+  Map m = new_map(1000);
+  m.put(Value(1LL), Value(2LL));
+  REQUIRE(m.size() == 1);
+  REQUIRE(verify_heap().ok);
+}
+
 TEST_CASE("set behaves like std::set") {
   test::TestSegment seg;
   Set s = new_set();
