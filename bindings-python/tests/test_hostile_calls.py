@@ -471,3 +471,197 @@ def test_a_detach_and_attach_inside_a_list_iteration_leaves_the_heap_intact(tmp_
         srv.stop()
     verifier = [line for line in log.read_text().splitlines() if "heap verifier" in line]
     assert verifier == [], "\n".join(verifier[:5])
+
+
+def _child_on_checked_server(tmp_path, code: str) -> str:
+    """Runs `code` in a child against a server of its own that verifies the heap after every
+    cycle (--gc-debug); the child must end normally, the server must still run, and the verifier
+    must have found nothing."""
+    log = tmp_path / "colors-server.log"
+    srv = Server(heap="128M", extra=("--gc-debug",), log=str(log))
+    try:
+        r = run(PRELUDE + textwrap.dedent(code), timeout=120, socket=srv.socket)
+        assert r.returncode == 0, f"child failed ({r.returncode})\nstdout: {r.stdout}\nstderr: {r.stderr}"
+        assert srv.proc.poll() is None, "the server died"
+    finally:
+        srv.stop()
+    verifier = [line for line in log.read_text().splitlines() if "heap verifier" in line]
+    assert verifier == [], "\n".join(verifier[:5])
+    return r.stdout
+
+
+def test_a_capacity_hint_too_large_for_any_heap_is_refused(tmp_path):
+    """allocate(dict, 2**61), or copy_to of a dict whose __len__ says 2**61, made a hash table
+    whose byte size wrapped to nothing: a table claiming 2**62 entries in a 48-byte block. Its
+    first put wrote far outside it (SIGSEGV, the heap corrupted, and the server died of it)."""
+    out = _child_on_checked_server(tmp_path, """
+        class D(dict):
+            def __len__(self):
+                return 2**61
+        for make in (lambda: cs.allocate(dict, 2**61), lambda: cs.allocate(set, 2**61),
+                     lambda: cs.allocate(dict, 2**63 - 1), lambda: cs.copy_to(D(a=1))):
+            try:
+                d = make()
+                print("made", type(d).__name__)
+            except cs.OutOfMemoryError:
+                pass
+        d = cs.allocate(dict, 1000)
+        d[1] = 2
+        cs.collect()
+        assert dict(d) == {1: 2}
+        print("ok")
+        """)
+    assert out.split() == ["ok"]
+
+
+_DETACH_IN_GC_CALLBACK = """
+    import gc
+    cs.proxy_cache(0)  # no cached proxies: every element read makes one (and may run gc)
+    armed = [0]
+    def cb(phase, info):
+        if phase == "start" and armed[0] > 0:
+            armed[0] -= 1
+            if armed[0] == 0:
+                gc.set_threshold(700)
+                cs.detach()
+                cs.attach()
+                for i in range(3):  # reuse the memory the old attachment's words named
+                    globals()["junk"] = [cs.copy_to([b"\\xff" * 3000 for i in range(50)]) for _ in range(20)]
+                    cs.collect()
+    gc.callbacks.append(cb)
+    def detaching_during(read, after=3):
+        gc.collect()
+        armed[0] = after
+        gc.set_threshold(1)
+        try:
+            read()
+            print("read")
+        except cs.NotAttachedError:
+            pass
+        finally:
+            gc.set_threshold(700)
+        assert armed[0] == 0, "no detach happened inside the read"
+"""
+
+
+def test_a_detach_while_a_sorted_map_or_set_is_read_raises(tmp_path):
+    """A sorted map's ranges (items, values, iteration) and a set's read for `&=` turned each
+    rooted element into a proxy in turn; a gc callback run by one proxy's allocation that
+    detached and attached again left the rest naming the closed attachment, and the next element
+    was read from reused memory (SIGSEGV in from_rooted)."""
+    out = _child_on_checked_server(tmp_path, _DETACH_IN_GC_CALLBACK + """
+    class N:
+        v: int
+    d = cs.allocate(cs.SharedSortedDict)
+    for i in range(200):
+        d["key-%05d-" % i + "k" * 100] = "value-" + "v" * 200
+    detaching_during(lambda: list(d.irange_items()))
+    s = cs.copy_to(set())
+    for o in cs.copy_to([N() for i in range(200)]):
+        s.add(o)
+    def intersect():
+        global s
+        s &= set()
+    detaching_during(intersect, after=8)
+    l = cs.copy_to(list(range(100)))
+    cs.collect()
+    assert sum(l) == 4950
+    print("ok")
+    """)
+    assert out.split() == ["ok"]
+
+
+def test_a_detach_while_rpc_arguments_are_shared_or_read_raises(tmp_path):
+    """A call's arguments were appended to a shared list while Python code ran between them (the
+    arguments' iterator), and a served batch's results and arguments were read and written around
+    each handler: a detach there (and an attach) left both working on the closed attachment's
+    lists (SIGSEGV in list_append)."""
+    out = _child_on_checked_server(tmp_path, """
+    from colors_shm import _colors_shm as ext
+    cs.proxy_cache(0)
+    def reuse():
+        for i in range(3):
+            globals()["junk"] = [cs.copy_to([b"A" * 4000 for i in range(50)]) for _ in range(20)]
+            cs.collect()
+    srv = ext._RpcServer("hostile-args", 16)
+    c = ext._RpcClient("hostile-args", -1)
+    def gen():
+        yield 1
+        cs.detach()
+        cs.attach()
+        reuse()
+        yield from range(100)
+    class Args:
+        def __len__(self):
+            return 2
+        def __iter__(self):
+            return gen()
+    try:
+        c.call("m", Args(), 0.1)
+        print("called")
+    except cs.NotAttachedError:
+        pass
+    srv = ext._RpcServer("hostile-batch-run", 16)
+    c = ext._RpcClient("hostile-batch-run", -1)
+    pending = c.call_batch([("m", [1]), ("m", [2]), ("m", [3])])
+    call = srv.next(1.0)
+    def handler(method, args):
+        global pending
+        pending = None
+        cs.detach()
+        cs.attach()
+        reuse()
+        return args[0]
+    try:
+        call.run(handler)
+        print("ran")
+    except cs.NotAttachedError:
+        pass
+    l = cs.copy_to(list(range(100)))
+    cs.collect()
+    assert sum(l) == 4950
+    print("ok")
+    """)
+    assert out.split() == ["ok"]
+
+
+def test_gc_objects_never_show_a_result_list_before_it_is_filled():
+    """A container read's result list was made with all its items empty (NULL) and filled one
+    proxy at a time; a gc callback run by a proxy's allocation found it in gc.get_objects() and
+    read an empty item (SIGSEGV). The list is now out of the collector's sight until full."""
+    out = child(
+        """
+        import gc
+        cs.proxy_cache(0)
+        class N:
+            v: int
+        d = cs.allocate(cs.SharedSortedDict)
+        m = cs.allocate(dict)
+        for i in range(100):
+            n = cs.copy_to(N())
+            n.v = i
+            d[i] = n
+            m[i] = n
+        del n
+        seen = [0]
+        def cb(phase, info):
+            if phase == "start":
+                for o in gc.get_objects():
+                    if type(o) is list and len(o) == 100:
+                        [type(x) for x in o]
+                        seen[0] += 1
+        gc.callbacks.append(cb)
+        gc.set_threshold(1)
+        try:
+            values = list(d.values())
+            values2 = list(m.values())
+            items = list(cs.copy_to([N() for _ in range(100)]))
+        finally:
+            gc.callbacks.clear()
+            gc.set_threshold(700)
+        assert [v.v for v in values] == list(range(100))
+        assert sorted(v.v for v in values2) == list(range(100))
+        print("ok")
+        """
+    )
+    assert out.split() == ["ok"]

@@ -153,6 +153,11 @@ class Rooted {
   Rooted& operator=(const Rooted&) = delete;
 
   Word word() const { return w_; }
+  // Whether this was taken in the current attachment. A binding that turns several Rooteds into
+  // its language's objects runs that language's code in between, which may detach (and attach
+  // again at the same address): a reference word of an older attachment names nothing in the
+  // current heap and must not be dereferenced.
+  bool current() const { return gen_ == g_roots_gen.load(std::memory_order_acquire); }
   // Hands the root slot over to the caller (e.g. to a Value), which releases it later.
   std::atomic<Word>* take() {
     std::atomic<Word>* s = slot_;

@@ -284,6 +284,10 @@ void Call::run(const Handler& h) {
       std::string m = item.get(0).as_string();
       Value ia = item.get(1);
       Outcome o = run_one(h, m, ia.is_null() ? new_list() : List(ia));
+      // The handler is the binding's code (Python, Java), which may have detached: every list here
+      // belongs to the closed attachment then (the failure below refuses too, and reaches run's
+      // caller as NotAttachedError).
+      expect_current(req_, "this rpc request");
       List entry = new_list(3);
       entry.append(o.ok);
       if (o.ok) {

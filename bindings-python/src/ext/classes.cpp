@@ -1521,6 +1521,13 @@ py::object from_rooted(std::uint64_t w, std::atomic<std::uint64_t>* root, bool a
   return from_value(colors::Value::adopt_root(w, root));
 }
 
+py::object py_of(cd::Rooted&& r) {
+  const cd::Word w = r.word();
+  if (cd::is_ref(w) && !r.current())
+    throw colors::NotAttachedError("detach() ran while the values were being read: they belong to the closed attachment");
+  return from_rooted(w, r.take());
+}
+
 void forget_user_proxies() {
   g_proxies.clear();
   g_other_proxies.clear();

@@ -15,10 +15,15 @@
 #include <atomic>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
 #include "proxy_cache.hpp"
+
+namespace colors::detail {
+class Rooted;  // roots.hpp
+}
 
 namespace py = pybind11;
 
@@ -111,6 +116,35 @@ PyObject* live_user_proxy(std::uint64_t w);
 // hands it to the Value it becomes. Saves a second root per user object read from a container.
 // `absent`: the caller looked `w` up (live_user_proxy) and found no proxy, holding the GIL since.
 py::object from_rooted(std::uint64_t w, std::atomic<std::uint64_t>* root, bool absent = false);
+// The Python value of a rooted word libshared returned (containers' and sorted maps' reads),
+// through from_rooted. Throws NotAttachedError for a reference of an older attachment: turning
+// the earlier items of the same read into proxies ran Python code, which may have detached.
+py::object py_of(colors::detail::Rooted&& r);
+
+// A new list or tuple (T: py::list, py::tuple) of n empty items for the caller to fill, hidden
+// from the cyclic GC until done(). Making the items may allocate proxies, whose allocation can run
+// gc callbacks, and gc.get_objects() there would hand Python code a container with NULL items
+// (a crash on first use). Dropped unfinished (an exception), it is freed like any other.
+template <class T>
+class Unfilled {
+ public:
+  explicit Unfilled(std::size_t n) : c_(static_cast<py::ssize_t>(n)) { PyObject_GC_UnTrack(c_.ptr()); }
+  // Takes a new reference `item` (nullptr: the Python error set, thrown here).
+  void set(std::size_t i, PyObject* item) {
+    if (item == nullptr) throw py::error_already_set();
+    if constexpr (std::is_same_v<T, py::tuple>) PyTuple_SET_ITEM(c_.ptr(), static_cast<py::ssize_t>(i), item);
+    else PyList_SET_ITEM(c_.ptr(), static_cast<py::ssize_t>(i), item);
+  }
+  void set(std::size_t i, py::object&& item) { set(i, item.release().ptr()); }
+  // REQUIRES: every item set.
+  T done() {
+    PyObject_GC_Track(c_.ptr());
+    return std::move(c_);
+  }
+
+ private:
+  T c_;
+};
 void forget_user_proxies();  // detach
 // ---- read scopes (classes.cpp keeps the borrowed proxies; read_scope.cpp is the Python API) ----
 // Enters (exits) this thread's read scope; nested scopes count, the outermost one acts. The

@@ -20,15 +20,11 @@ namespace {
 }
 
 py::list to_list(std::vector<colors::Value>&& items) {
-  py::list out(items.size());
-  for (std::size_t i = 0; i < items.size(); ++i) out[i] = from_value(std::move(items[i]));
-  return out;
+  Unfilled<py::list> out(items.size());
+  for (std::size_t i = 0; i < items.size(); ++i) out.set(i, from_value(std::move(items[i])));
+  return out.done();
 }
 
-py::object py_of(cd::Rooted&& r) {
-  cd::Word w = r.word();
-  return from_rooted(w, r.take());
-}
 
 // An unboxed word (small integer, null, boolean, immediate float) as a new Python object in *out
 // (nullptr with the Python error set if making it failed); false for any other word.
@@ -58,7 +54,7 @@ py::list snapshot_borrowed(colors::List& l) {
     words[i] = w;
   });
   words.resize(k);
-  py::list out(static_cast<Py_ssize_t>(k));
+  Unfilled<py::list> out(k);
   for (std::size_t i = 0; i < k; ++i) {
     const cd::Word w = words[i];
     PyObject* item;
@@ -78,10 +74,9 @@ py::list snapshot_borrowed(colors::List& l) {
         throw colors::NotAttachedError("detach() ran while the list was being read");
       }
     }
-    if (item == nullptr) throw py::error_already_set();
-    PyList_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(i), item);
+    out.set(i, item);
   }
-  return out;
+  return out.done();
 }
 
 // Outside a read scope: the elements at one instant, read through the list's seqlock without a
@@ -151,7 +146,7 @@ py::list snapshot(colors::List& l, bool for_update = false) {
   }
   std::vector<cd::Rooted> items =
       cd::list_snapshot(l.raw(), for_update ? cd::TxAccess::kReadForUpdate : cd::TxAccess::kRead);
-  py::list out(static_cast<Py_ssize_t>(items.size()));
+  Unfilled<py::list> out(items.size());
   for (std::size_t i = 0; i < items.size(); ++i) {
     cd::Word w = items[i].word();
     PyObject* item;
@@ -168,10 +163,9 @@ py::list snapshot(colors::List& l, bool for_update = false) {
         throw colors::NotAttachedError("detach() ran while the list was being read");
       }
     }
-    if (item == nullptr) throw py::error_already_set();
-    PyList_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(i), item);
+    out.set(i, item);
   }
-  return out;
+  return out.done();
 }
 
 std::vector<colors::Value> to_values(py::handle items) {
@@ -395,22 +389,22 @@ void init_containers(py::module_& m) {
   });
   def_ref_method("mitems", +[](Ref& r) {
     auto items = r.map().items();
-    py::list out(items.size());
+    Unfilled<py::list> out(items.size());
     for (std::size_t i = 0; i < items.size(); ++i)
-      out[i] = py::make_tuple(from_value(std::move(items[i].first)), from_value(std::move(items[i].second)));
-    return out;
+      out.set(i, py::make_tuple(from_value(std::move(items[i].first)), from_value(std::move(items[i].second))));
+    return out.done();
   });
   def_ref_method("mkeys", +[](Ref& r) {
     auto items = r.map().items();
-    py::list out(items.size());
-    for (std::size_t i = 0; i < items.size(); ++i) out[i] = from_value(std::move(items[i].first));
-    return out;
+    Unfilled<py::list> out(items.size());
+    for (std::size_t i = 0; i < items.size(); ++i) out.set(i, from_value(std::move(items[i].first)));
+    return out.done();
   });
   def_ref_method("mvalues", +[](Ref& r) {
     auto items = r.map().items();
-    py::list out(items.size());
-    for (std::size_t i = 0; i < items.size(); ++i) out[i] = from_value(std::move(items[i].second));
-    return out;
+    Unfilled<py::list> out(items.size());
+    for (std::size_t i = 0; i < items.size(); ++i) out.set(i, from_value(std::move(items[i].second)));
+    return out.done();
   });
 
   // ---- set ----

@@ -30,7 +30,12 @@ colors::Value share(py::handle obj) {
 colors::List share_args(py::handle args) {
   ensure_attached();
   colors::List l = colors::new_list(static_cast<std::size_t>(py::len(args)));
-  for (py::handle a : args) l.append(share(a));
+  for (py::handle a : args) {
+    colors::Value v = share(a);
+    // Iterating `args` and sharing an argument run Python code, which may have detached.
+    if (!l.is_current()) throw colors::NotAttachedError("detach() ran while the call's arguments were being shared");
+    l.append(v);
+  }
   return l;
 }
 
@@ -118,9 +123,13 @@ void init_rpc(py::module_& m) {
             // The arguments as a tuple of Python values (proxies for shared objects): the handler
             // unpacks it with no Python-level iteration over a shared list.
             const std::size_t n = args.size();
-            py::tuple a(n);
-            for (std::size_t i = 0; i < n; ++i) a[i] = from_value(args.get(i));
-            py::object r = handler(py::str(method), a);
+            Unfilled<py::tuple> a(n);
+            for (std::size_t i = 0; i < n; ++i) {
+              // Making an argument's proxy runs Python code, which may have detached.
+              if (!args.is_current()) throw colors::NotAttachedError("detach() ran while the call's arguments were being read");
+              a.set(i, from_value(args.get(i)));
+            }
+            py::object r = handler(py::str(method), a.done());
             return colors::rpc::Outcome::success(share(r));
           } catch (py::error_already_set& e) {
             std::string type = exception_type_name(e.type());

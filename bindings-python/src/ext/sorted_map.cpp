@@ -28,11 +28,6 @@ cd::Word map_word(Ref& r) {
   throw py::error_already_set();
 }
 
-py::object py_of(cd::Rooted&& r) {
-  cd::Word w = r.word();
-  return from_rooted(w, r.take());
-}
-
 // A range bound: None is unbounded (None is never a key).
 cd::SortedBound bound(const colors::Value& v, bool given, bool inclusive) {
   if (!given) return {};
@@ -191,15 +186,13 @@ void init_sorted_map(py::module_& m) {
     colors::Value l = lo_given ? to_value(lo) : colors::Value();
     colors::Value h = hi_given ? to_value(hi) : colors::Value();
     auto rows = cd::sorted_range(map_word(r), bound(l, lo_given, lo_incl), bound(h, hi_given, hi_incl), reverse, limit, mode != kKeys);
-    py::list out(static_cast<Py_ssize_t>(rows.size()));
+    Unfilled<py::list> out(rows.size());
     for (std::size_t i = 0; i < rows.size(); ++i) {
-      py::object item;
-      if (mode == kKeys) item = py_of(std::move(rows[i].first));
-      else if (mode == kValues) item = py_of(std::move(rows[i].second));
-      else item = py::make_tuple(py_of(std::move(rows[i].first)), py_of(std::move(rows[i].second)));
-      PyList_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(i), item.release().ptr());
+      if (mode == kKeys) out.set(i, py_of(std::move(rows[i].first)));
+      else if (mode == kValues) out.set(i, py_of(std::move(rows[i].second)));
+      else out.set(i, py::make_tuple(py_of(std::move(rows[i].first)), py_of(std::move(rows[i].second))));
     }
-    return out;
+    return out.done();
   });
   def_ref_method("trank", +[](Ref& r, py::handle key, bool inclusive) {
     colors::Value k = to_value(key);
