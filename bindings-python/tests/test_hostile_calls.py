@@ -665,3 +665,39 @@ def test_gc_objects_never_show_a_result_list_before_it_is_filled():
         """
     )
     assert out.split() == ["ok"]
+
+
+def test_a_timeout_whose_conversion_detaches_is_converted_before_the_heap_is_touched():
+    """Monitor enter and wait, channel send and receive, and rpc calls took the monitor's address,
+    the segment or the channel first, then converted the timeout, whose __float__ may run any
+    Python code: after a detach there, the monitor was entered in the closed attachment's
+    memory (it returned True)."""
+    out = child(
+        """
+        from colors_shm import _colors_shm as ext
+        class DetachingTimeout(int):
+            def __float__(self):
+                cs.detach()
+                return 0.0
+        ch = cs.channel("hostile-timeout", 4)
+        ops = {"enter": lambda l: ext._monitor_enter(l, DetachingTimeout(0)),
+               "wait": lambda l: ext.wait(l, DetachingTimeout(0)),
+               "send": lambda l: ch.send(1, DetachingTimeout(0)),
+               "receive": lambda l: ch.receive(DetachingTimeout(0))}
+        for name, op in ops.items():
+            if not cs.is_attached():
+                cs.attach()
+            l = cs.copy_to([1, 2, 3])  # of this attachment
+            try:
+                op(l)
+                print(name)  # a channel may attach again by itself and work; a monitor may not
+            except cs.NotAttachedError:
+                pass
+        if not cs.is_attached():
+            cs.attach()
+        assert cs.copy_to([1, 2])[1] == 2
+        print("ok")
+        """
+    )
+    assert out.split()[-1] == "ok", out
+    assert "enter" not in out.split() and "wait" not in out.split(), out

@@ -162,8 +162,8 @@ void init_rpc(py::module_& m) {
         return p.p.ready();
       })
       .def("get", [](PyPending& p, py::object timeout) {
+        std::int64_t ms = timeout_ms(timeout);  // first: may run Python code, which may detach
         if (p.gen != g_generation) throw colors::NotAttachedError("this call belongs to a closed attachment");
-        std::int64_t ms = timeout_ms(timeout);
         colors::Value v;
         {
           Blocking b;
@@ -195,8 +195,8 @@ void init_rpc(py::module_& m) {
       }, "A capsule of this client for _rpc_call (keeps the client alive).")
       .def("server_alive", &colors::rpc::Client::server_alive)
       .def("call", [](colors::rpc::Client& c, const std::string& method, py::handle args, py::object timeout) {
+        std::int64_t ms = timeout_ms(timeout);  // first: may run Python code, which may detach
         colors::List a = share_args(args);
-        std::int64_t ms = timeout_ms(timeout);
         colors::Value v;
         {
           Blocking b;

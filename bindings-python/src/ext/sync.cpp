@@ -288,9 +288,11 @@ void init_sync(py::module_& m) {
       .def_property_readonly("name", [](const PyChannel& c) { return c.name; })
       .def_property_readonly("capacity", [](PyChannel& c) { return c.get().capacity(); })
       .def("send", [](PyChannel& c, py::handle obj, py::object timeout) {
-            colors::Channel& ch = c.get();
-            colors::Value v = to_value(obj);
+            // The conversions first: they may run Python code (__float__, a user class's
+            // fields), which may detach; nothing of the attachment is held across them.
             std::int64_t ms = timeout_ms(timeout);
+            colors::Value v = to_value(obj);
+            colors::Channel& ch = c.get();
             bool ok;
             {
               Blocking b;
@@ -304,8 +306,8 @@ void init_sync(py::module_& m) {
             return ch.try_send(v);
           }, py::arg("obj"))
       .def("receive", [](PyChannel& c, py::object timeout) {
+            std::int64_t ms = timeout_ms(timeout);  // first: may run Python code, which may detach
             colors::Channel& ch = c.get();
-            std::int64_t ms = timeout_ms(timeout);
             std::optional<colors::Value> v;
             {
               Blocking b;
@@ -378,10 +380,12 @@ with block, whose exit releases it.)doc"))
             colors::detail::monitor_exit(meta(), monitor_address(s.obj));
             return false;
           });
+  // The timeout is converted before the monitor's address and the segment are taken: converting
+  // it may run Python code (__float__), which may detach.
   m.def("_monitor_enter", [](py::handle target, py::object timeout) {
+        std::int64_t ms = timeout_ms(timeout);
         const void* a = monitor_address(target);
         colors::detail::Metadata* md = meta();
-        std::int64_t ms = timeout_ms(timeout);
         Blocking b;
         return colors::detail::monitor_enter(md, a, ms < 0 ? -1 : ms * 1000000);
       }, py::arg("target"), py::arg("timeout") = py::none());
@@ -394,9 +398,9 @@ with block, whose exit releases it.)doc"))
         return colors::detail::monitor_held_by_me(meta(), a);
       }, py::arg("target"));
   m.def("wait", [](py::handle target, py::object timeout) {
+        std::int64_t ms = timeout_ms(timeout);
         const void* a = monitor_address(target);
         colors::detail::Metadata* md = meta();
-        std::int64_t ms = timeout_ms(timeout);
         Blocking b;
         return colors::detail::monitor_wait(md, a, ms < 0 ? -1 : ms * 1000000);
       }, py::arg("obj"), py::arg("timeout") = py::none());
