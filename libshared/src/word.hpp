@@ -18,7 +18,8 @@
 // exponents 897..1151 become 1..255 and the payload fits 61 bits. Zero keeps only its sign
 // (payload 0 or 1, which no non-zero payload can be, those being >= 1 << 53). The encoding is
 // canonical: every double that fits is stored immediate (new_float), so equal doubles in range
-// have equal words. bindings-java's Direct.java decodes the same layout.
+// have equal words. bindings-java's Words.java encodes and decodes the same layout, and its
+// WordsConformanceTest checks it against these functions bit for bit: change both together.
 #pragma once
 #include <cstdint>
 #include <cstring>

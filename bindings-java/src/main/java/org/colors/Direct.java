@@ -56,32 +56,6 @@ final class Direct {
     }
   }
 
-  /** Word tags (word.hpp). */
-  static final long TAG_MASK = 15, TAG_INT = 1, TAG_BOOL = 2;
-  /** Immediate floats: the low three bits (word.hpp). */
-  static final long FLOAT_TAG_MASK = 7, TAG_FLOAT = 4;
-  /** word.hpp's kFloatExponentOffset, shifted to the exponent of a rotated double. */
-  private static final long FLOAT_OFFSET = 896L << 53;
-
-  /** fits_small_float (word.hpp): the double with these bits can be stored in the slot. */
-  static boolean fitsSmallFloat(long bits) {
-    long e = (bits >>> 52) & 0x7ff;
-    return Long.compareUnsigned(e - 897, 255) < 0 || (bits << 1) == 0;
-  }
-
-  /** make_small_float (word.hpp). REQUIRES: fitsSmallFloat(bits). */
-  static long smallFloatWord(long bits) {
-    long r = Long.rotateLeft(bits, 1);
-    long p = (bits << 1) == 0 ? r : r - FLOAT_OFFSET;
-    return (p << 3) | TAG_FLOAT;
-  }
-
-  /** small_float_value (word.hpp) as raw bits. REQUIRES: (w &amp; FLOAT_TAG_MASK) == TAG_FLOAT. */
-  static long smallFloatBits(long w) {
-    long p = w >>> 3;
-    return p <= 1 ? p << 63 : Long.rotateRight(p + FLOAT_OFFSET, 1);
-  }
-
   // Indices of layout(); jni_direct.cpp static_asserts its own against these (javac -h).
   private static final int L_BASE = 0, L_SIZE = 1, L_OFF_CLS = 2, L_PENDING_BITS = 3, L_OFF_EXTENSION = 4,
       L_OFF_SLOTS = 5, L_OFF_FLOAT_VALUE = 6, L_OFF_ARRAY_CAPACITY = 7, L_OFF_ARRAY_SLOTS = 8, L_OFF_CLASS_KIND = 9,
@@ -241,7 +215,7 @@ final class Direct {
     View(long epoch, long gen, long[] l, ByteBuffer[] chunks) {
       this.epoch = epoch;
       this.gen = gen;
-      if (l[L_WORD] != 8 || l[L_GRANULE] != 16) {
+      if (l[L_WORD] != 8 || l[L_GRANULE] != 1L << Words.GRANULE_SHIFT) {
         throw new CorruptHeapException("colors: unexpected word/granule size " + l[L_WORD] + "/" + l[L_GRANULE]);
       }
       base = l[L_BASE];
@@ -323,7 +297,7 @@ final class Direct {
      * (set_pending_bit, pending_bits.hpp): its bit, set by an atomic OR (release) unless set.
      */
     void markPending(long ref) {
-      long i = (ref - objectsBegin) >>> 4;
+      long i = Words.pendingIndex(objectsBegin, ref);
       long addr = pendingBits + ((i >>> 6) << 3);
       long bit = 1L << (i & 63);
       if (UNSAFE != null) {
@@ -341,7 +315,7 @@ final class Direct {
 
     /** Whether the object at {@code ref} is in the pending set (tests). */
     boolean isPending(long ref) {
-      long i = (ref - objectsBegin) >>> 4;
+      long i = Words.pendingIndex(objectsBegin, ref);
       return (load(pendingBits + ((i >>> 6) << 3)) >>> (i & 63) & 1) != 0;
     }
 
@@ -352,7 +326,7 @@ final class Direct {
     void storeWord(long slot, long value) {
       long old = load(slot);
       for (;;) {
-        if (old != 0 && (old & TAG_MASK) == 0) markPending(old);
+        if (Words.isRef(old)) markPending(old);
         long w = cas(slot, old, value);
         if (w == old) return;
         old = w;
@@ -396,7 +370,7 @@ final class Direct {
      */
     long readDoubleBits(long slot) {
       long w = load(slot);
-      if ((w & FLOAT_TAG_MASK) == TAG_FLOAT) return smallFloatBits(w);
+      if (Words.isSmallFloat(w)) return Words.smallFloatBits(w);
       return readDoubleBitsSlow(slot);
     }
 
@@ -404,14 +378,14 @@ final class Direct {
       int started = loadInt(gcStartedAt);
       boolean quiet = loadInt(gcDoneAt) == started;
       long w = load(slot);
-      if ((w & FLOAT_TAG_MASK) == TAG_FLOAT) return smallFloatBits(w);
-      if ((w & TAG_MASK) == TAG_INT) {
-        long x = w >> 4;
+      if (Words.isSmallFloat(w)) return Words.smallFloatBits(w);
+      if (Words.isSmallInt(w)) {
+        long x = Words.smallValue(w);
         double d = (double) x;
         return (long) d == x ? Double.doubleToRawLongBits(d) : NO_FLOAT;
       }
       // A reference inside the segment (one unsigned compare; w == 0 fails it too).
-      if (!quiet || (w & TAG_MASK) != 0 || Long.compareUnsigned(w - base - 1, size - 33) > 0) return NO_FLOAT;
+      if (!quiet || (w & Words.TAG_MASK) != 0 || Long.compareUnsigned(w - base - 1, size - 33) > 0) return NO_FLOAT;
       if (loadRelaxed(w + offCls) != floatClass) return NO_FLOAT;
       long bits = loadRelaxed(w + offFloatValue);
       VarHandle.acquireFence();
@@ -453,7 +427,7 @@ final class Direct {
       if (loadInt(gcDoneAt) != started) return null;  // a cycle is running
       long w = load(slot);
       // A reference inside the segment (one unsigned compare; w == 0 fails it too).
-      if ((w & TAG_MASK) != 0 || Long.compareUnsigned(w - base - 1, size - 64) > 0) return null;
+      if ((w & Words.TAG_MASK) != 0 || Long.compareUnsigned(w - base - 1, size - 64) > 0) return null;
       if (loadRelaxed(w + offCls) != stringClass) return null;
       long n = loadRelaxed(w + offStringLength);
       if (n < 0 || n > MAX_DIRECT_STRING || !contains(w + offStringBytes, (int) n)) return null;

@@ -82,7 +82,7 @@ final class ListReads {
       if (i < 0 || i >= Math.min(Long.compareUnsigned(n, cap) > 0 ? cap : n, Integer.MAX_VALUE)) return Proxies.MISS;
       long w = v.load(arr + v.offArraySlots + 8L * i);
       if (v.load(list + v.offListVersion) != ver) continue;
-      if ((w & Direct.TAG_MASK) != 0 || w == 0) return scalar(w);
+      if ((w & Words.TAG_MASK) != 0 || w == 0) return scalar(w);
       ReadScope.State sc = ReadScope.here();
       if (sc != null) return Proxies.borrowed(v, sc, w);  // in the list inside the scope (validated above)
       Object live = Proxies.lookup(w);
@@ -155,7 +155,7 @@ final class ListReads {
       long[] slots = null;  // the roots taken, by position (0: none)
       for (int i = 0; i < len; i++) {
         long w = words[i];
-        if ((w & Direct.TAG_MASK) != 0 || w == 0) {
+        if ((w & Words.TAG_MASK) != 0 || w == 0) {
           Object s = scalar(w);
           if (s == Proxies.MISS) return dropAll(v, slots, NOT_DECODED);
           out[i] = s;
@@ -208,7 +208,7 @@ final class ListReads {
     for (int i = 0; i < words.length; i++) {
       long w = words[i];
       Object x;
-      if ((w & Direct.TAG_MASK) != 0 || w == 0) {
+      if ((w & Words.TAG_MASK) != 0 || w == 0) {
         x = scalar(w);
       } else {
         x = Proxies.borrowed(v, sc, w);
@@ -275,9 +275,9 @@ final class ListReads {
   /** A non-reference word as its Java value (SharedList's types), or MISS for an internal marker. */
   static Object scalar(long w) {
     if (w == 0) return null;
-    if ((w & Direct.TAG_MASK) == Direct.TAG_INT) return w >> 4;
-    if ((w & Direct.TAG_MASK) == Direct.TAG_BOOL) return ((w >> 4) & 1) != 0;
-    if ((w & Direct.FLOAT_TAG_MASK) == Direct.TAG_FLOAT) return Double.longBitsToDouble(Direct.smallFloatBits(w));
+    if (Words.isSmallInt(w)) return Words.smallValue(w);
+    if (Words.isBool(w)) return Words.boolValue(w);
+    if (Words.isSmallFloat(w)) return Double.longBitsToDouble(Words.smallFloatBits(w));
     return Proxies.MISS;
   }
 

@@ -180,8 +180,8 @@ final class Mapped {
       if (!t.isPrimitive()) continue;
       long[] r = Direct.resolve(shared, f.name);
       if (r == null) continue;
-      long word = t == boolean.class ? Direct.TAG_BOOL
-          : (t == double.class || t == float.class) ? Direct.smallFloatWord(0L) : Direct.TAG_INT;
+      long word = t == boolean.class ? Words.boolWord(false)
+          : (t == double.class || t == float.class) ? Words.smallFloatWord(0L) : Words.smallWord(0);
       p.add(r[0]);
       p.add(word);
     }

@@ -606,7 +606,7 @@ final class Proxies {
     for (;;) {
       long w = v.load(s);
       if (w == 0) return null;
-      if ((w & Direct.TAG_MASK) != 0) return MISS;
+      if ((w & Words.TAG_MASK) != 0) return MISS;
       if (strings) {
         String str = v.readString(s);  // checks the class first: cheap for anything else
         if (str != null) return str;

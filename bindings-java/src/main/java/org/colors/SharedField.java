@@ -36,7 +36,6 @@ public final class SharedField {
   // TypeKind codes (colors/types.hpp).
   private static final int ANY = 0, INTEGER = 1, FLOAT = 2, BOOLEAN = 3, STRING = 4;
   private static final int MISSING = -1;
-  private static final long SMALL_MIN = -(1L << 59), SMALL_MAX = (1L << 59) - 1;
 
   private static final class Entry {
     final long cls;
@@ -263,7 +262,7 @@ public final class SharedField {
     long s = slot(v, a);
     if (s > 0) {
       long w = load(v, a, s, owner);
-      return (w & Direct.TAG_MASK) == Direct.TAG_INT ? w >> 4 : Long.MIN_VALUE;
+      return Words.isSmallInt(w) ? Words.smallValue(w) : Long.MIN_VALUE;
     }
     return s < 0 && mapped ? 0 : Long.MIN_VALUE;
   }
@@ -309,7 +308,7 @@ public final class SharedField {
       long s = slot(v, a);
       if (s > 0) {
         long w = load(v, a, s, owner);
-        if ((w & Direct.TAG_MASK) == Direct.TAG_BOOL) return ((w >> 4) & 1) != 0;
+        if (Words.isBool(w)) return Words.boolValue(w);
       } else if (s < 0 && mapped) {
         return false;
       }
@@ -340,9 +339,9 @@ public final class SharedField {
    */
   private static long txDoubleBits(long a, long s, Object owner) {
     long w = Direct.txLoad(owner, a, s);
-    if ((w & Direct.FLOAT_TAG_MASK) == Direct.TAG_FLOAT) return Direct.smallFloatBits(w);
-    if ((w & Direct.TAG_MASK) == Direct.TAG_INT) {
-      long x = w >> 4;
+    if (Words.isSmallFloat(w)) return Words.smallFloatBits(w);
+    if (Words.isSmallInt(w)) {
+      long x = Words.smallValue(w);
       double d = (double) x;
       return (long) d == x ? Double.doubleToRawLongBits(d) : Direct.NO_FLOAT;
     }
@@ -414,7 +413,7 @@ public final class SharedField {
   }
 
   private void setLong0(long a, Object owner, long x) {
-    if (x >= SMALL_MIN && x <= SMALL_MAX && storeFast(a, (x << 4) | Direct.TAG_INT, INTEGER, owner)) {
+    if (Words.fitsSmall(x) && storeFast(a, Words.smallWord(x), INTEGER, owner)) {
       Reference.reachabilityFence(owner);  // its root keeps the object alive through the store
       return;
     }
@@ -423,7 +422,7 @@ public final class SharedField {
 
   private void setDouble0(long a, Object owner, double d) {
     long bits = Double.doubleToRawLongBits(d);
-    if (Direct.fitsSmallFloat(bits) && storeFast(a, Direct.smallFloatWord(bits), FLOAT, owner)) {
+    if (Words.fitsSmallFloat(bits) && storeFast(a, Words.smallFloatWord(bits), FLOAT, owner)) {
       Reference.reachabilityFence(owner);  // its root keeps the object alive through the store
       return;
     }
@@ -431,7 +430,7 @@ public final class SharedField {
   }
 
   private void setBoolean0(long a, Object owner, boolean b) {
-    if (storeFast(a, ((b ? 1L : 0L) << 4) | Direct.TAG_BOOL, BOOLEAN, owner)) {
+    if (storeFast(a, Words.boolWord(b), BOOLEAN, owner)) {
       Reference.reachabilityFence(owner);  // its root keeps the object alive through the store
       return;
     }

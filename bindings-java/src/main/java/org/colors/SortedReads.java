@@ -48,7 +48,6 @@ final class SortedReads {
   /** sorted_map.hpp's kLeafMax and kFanMax. */
   private static final long LEAF_MAX = 32, FAN_MAX = 64;
   /** word.hpp's small-integer range (kSmallMin..kSmallMax). */
-  private static final long SMALL_MIN = -(1L << 59), SMALL_MAX = (1L << 59) - 1;
 
   /** What {@link #find} returns for the absent key; otherwise a value slot's address (8-aligned). */
   private static final long ABSENT = 0;
@@ -63,7 +62,7 @@ final class SortedReads {
 
   /** Whether the integer {@code key} can take this path (a small integer word). */
   static boolean fits(long key) {
-    return key >= SMALL_MIN && key <= SMALL_MAX;
+    return Words.fitsSmall(key);
   }
 
   /**
@@ -72,7 +71,7 @@ final class SortedReads {
    */
   static Object get(Direct.View v, Handle h, long key) {
     try {
-      return get(v, h.raw, (key << 4) | Direct.TAG_INT);
+      return get(v, h.raw, Words.smallWord(key));
     } finally {
       Reference.reachabilityFence(h);
     }
@@ -84,7 +83,7 @@ final class SortedReads {
       for (int a = 0; a < ATTEMPTS; a++) {
         int started = v.loadInt(v.gcStartedAt);
         if (v.loadInt(v.gcDoneAt) != started) return -1;  // a cycle is running
-        long at = find(v, h.raw, (key << 4) | Direct.TAG_INT);
+        long at = find(v, h.raw, Words.smallWord(key));
         if (at == BAD) return -1;
         if (v.loadInt(v.gcStartedAt) == started) return at == ABSENT ? 0 : 1;
       }
@@ -101,7 +100,7 @@ final class SortedReads {
       long at = find(v, map, key);
       if (at == BAD) return Proxies.MISS;
       long w = at == ABSENT ? 0 : v.load(at);
-      if (at == ABSENT || w == 0 || (w & Direct.TAG_MASK) != 0) {
+      if (at == ABSENT || !Words.isRef(w)) {
         if (v.loadInt(v.gcStartedAt) != started) continue;
         return at == ABSENT ? null : ListReads.scalar(w);
       }
@@ -140,7 +139,7 @@ final class SortedReads {
   static Object[] range(Direct.View v, Handle h, boolean loGiven, long lo, boolean loIncl, boolean hiGiven, long hi,
       boolean hiIncl, int limit, boolean values) {
     try {
-      long loW = (lo << 4) | Direct.TAG_INT, hiW = (hi << 4) | Direct.TAG_INT;
+      long loW = Words.smallWord(lo), hiW = Words.smallWord(hi);
       for (int a = 0; a < ATTEMPTS; a++) {
         int started = v.loadInt(v.gcStartedAt);
         if (v.loadInt(v.gcDoneAt) != started) return null;  // a cycle is running
@@ -195,7 +194,7 @@ final class SortedReads {
       for (;;) {
         long s = checked(v, node, expect);
         if (s == 0) return false;
-        long level = v.load(s) >> 4;
+        long level = Words.smallValue(v.load(s));
         if (level == 0) {
           node = s;  // the leaf's slots
           break;
@@ -216,7 +215,7 @@ final class SortedReads {
       int entries = (int) ((v.loadRelaxed(s - v.offArraySlots + v.offArrayCapacity) - 1) / 2);
       for (int i = 0; i < entries; i++) {
         long k = v.load(s + 8L * (1 + 2 * i));
-        if ((k & Direct.TAG_MASK) != Direct.TAG_INT) return false;
+        if (!Words.isSmallInt(k)) return false;
         if (any && k <= last) return false;  // keys ascend (a corrupt tree otherwise)
         if (loGiven && (k < loW || (k == loW && !loIncl))) continue;
         if (hiGiven && (k > hiW || (k == hiW && !hiIncl))) return true;
@@ -232,7 +231,7 @@ final class SortedReads {
       int c = ++child[depth - 1];
       long ps = slots[depth - 1];
       node = v.load(ps + 8L * (1 + 2 * c));
-      expect = (v.load(ps) >> 4) - 1;
+      expect = Words.smallValue(v.load(ps)) - 1;
     }
     return false;
   }
@@ -249,8 +248,8 @@ final class SortedReads {
     long s = node + v.offArraySlots;
     if (cap < 3 || cap > 2 * FAN_MAX + 1 || !v.contains(s, (int) (8 * cap))) return 0;
     long tag = v.load(s);
-    if ((tag & Direct.TAG_MASK) != Direct.TAG_INT) return 0;
-    long level = tag >> 4;
+    if (!Words.isSmallInt(tag)) return 0;
+    long level = Words.smallValue(tag);
     if (level < 0 || level > 64 || (expect >= 0 && level != expect)) return 0;
     // A leaf holds 1 + 2n slots (n <= LEAF_MAX entries), an internal node 2n (n >= 2 children).
     if (level == 0 ? (cap & 1) != 1 || cap > 1 + 2 * LEAF_MAX : (cap & 1) != 0 || cap < 4) return 0;
@@ -273,16 +272,16 @@ final class SortedReads {
       long x = w.words[i];
       if (x == 0) {
         tags[i] = (byte) Codec.NULL;
-      } else if ((x & Direct.TAG_MASK) == Direct.TAG_INT) {
+      } else if (Words.isSmallInt(x)) {
         tags[i] = (byte) Codec.INT;
-        bits[i] = x >> 4;
-      } else if ((x & Direct.TAG_MASK) == Direct.TAG_BOOL) {
+        bits[i] = Words.smallValue(x);
+      } else if (Words.isBool(x)) {
         tags[i] = (byte) Codec.BOOL;
-        bits[i] = (x >> 4) & 1;
-      } else if ((x & Direct.FLOAT_TAG_MASK) == Direct.TAG_FLOAT) {
+        bits[i] = Words.boolValue(x) ? 1 : 0;
+      } else if (Words.isSmallFloat(x)) {
         tags[i] = (byte) Codec.FLOAT;
-        bits[i] = Direct.smallFloatBits(x);
-      } else if ((x & Direct.TAG_MASK) != 0 || Long.compareUnsigned(x - v.base - 1, v.size - 33) > 0) {
+        bits[i] = Words.smallFloatBits(x);
+      } else if ((x & Words.TAG_MASK) != 0 || Long.compareUnsigned(x - v.base - 1, v.size - 33) > 0) {
         return ListReads.dropAll(v, slots, null);  // an internal marker, or not inside the segment
       } else {
         // A reference, not freed while the window holds: its class can be read, and only kinds
@@ -345,13 +344,13 @@ final class SortedReads {
       long s = checked(v, node, expect);
       if (s == 0) return BAD;
       long cap = v.loadRelaxed(node + v.offArrayCapacity);
-      long level = v.load(s) >> 4;
+      long level = Words.smallValue(v.load(s));
       if (level == 0) {
         int lo = 0, hi = (int) ((cap - 1) / 2);
         while (lo < hi) {  // the first key >= key
           int mid = (lo + hi) >>> 1;
           long k = v.load(s + 8L * (1 + 2 * mid));
-          if ((k & Direct.TAG_MASK) != Direct.TAG_INT) return BAD;
+          if (!Words.isSmallInt(k)) return BAD;
           if (k == key) return s + 8L * (2 + 2 * mid);
           if (k < key) lo = mid + 1;  // small integers compare as their words do
           else hi = mid;
@@ -376,7 +375,7 @@ final class SortedReads {
     while (lo < hi) {
       int mid = (lo + hi) >>> 1;
       long sep = v.load(s + 8L * (2 + 2 * mid));
-      if ((sep & Direct.TAG_MASK) != Direct.TAG_INT) return -1;
+      if (!Words.isSmallInt(sep)) return -1;
       if (sep <= key) lo = mid + 1;  // small integers compare as their words do
       else hi = mid;
     }
