@@ -8,13 +8,11 @@ import java.util.concurrent.ConcurrentHashMap;
  * call, {@link SharedMemory#copyToSharedMemory(Object)}) and {@link BulkReader} (shared graph to
  * private instances from one native call, {@link SharedObject#toPrivate(Class)}).
  *
- * <p>{@code -Dcolors.bulk=false} turns both off (every copy goes through {@link Copier} and
- * {@link Materializer}, one native call per object or field), for comparisons.
+ * <p>What they do not cover goes to {@link Copier} and {@link Materializer} (one native call per
+ * object or field), which give the same results and exceptions; no switch chooses between them.
  */
 final class Bulk {
   private Bulk() {}
-
-  static final boolean ENABLED = !"false".equals(System.getProperty("colors.bulk"));
 
   /** Copies done in one native call, each way (for tests and diagnostics). */
   static final java.util.concurrent.atomic.AtomicLong WRITES = new java.util.concurrent.atomic.AtomicLong(),

@@ -94,7 +94,7 @@ public final class RpcSupport {
    */
   public static boolean replyWithCopy(long worker, Object result) {
     SharedMemory.ensureAttached();
-    return Bulk.ENABLED && BulkWriter.reply(result, worker);
+    return BulkWriter.reply(result, worker);
   }
 
   /**
@@ -143,10 +143,8 @@ public final class RpcSupport {
    * @return the new array
    */
   public static Object toPrivateArray(Object list, Class<?> arrayType, String where) {
-    if (Bulk.ENABLED) {
-      Object r = BulkReader.toPrivateArray((SharedList) list, arrayType);
-      if (r != BulkReader.FALLBACK) return r;
-    }
+    Object r = BulkReader.toPrivateArray((SharedList) list, arrayType);
+    if (r != BulkReader.FALLBACK) return r;
     return new Materializer(arrayClassLoader(arrayType)).javaValue(list, arrayType, where);
   }
 

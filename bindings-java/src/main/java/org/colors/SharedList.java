@@ -400,11 +400,10 @@ public final class SharedList extends AbstractList<Object> implements RandomAcce
 
   /**
    * This list flattened by one native call ({@link Bulk#flatten}): {tags, vals, starts, blob}, the
-   * list's header first (its length in vals[0]) and its elements after it; null when the bulk copies
-   * are off or the list holds maps or sets (then made proxies, which the caller would not use).
+   * list's header first (its length in vals[0]) and its elements after it; null when the list holds
+   * maps or sets (then made proxies, which the caller would not use).
    */
   private Object[] flatScalars() {
-    if (!Bulk.ENABLED) return null;
     Object[] f = Bulk.flatten(handle);
     return f[4] == null ? f : null;
   }

@@ -271,10 +271,8 @@ public final class SharedMemory {
    */
   public static Object copyToSharedMemory(Object root) {
     ensureAttached();
-    if (Bulk.ENABLED) {
-      Object r = BulkWriter.copy(root);  // one native call for what it covers
-      if (r != BulkWriter.FALLBACK) return r;
-    }
+    Object r = BulkWriter.copy(root);  // one native call for what it covers
+    if (r != BulkWriter.FALLBACK) return r;
     return new Copier().run(root);
   }
 

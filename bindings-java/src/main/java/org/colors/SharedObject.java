@@ -148,10 +148,8 @@ public final class SharedObject {
    * @throws SharedOverflowException if a number does not fit its Java field
    */
   public <T> T toPrivate(Class<T> cls) {
-    if (Bulk.ENABLED) {
-      Object r = BulkReader.toPrivate(this, cls);  // one native call for what it covers
-      if (r != BulkReader.FALLBACK) return cls.cast(r);
-    }
+    Object r = BulkReader.toPrivate(this, cls);  // one native call for what it covers
+    if (r != BulkReader.FALLBACK) return cls.cast(r);
     return cls.cast(new Materializer(cls.getClassLoader()).run(this, cls));
   }
 
