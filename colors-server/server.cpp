@@ -68,6 +68,8 @@ constexpr std::int64_t kAcceptPauseNs = 100'000'000;
 // near this. An attached peer whose queue is half full is not read from (its requests wait in its
 // own socket buffer) until it reads; a peer still in its handshake is dropped.
 constexpr std::size_t kMaxOutput = 64 * 1024;
+// Messages read from one connection per turn of the event loop (on_readable).
+constexpr int kMessagesPerTurn = 64;
 
 // Lines that peers can cause at will (log.hpp).
 LogLimiter g_log_no_hello("sent no handshake in time");
@@ -858,9 +860,14 @@ void Server::on_peer_closed(Connection& c) {
 
 void Server::on_readable(Connection& c) {
   if (c.fd < 0) return;
-  // Drain what is there. Invariant: at most one 16-byte message is buffered at a time, so a
-  // Hello is processed before anything sent after it is read.
-  while (c.fd >= 0 && c.reading()) {
+  // Drain what is there, up to kMessagesPerTurn messages: a peer that keeps its socket full of
+  // requests that get no answer (no output fills up to stop reading() it) would otherwise keep the
+  // loop here, and every other connection, attaches included, would wait for it (seconds, with a
+  // few such peers). poll() is level-triggered: what is left is read in the loop's next turn,
+  // after the others. Invariant: at most one 16-byte message is buffered at a time, so a Hello is
+  // processed before anything sent after it is read.
+  int budget = kMessagesPerTurn;
+  while (c.fd >= 0 && c.reading() && budget > 0) {
     ssize_t n = ::recv(c.fd, c.buf.data() + c.have, c.need - c.have, MSG_DONTWAIT);
     if (n > 0) {
       c.have += static_cast<std::size_t>(n);
@@ -871,6 +878,7 @@ void Server::on_readable(Connection& c) {
         continue;
       }
       c.have = 0;
+      --budget;
       if (c.phase == Connection::Phase::kHandshake) {
         c.need = detail::kRequestSize;
         on_hello(c);

@@ -287,6 +287,31 @@ TEST_CASE("a client that sends pings and never reads the answers does not stall 
   stop_abuser(abuser);
 }
 
+TEST_CASE("clients that stream requests the server does not answer do not stall it", "[server][abuse]") {
+  // Detach notices, unknown request types and bad magic get no answer, so no output piles up to
+  // make the server stop reading such a peer; it used to drain each socket until empty, which a
+  // few peers writing without pause never let happen: attaches of others took 3-12 s.
+  Running r;
+  const std::string socket = r.cfg.socket;
+  std::vector<pid_t> abusers;
+  for (std::uint32_t type : {3u, 99u, 3u, 0u}) {
+    abusers.push_back(start_abuser([socket, type] {
+      ServerLink l = connect_to_server(socket);
+      Request q;
+      q.type = static_cast<RequestType>(type);
+      auto one = encode_request(q);
+      if (type == 0) one[0] ^= 0xff;  // bad magic
+      std::vector<std::uint8_t> chunk;
+      for (int i = 0; i < 8192; ++i) chunk.insert(chunk.end(), one.begin(), one.end());
+      for (;;) (void)write_full(l.fd, chunk.data(), chunk.size(), 1000);
+    }));
+  }
+  REQUIRE(r.server->wait_for_log("attached"));
+  ::usleep(500'000);
+  attach_50_times_then_stop(r);
+  for (pid_t a : abusers) stop_abuser(a);
+}
+
 TEST_CASE("a connect/close loop neither fails real attaches nor floods the log", "[server][abuse]") {
   Running r;
   const std::string socket = r.cfg.socket;
