@@ -9,13 +9,16 @@
 #include <colors/errors.hpp>
 
 #include "classes.hpp"
+#include "segment.hpp"
 
 namespace colors_jni {
 
-// REQUIRES: attached (the address lies in the current segment's classes space).
+// Any address is checked against the current segment's classes space before it is read: a class
+// word read by Java's field fast path from what is not an object (a forged or corrupt address)
+// must give an error, not a wild read. REQUIRES: attached.
 inline colors::detail::ClassRecord* user_class_record(jlong cls) {
   auto* c = reinterpret_cast<colors::detail::ClassRecord*>(static_cast<std::uintptr_t>(cls));
-  if (c == nullptr || c->magic != colors::detail::kClassMagic || c->kind != colors::TypeKind::kObject)
+  if (!colors::detail::is_class_record(colors::detail::current_meta(), c) || c->kind != colors::TypeKind::kObject)
     throw colors::InvalidArgumentError("not a user class record (binding bug)");
   return c;
 }

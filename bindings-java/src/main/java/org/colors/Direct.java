@@ -349,16 +349,32 @@ final class Direct {
 
     /** {@link #slotAddress(long, int)} for an object of {@code inline} inline slots. */
     long slotAddress(long obj, int slot, int inline) {
-      if (slot < inline) return obj + offSlots + 8L * slot;
+      // Every address is checked against the segment before it is returned or read: the
+      // accessors' entry points are public, so obj may be forged or not an object, and its header
+      // and extension links garbage. What fails takes the JNI path (0).
+      if (slot < inline) {
+        long s = obj + offSlots + 8L * slot;
+        return contains(s, 8) ? s : 0;
+      }
       // extension_slot (objects.hpp): a chain of arrays whose last slot links the next.
       long i = slot - inline;
       for (long ext = load(obj + offExtension); ext != 0; ) {
+        if ((ext & 15) != 0 || !contains(ext + offArrayCapacity, 8)) return 0;
         long fields = load(ext + offArrayCapacity) - 1;
+        if (fields < 0 || !contains(ext + offArraySlots, 8) || fields > (base + size - ext - offArraySlots) / 8 - 1) return 0;
         if (i < fields) return ext + offArraySlots + 8L * i;
         i -= fields;
         ext = load(ext + offArraySlots + 8L * fields);
       }
       return 0;
+    }
+
+    /**
+     * Whether {@code a} can be the address of an object here: 16-byte aligned, inside the segment
+     * with room for a header. The field fast path checks the address it is given with it.
+     */
+    boolean mayHoldObjectAt(long a) {
+      return (a & 15) == 0 && Long.compareUnsigned(a - objectsBegin, base + size - 64 - objectsBegin) < 0;
     }
 
     /**

@@ -100,8 +100,8 @@ final class Mapped {
   static Object bind(SharedObject so, Class<?> jc) {
     Handle h = so.handle;
     Object inst = allocateInstance(jc);
+    so.instance = inst;  // first: $colors$bind takes only the view's own instance
     ((SharedInstance) inst).$colors$bind(so, Direct.viewFor(h) != null ? h.raw : SharedField.NO_ADDRESS);
-    so.instance = inst;
     return inst;
   }
 

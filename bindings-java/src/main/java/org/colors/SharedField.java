@@ -177,7 +177,11 @@ public final class SharedField {
    * (user-space); 0 and {@link #NO_ADDRESS} take the slow path.
    */
   private static Direct.View viewOf(long a) {
-    return a > 0 ? Direct.current() : null;
+    // The accessors' entry points are public, so `a` is checked (-1, a private instance's 0 and
+    // anything outside the objects space fail): what fails takes the JNI path, which uses the
+    // owner's own binding. Forged addresses inside the segment remain possible (as with Unsafe).
+    Direct.View v = Direct.current();
+    return v != null && v.mayHoldObjectAt(a) ? v : null;
   }
 
   /**
@@ -196,23 +200,32 @@ public final class SharedField {
   /**
    * Checks a binding before a bound instance stores it (called by the {@code $colors$bind} the
    * agent generates, which {@link SharedInstance} makes public). The field fast path reads and
-   * writes at the stored address without further checks, so only two bindings are taken: the
-   * fast path off ({@code address} -1), or the address of the object {@code view} refers to,
-   * through a handle of the current attachment that no read scope but this thread's open one
-   * lends ({@link Direct#viewFor}; a proxy being made has no root yet: the caller's slot keeps
-   * its object).
+   * writes at the stored address, so only the view's own instance ({@code view.instance}, which
+   * colors sets before it binds) is bound, and only two ways: the fast path off ({@code address}
+   * -1), or the address of the object {@code view} refers to, through a handle of the current
+   * attachment that no read scope but this thread's open one lends ({@link Direct#viewFor}; a
+   * proxy being made has no root yet: the caller's slot keeps its object). An instance may also
+   * switch its own binding off when its view has another instance since. So no instance but the
+   * one colors made for a view keeps its address, and detach switches all of those off.
    *
    * @param view the view of the shared object
    * @param address the address to store
+   * @param instance the instance being bound (the generated method passes {@code this})
    * @return {@code address}
    * @throws InvalidArgumentException for any other address: a call not made by the binding
    */
-  public static long bindAddress(SharedObject view, long address) {
-    if (address == NO_ADDRESS) return address;
-    Handle h = view == null ? null : view.handle;
-    if (h != null && address > 0 && h.raw == address && Direct.viewFor(h) != null) return address;
+  public static long bindAddress(SharedObject view, long address, Object instance) {
+    if (view != null && view.instance == instance) {
+      if (address == NO_ADDRESS) return address;
+      Handle h = view.handle;
+      if (address > 0 && h.raw == address && Direct.viewFor(h) != null) return address;
+    } else if (address == NO_ADDRESS && instance instanceof SharedInstance
+        && ((SharedInstance) instance).$colors$view() == view) {
+      return address;  // switching an instance's own binding off (a view that has another instance since)
+    }
     throw new InvalidArgumentException("$colors$bind(view, " + address + "): an instance is bound by colors only"
-        + " (to the address of the object its view refers to, or -1); it is not part of the API");
+        + " (the view's own instance, to the address of the object the view refers to, or -1); it is not part"
+        + " of the API");
   }
 
   /** The address of a SharedObject's object for the fast path, or 0 (stale handle, no view). */
@@ -463,7 +476,7 @@ public final class SharedField {
    * lookup by name. False: take the slow path.
    */
   private boolean storeString(long a, Object owner, String str) {
-    Direct.View v = Direct.current();
+    Direct.View v = viewOf(a);
     if (v == null) return false;
     Entry e = entry(v, a);
     if (e.slot == MISSING || (e.type != STRING && e.type != ANY)) return false;
@@ -480,7 +493,7 @@ public final class SharedField {
    * its proxy, the owner by its own, until the store is done (reachability fences).
    */
   private boolean storeReference(long a, Handle h, Object value) {
-    Direct.View v = Direct.current();
+    Direct.View v = viewOf(a);
     if (v == null || h.epoch != v.epoch) return false;
     // A borrowed reference (no root: read or allocated in this thread's read scope) is stored by
     // libshared, which flags it for the collector (store_scope_reference); one of another thread's

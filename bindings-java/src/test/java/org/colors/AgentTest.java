@@ -266,6 +266,66 @@ class AgentTest {
    * Bindings colors did not make are refused and nothing changes; the address field is not
    * public, and the accessor entry points that take an address are out of user code's reach.
    */
+  /** A class that asks for its own fields' SharedField, as the agent's static initializer does. */
+  static final class SelfFields {
+    long x;
+
+    static SharedField field() {
+      return SharedField.of(SelfFields.class, "x");
+    }
+  }
+
+  /**
+   * A class may take its own fields' SharedField (the caller check lets it), and the accessors
+   * take the address as an argument: one outside the objects space read there with Unsafe (a
+   * JVM crash), and a class word read from what is not an object went to JNI unchecked (a crash
+   * in Direct.resolve). Both now take the JNI path or raise.
+   */
+  @Test
+  void forgedAddressesGivenToTheAccessorsNeverCrash() {
+    Employee e = SharedMemory.allocate(Employee.class);
+    e.age = 3;  // the fast path's view exists
+    SharedField f = SelfFields.field();
+    Direct.View v = Direct.current();
+    List<Object> list = SharedMemory.allocate(List.class, 4);
+    list.add(1L);
+    long inList = ((SharedList) list).handle.raw + 16;  // not an object's header
+    long[] forged = {0x1000L, 1L, Long.MAX_VALUE, Long.MIN_VALUE, v.base, v.base + v.size - 16, v.base + v.size,
+        inList, ((SharedInstance) e).$colors$address() + 8};
+    for (long a : forged) {
+      assertThrows(RuntimeException.class, () -> f.getLong(null, a), () -> "read at 0x" + Long.toHexString(a));
+      assertThrows(RuntimeException.class, () -> f.setLong(null, a, 5), () -> "write at 0x" + Long.toHexString(a));
+    }
+    assertEquals(3, e.age);
+    assertEquals(List.of(1L), list);
+  }
+
+  /**
+   * $colors$bind bound any instance to another's view and address; detach switches off only the
+   * instances colors made, so a hand-bound one kept the address and wrote into whatever object
+   * lived there after the next attach.
+   */
+  @Test
+  void onlyAViewsOwnInstanceIsBoundToIt() {
+    Employee a = SharedMemory.allocate(Employee.class);
+    a.age = 1;
+    Employee b = new Employee("private", 1.0);
+    SharedInstance sa = (SharedInstance) a;
+    SharedInstance sb = (SharedInstance) b;
+    assertThrows(InvalidArgumentException.class, () -> sb.$colors$bind(sa.$colors$view(), sa.$colors$address()));
+    assertThrows(InvalidArgumentException.class, () -> sb.$colors$bind(sa.$colors$view(), SharedField.NO_ADDRESS));
+    assertFalse(SharedMemory.isObjectShared(b));
+    b.age = 2;  // a private field write
+    assertEquals(1, a.age);
+    assertEquals(2, b.age);
+    // What colors does: the view's own instance, on and off.
+    sa.$colors$bind(sa.$colors$view(), SharedField.NO_ADDRESS);
+    assertEquals(1, a.age);
+    sa.$colors$bind(sa.$colors$view(), ((SharedObject) sa.$colors$view()).handle.raw);
+    a.age = 4;
+    assertEquals(4L, jni(a, "age"));
+  }
+
   @Test
   void userCodeCannotRebindAnInstance() throws Exception {
     Employee e = SharedMemory.allocate(Employee.class);

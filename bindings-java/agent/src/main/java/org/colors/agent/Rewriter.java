@@ -260,11 +260,13 @@ final class Rewriter implements ClassFileTransformer {
       mv.visitEnd();
       mv = super.visitMethod(Opcodes.ACC_PUBLIC, "$colors$bind", "(" + SHARED_OBJECT_DESC + "J)V", null, null);
       mv.visitCode();
-      // address = SharedField.bindAddress(view, address): throws, before anything is stored, for
-      // a binding colors did not make.
+      // address = SharedField.bindAddress(view, address, this): throws, before anything is
+      // stored, for a binding colors did not make.
       mv.visitVarInsn(Opcodes.ALOAD, 1);
       mv.visitVarInsn(Opcodes.LLOAD, 2);
-      mv.visitMethodInsn(Opcodes.INVOKESTATIC, SHARED_FIELD, "bindAddress", "(" + SHARED_OBJECT_DESC + "J)J", false);
+      mv.visitVarInsn(Opcodes.ALOAD, 0);
+      mv.visitMethodInsn(Opcodes.INVOKESTATIC, SHARED_FIELD, "bindAddress",
+          "(" + SHARED_OBJECT_DESC + "JLjava/lang/Object;)J", false);
       mv.visitVarInsn(Opcodes.LSTORE, 2);
       mv.visitVarInsn(Opcodes.ALOAD, 0);
       mv.visitVarInsn(Opcodes.ALOAD, 1);
@@ -273,7 +275,7 @@ final class Rewriter implements ClassFileTransformer {
       mv.visitVarInsn(Opcodes.LLOAD, 2);
       mv.visitFieldInsn(Opcodes.PUTFIELD, self.name, ADDR, "J");
       mv.visitInsn(Opcodes.RETURN);
-      mv.visitMaxs(3, 4);
+      mv.visitMaxs(4, 4);
       mv.visitEnd();
     }
 
