@@ -211,6 +211,8 @@ final class Direct {
     final long gcStartedAt, gcDoneAt;
     /** The pending set (pending_bits.hpp): its first word, and the address its bit 0 stands for. */
     final long pendingBits, objectsBegin;
+    /** The fast path's address check: objects lie in [objectsBegin, objectsBegin + objectsSpan). */
+    final long objectsSpan;
 
     View(long epoch, long gen, long[] l, ByteBuffer[] chunks) {
       this.epoch = epoch;
@@ -223,6 +225,7 @@ final class Direct {
       offCls = l[L_OFF_CLS];
       pendingBits = l[L_PENDING_BITS];
       objectsBegin = l[L_OBJECTS_BEGIN];
+      objectsSpan = base + size - 64 - objectsBegin;
       offExtension = l[L_OFF_EXTENSION];
       offSlots = l[L_OFF_SLOTS];
       offFloatValue = l[L_OFF_FLOAT_VALUE];
@@ -354,7 +357,7 @@ final class Direct {
       // and extension links garbage. What fails takes the JNI path (0).
       if (slot < inline) {
         long s = obj + offSlots + 8L * slot;
-        return contains(s, 8) ? s : 0;
+        return s - base <= size - 8 ? s : 0;  // s > obj >= base: no wrap below
       }
       // extension_slot (objects.hpp): a chain of arrays whose last slot links the next.
       long i = slot - inline;
@@ -370,11 +373,12 @@ final class Direct {
     }
 
     /**
-     * Whether {@code a} can be the address of an object here: 16-byte aligned, inside the segment
-     * with room for a header. The field fast path checks the address it is given with it.
+     * Whether {@code a} can be the address of an object here: inside the objects space with room
+     * for a header (one compare; a misaligned one reads garbage there, which the class check of
+     * the JNI resolution refuses). The field fast path checks the address it is given with it.
      */
     boolean mayHoldObjectAt(long a) {
-      return (a & 15) == 0 && Long.compareUnsigned(a - objectsBegin, base + size - 64 - objectsBegin) < 0;
+      return Long.compareUnsigned(a - objectsBegin, objectsSpan) < 0;
     }
 
     /**
