@@ -486,12 +486,16 @@ jlong JNICALL n_checkpoint(JNIEnv* env, jclass) {
   });
 }
 
+// Both read the segment, and heap_stats holds the heap lock while it walks the free list: each is a
+// use of the segment (guarded), which a detach waits for. Without that, a detach that unmapped
+// the heap under a heap_stats left the unlock to the private copy it maps in its place, and the
+// heap lock held for good by a thread id (every process's allocations and the server waited).
 jlongArray JNICALL n_gc_stats(JNIEnv* env, jclass) {
-  return guarded_attachment<jlongArray>(env, nullptr, [&] { return gc_array(env, colors::gc_stats()); });
+  return guarded<jlongArray>(env, nullptr, [&] { return gc_array(env, colors::gc_stats()); });
 }
 
 jlongArray JNICALL n_heap_stats(JNIEnv* env, jclass) {
-  return guarded_attachment<jlongArray>(env, nullptr, [&] {
+  return guarded<jlongArray>(env, nullptr, [&] {
     colors::HeapStats s = colors::heap_stats();
     const jlong f[] = {static_cast<jlong>(s.capacity), static_cast<jlong>(s.free_bytes),
                        static_cast<jlong>(s.free_chunks), static_cast<jlong>(s.largest_free),

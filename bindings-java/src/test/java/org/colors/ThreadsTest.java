@@ -104,6 +104,51 @@ class ThreadsTest {
    * for the natives running and refuses new ones (NotAttachedException) until it is done.
    */
   /**
+   * heapStats() holds the heap lock while it walks the free list, and was not a use of the segment
+   * that a detach waits for: a detach that unmapped the heap in that window left the unlock to
+   * the private copy mapped in its place, and the heap lock held for good (the server and every
+   * process's allocations waited on it; a fuzzing helper's three threads wedged a server in about
+   * a minute). Now, like every native that reads the segment, it is refused while a detach is under
+   * way, and a detach waits for one that runs. Made deterministic: a detach waits (up to 2 s) for
+   * another thread's monitor, and that thread asks for the statistics meanwhile.
+   */
+  @Test
+  void heapStatsAreRefusedWhileADetachIsUnderWay() throws Exception {
+    ObjectRepository rep = SharedMemory.findOrCreateRepository("threads-heap-stats-" + java.util.UUID.randomUUID());
+    java.util.concurrent.CountDownLatch locked = new java.util.concurrent.CountDownLatch(1);
+    java.util.concurrent.CountDownLatch detaching = new java.util.concurrent.CountDownLatch(1);
+    ConcurrentLinkedQueue<Object> seen = new ConcurrentLinkedQueue<>();
+    Thread holder = new Thread(() -> {
+      try (SharedMonitor m = SharedMemory.lock(rep)) {
+        locked.countDown();
+        detaching.await();
+        Thread.sleep(300);  // the detach is waiting for this monitor now
+        try {
+          seen.add(SharedMemory.heapStats());
+        } catch (NotAttachedException e) {
+          seen.add(e);
+        }
+      } catch (Throwable t) {
+        if (!(t instanceof NotAttachedException)) seen.add(t);
+      }
+    });
+    holder.start();
+    locked.await();
+    Thread detacher = new Thread(() -> {
+      detaching.countDown();
+      SharedMemory.detach();
+    });
+    detacher.start();
+    detacher.join(10_000);
+    holder.join(10_000);
+    SharedMemory.attach();
+    assertEquals(1, seen.size(), () -> "" + seen);
+    Object got = seen.peek();
+    assertTrue(got instanceof NotAttachedException, () -> "heapStats() ran during a detach: " + got);
+    assertTrue(SharedMemory.heapStats().capacity() > 0);
+  }
+
+  /**
    * A detach never leaves a shared monitor held for other processes: the segment becomes a
    * private copy, so an exit after it never reached the shared heap (and a waiter woken by the
    * detach deadlocked it, re-acquiring the monitor the detaching thread held). It refuses while
