@@ -25,7 +25,6 @@ py::list to_list(std::vector<colors::Value>&& items) {
   return out.done();
 }
 
-
 // An unboxed word (small integer, null, boolean, immediate float) as a new Python object in *out
 // (nullptr with the Python error set if making it failed); false for any other word.
 bool unboxed_item(cd::Word w, PyObject** out) {

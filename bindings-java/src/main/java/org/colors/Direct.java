@@ -364,7 +364,8 @@ final class Direct {
       for (long ext = load(obj + offExtension); ext != 0; ) {
         if ((ext & 15) != 0 || !contains(ext + offArrayCapacity, 8)) return 0;
         long fields = load(ext + offArrayCapacity) - 1;
-        if (fields < 0 || !contains(ext + offArraySlots, 8) || fields > (base + size - ext - offArraySlots) / 8 - 1) return 0;
+        long room = (base + size - (ext + offArraySlots)) / 8;  // slots before the segment's end
+        if (fields < 0 || fields >= room) return 0;  // its fields and the link after them must fit
         if (i < fields) return ext + offArraySlots + 8L * i;
         i -= fields;
         ext = load(ext + offArraySlots + 8L * fields);
