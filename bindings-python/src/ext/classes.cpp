@@ -72,13 +72,20 @@ PyObject* g_spec_fn = nullptr;        // _classes.spec
 PyTypeObject* g_handle_type = nullptr;
 PyTypeObject* g_descr_type = nullptr;
 
-// Proxy class -> offset of its hidden handle slot. Proxy classes live as long as the process.
-std::unordered_map<PyTypeObject*, Py_ssize_t> g_user_types;
+// Where a proxy class's instances keep their handle: `off`, the hidden slot that points to it;
+// `embed`, the handle's own place inside the instance (see "the handle lives inside its proxy").
+struct UserType {
+  Py_ssize_t off = 0;
+  Py_ssize_t embed = 0;
+};
+// Proxy class -> its UserType. Proxy classes live as long as the process.
+std::unordered_map<PyTypeObject*, UserType> g_user_types;
 // What a class version maps to: its proxy class (strong) and that class's offsets, or
 // type == Py_None for "no Python class: generic proxy".
 struct Mapped {
   PyObject* type = nullptr;
-  Py_ssize_t off = 0;  // its handle slot
+  Py_ssize_t off = 0;    // its handle slot
+  Py_ssize_t embed = 0;  // its handle's place in the instance
 };
 std::unordered_map<const cd::ClassRecord*, Mapped> g_mapping;
 std::uint64_t g_mapping_gen = 0;
@@ -290,15 +297,24 @@ cd::Word root_load_pooled(const std::atomic<cd::Word>* src, std::atomic<cd::Word
 
 struct ScopeState;
 
+// A user proxy's handle lives inside its proxy's memory, after the class's slots (the class's
+// basic size is enlarged by one Handle when _install_user_class installs it): a field read then
+// finds the handle on the proxy's own cache lines instead of chasing a second object, one
+// dependent cache miss fewer per attribute access. Such a handle is `embedded`: its dealloc runs
+// when the proxy clears its slots and leaves the memory to the proxy's tp_free. That is sound
+// because a handle dies exactly when its proxy does (it is never exposed: the invariants above).
+// Handles of other proxies (containers, generic SharedObjects) are objects of their own, reused
+// through g_free_handles. The fields a read needs (type, word, gen) come first.
 struct Handle {
   PyObject_HEAD
   cd::Word word;               // the shared user object
-  std::atomic<cd::Word>* root; // its root slot (see above); nullptr while being made, or borrowed
   std::uint64_t gen;
+  std::atomic<cd::Word>* root; // its root slot (see above); nullptr while being made, or borrowed
   PyObject* proxy;  // borrowed: the proxy whose slot holds this handle (nullptr until it is made)
-  bool other;       // the proxy is in g_other_proxies (root stays null: its _Ref holds the object)
   ScopeState* scope;  // borrowed: the read scope that keeps `word` (root null), at scope->borrowed[at]
   std::uint32_t at;
+  bool other;       // the proxy is in g_other_proxies (root stays null: its _Ref holds the object)
+  bool embedded;    // lives inside its proxy's memory (a user proxy's handle)
 };
 
 // Makes a handle unusable: every use raises NotAttachedError.
@@ -314,8 +330,26 @@ Handle* new_handle() {
   h->gen = g_generation;
   h->proxy = nullptr;
   h->other = false;
+  h->embedded = false;
   h->scope = nullptr;
   h->at = 0;
+  return h;
+}
+
+// Makes the handle of the new user proxy `p` in its place inside `p` (zeroed by tp_alloc), for
+// the object `w` held by `root` (nullptr when a read scope keeps it) in attachment `gen`.
+// Refcount 1, a reference to its type, as new_handle's.
+Handle* embedded_handle(PyObject* p, Py_ssize_t embed, cd::Word w, std::atomic<cd::Word>* root, std::uint64_t gen) {
+  auto* h = reinterpret_cast<Handle*>(reinterpret_cast<char*>(p) + embed);
+  PyObject_Init(reinterpret_cast<PyObject*>(h), g_handle_type);
+  h->word = w;
+  h->gen = gen;
+  h->root = root;
+  h->proxy = nullptr;
+  h->scope = nullptr;
+  h->at = 0;
+  h->other = false;
+  h->embedded = true;
   return h;
 }
 
@@ -478,6 +512,10 @@ void handle_dealloc(PyObject* self) {
     give_root(h->root);
   }
   h->root = nullptr;
+  if (h->embedded) {
+    Py_DECREF(Py_TYPE(self));  // the memory is the proxy's, freed by its tp_free
+    return;
+  }
   g_free_handles.give(self);
 }
 
@@ -619,7 +657,7 @@ Handle* user_handle(PyObject* o) {
   auto it = g_user_types.find(Py_TYPE(o));
   if (it != g_user_types.end()) {
     last_type = it->first;
-    last_off = it->second;
+    last_off = it->second.off;
   } else {
     if (g_instance_base == nullptr ||
         !PyType_IsSubtype(Py_TYPE(o), reinterpret_cast<PyTypeObject*>(g_instance_base)))
@@ -630,7 +668,7 @@ Handle* user_handle(PyObject* o) {
     if (t == nullptr) return nullptr;
     it = g_user_types.find(t);
   }
-  return checked_handle(o, it->second);
+  return checked_handle(o, it->second.off);
 }
 
 // The proxy of the user object `w` (a new reference): the live one, or a new instance of the
@@ -675,7 +713,8 @@ PyObject* user_proxy(cd::Word w, std::atomic<cd::Word>** root, bool* generic, bo
         auto t = g_user_types.find(reinterpret_cast<PyTypeObject*>(mp.type));
         if (t == g_user_types.end())
           throw colors::InvalidArgumentError("the class resolver returned something that is not a proxy class");
-        mp.off = t->second;
+        mp.off = t->second.off;
+        mp.embed = t->second.embed;
       }
       auto [slot, inserted] = g_mapping.emplace(rec, mp);
       if (inserted) Py_INCREF(mp.type);  // the table's own reference (r's goes with r)
@@ -700,24 +739,19 @@ PyObject* user_proxy(cd::Word w, std::atomic<cd::Word>** root, bool* generic, bo
     r = take_root();
     cd::root_set(r, w);  // as root_acquire (w is kept alive by the caller)
   }
-  Handle* h;
-  try {
-    h = new_handle();  // not a GC type: no Python code runs here
-  } catch (...) {
-    if (*root == nullptr) drop_root(r, g_generation);  // ours: drop it again
-    throw;
-  }
-  *root = nullptr;
-  h->word = w;
-  h->root = r;
+  *root = nullptr;  // r is ours from here: the handle takes it, or it is dropped
+  const std::uint64_t gen = g_generation;  // r's attachment, whatever the allocation runs
   auto* tp = reinterpret_cast<PyTypeObject*>(mp.type);
   // A GC allocation: Python 3.11 may run a collection in it, hence finalizers and weakref
-  // callbacks, i.e. any Python code (even one that reads `w` and so makes its proxy, or detaches).
+  // callbacks, i.e. any Python code (even one that reads `w` and so makes its proxy, or detaches:
+  // then the handle is of the closed attachment, stale, and never touches r).
   PyObject* p = tp->tp_alloc(tp, 0);
   if (p == nullptr) {
-    Py_DECREF(reinterpret_cast<PyObject*>(h));  // drops the root (h->proxy is null: no table entry)
+    drop_root(r, gen);
     throw py::error_already_set();
   }
+  // tp is installed (g_user_types), so its instances have room for the handle at mp.embed.
+  Handle* h = embedded_handle(p, mp.embed, w, r, gen);
   *reinterpret_cast<PyObject**>(reinterpret_cast<char*>(p) + mp.off) = reinterpret_cast<PyObject*>(h);  // steals h
   if (borrow != nullptr && !scope_still_open(borrow, scope_epoch)) {
     // Code run in the allocation ended the scope that kept `w` (h has no root): `w` may be freed
@@ -1730,9 +1764,16 @@ void init_classes(py::module_& m) {
     // Replacing them would bypass the class's checks, and make object.__setattr__ in its
     // __init__ refuse the proxy (CPython's check against skipping a C-level override).
     if (!own_setattr) tp->tp_setattro = &user_setattro;
+    // Room for the handle inside each instance (see Handle): after everything the class lays
+    // out, so slots of subclasses made later go after it. Instances made before this line (by
+    // code run while the class was made) are smaller; they never get a handle (user_proxy writes
+    // one only into an instance it allocates).
+    const Py_ssize_t align = alignof(Handle);
+    const Py_ssize_t embed = (tp->tp_basicsize + align - 1) / align * align;
+    tp->tp_basicsize = embed + static_cast<Py_ssize_t>(sizeof(Handle));
     PyType_Modified(tp);
     Py_INCREF(tp);  // proxy classes live as long as the process
-    g_user_types[tp] = off;
+    g_user_types[tp] = UserType{off, embed};
   });
 
   // SharedInstance.__setattr__/__delattr__: the proxy's own attribute store, for classes whose
