@@ -34,6 +34,9 @@ import java.util.concurrent.atomic.AtomicInteger;
  *       inside a transaction ({@link InvalidArgumentException}). Keep scopes short: past a bound
  *       (1 s) a collector cycle is given up and frees nothing.
  *   <li>Scopes nest; the outermost one counts. Closing a scope twice does nothing.
+ *   <li>A scope left open across {@link SharedMemory#detach()} protects nothing of the next
+ *       attachment: from the detach on, the thread reads as outside a scope ({@link #active} is
+ *       false, proxies take roots), also in scopes nested in it, until it closes.
  * </ul>
  * Handing a borrowed bound instance to another thread while the scope is open lets that thread
  * read its primitive fields only until the scope closes, and races with the close like any
@@ -68,14 +71,22 @@ public final class ReadScope implements AutoCloseable {
   static final class State {
     /** The thread of the scope; null once it closed. Read by other threads only to refuse them. */
     volatile Thread owner;
+    /**
+     * The attachment the native scope belongs to ({@link Direct#epoch} when it was entered). After
+     * a detach the scope protects nothing (libshared's in_read_scope is false from then on, and
+     * the collector does not wait for it), so {@link #here} no longer returns it: what the thread
+     * reads in the new attachment is rooted, as outside a scope.
+     */
+    final long epoch;
     int depth;
     final AddressMap proxies;
     /** The views of the bound instances lent out, in order ({@link #unbindBorrowed}); reused like the map. */
     SharedObject[] bound;
     int nBound;
 
-    State(Thread owner, AddressMap proxies, SharedObject[] bound) {
+    State(Thread owner, long epoch, AddressMap proxies, SharedObject[] bound) {
       this.owner = owner;
+      this.epoch = epoch;
       this.proxies = proxies;
       this.bound = bound;
     }
@@ -127,13 +138,15 @@ public final class ReadScope implements AutoCloseable {
     PerThread t = CURRENT.get();
     State s = t.state;
     if (s != null) {
+      // Nested: one more level of the outermost scope. Inside a scope of a closed attachment it
+      // is one too, and protects nothing either (the native scope is one per thread).
       s.depth++;
       return new ReadScope(s);
     }
     SharedMemory.ensureAttached();
     enter();  // InvalidArgumentException inside a transaction
     // A new State each time: the proxies of an earlier scope see its owner null for good.
-    s = new State(Thread.currentThread(), t.spare, t.spareBound);
+    s = new State(Thread.currentThread(), Direct.epoch, t.spare, t.spareBound);
     s.depth = 1;
     t.state = s;
     OPEN_STATES.add(s);
@@ -196,9 +209,10 @@ public final class ReadScope implements AutoCloseable {
   }
 
   /**
-   * Whether the calling thread is inside a read scope.
+   * Whether the calling thread is inside a read scope of the current attachment.
    *
-   * @return true between the open of its outermost scope and that scope's close
+   * @return true between the open of its outermost scope and that scope's close, unless a detach
+   *     came between
    */
   public static boolean active() {
     return here() != null;
@@ -220,9 +234,15 @@ public final class ReadScope implements AutoCloseable {
     return proxy;
   }
 
-  /** The calling thread's open scope, or null (one volatile read while no scope is open anywhere). */
+  /**
+   * The calling thread's open scope of the current attachment, or null (one volatile read while no
+   * scope is open anywhere). A scope opened before a detach is not returned: borrowing in it would
+   * hand out proxies that nothing keeps alive.
+   */
   static State here() {
-    return OPEN.get() == 0 ? null : CURRENT.get().state;
+    if (OPEN.get() == 0) return null;
+    State s = CURRENT.get().state;
+    return s != null && s.epoch == Direct.epoch ? s : null;
   }
 
   /** Enters the native read scope of this thread (libshared colors::ReadScope). */

@@ -315,6 +315,47 @@ class ReadScopeTest {
     }
   }
 
+  /**
+   * A scope left open across a detach and an attach: its native scope protects nothing of the
+   * new attachment (the collector no longer waits for it), yet the Java side kept lending proxies
+   * without a root in it. Once the objects so read lost their last reference and two cycles freed
+   * them, reading through those proxies read freed, reused memory and crashed the JVM (SIGSEGV in
+   * ListReads.get). Now the thread reads as outside a scope until it closes.
+   */
+  @Test
+  void aScopeOpenAcrossADetachAndAnAttachLendsNothingInTheNewAttachment() {
+    SharedMemory.collect();
+    String name = "scope-across-reattach-" + java.util.UUID.randomUUID();
+    List<Object> lists = new ArrayList<>();
+    for (long i = 0; i < 64; i++) lists.add(new ArrayList<>(List.of(i, i + 1, i + 2)));
+    SharedMemory.findOrCreateRepository(name).set(SharedMemory.copyToSharedMemory(lists));
+    ReadScope scope = SharedMemory.readScope();
+    try {
+      SharedMemory.detach();
+      SharedMemory.attach();
+      assertFalse(ReadScope.active(), "a scope of the closed attachment protects nothing in this one");
+      List<?> holder = (List<?>) SharedMemory.findOrCreateRepository(name).get();
+      List<Object> read = new ArrayList<>();
+      try (ReadScope nested = SharedMemory.readScope()) {
+        assertFalse(ReadScope.active(), "nor does a scope nested in it");
+        for (int i = 0; i < 64; i++) read.add(holder.get(i));
+      }
+      for (int i = 0; i < 64; i++) ((SharedList) holder).set(i, null);  // only `read` holds them now
+      SharedMemory.collect();
+      SharedMemory.collect();
+      for (int i = 0; i < 2000; i++) SharedMemory.copyToSharedMemory(List.of("reused-" + i, -1L, -2L));
+      for (int i = 0; i < 64; i++) {
+        assertEquals(List.of((long) i, i + 1L, i + 2L), read.get(i), "list " + i + " was kept alive by its proxy");
+      }
+    } finally {
+      scope.close();
+    }
+    assertNull(Direct.verifyHeap(), "the heap verifies");
+    try (ReadScope s = SharedMemory.readScope()) {
+      assertTrue(ReadScope.active(), "a scope opened after the close is one of this attachment");
+    }
+  }
+
   @Test
   void scopesNestAndAClosedScopeClosesNothingAgain() {
     Node root = sharedTree(2);
