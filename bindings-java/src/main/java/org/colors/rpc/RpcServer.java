@@ -245,18 +245,21 @@ public final class RpcServer implements AutoCloseable {
     }
   }
 
+  // The outcome's failure goes through failTaken: a handler may have detached (the reply then
+  // finished the call with NotAttachedException before throwing it here, and the worker holds no
+  // call any more); the loop's next serverNext ends the thread then, as for any detach.
   private void runOne(long w, String method, Object[] call) {
     Object result;
     try {
       result = dispatcher.invoke(method, call, 1, w, -1);
     } catch (Throwable t) {
-      fail(w, t);
+      failTaken(w, t);
       return;
     }
     try {
       Convert.reply(w, result);
     } catch (RuntimeException e) {
-      fail(w, e);  // the result could not be stored (type, heap full): the caller learns why
+      failTaken(w, e);  // the result could not be stored (type, heap full): the caller learns why
     }
   }
 
@@ -282,7 +285,7 @@ public final class RpcServer implements AutoCloseable {
       // One copy over all results: objects shared between results stay shared.
       Convert.reply(w, outcomes);
     } catch (RuntimeException e) {
-      fail(w, e);
+      failTaken(w, e);
     }
   }
 

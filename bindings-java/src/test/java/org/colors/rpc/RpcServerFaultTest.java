@@ -4,14 +4,18 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import java.time.Duration;
+import java.util.List;
 import java.util.UUID;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.colors.ColorsServer;
+import org.colors.NotAttachedException;
+import org.colors.SharedMemory;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
-/** Fault injection into a serving thread: a call whose arguments cannot be converted. */
+/** Faults in a serving thread: a call whose arguments cannot be converted, a handler that detaches. */
 @ExtendWith(ColorsServer.class)
 class RpcServerFaultTest {
   /** The served methods. */
@@ -26,6 +30,43 @@ class RpcServerFaultTest {
   @AfterEach
   void noFault() {
     RpcServer.takeFault = null;
+  }
+
+  /** A served method that detaches this process from the heap. */
+  public static final class Detacher {
+    public Object detachMe(Object x) {
+      SharedMemory.detach();
+      return x;
+    }
+  }
+
+  /**
+   * A handler that detaches: its reply fails (the caller gets NotAttachedException) and the
+   * serving thread ends, as at any detach. It used to die of an uncaught "no call to fail": the
+   * reply had finished the call before throwing, and the thread then failed it a second time.
+   */
+  @Test
+  void aHandlerThatDetachesEndsItsThreadWithoutAnUncaughtException() throws Exception {
+    String name = "detacher-" + UUID.randomUUID().toString().substring(0, 8);
+    List<Throwable> uncaught = new CopyOnWriteArrayList<>();
+    Thread.UncaughtExceptionHandler before = Thread.getDefaultUncaughtExceptionHandler();
+    Thread.setDefaultUncaughtExceptionHandler((t, e) -> uncaught.add(e));
+    try {
+      RpcServer server = RpcServer.serve(name, new Detacher(), 1);
+      RpcClient client = RpcClient.connect(name);
+      assertThrows(NotAttachedException.class, () -> client.call(T, "detachMe", 5L));
+      Thread.sleep(1000);  // the serving thread's end
+      server.close();
+      client.close();
+      assertEquals(List.of(), uncaught, "no thread died of an uncaught exception");
+    } finally {
+      Thread.setDefaultUncaughtExceptionHandler(before);
+      SharedMemory.attach();
+    }
+    try (RpcServer server = RpcServer.serve(name, new Adder(), 1);
+         RpcClient client = RpcClient.connect(name)) {
+      assertEquals(5L, ((Number) client.call(T, "add", 2L, 3L)).longValue(), "the endpoint serves again");
+    }
   }
 
   @Test
