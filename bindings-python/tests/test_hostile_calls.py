@@ -701,3 +701,161 @@ def test_a_timeout_whose_conversion_detaches_is_converted_before_the_heap_is_tou
     )
     assert out.split()[-1] == "ok", out
     assert "enter" not in out.split() and "wait" not in out.split(), out
+
+
+def test_a_class_subclassed_while_its_proxy_class_is_made_is_refused():
+    """A user proxy's handle lives inside the proxy, in room added to its class's size when the
+    binding installs the class. A subclass made before that (here by __init_subclass__) with
+    slots of the handle's size then had the proxy class's grown size, and `p.__class__ = S` was
+    accepted: S's slot descriptors read the handle's raw words as objects (SIGSEGV), and a read
+    through the handle's word incremented a count inside the shared object's header (heap
+    corruption the verifier reported after every cycle). Such a class is now refused."""
+    out = child(
+        """
+        subs = []
+
+        class Priv:
+            x: int = 0
+
+            def __init_subclass__(cls, **kw):
+                super().__init_subclass__(**kw)
+                if "__colors_private_class__" in cls.__dict__ and not subs:
+                    class S(cls):
+                        __slots__ = tuple("abcdefgh")  # the handle's size
+                    subs.append(S)
+
+        cs.register(Priv, "hostile.subclassed_while_made")
+        try:
+            cs.copy_to(Priv())
+            print("made")
+        except cs.InvalidArgumentError as e:
+            assert "was subclassed while its proxy class was being made" in str(e), e
+            print("refused")
+        """
+    )
+    assert out.split() == ["refused"]
+
+
+def test_a_detach_and_attach_inside_a_proxys_allocation_hands_out_no_proxy_of_the_closed_attachment():
+    """A collection inside a new proxy's allocation ran a gc callback that detached, attached and
+    read another object (which moved the identity tables to the new attachment): the proxy of the
+    closed attachment's object then entered the new attachment's table. Every later read of that
+    object gave it back (NotAttachedError), and once it died its entry stayed behind, dangling:
+    the next read returned freed memory (SIGSEGV). The read now raises NotAttachedError."""
+    out = child(
+        """
+        import gc, os, sys
+        sock = os.environ["COLORS_SOCKET"]
+        cs.proxy_cache(0)
+
+        class Priv:
+            x: int = 0
+
+        class Other:
+            y: int = 0
+
+        cs.register(Priv, "hostile.alloc_reattach.Priv")
+        cs.register(Other, "hostile.alloc_reattach.Other")
+        o = cs.copy_to(Priv())
+        o.x = 5
+        cs.repository("hostile_alloc_reattach_a").set(o)
+        cs.repository("hostile_alloc_reattach_b").set(cs.copy_to(Other()))
+        del o
+        state = {"armed": False, "n": 0, "J": 0}
+        keep = []
+
+        def target():
+            return repo.get()
+
+        def cb(phase, info):
+            f = sys._getframe().f_back
+            if not (state["armed"] and f is not None and f.f_code is target.__code__):
+                return
+            if phase == "start":
+                state["n"] += 1
+                if state["n"] == 2:  # the collection the proxy's allocation runs
+                    state["armed"] = False
+                    cs.detach()
+                    cs.attach(sock)
+                    other = cs.repository("hostile_alloc_reattach_b").get()
+                    del other
+            elif phase == "stop" and state["n"] == 1:
+                keep.extend([[] for _ in range(state["J"])])  # the allocation collects again
+
+        gc.callbacks.append(cb)
+        hit = False
+        for J in range(8):
+            repo = cs.repository("hostile_alloc_reattach_a")
+            tmp = repo.get()
+            del tmp
+            state.update(armed=True, n=0, J=J)
+            gc.collect()
+            gc.set_threshold(1)
+            try:
+                p = target()
+            except cs.NotAttachedError:
+                hit = True
+            finally:
+                gc.set_threshold(700)
+                state["armed"] = False
+            if hit:
+                break
+            assert p.x == 5, "a proxy handed out reads its object"
+            del p
+        gc.callbacks.remove(cb)
+        assert hit, "the collection inside the proxy's allocation was never reached"
+        junk = [object() for _ in range(10)]
+        q = cs.repository("hostile_alloc_reattach_a").get()
+        print("x", q.x)
+        """
+    )
+    assert out.split() == ["x", "5"]
+
+
+def test_a_class_resolver_that_detaches_and_attaches_hands_out_no_proxy_of_a_freed_object():
+    """Making a class's proxy class runs Python code (here __init_subclass__), which detached,
+    attached, dropped the object being read and collected it: the read went on with the closed
+    attachment's word and handed out a proxy of the freed object (SIGSEGV on its first field
+    read). It now raises NotAttachedError."""
+    out = child(
+        """
+        import os
+        sock = os.environ["COLORS_SOCKET"]
+        cs.proxy_cache(0)
+        armed = [False]
+
+        class Victim:
+            x: int = 0
+
+            def __init_subclass__(cls, **kw):
+                super().__init_subclass__(**kw)
+                if armed[0]:
+                    armed[0] = False
+                    cs.detach()
+                    cs.attach(sock)
+                    hh = cs.repository("hostile_resolver_reattach").get()
+                    hh.child = None
+                    del hh
+                    cs.collect()
+                    cs.collect()
+
+        class Holder:
+            child: object = None
+
+        cs.register(Victim, "hostile.resolver_reattach.Victim")
+        cs.register(Holder, "hostile.resolver_reattach.Holder")
+        v = Victim()
+        v.x = 1234
+        hp = Holder()
+        hp.child = v
+        h = cs.copy_to(hp)  # makes Holder's proxy class only
+        cs.repository("hostile_resolver_reattach").set(h)
+        armed[0] = True
+        try:
+            c = h.child  # the first Victim proxy: the resolver runs
+            print("read", c.x)
+        except cs.NotAttachedError as e:
+            print("refused")
+        """
+    )
+    assert out.split() == ["refused"]

@@ -682,6 +682,10 @@ PyObject* user_proxy(cd::Word w, std::atomic<cd::Word>** root, bool* generic, bo
                      ScopeState* borrow = nullptr) {
   *generic = false;
   const std::uint64_t scope_epoch = borrow != nullptr ? borrow->epoch : 0;
+  // `w` (and the caller's root) belong to this attachment: Python code run below (the class
+  // resolver, a collection in the allocation) may detach and attach again, and then nothing of
+  // `w` may reach the new attachment's tables or handles.
+  const std::uint64_t entry_gen = g_generation;
   if (!absent) {
     if (PyObject* p = live_proxy(w)) return Py_NewRef(p);
   }
@@ -707,7 +711,8 @@ PyObject* user_proxy(cd::Word w, std::atomic<cd::Word>** root, bool* generic, bo
       // Python code: may register classes (clear_mappings) or even detach.
       resolved = true;
       py::object r = py::reinterpret_borrow<py::object>(g_resolver)(py::str(std::string(cd::name_view(rec->name))));
-      if (g_mapping_gen != g_generation) throw colors::NotAttachedError("detached while resolving a class");
+      if (g_generation != entry_gen || g_mapping_gen != g_generation)
+        throw colors::NotAttachedError("detached while resolving a class");
       mp.type = r.is_none() ? Py_None : r.ptr();
       if (mp.type != Py_None) {
         auto t = g_user_types.find(reinterpret_cast<PyTypeObject*>(mp.type));
@@ -753,6 +758,13 @@ PyObject* user_proxy(cd::Word w, std::atomic<cd::Word>** root, bool* generic, bo
   // tp is installed (g_user_types), so its instances have room for the handle at mp.embed.
   Handle* h = embedded_handle(p, mp.embed, w, r, gen);
   *reinterpret_cast<PyObject**>(reinterpret_cast<char*>(p) + mp.off) = reinterpret_cast<PyObject*>(h);  // steals h
+  if (gen != g_generation) {
+    // A detach ran in the allocation (an attach may have followed, and moved the identity tables
+    // to the new attachment): `w` is a word of the closed one. The proxy is never handed out nor
+    // entered in a table; its handle, of generation `gen`, touches neither table nor root.
+    Py_DECREF(p);
+    throw colors::NotAttachedError("detached while a shared object's proxy was being made");
+  }
   if (borrow != nullptr && !scope_still_open(borrow, scope_epoch)) {
     // Code run in the allocation ended the scope that kept `w` (h has no root): `w` may be freed
     // by now, so the proxy is never handed out.
@@ -764,10 +776,8 @@ PyObject* user_proxy(cd::Word w, std::atomic<cd::Word>** root, bool* generic, bo
     return Py_NewRef(other);
   }
   h->proxy = p;
-  if (g_proxies_gen == g_generation) {
-    g_proxies.reserve_one();  // again: code run in the allocation may have inserted entries
-    g_proxies.insert(w, p);
-  }  // else a detach ran in the allocation: `p` is stale, and so are the table's entries
+  g_proxies.reserve_one();  // again: code run in the allocation may have inserted entries
+  g_proxies.insert(w, p);   // of this attachment: sync_proxies_gen above, and no detach since
   if (borrow != nullptr) {
     // Listed last: nothing above can fail any more, and the scope was checked to be still open
     // after the allocation's Python code.
@@ -1724,6 +1734,15 @@ void init_classes(py::module_& m) {
       throw colors::InvalidArgumentError("_install_user_class: not a new proxy class (a class deriving from SharedInstance)");
     if (!plain_python_class(tp))
       throw py::type_error(std::string("'") + tp->tp_name + "' derives from an extension type: it cannot be a shared user class");
+    // The handle's room is added to the class's size below. A subclass made while the class was
+    // being made (by __init_subclass__ or a metaclass) was laid out on the smaller size: its own
+    // slots would lie where every proxy's handle goes, and `__class__` assignment would take it
+    // for the same layout. (Subclasses made after this call start past the handle.)
+    py::list subclasses = py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(&PyType_Type))
+                              .attr("__subclasses__")(cls);
+    if (!subclasses.empty())
+      throw colors::InvalidArgumentError(std::string("'") + tp->tp_name +
+                                         "' was subclassed while its proxy class was being made: it cannot be a shared user class");
     PyObject* member = PyDict_GetItemString(tp->tp_dict, "_colors_ref");  // borrowed
     if (member == nullptr || Py_TYPE(member) != &PyMemberDescr_Type ||
         reinterpret_cast<PyMemberDescrObject*>(member)->d_member->type != T_OBJECT_EX ||
