@@ -121,11 +121,15 @@ py::object wrap(colors::Value&& v, TypeKind k) {
   // hidden slot erases the entry when the proxy dies). It replaced a dict of weakrefs, whose int
   // key, per-proxy callback and weakref cost about 2,000 instructions per proxy.
   const cd::Word w = v.raw();
+  const std::uint64_t gen = g_generation;
   if (PyObject* p = live_other_proxy(w)) return py::reinterpret_steal<py::object>(p);
   py::object proxy = make_proxy(cls, std::move(v));
   // make_proxy's allocations (the _Ref, the proxy) may run a collection (Python 3.11), hence any
   // Python code, which may have made a proxy of this object meanwhile: that one stays the
-  // object's proxy (ours dies here, untracked). Nothing below runs Python code.
+  // object's proxy (ours dies here, untracked). That code may also have detached (and attached
+  // again): then `w` is a word of the closed attachment, and its proxy must not enter the new
+  // attachment's table. Nothing below runs Python code.
+  if (gen != g_generation) throw colors::NotAttachedError("detached while a shared container's proxy was being made");
   if (PyObject* other = live_other_proxy(w)) return py::reinterpret_steal<py::object>(other);
   track_other_proxy(w, proxy.ptr(), g_handle_offset);
   return proxy;
