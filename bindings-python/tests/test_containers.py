@@ -368,3 +368,40 @@ def test_set_basics():
     assert {3} | s == {1, 2, 3}
     s |= {5}
     assert s == {1, 2, 5} and cs.is_shared(s)
+
+
+def test_an_intersection_that_keeps_an_unstorable_element_changes_nothing():
+    """set's `&=` keeps the element of the other operand when two are equal: here a Decimal equal
+    to a shared 1, which shared memory cannot store. The shared set was emptied (cleared, then the
+    first element refused) and stayed empty for every process; now nothing changes."""
+    from decimal import Decimal
+
+    s = cs.copy_to({1, 2, 3})
+    with pytest.raises(cs.TypeMismatchError):
+        s &= {Decimal(1)}
+    assert sorted(s) == [1, 2, 3]
+    s &= {1, 2}
+    assert sorted(s) == [1, 2]
+
+
+def test_a_sort_whose_key_changes_the_list_raises_and_keeps_the_change():
+    """A key function that changes the list being sorted: list.sort raises ValueError. The shared
+    list returned normally and its sorted copy overwrote the change (an element appended by the key
+    was lost without a word); now it raises, and the list keeps the change."""
+    lst = cs.copy_to([3, 1, 2])
+    added = []
+
+    def key(v):
+        if not added:
+            added.append(v)
+            lst.append(99)
+        return v
+
+    with pytest.raises(ValueError, match="modified during sort"):
+        lst.sort(key=key)
+    assert sorted(lst) == [1, 2, 3, 99]
+    lst.sort(key=lambda v: -v)
+    assert list(lst) == [99, 3, 2, 1]
+    nan = cs.copy_to([float("nan"), 2.0, 1.0])
+    nan.sort(key=lambda v: 0 if v != v else v)  # NaN read twice is two float objects: no false alarm
+    assert list(nan)[1:] == [1.0, 2.0]

@@ -63,6 +63,11 @@ def _elem_eq(a, b) -> bool:
     return a is b or a == b
 
 
+def _same_items(a: list, b: list) -> bool:
+    """Whether two reads of a list gave the same elements (a NaN read twice is two float objects)."""
+    return len(a) == len(b) and all(_elem_eq(x, y) or (x != x and y != y) for x, y in zip(a, b))
+
+
 # --------------------------------------------------------------------------------------------
 # list
 
@@ -177,9 +182,14 @@ class SharedList(SharedProxy, MutableSequence):
         self._ref.lreplace(items)
 
     def sort(self, *, key=None, reverse=False) -> None:
-        """Sorts in place (reads the elements out, sorts them, writes them back)."""
+        """Sorts in place (reads the elements out, sorts them, writes them back). As ``list.sort``,
+        raises ``ValueError`` when ``key`` changed the list meanwhile; the list then keeps that
+        change instead of the sorted order (``list.sort`` would drop it)."""
         items = self._ref.litems_for_update()
+        before = list(items)
         items.sort(key=key, reverse=reverse)
+        if key is not None and not _same_items(before, self._ref.litems_for_update()):
+            raise ValueError("list modified during sort")
         self._ref.lreplace(items)
 
     def __iadd__(self, values):
@@ -438,7 +448,12 @@ class SharedSet(SharedProxy, MutableSet):
         return set(self._ref.sitems())
 
     def _replace(self, result) -> None:
-        """Makes the content exactly ``result`` (elements as ``result`` holds them)."""
+        """Makes the content exactly ``result`` (elements as ``result`` holds them). Every element is
+        checked first, so one that cannot be stored (e.g. a ``Decimal`` that ``&=`` kept because it
+        equals a shared element) raises before anything changed."""
+        result = list(result)
+        for v in result:
+            _ext.check_storable(v)
         ref = self._ref
         ref.clear()
         for v in result:
