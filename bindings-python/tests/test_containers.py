@@ -7,6 +7,7 @@ one; every result (value or exception kind) and the contents after every operati
 import collections.abc as abc
 
 import pytest
+import sortedcontainers
 from hypothesis import given, settings, strategies as st
 
 import colors_shm as cs
@@ -405,3 +406,34 @@ def test_a_sort_whose_key_changes_the_list_raises_and_keeps_the_change():
     nan = cs.copy_to([float("nan"), 2.0, 1.0])
     nan.sort(key=lambda v: 0 if v != v else v)  # NaN read twice is two float objects: no false alarm
     assert list(nan)[1:] == [1.0, 2.0]
+
+
+def test_a_pop_whose_element_cannot_be_made_into_a_python_object_loses_nothing():
+    """A pop takes the element out of the shared container, then makes its proxy. Making the proxy
+    runs Python code (here the class's __init_subclass__, while its proxy class is made), which
+    may raise: the element was then gone from the container for every process and never reached
+    the caller. Now it is put back before the error propagates."""
+
+    class Unmappable:
+        x: int = 0
+
+        def __init_subclass__(cls, **kw):
+            super().__init_subclass__(**kw)
+            raise RuntimeError("no proxy class for this one")
+
+    cs.register(Unmappable, "test_containers.Unmappable")
+    lst = cs.copy_to([1, Unmappable(), Unmappable()])  # copy_to makes no proxy of them
+    dct = cs.copy_to({"a": Unmappable(), "b": Unmappable()})
+    st = cs.copy_to({Unmappable()})
+    srt = cs.copy_to(sortedcontainers.SortedDict({1: Unmappable(), 2: Unmappable()}))
+    ops = [(lambda: lst.pop(), lambda: len(lst)), (lambda: lst.pop(1), lambda: len(lst)),
+           (lambda: dct.pop("a"), lambda: len(dct)), (lambda: dct.popitem(), lambda: len(dct)),
+           (lambda: st.pop(), lambda: len(st)),
+           (lambda: srt.pop(1), lambda: len(srt)), (lambda: srt.popitem(), lambda: len(srt))]
+    for op, size in ops:
+        before = size()
+        with pytest.raises(RuntimeError, match="no proxy class"):
+            op()
+        assert size() == before, "the element went back into its container"
+    assert lst.pop(0) == 1 and len(lst) == 2
+    assert sorted(dct) == ["a", "b"] and list(srt) == [1, 2]

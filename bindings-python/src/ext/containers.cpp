@@ -1,6 +1,7 @@
 // The primitive operations of shared lists, maps, sets and user objects, as methods of _Ref.
 // The pure-Python proxies (_proxies.py) build the full collections.abc behaviour on these.
 #include "common.hpp"
+#include "popped.hpp"
 #include "ref_object.hpp"
 #include "containers.hpp"
 #include "objects.hpp"
@@ -303,7 +304,14 @@ void init_containers(py::module_& m) {
     colors::Value sv = to_value(v);
     cd::list_insert_clamped(cd::current_meta(), r.list().raw(), i, sv.raw());
   });
-  def_ref_method("lpop", +[](Ref& r, std::int64_t i) { return py_of(cd::list_pop_signed(r.list().raw(), i)); });
+  def_ref_method("lpop", +[](Ref& r, std::int64_t i) {
+    const cd::Word list = r.list().raw();
+    std::array<cd::Rooted, 1> t{cd::list_pop_signed(list, i)};
+    return convert_popped(t, [&] { return py_of(std::move(t[0])); }, [&](const auto& w) {
+      const std::int64_t at = i >= 0 ? i : static_cast<std::int64_t>(cd::list_size(list)) + i + 1;
+      cd::list_insert_clamped(cd::current_meta(), list, at, w[0]);
+    });
+  });
   // Removes the element at i (>= 0) if it still equals `expected` (language-neutral equality:
   // identity for shared objects); returns whether it did.
   def_ref_method("lpop_if", +[](Ref& r, std::int64_t i, py::handle expected) {
@@ -376,15 +384,23 @@ void init_containers(py::module_& m) {
   });
   def_ref_method("mpop", +[](Ref& r, py::handle key) {  // KeyError when missing
     colors::Value k = to_value(key);
-    cd::Rooted v;
-    if (!cd::hash_remove(r.map().raw(), k.raw(), &v)) key_error(key);
-    return py_of(std::move(v));
+    const cd::Word map = r.map().raw();
+    std::array<cd::Rooted, 1> t;
+    if (!cd::hash_remove(map, k.raw(), &t[0])) key_error(key);
+    return convert_popped(t, [&] { return py_of(std::move(t[0])); }, [&](const auto& w) {
+      cd::Rooted present;
+      cd::map_put_if_absent(cd::current_meta(), map, k.raw(), w[0], &present);
+    });
   });
   def_ref_method("mpopitem", +[](Ref& r) -> py::object {  // None when empty
-    colors::Map& mp = r.map();
-    cd::Rooted k, v;
-    if (!cd::hash_pop_any(mp.raw(), &k, &v)) return py::none();
-    return py::make_tuple(py_of(std::move(k)), py_of(std::move(v)));
+    const cd::Word map = r.map().raw();
+    std::array<cd::Rooted, 2> t;
+    if (!cd::hash_pop_any(map, &t[0], &t[1])) return py::none();
+    return convert_popped(t, [&] { return py::make_tuple(py_of(std::move(t[0])), py_of(std::move(t[1]))); },
+                          [&](const auto& w) {
+                            cd::Rooted present;
+                            cd::map_put_if_absent(cd::current_meta(), map, w[0], w[1], &present);
+                          });
   });
   def_ref_method("mitems", +[](Ref& r) {
     auto items = r.map().items();
@@ -420,10 +436,11 @@ void init_containers(py::module_& m) {
     return r.set().remove(k);
   });
   def_ref_method("spop", +[](Ref& r) -> py::object {  // a one-element tuple, or None when empty
-    colors::Set& st = r.set();
-    cd::Rooted k;
-    if (!cd::hash_pop_any(st.raw(), &k, nullptr)) return py::none();
-    return py::make_tuple(py_of(std::move(k)));
+    const cd::Word set = r.set().raw();
+    std::array<cd::Rooted, 1> t;
+    if (!cd::hash_pop_any(set, &t[0], nullptr)) return py::none();
+    return convert_popped(t, [&] { return py::make_tuple(py_of(std::move(t[0]))); },
+                          [&](const auto& w) { cd::set_add(cd::current_meta(), set, w[0]); });
   });
   def_ref_method("sitems", +[](Ref& r) { return to_list(r.set().items()); });
   // The elements, for an operation that writes a result computed from them back

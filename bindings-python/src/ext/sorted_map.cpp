@@ -3,6 +3,7 @@
 // them. Each primitive is one operation under the map's lock. Python values are converted before
 // the lock is taken (converting may run Python code), results after it is released.
 #include "common.hpp"
+#include "popped.hpp"
 #include "ref_object.hpp"
 #include "objects.hpp"
 #include "segment.hpp"
@@ -175,9 +176,12 @@ void init_sorted_map(py::module_& m) {
   });
   def_ref_method("tpop", +[](Ref& r, py::handle key) {  // KeyError when missing
     colors::Value k = to_value(key);
-    cd::Rooted v;
-    if (!cd::sorted_remove(cd::current_meta(), map_word(r), k.raw(), &v)) key_error(key);
-    return py_of(std::move(v));
+    const cd::Word map = map_word(r);
+    std::array<cd::Rooted, 1> t;
+    if (!cd::sorted_remove(cd::current_meta(), map, k.raw(), &t[0])) key_error(key);
+    return convert_popped(t, [&] { return py_of(std::move(t[0])); }, [&](const auto& w) {
+      cd::sorted_put(cd::current_meta(), map, k.raw(), w[0], nullptr, /*replace=*/false);
+    });
   });
   // Up to `limit` keys, values or (key, value) tuples between lo and hi (None: unbounded), one
   // instant, ascending or descending.
@@ -203,8 +207,13 @@ void init_sorted_map(py::module_& m) {
     return py::make_tuple(py_of(std::move(k)), py_of(std::move(v)));
   });
   def_ref_method("tpopat", +[](Ref& r, std::int64_t i) {
-    auto [k, v] = cd::sorted_pop_at(cd::current_meta(), map_word(r), i);
-    return py::make_tuple(py_of(std::move(k)), py_of(std::move(v)));
+    const cd::Word map = map_word(r);
+    auto [k, v] = cd::sorted_pop_at(cd::current_meta(), map, i);
+    std::array<cd::Rooted, 2> t{std::move(k), std::move(v)};
+    return convert_popped(t, [&] { return py::make_tuple(py_of(std::move(t[0])), py_of(std::move(t[1]))); },
+                          [&](const auto& w) {
+                            cd::sorted_put(cd::current_meta(), map, w[0], w[1], nullptr, /*replace=*/false);
+                          });
   });
   m.def("_install_sorted_fast_paths", [](py::object cls) {
     auto* t = install_fast_methods(cls, g_fast_methods, colors::TypeKind::kSortedMap);
