@@ -5,7 +5,6 @@ import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
 import java.util.HashSet;
-import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -21,16 +20,21 @@ import java.util.Set;
  * <p>Nested shared objects become private instances too: of the Java class named like their
  * shared class if there is one that fits the field, else of the field's type if it is a user
  * class, else they stay {@link SharedObject} views (fields of type Object or SharedObject). Sharing and cycles are
- * preserved (identity memo; classes are filled iteratively, records are built when read). Shared
+ * preserved (a memo by shared address; classes are filled iteratively, records are built when read). Shared
  * containers stay live proxies where the field type allows it ({@code List}, {@code Map},
  * {@code Set}, {@code Collection}, {@code Object}); fields of concrete types ({@code ArrayList},
  * arrays, ...) get private copies.
  */
 final class Materializer {
-  private final IdentityHashMap<SharedObject, Object> memo = new IdentityHashMap<>();
+  /**
+   * What each shared object read so far became, by its address: one object may be reached through
+   * several proxies (a transient one for the root of an rpc argument, the cached one when a field
+   * leads back to it), and keyed by proxy a cycle back to the root made a second copy.
+   */
+  private final java.util.HashMap<Long, Object> memo = new java.util.HashMap<>();
   private final List<Object[]> work = new ArrayList<>();
   private final ClassLoader loader;
-  private final Set<SharedObject> building = java.util.Collections.newSetFromMap(new IdentityHashMap<>());
+  private final Set<Long> building = new java.util.HashSet<>();
 
   Materializer(ClassLoader loader) {
     this.loader = loader;
@@ -43,7 +47,7 @@ final class Materializer {
   }
 
   void readInto(SharedObject so, Object target) {
-    memo.put(so, target);
+    memo.put(so.handle.raw, target);
     fill(so, target, ClassMapping.of(target.getClass()));
     drain();
   }
@@ -67,7 +71,7 @@ final class Materializer {
   }
 
   private Object instanceFor(SharedObject so, Class<?> declared) {
-    Object found = memo.get(so);
+    Object found = memo.get(so.handle.raw);
     if (found != null) {
       if (!declared.isInstance(found)) {
         throw new TypeMismatchException("the shared " + so.className() + " object was read as a "
@@ -83,7 +87,7 @@ final class Materializer {
     }
     ClassMapping m = ClassMapping.of(c);
     if (c.isRecord()) {
-      if (!building.add(so)) {
+      if (!building.add(so.handle.raw)) {
         throw new TypeMismatchException("the shared " + so.className() + " object refers back to itself through"
             + " record components: a cycle through records cannot be read into private records");
       }
@@ -92,12 +96,12 @@ final class Materializer {
         if (so.hasField(f.name)) values.put(f.name, toJava(so.get(f.name), f.field.getType(), where(so, f.name)));
       }
       Object r = m.newRecord(values);
-      building.remove(so);
-      memo.put(so, r);
+      building.remove(so.handle.raw);
+      memo.put(so.handle.raw, r);
       return r;
     }
     Object inst = m.newPrivateInstance();
-    memo.put(so, inst);
+    memo.put(so.handle.raw, inst);
     work.add(new Object[] {so, inst, m});
     return inst;
   }

@@ -12,6 +12,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
 import demo.bulk.BNode;
+import demo.bulk.CNode;
 import demo.bulk.Holder;
 import demo.bulk.MNode;
 import java.lang.reflect.Array;
@@ -633,10 +634,31 @@ class BulkCopyTest {
       return SharedMemory.isObjectShared(x) ? -1 : x.l;
     }
 
+    public boolean selfCycle(@ByValue CNode n) {
+      return !SharedMemory.isObjectShared(n) && n.next == n && n.tags.equals(List.of(1L));
+    }
+
     public int bound(MNode[] xs) {  // without @ByValue: instances bound to the shared objects
       int n = 0;
       for (MNode m : xs) if (SharedMemory.isObjectShared(m)) n++;
       return n;
+    }
+  }
+
+  /**
+   * A {@code @ByValue} argument whose graph leads back to its root, converted by the Materializer
+   * (CNode's container field sends it there): the root was read through a transient proxy and the field
+   * back to it through the cached one, and the memo, keyed by proxy, made a second private copy
+   * (n.next != n). The memo is keyed by shared address now.
+   */
+  @Test
+  void aByValueArgumentThatLeadsBackToItsRootKeepsTheCycle() {
+    String endpoint = "bulk-cycle-" + UUID.randomUUID();
+    try (RpcServer server = RpcServer.serve(endpoint, new Service(), 1); RpcClient client = RpcClient.connect(endpoint)) {
+      CNode n = new CNode();
+      n.next = n;
+      n.tags = new ArrayList<>(List.of(1L));
+      assertEquals(true, client.call("selfCycle", n));
     }
   }
 
