@@ -519,23 +519,42 @@ public final class SharedList extends AbstractList<Object> implements RandomAcce
 
   /**
    * Sorts the list: reads the elements out, sorts them privately and writes them back (not atomic
-   * with respect to other processes; on a comparison error the shared list is unchanged). The read
+   * with respect to other processes; on a comparison error the shared list is unchanged; a change
+   * made while the comparator ran raises {@link ConcurrentModificationException}). The read
    * waits while a transaction of another thread holds the list, so that the sort never writes back
    * changes its rollback takes back.
    */
   @Override
   public void sort(Comparator<? super Object> c) {
-    Object[] a = Native.listItemsForUpdate(handle);
+    Object[] before = Native.listItemsForUpdate(handle);
+    Object[] a = before.clone();
     Arrays.sort(a, c);
-    replaceContent(a);
+    replaceUnlessChanged(before, a);
   }
 
   /** As {@link #sort}: reads the elements (waiting for a transaction that holds the list), writes them back. */
   @Override
   public void replaceAll(UnaryOperator<Object> operator) {
-    Object[] a = Native.listItemsForUpdate(handle);
+    Object[] before = Native.listItemsForUpdate(handle);
+    Object[] a = before.clone();
     for (int i = 0; i < a.length; i++) a[i] = operator.apply(a[i]);
-    replaceContent(a);
+    replaceUnlessChanged(before, a);
+  }
+
+  /**
+   * Writes {@code result}, computed from the elements {@code before} by user code (a comparator,
+   * an operator), unless the list changed meanwhile: as {@code ArrayList}, a change made while
+   * that code ran (by it, another thread or another process) raises
+   * {@link ConcurrentModificationException}; the list keeps that change rather than losing it
+   * to the write. A change between the check and the write is not seen (the two are not one
+   * atomic step).
+   */
+  private void replaceUnlessChanged(Object[] before, Object[] result) {
+    if (!Arrays.deepEquals(before, Native.listItemsForUpdate(handle))) {  // deep: byte[] elements are read anew
+      throw new ConcurrentModificationException("the shared list changed while its elements were sorted or replaced;"
+          + " it keeps that change");
+    }
+    replaceContent(result);
   }
 
   /** Replaces the whole content by {@code values}, after checking that every value is storable. */

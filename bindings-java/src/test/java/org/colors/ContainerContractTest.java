@@ -224,6 +224,40 @@ class ContainerContractTest {
     assertTrue(s instanceof java.util.RandomAccess);
   }
 
+  /**
+   * A comparator or operator that changes the list it runs on: ArrayList throws
+   * ConcurrentModificationException. The shared list wrote its sorted (or replaced) copy over the
+   * change, which was lost without a word; now it throws and keeps the change.
+   */
+  @Test
+  void aSortOrReplaceAllWhoseCodeChangesTheListThrowsAndKeepsTheChange() {
+    List<Object> s = SharedMemory.allocate(SharedList.class, 0);
+    s.addAll(List.of(3L, 1L, 2L));
+    boolean[] once = {false};
+    Comparator<Object> adding = (a, b) -> {
+      if (!once[0]) {
+        once[0] = true;
+        s.add(99L);
+      }
+      return Long.compare((Long) a, (Long) b);
+    };
+    assertThrows(java.util.ConcurrentModificationException.class, () -> s.sort(adding));
+    assertEquals(List.of(3L, 1L, 2L, 99L), s, "the change is kept");
+    assertThrows(java.util.ConcurrentModificationException.class, () -> s.replaceAll(x -> {
+      if (s.size() == 4) s.remove(0);
+      return x;
+    }));
+    assertEquals(List.of(1L, 2L, 99L), s, "the change is kept");
+    s.sort(null);
+    assertEquals(List.of(1L, 2L, 99L), s);
+    s.replaceAll(x -> (Long) x + 1);
+    assertEquals(List.of(2L, 3L, 100L), s);
+    List<Object> bytes = SharedMemory.allocate(SharedList.class, 0);  // each read makes new byte[]s
+    bytes.addAll(List.of(new byte[] {2}, new byte[] {1}, Double.NaN));
+    bytes.sort(Comparator.comparing(Object::toString));
+    assertEquals(3, bytes.size(), "no false alarm for elements read as new objects");
+  }
+
   // ---- maps ----------------------------------------------------------------------------------
 
   @Test
