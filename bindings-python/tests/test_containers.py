@@ -385,10 +385,11 @@ def test_an_intersection_that_keeps_an_unstorable_element_changes_nothing():
     assert sorted(s) == [1, 2]
 
 
-def test_a_sort_whose_key_changes_the_list_raises_and_keeps_the_change():
-    """A key function that changes the list being sorted: list.sort raises ValueError. The shared
-    list returned normally and its sorted copy overwrote the change (an element appended by the key
-    was lost without a word); now it raises, and the list keeps the change."""
+def test_a_sort_that_changes_the_list_raises_and_keeps_the_change():
+    """A key function (or an element's __lt__) that changes the list being sorted: list.sort
+    raises ValueError. The shared list returned normally and its sorted copy overwrote the change
+    (an element appended by the key was lost without a word); now it raises, and the list keeps
+    the change."""
     lst = cs.copy_to([3, 1, 2])
     added = []
 
@@ -406,6 +407,20 @@ def test_a_sort_whose_key_changes_the_list_raises_and_keeps_the_change():
     nan = cs.copy_to([float("nan"), 2.0, 1.0])
     nan.sort(key=lambda v: 0 if v != v else v)  # NaN read twice is two float objects: no false alarm
     assert list(nan)[1:] == [1.0, 2.0]
+
+    class Meddler:  # an element whose comparison changes the list, with no key
+        v: int = 0
+
+        def __lt__(self, other):
+            if len(meddled) == 3:
+                meddled.append(cs.copy_to(Meddler()))
+            return self.v < other.v
+
+    cs.register(Meddler, "test_containers.Meddler")
+    meddled = cs.copy_to([Meddler(), Meddler(), Meddler()])
+    with pytest.raises(ValueError, match="modified during sort"):
+        meddled.sort()
+    assert len(meddled) == 4
 
 
 def test_a_pop_whose_element_cannot_be_made_into_a_python_object_loses_nothing():

@@ -183,12 +183,14 @@ class SharedList(SharedProxy, MutableSequence):
 
     def sort(self, *, key=None, reverse=False) -> None:
         """Sorts in place (reads the elements out, sorts them, writes them back). As ``list.sort``,
-        raises ``ValueError`` when ``key`` changed the list meanwhile; the list then keeps that
-        change instead of the sorted order (``list.sort`` would drop it)."""
+        raises ``ValueError`` when the list changed meanwhile (``key`` or an element's ``__lt__``
+        may change it, as may another thread or process); the list then keeps that change instead
+        of the sorted order (``list.sort`` would drop it). A change between that check and the
+        write is not seen."""
         items = self._ref.litems_for_update()
         before = list(items)
         items.sort(key=key, reverse=reverse)
-        if key is not None and not _same_items(before, self._ref.litems_for_update()):
+        if not _same_items(before, self._ref.litems_for_update()):
             raise ValueError("list modified during sort")
         self._ref.lreplace(items)
 
