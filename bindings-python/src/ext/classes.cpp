@@ -322,18 +322,23 @@ void make_stale(Handle* h) { h->gen = 0; }
 
 FreeList<256> g_free_handles;  // handles of dead proxies (free_list.hpp)
 
-// A new handle (refcount 1, root and proxy null).
-Handle* new_handle() {
-  auto* h = reinterpret_cast<Handle*>(g_free_handles.take(g_handle_type));
-  h->word = cd::kNull;
-  h->root = nullptr;
-  h->gen = g_generation;
+// Sets every field of a handle just made (refcount 1, a reference to its type).
+Handle* init_handle(Handle* h, cd::Word w, std::atomic<cd::Word>* root, std::uint64_t gen, bool embedded) {
+  h->word = w;
+  h->gen = gen;
+  h->root = root;
   h->proxy = nullptr;
-  h->other = false;
-  h->embedded = false;
   h->scope = nullptr;
   h->at = 0;
+  h->other = false;
+  h->embedded = embedded;
   return h;
+}
+
+// A new handle (refcount 1, root and proxy null).
+Handle* new_handle() {
+  return init_handle(reinterpret_cast<Handle*>(g_free_handles.take(g_handle_type)), cd::kNull, nullptr, g_generation,
+                     false);
 }
 
 // Makes the handle of the new user proxy `p` in its place inside `p` (zeroed by tp_alloc), for
@@ -342,15 +347,7 @@ Handle* new_handle() {
 Handle* embedded_handle(PyObject* p, Py_ssize_t embed, cd::Word w, std::atomic<cd::Word>* root, std::uint64_t gen) {
   auto* h = reinterpret_cast<Handle*>(reinterpret_cast<char*>(p) + embed);
   PyObject_Init(reinterpret_cast<PyObject*>(h), g_handle_type);
-  h->word = w;
-  h->gen = gen;
-  h->root = root;
-  h->proxy = nullptr;
-  h->scope = nullptr;
-  h->at = 0;
-  h->other = false;
-  h->embedded = true;
-  return h;
+  return init_handle(h, w, root, gen, true);
 }
 
 // ---- read scopes: borrowed user proxies (read_scope.hpp) ----
