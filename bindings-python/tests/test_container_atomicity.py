@@ -26,6 +26,7 @@ import signal
 import subprocess
 import time
 
+import colors_shm as cs
 from conftest import Server, spawn, unique
 
 STRESS_SECS = float(os.environ.get("CONTAINER_STRESS_SECS", "8"))
@@ -303,3 +304,53 @@ def test_killed_workers_leave_containers_usable(tmp_path):
         assert not verifier_lines(tmp_path)
     finally:
         srv.stop()
+
+
+# Every whole-container rewrite a process can make while another process adds to the container.
+# Each one reads the elements, computes the result privately and writes it back; an add that came
+# between the read and the write was overwritten (list) or dropped by a clear-and-refill (set's &=),
+# silently, and a reader of the set saw it empty meanwhile.
+REWRITES = {
+    "reverse": lambda lst, s, n: lst.reverse(),
+    "sort": lambda lst, s, n: lst.sort(),
+    "slice assignment": lambda lst, s, n: lst.__setitem__(slice(0, 0), []),
+    "slice deletion": lambda lst, s, n: lst.__delitem__(slice(n + 10**6, None)),
+    "*= 1": lambda lst, s, n: lst.__imul__(1),
+    "set &=": lambda lst, s, n: s.intersection_update(range(n)),
+}
+
+
+def test_whole_container_rewrites_lose_no_concurrent_add():
+    n = 20000
+    name = unique("rewrite")
+    lst = cs.copy_to([])
+    s = cs.copy_to(set())
+    cs.repository(name + ":list").set(lst)
+    cs.repository(name + ":set").set(s)
+    adder = spawn(
+        f"""
+        import colors_shm as cs
+        lst = cs.repository({name!r} + ":list").get()
+        s = cs.repository({name!r} + ":set").get()
+        print("ready", flush=True)
+        for i in range({n}):
+            lst.append(i)
+            s.add(i)
+        """
+    )
+    assert adder.stdout.readline().strip() == "ready", adder.stderr.read()
+    rounds = dict.fromkeys(REWRITES, 0)
+    sort_conflicts = 0
+    while adder.poll() is None:
+        for what, rewrite in REWRITES.items():
+            try:
+                rewrite(lst, s, n)
+            except ValueError as e:  # a sort that met a concurrent change refuses to write
+                assert what == "sort" and "modified during sort" in str(e)
+                sort_conflicts += 1
+            rounds[what] += 1
+    out, err = adder.communicate()
+    assert adder.returncode == 0, err
+    assert min(rounds.values()) >= 1, rounds
+    assert sorted(lst) == list(range(n)), f"lost: {sorted(set(range(n)) - set(lst))[:10]} after {rounds}"
+    assert set(s) == set(range(n)), f"lost: {sorted(set(range(n)) - set(s))[:10]} after {rounds}"

@@ -151,7 +151,8 @@ def test_internal_entry_points_validate_arguments():
             lambda: ext._shared_delattr(cs.copy_to({{1: 2}}), 5),
             # a container's read-for-update methods called on another kind of container
             lambda: cs.copy_to({{1: 2}})._ref.litems_for_update(),
-            lambda: cs.copy_to({{1}})._ref.lsize_for_update(),
+            lambda: cs.copy_to({{1}})._ref.lreplace_if(0, []),
+            lambda: cs.copy_to([1])._ref.sremove_all([1]),
             lambda: cs.copy_to([1])._ref.sitems_for_update(),
             lambda: cs.copy_to({{1: 2}})._ref.sitems_for_update(),
             lambda: ext._register_classes(1, 2, 3),

@@ -32,7 +32,9 @@ std::size_t array_capacity(Word a) { return a == kNull ? 0 : as_array(a)->capaci
 // once with OwnerDiedError (the lock is released, the operation not performed).
 class ListLock {
  public:
-  ListLock(ListObject* l, TxAccess a) : tx_(l, a), guard_(&l->lock) {
+  // `begin_write` false: a kWrite operation that may change nothing calls begin_write() before its
+  // first store, so that giving up leaves the version as it was.
+  ListLock(ListObject* l, TxAccess a, bool begin_write = true) : l_(l), tx_(l, a), guard_(&l->lock) {
     for (;;) {
       if (guard_.recovered()) list_version_repair(l);
       if (guard_.torn())
@@ -44,11 +46,14 @@ class ListLock {
       guard_.relock_after([&] { tx_.wait(); });
     }
     // After the repair: the change's odd version covers every store this operation makes.
-    if (a == TxAccess::kWrite) write_.begin(l);
+    if (a == TxAccess::kWrite && begin_write) write_.begin(l);
   }
   ContainerGuard& guard() { return guard_; }
+  // REQUIRES: constructed kWrite with begin_write false; called once, before any store.
+  void begin_write() { write_.begin(l_); }
 
  private:
+  ListObject* l_;
   TxContainerScope tx_;  // first: a transaction takes the container's orec before its lock word
   ContainerGuard guard_;
   ListWrite write_;  // last: a change ends (version even again) before the lock word is released
@@ -349,7 +354,7 @@ bool try_load(const ListObject* l, std::int64_t i, Rooted& out) {
 // then runs). As try_load for every element: the words are validated before any of them is
 // rooted, and again after every root is published, so each value was in the list at one instant
 // when this process already held it as a root. `out` is empty on false.
-bool try_snapshot(const ListObject* l, std::vector<Rooted>& out) {
+bool try_snapshot(const ListObject* l, std::vector<Rooted>& out, std::uint64_t* version) {
   std::uint64_t v;
   ListState s;
   if (!try_state(l, v, s)) return false;
@@ -368,6 +373,7 @@ bool try_snapshot(const ListObject* l, std::vector<Rooted>& out) {
     out.clear();  // releases the roots taken
     return false;
   }
+  if (version != nullptr) *version = v;
   return true;
 }
 
@@ -503,10 +509,13 @@ void list_clear(Word list) {
   for (std::size_t k = 0; k < s.n; ++k) store_ref_logged(&s.arr()->slots[k], kNull);
 }
 
-void list_replace(Metadata* m, Word list, const Word* v, std::size_t k) {
+bool list_replace_if(Metadata* m, Word list, std::uint64_t version, const Word* v, std::size_t k) {
   Rooted ahead = storage_ahead(m, as_list(list), [k](std::size_t) { return k; });
-  ListLock lock(as_list(list), TxAccess::kWrite);
+  ListLock lock(as_list(list), TxAccess::kWrite, /*begin_write=*/false);
   ListObject* l = as_list(list);
+  // Under the lock, after a dead writer's repair: even, and only a holder of the lock moves it.
+  if (l->version.load(std::memory_order_relaxed) != version) return false;
+  lock.begin_write();
   ListState s = state(l);
   Word a = grow(m, l, s, k, ahead);
   ArrayObject* arr = as_array(a);
@@ -515,14 +524,16 @@ void list_replace(Metadata* m, Word list, const Word* v, std::size_t k) {
   store_count_logged(&l->size, k);
   lock.guard().end_torn();
   for (std::size_t j = k; j < s.n; ++j) store_ref_logged(&arr->slots[j], kNull);
+  return true;
 }
 
-std::vector<Rooted> list_snapshot(Word list, TxAccess a) {
+std::vector<Rooted> list_snapshot(Word list, TxAccess a, std::uint64_t* version) {
   if (!in_transaction() && a == TxAccess::kRead) {  // the lock-free read waits for nobody
     std::vector<Rooted> out;
-    if (try_snapshot(as_list(list), out)) return out;
+    if (try_snapshot(as_list(list), out, version)) return out;
   }
   ListLock lock(as_list(list), a);
+  if (version != nullptr) *version = as_list(list)->version.load(std::memory_order_relaxed);
   ListState s = state(as_list(list));
   std::vector<Rooted> out;
   out.reserve(s.n);
@@ -617,6 +628,18 @@ bool hash_remove(Word h, Word key, Rooted* value) {
   if (e == nullptr) return false;
   remove_entry(as_hash(h), e, value);
   return true;
+}
+
+std::size_t hash_remove_all(Word h, const Word* keys, std::size_t n) {
+  HashLock lock(as_hash(h), TxAccess::kWrite);
+  std::size_t removed = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    TableEntry* e = find(as_hash(h), keys[i]);
+    if (e == nullptr) continue;
+    remove_entry(as_hash(h), e, nullptr);
+    ++removed;
+  }
+  return removed;
 }
 
 bool hash_pop_any(Word h, Rooted* key, Rooted* value) {

@@ -76,11 +76,16 @@ Rooted list_pop(Word list, std::size_t i);
 // identity for shared objects, value for scalars and strings, bits for NaNs); returns whether.
 bool list_erase_if(Word list, std::size_t i, Word expected);
 void list_clear(Word list);
-// Makes the content exactly v[0..n).
-void list_replace(Metadata* m, Word list, const Word* v, std::size_t n);
+// Makes the content exactly v[0..n) if the list has not changed since list_snapshot gave
+// `version`, and returns true; else changes nothing and returns false. A whole-list rewrite (sort,
+// reverse, a slice assignment) computed from a snapshot then replaces exactly what it read: a
+// change by another thread or process in between (an append, a transaction's rollback) is never
+// overwritten. The version is the list's seqlock (list_seqlock.hpp), which every change moves on.
+bool list_replace_if(Metadata* m, Word list, std::uint64_t version, const Word* v, std::size_t n);
 // The elements at one instant, each rooted (non-references with no root slot). kReadForUpdate:
-// the caller writes a result computed from them back (transaction.hpp, TxAccess).
-std::vector<Rooted> list_snapshot(Word list, TxAccess a = TxAccess::kRead);
+// the caller writes a result computed from them back (transaction.hpp, TxAccess). `version`, when
+// given, receives the list's version at that instant, for list_replace_if.
+std::vector<Rooted> list_snapshot(Word list, TxAccess a = TxAccess::kRead, std::uint64_t* version = nullptr);
 
 // Python-style positions: i < 0 means size + i, resolved under the lock.
 Rooted list_load_signed(Word list, std::int64_t i);
@@ -104,6 +109,10 @@ bool set_add(Metadata* m, Word set, Word key);
 // Removes the key; returns whether it was there (and its value for maps, rooted, if `value` !=
 // nullptr).
 bool hash_remove(Word h, Word key, Rooted* value = nullptr);
+// Removes every key of keys[0..n) that is there, in one operation (a set's intersection or
+// difference update: other threads and processes see the set before or after, never between);
+// returns how many were removed.
+std::size_t hash_remove_all(Word h, const Word* keys, std::size_t n);
 // Removes some entry and returns it (key as users see it, and value), rooted; false when empty.
 bool hash_pop_any(Word h, Rooted* key, Rooted* value);
 void hash_clear(Word h);

@@ -7,6 +7,7 @@
 
 #include "colors/colors.hpp"
 #include "container_lock.hpp"
+#include "containers.hpp"
 #include "layout.hpp"
 #include "test_segment.hpp"
 
@@ -247,4 +248,51 @@ TEST_CASE("updating a key of a set or map whose table is full allocates nothing"
   REQUIRE(map.put(Value(-1), Value(-1)));  // a new key: the table grows
   REQUIRE_FALSE(full(map));
   REQUIRE(map.size() == static_cast<std::size_t>(n) + 1);
+}
+
+TEST_CASE("a whole-list rewrite replaces only the list it read") {
+  test::TestSegment seg;
+  List l(copy_to(std::vector<long long>{1, 2, 3}));
+  detail::Metadata* m = seg.meta();
+  std::uint64_t v = 0;
+  std::vector<detail::Word> w;
+  for (detail::Rooted& r : detail::list_snapshot(l.raw(), detail::TxAccess::kReadForUpdate, &v)) w.push_back(r.word());
+  std::vector<detail::Word> reversed(w.rbegin(), w.rend());
+
+  SECTION("unchanged since the snapshot: replaced") {
+    REQUIRE(detail::list_replace_if(m, l.raw(), v, reversed.data(), reversed.size()));
+    REQUIRE((l[0].as_int() == 3 && l[1].as_int() == 2 && l[2].as_int() == 1 && l.size() == 3));
+  }
+  SECTION("an append since the snapshot: nothing replaced, the append kept") {
+    l.append(Value(4LL));
+    REQUIRE_FALSE(detail::list_replace_if(m, l.raw(), v, reversed.data(), reversed.size()));
+    REQUIRE(l.size() == 4);
+    REQUIRE((l[0].as_int() == 1 && l[3].as_int() == 4));
+    // A refused replacement is no change: a snapshot taken after it still replaces.
+    std::uint64_t v2 = 0;
+    detail::list_snapshot(l.raw(), detail::TxAccess::kRead, &v2);
+    REQUIRE(detail::list_replace_if(m, l.raw(), v2, reversed.data(), reversed.size()));
+    REQUIRE(l.size() == 3);
+  }
+  SECTION("a change undone since the snapshot still counts as a change") {
+    l.append(Value(4LL));
+    l.erase(3);
+    REQUIRE_FALSE(detail::list_replace_if(m, l.raw(), v, reversed.data(), reversed.size()));
+  }
+  REQUIRE(verify_heap().ok);
+}
+
+TEST_CASE("hash_remove_all removes the keys present in one operation") {
+  test::TestSegment seg;
+  Set s = new_set();
+  for (long long i = 0; i < 10; ++i) s.add(Value(i));
+  std::vector<Value> keys{Value(2LL), Value(4LL), Value(40LL), Value("x")};
+  std::vector<detail::Word> w;
+  for (const Value& k : keys) w.push_back(k.raw());
+  REQUIRE(detail::hash_remove_all(s.raw(), w.data(), w.size()) == 2);
+  REQUIRE(s.size() == 8);
+  REQUIRE_FALSE(s.contains(Value(2LL)));
+  REQUIRE_FALSE(s.contains(Value(4LL)));
+  REQUIRE(s.contains(Value(3LL)));
+  REQUIRE(verify_heap().ok);
 }

@@ -63,11 +63,6 @@ def _elem_eq(a, b) -> bool:
     return a is b or a == b
 
 
-def _same_items(a: list, b: list) -> bool:
-    """Whether two reads of a list gave the same elements (a NaN read twice is two float objects)."""
-    return len(a) == len(b) and all(_elem_eq(x, y) or (x != x and y != y) for x, y in zip(a, b))
-
-
 # --------------------------------------------------------------------------------------------
 # list
 
@@ -109,12 +104,14 @@ class SharedList(SharedProxy, MutableSequence):
     def __setitem__(self, index, value):
         ref = self._ref
         if isinstance(index, slice):
-            items = ref.litems_for_update()
             new_values = list(value)
             for v in new_values:
                 _ext.check_storable(v)
-            items[index] = new_values  # list semantics incl. ValueError for extended slices
-            ref.lreplace(items)
+
+            def assign(items):
+                items[index] = new_values  # list semantics incl. ValueError for extended slices
+
+            self._rewrite(assign)
             return
         try:
             ref.lset(operator.index(index), value)
@@ -124,15 +121,7 @@ class SharedList(SharedProxy, MutableSequence):
     def __delitem__(self, index):
         ref = self._ref
         if isinstance(index, slice):
-            n = ref.lsize_for_update()  # positions from a length no rollback takes back
-            idx = sorted(range(*index.indices(n)), reverse=True)
-            if len(idx) > n // 2:  # cheaper to rewrite
-                items = ref.litems_for_update()
-                del items[index]
-                ref.lreplace(items)
-            else:
-                for i in idx:
-                    ref.lpop(i)
+            self._rewrite(lambda items: items.__delitem__(index))
             return
         try:
             ref.lpop(operator.index(index))
@@ -147,7 +136,7 @@ class SharedList(SharedProxy, MutableSequence):
 
     def extend(self, values: Iterable) -> None:
         if values is self:
-            values = self._ref.litems_for_update()
+            values = self._ref.litems_for_update()[0]
         self._ref.lextend(values)
 
     def pop(self, index=-1):
@@ -173,26 +162,34 @@ class SharedList(SharedProxy, MutableSequence):
     def clear(self) -> None:
         self._ref.clear()
 
-    # Operations that read the elements and write a result back read them "for update": once no
-    # transaction holds the list, so that a rollback never takes back what they read after they
-    # wrote it back.
+    # Whole-list rewrites (slice assignment and deletion, reverse, sort, *=) read the elements "for
+    # update" (once no transaction of another thread holds the list, so that a rollback never takes
+    # back what they read after they wrote it back) with the list's version, and write the result
+    # only if the list is still at that version: one atomic step against every other thread and
+    # process. A change in between is never overwritten.
+    def _rewrite(self, change) -> None:
+        """Replaces the elements by ``change(items)``'s in-place result; reads and recomputes when
+        another change came between the read and the write. ``change`` runs no user code."""
+        ref = self._ref
+        while True:
+            items, version = ref.litems_for_update()
+            change(items)
+            if ref.lreplace_if(version, items):
+                return
+
     def reverse(self) -> None:
-        items = self._ref.litems_for_update()
-        items.reverse()
-        self._ref.lreplace(items)
+        self._rewrite(list.reverse)
 
     def sort(self, *, key=None, reverse=False) -> None:
-        """Sorts in place (reads the elements out, sorts them, writes them back). As ``list.sort``,
-        raises ``ValueError`` when the list changed meanwhile (``key`` or an element's ``__lt__``
-        may change it, as may another thread or process); the list then keeps that change instead
-        of the sorted order (``list.sort`` would drop it). A change between that check and the
-        write is not seen."""
-        items = self._ref.litems_for_update()
-        before = list(items)
+        """Sorts in place (reads the elements out, sorts them, writes them back in one atomic step).
+        As ``list.sort``, raises ``ValueError`` when the list changed meanwhile (``key`` or an
+        element's ``__lt__`` may change it, as may another thread or process); the list then keeps
+        that change instead of the sorted order. It does not sort again by itself, because the
+        change may be the sort's own code's."""
+        items, version = self._ref.litems_for_update()
         items.sort(key=key, reverse=reverse)
-        if not _same_items(before, self._ref.litems_for_update()):
+        if not self._ref.lreplace_if(version, items):
             raise ValueError("list modified during sort")
-        self._ref.lreplace(items)
 
     def __iadd__(self, values):
         self.extend(values)
@@ -203,9 +200,7 @@ class SharedList(SharedProxy, MutableSequence):
         if n <= 0:
             self.clear()
         else:
-            items = self._ref.litems_for_update()
-            for _ in range(n - 1):
-                self._ref.lextend(items)
+            self._rewrite(lambda items: items.__imul__(n))
         return self
 
     # ---- operators giving new (private) lists ----
@@ -449,18 +444,6 @@ class SharedSet(SharedProxy, MutableSet):
         """A private (shallow) copy, like ``set.copy()``."""
         return set(self._ref.sitems())
 
-    def _replace(self, result) -> None:
-        """Makes the content exactly ``result`` (elements as ``result`` holds them). Every element is
-        checked first, so one that cannot be stored (e.g. a ``Decimal`` that ``&=`` kept because it
-        equals a shared element) raises before anything changed."""
-        result = list(result)
-        for v in result:
-            _ext.check_storable(v)
-        ref = self._ref
-        ref.clear()
-        for v in result:
-            ref.sadd(v)
-
     # Operators and named forms compute on a private copy with set's own algorithm, so results
     # (including which of two equal elements such as 1 and 1.0 is kept) are exactly set's.
     def __and__(self, other):
@@ -544,13 +527,17 @@ class SharedSet(SharedProxy, MutableSet):
                 self._ref.sadd(v)
 
     def intersection_update(self, *others) -> None:
-        # Read "for update" (as SharedList.reverse): never a transaction's changes about to roll back.
-        self._replace(set(self._ref.sitems_for_update()).intersection(*others))
+        # Read "for update" (as SharedList.reverse): never a transaction's changes about to roll
+        # back. Removes what the intersection drops in one operation: an element another thread
+        # or process adds meanwhile stays (the update came first), and of two equal elements
+        # (1 and 1.0) the shared one stays.
+        items = self._ref.sitems_for_update()
+        keep = set(items).intersection(*others)
+        self._ref.sremove_all([v for v in items if v not in keep])
 
     def difference_update(self, *others) -> None:
         for o in others:
-            for v in list(o):
-                self._ref.sremove(v)
+            self._ref.sremove_all(list(o))  # each operand in one operation
 
     def symmetric_difference_update(self, other) -> None:
         if other is self:

@@ -139,13 +139,15 @@ PyObject* snapshot_live(colors::List& l) {
 // took. Inside a read scope: snapshot_borrowed. for_update: a snapshot whose result the caller
 // writes back (sort, reverse, slice assignment), taken under the lock once no transaction holds
 // the list (cd::TxAccess::kReadForUpdate).
-py::list snapshot(colors::List& l, bool for_update = false) {
+// for_update: read once no transaction of another thread holds the list (TxAccess::kReadForUpdate);
+// `version` then receives the list's version for list_replace_if.
+py::list snapshot(colors::List& l, bool for_update = false, std::uint64_t* version = nullptr) {
   if (!for_update) {
     if (in_read_scope_here()) return snapshot_borrowed(l);
     if (PyObject* fast = snapshot_live(l)) return py::reinterpret_steal<py::list>(fast);
   }
   std::vector<cd::Rooted> items =
-      cd::list_snapshot(l.raw(), for_update ? cd::TxAccess::kReadForUpdate : cd::TxAccess::kRead);
+      cd::list_snapshot(l.raw(), for_update ? cd::TxAccess::kReadForUpdate : cd::TxAccess::kRead, version);
   Unfilled<py::list> out(items.size());
   for (std::size_t i = 0; i < items.size(); ++i) {
     cd::Word w = items[i].word();
@@ -321,10 +323,13 @@ void init_containers(py::module_& m) {
     return cd::list_erase_if(l.raw(), static_cast<std::size_t>(i), e.raw());
   });
   def_ref_method("litems", +[](Ref& r) { return snapshot(r.list()); });
-  // The elements, for an operation that writes a result computed from them back (see snapshot).
-  def_ref_method("litems_for_update", +[](Ref& r) { return snapshot(r.list(), true); });
-  // The length, for an operation that changes the list at positions computed from it (del of a slice).
-  def_ref_method("lsize_for_update", +[](Ref& r) { return cd::list_size(r.list().raw(), cd::TxAccess::kReadForUpdate); });
+  // The elements and the list's version, for an operation that writes a result computed from them
+  // back with lreplace_if (see snapshot).
+  def_ref_method("litems_for_update", +[](Ref& r) {
+    std::uint64_t version = 0;
+    py::list items = snapshot(r.list(), true, &version);
+    return py::make_tuple(std::move(items), version);
+  });
   m.def("_install_list_fast_paths", [](py::object cls) {
     auto* t = install_fast_methods(cls, g_list_fast_methods, colors::TypeKind::kList);
     // The type's slots point straight at the C functions: assigning the methods above left
@@ -340,10 +345,12 @@ void init_containers(py::module_& m) {
     cd::list_append_all(cd::current_meta(), r.list().raw(), w.data(), w.size());
   });
   // Replaces the whole content (sort, reverse, slice assignment): values are checked first.
-  def_ref_method("lreplace", +[](Ref& r, py::list items) {
+  // Makes the content `items` if the list is still as litems_for_update read it at `version`;
+  // returns whether it did.
+  def_ref_method("lreplace_if", +[](Ref& r, std::uint64_t version, py::list items) {
     std::vector<colors::Value> vals = to_values(items);
     std::vector<cd::Word> w = words_of(vals);
-    cd::list_replace(cd::current_meta(), r.list().raw(), w.data(), w.size());
+    return cd::list_replace_if(cd::current_meta(), r.list().raw(), version, w.data(), w.size());
   });
 
   // ---- map ----
@@ -434,6 +441,12 @@ void init_containers(py::module_& m) {
   def_ref_method("sremove", +[](Ref& r, py::handle key) {
     colors::Value k = to_value(key);
     return r.set().remove(k);
+  });
+  // Removes every element of `keys` the set holds, in one operation; returns how many.
+  def_ref_method("sremove_all", +[](Ref& r, py::list keys) {
+    std::vector<colors::Value> vals = to_values(keys);
+    std::vector<cd::Word> w = words_of(vals);
+    return cd::hash_remove_all(r.set().raw(), w.data(), w.size());
   });
   def_ref_method("spop", +[](Ref& r) -> py::object {  // a one-element tuple, or None when empty
     const cd::Word set = r.set().raw();

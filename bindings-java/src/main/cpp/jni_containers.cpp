@@ -130,11 +130,17 @@ jobjectArray JNICALL n_list_items(JNIEnv* env, jclass, jobject h) {
 // The elements, for an operation that writes a result computed from them back (sort,
 // replaceAll): taken once no transaction holds the list (cd::TxAccess::kReadForUpdate), so that
 // a rollback never takes back what they read after it was written back.
-jobjectArray JNICALL n_list_items_for_update(JNIEnv* env, jclass, jobject h) {
+// The elements, for an operation that writes a result computed from them back with
+// n_list_replace_if; version[0] receives the list's version.
+jobjectArray JNICALL n_list_items_for_update(JNIEnv* env, jclass, jobject h, jlongArray version) {
   return guarded<jobjectArray>(env, nullptr, [&] {
+    if (version == nullptr || env->GetArrayLength(version) < 1) throw colors::InvalidArgumentError("no version slot");
+    std::uint64_t v = 0;
     std::vector<colors::Value> items;
-    for (cd::Rooted& r : cd::list_snapshot(jvalue_of(env, h)->list().raw(), cd::TxAccess::kReadForUpdate))
+    for (cd::Rooted& r : cd::list_snapshot(jvalue_of(env, h)->list().raw(), cd::TxAccess::kReadForUpdate, &v))
       items.push_back(adopt(std::move(r)));
+    const jlong jv = static_cast<jlong>(v);
+    env->SetLongArrayRegion(version, 0, 1, &jv);
     return to_java_array(env, std::move(items));
   });
 }
@@ -220,10 +226,11 @@ jint JNICALL n_list_index_of(JNIEnv* env, jclass, jobject h, jint tag, jlong bit
   });
 }
 
-// Replaces elements [from, from + values.length) and appends the rest; then truncates to newSize
-// (used by sort/replaceAll/bulk operations after their values were checked).
-void JNICALL n_list_replace(JNIEnv* env, jclass, jobject h, jintArray tags, jlongArray bits, jobjectArray objs) {
-  guarded_void(env, [&] {
+// Makes the content the given values if the list is still at `version` (n_list_items_for_update);
+// returns whether it did.
+jboolean JNICALL n_list_replace_if(JNIEnv* env, jclass, jobject h, jlong version, jintArray tags, jlongArray bits,
+                                   jobjectArray objs) {
+  return guarded<jboolean>(env, JNI_FALSE, [&]() -> jboolean {
     colors::List& l = jvalue_of(env, h)->list();
     const jsize k = env->GetArrayLength(tags);
     std::vector<jint> t(static_cast<std::size_t>(k));
@@ -244,7 +251,10 @@ void JNICALL n_list_replace(JNIEnv* env, jclass, jobject h, jintArray tags, jlon
     std::vector<cd::Word> words;
     words.reserve(vals.size());
     for (const Arg& a : vals) words.push_back(a.get().raw());
-    cd::list_replace(cd::current_meta(), l.raw(), words.data(), words.size());
+    return cd::list_replace_if(cd::current_meta(), l.raw(), static_cast<std::uint64_t>(version), words.data(),
+                               words.size())
+               ? JNI_TRUE
+               : JNI_FALSE;
   });
 }
 
@@ -365,7 +375,8 @@ void add_containers_natives(std::vector<JNINativeMethod>& out) {
   static const std::string s_doubles = "(" + h + ")[D";
   static const std::string s_lidx = "(" + h + val + "Z)I";
   static const std::string s_lrmif = "(" + h + "I" + val + ")Z";
-  static const std::string s_lrep = "(" + h + "[I[J[Ljava/lang/Object;)V";
+  static const std::string s_lrep = "(" + h + "J[I[J[Ljava/lang/Object;)Z";
+  static const std::string s_items_v = "(" + h + "[J)[Ljava/lang/Object;";
   static const std::string s_kget = "(" + h + val + ")Ljava/lang/Object;";
   static const std::string s_kbool = "(" + h + val + ")Z";
   static const std::string s_kflat = "(" + h + val + "[J[Ljava/lang/Object;Z)I";
@@ -380,11 +391,11 @@ void add_containers_natives(std::vector<JNINativeMethod>& out) {
       N("listRemove", s_lget.c_str(), n_list_remove),
       N("listRemoveIf", s_lrmif.c_str(), n_list_remove_if),
       N("listItems", s_items.c_str(), n_list_items),
-      N("listItemsForUpdate", s_items.c_str(), n_list_items_for_update),
+      N("listItemsForUpdate", s_items_v.c_str(), n_list_items_for_update),
       N("listLongs", s_longs.c_str(), n_list_longs),
       N("listDoubles", s_doubles.c_str(), n_list_doubles),
       N("listIndexOf", s_lidx.c_str(), n_list_index_of),
-      N("listReplace", s_lrep.c_str(), n_list_replace),
+      N("listReplaceIf", s_lrep.c_str(), n_list_replace_if),
       N("mapGetFlat", s_kflat.c_str(), n_map_get_flat),
       N("mapContains", s_kbool.c_str(), n_map_contains),
       N("mapPut", s_mput.c_str(), n_map_put),

@@ -110,11 +110,13 @@ final class Native {
   static native Object listRemove(Handle h, int i);
   static native boolean listRemoveIf(Handle h, int i, int tag, long bits, Object obj);
   static native Object[] listItems(Handle h);
-  static native Object[] listItemsForUpdate(Handle h);
+  /** The elements, read once no transaction of another thread holds the list; version[0] gets the list's version. */
+  static native Object[] listItemsForUpdate(Handle h, long[] version);
   static native long[] listLongs(Handle h);
   static native double[] listDoubles(Handle h);
   static native int listIndexOf(Handle h, int tag, long bits, Object obj, boolean last);
-  static native void listReplace(Handle h, int[] tags, long[] bits, Object[] objs);
+  /** Makes the content the given values if the list is still at {@code version}; returns whether it did. */
+  static native boolean listReplaceIf(Handle h, long version, int[] tags, long[] bits, Object[] objs);
   /**
    * The value's tag (-1: absent), with its bits in bitsOut[0] (scalars) or the object in objOut[0];
    * with {@code handOver}, a shared object as {@link Codec#ROOTED} with its word and root

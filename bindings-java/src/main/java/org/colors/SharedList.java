@@ -518,57 +518,49 @@ public final class SharedList extends AbstractList<Object> implements RandomAcce
   }
 
   /**
-   * Sorts the list: reads the elements out, sorts them privately and writes them back (not atomic
-   * with respect to other processes; on a comparison error the shared list is unchanged; a change
-   * made while the comparator ran raises {@link ConcurrentModificationException}). The read
-   * waits while a transaction of another thread holds the list, so that the sort never writes back
-   * changes its rollback takes back.
+   * Sorts the list: reads the elements out, sorts them privately and writes them back in one
+   * atomic step (on a comparison error the shared list is unchanged). As {@code ArrayList}, a
+   * change made meanwhile (by the comparator, another thread or another process) raises
+   * {@link ConcurrentModificationException}, and the list keeps that change. The read waits while
+   * a transaction of another thread holds the list, so that the sort never writes back changes
+   * its rollback takes back.
    */
   @Override
   public void sort(Comparator<? super Object> c) {
-    Object[] before = Native.listItemsForUpdate(handle);
-    Object[] a = before.clone();
+    long[] version = new long[1];
+    Object[] a = Native.listItemsForUpdate(handle, version);
     Arrays.sort(a, c);
-    replaceUnlessChanged(before, a);
+    replaceUnlessChanged(version[0], a);
   }
 
   /** As {@link #sort}: reads the elements (waiting for a transaction that holds the list), writes them back. */
   @Override
   public void replaceAll(UnaryOperator<Object> operator) {
-    Object[] before = Native.listItemsForUpdate(handle);
-    Object[] a = before.clone();
+    long[] version = new long[1];
+    Object[] a = Native.listItemsForUpdate(handle, version);
     for (int i = 0; i < a.length; i++) a[i] = operator.apply(a[i]);
-    replaceUnlessChanged(before, a);
+    replaceUnlessChanged(version[0], a);
   }
 
   /**
-   * Writes {@code result}, computed from the elements {@code before} by user code (a comparator,
-   * an operator), unless the list changed meanwhile: as {@code ArrayList}, a change made while
-   * that code ran (by it, another thread or another process) raises
-   * {@link ConcurrentModificationException}; the list keeps that change rather than losing it
-   * to the write. A change between the check and the write is not seen (the two are not one
-   * atomic step).
+   * Writes {@code result}, computed by user code (a comparator, an operator) from the elements
+   * the list had at {@code version}, unless the list changed since: the check and the write are
+   * one atomic step (libshared's list_replace_if). Every value is checked to be storable first.
    */
-  private void replaceUnlessChanged(Object[] before, Object[] result) {
-    if (!Arrays.deepEquals(before, Native.listItemsForUpdate(handle))) {  // deep: byte[] elements are read anew
-      throw new ConcurrentModificationException("the shared list changed while its elements were sorted or replaced;"
-          + " it keeps that change");
-    }
-    replaceContent(result);
-  }
-
-  /** Replaces the whole content by {@code values}, after checking that every value is storable. */
-  void replaceContent(Object[] values) {
-    int n = values.length;
+  private void replaceUnlessChanged(long version, Object[] result) {
+    int n = result.length;
     int[] tags = new int[n];
     long[] bits = new long[n];
     Object[] objs = new Object[n];
     for (int i = 0; i < n; i++) {
-      tags[i] = Codec.tag(values[i]);
-      bits[i] = Codec.bits(values[i], tags[i]);
-      objs[i] = Codec.obj(values[i], tags[i]);
+      tags[i] = Codec.tag(result[i]);
+      bits[i] = Codec.bits(result[i], tags[i]);
+      objs[i] = Codec.obj(result[i], tags[i]);
     }
-    Native.listReplace(handle, tags, bits, objs);
+    if (!Native.listReplaceIf(handle, version, tags, bits, objs)) {
+      throw new ConcurrentModificationException("the shared list changed while its elements were sorted or replaced;"
+          + " it keeps that change");
+    }
     modCount++;
   }
 

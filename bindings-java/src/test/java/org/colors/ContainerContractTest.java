@@ -258,6 +258,38 @@ class ContainerContractTest {
     assertEquals(3, bytes.size(), "no false alarm for elements read as new objects");
   }
 
+  /**
+   * A sort or replaceAll while another thread appends: each append lands, before the sort's read
+   * (and is sorted) or after it (and the sort throws, keeping it). The check and the write were two
+   * steps, and an append between them was overwritten without a word.
+   */
+  @Test
+  void aSortOrReplaceAllLosesNoAppendOfAnotherThread() throws Exception {
+    List<Object> s = SharedMemory.allocate(SharedList.class, 0);
+    int n = 100_000;
+    Thread adder = new Thread(() -> {
+      for (long i = 0; i < n; i++) s.add(i);
+    });
+    adder.start();
+    int rounds = 0;
+    while (adder.isAlive()) {
+      try {
+        if (rounds % 2 == 0) s.sort(null);
+        else s.replaceAll(x -> x);
+      } catch (java.util.ConcurrentModificationException expected) {
+        // the append came after the read: the list keeps it
+      }
+      rounds++;
+    }
+    adder.join();
+    assertTrue(rounds > 0);
+    Set<Object> missing = new HashSet<>();
+    for (long i = 0; i < n; i++) missing.add(i);
+    missing.removeAll(new ArrayList<>(s));
+    assertEquals(Set.of(), missing, "appends lost in " + rounds + " rewrites");
+    assertEquals(n, s.size());
+  }
+
   // ---- maps ----------------------------------------------------------------------------------
 
   @Test
