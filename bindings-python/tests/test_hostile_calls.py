@@ -864,3 +864,59 @@ def test_a_class_resolver_that_detaches_and_attaches_hands_out_no_proxy_of_a_fre
         """
     )
     assert out.split() == ["refused"]
+
+
+def test_an_object_whose_class_refuses_its_proxy_subclass_reads_as_a_generic_shared_object():
+    """The proxy class of a user object derives from the object's Python class. A class whose
+    `__init_subclass__` raises (a plugin registry refusing a second `Job`) or whose metaclass
+    refuses new subclasses (an `Enum`) raised ValueError / AttributeError out of every read of the
+    object, and of every iteration of a list holding it. Such an object now reads as a generic
+    SharedObject, as one whose class cannot be subclassed at all does."""
+    child(
+        """
+        class Fake:
+            name: str = ""
+
+        class FakeEnum:
+            v: int = 0
+
+        cs.register(Fake, "hostile.plugin_job")
+        cs.register(FakeEnum, "hostile.enum_job")
+        j = cs.allocate(Fake)
+        j.name = "backup"
+        e = cs.allocate(FakeEnum)
+        e.v = 3
+        cs.repository("hostile.plugin_jobs").set(cs.copy_to(["first", j, e, "last"]))
+        """
+    )
+    out = child(
+        """
+        import enum
+
+        class Registered:
+            registry = set()
+
+            def __init_subclass__(cls, **kw):
+                super().__init_subclass__(**kw)
+                if cls.__name__ in Registered.registry:
+                    raise ValueError(f"duplicate plugin name {cls.__name__}")
+                Registered.registry.add(cls.__name__)
+
+        class Job(Registered):
+            name: str = ""
+
+        class Color(enum.Enum):
+            RED = 1
+
+        cs.register(Job, "hostile.plugin_job")
+        cs.register(Color, "hostile.enum_job")
+        lst = cs.repository("hostile.plugin_jobs").get()
+        items = list(lst)
+        assert items[0] == "first" and items[3] == "last", items
+        for x, field, value in ((items[1], "name", "backup"), (lst[2], "v", 3)):
+            assert isinstance(x, cs.SharedObject) and not isinstance(x, (Job, Color)), type(x)
+            assert getattr(x, field) == value
+        print("generic")
+        """
+    )
+    assert out.split() == ["generic"]

@@ -286,7 +286,7 @@ def proxy_class(cls: type) -> type | None:
     }
     try:
         p = type(cls)(cls.__name__, (cls, SharedInstance), ns)
-    except TypeError as e:  # instance layout conflict, metaclass refusing extra bases, ...
+    except Exception as e:  # noqa: BLE001  instance layout conflict, a metaclass or __init_subclass__ refusing
         _unmappable[cls] = f"no proxy class can derive from it ({e})"
         return None
     try:

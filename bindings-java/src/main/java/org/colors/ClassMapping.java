@@ -106,10 +106,19 @@ final class ClassMapping {
     Collections.reverse(chain);
     List<MappedField> fs = new ArrayList<>();
     Map<String, MappedField> by = new HashMap<>();
+    // A class the agent binds routes the fields of the classes it binds to the shared object; a
+    // field of a superclass it does not bind would keep its value in each Java object.
+    boolean bound = SharedInstance.class.isAssignableFrom(type);
     for (Class<?> c : chain) {
       for (Field f : c.getDeclaredFields()) {
         int m = f.getModifiers();
         if (Modifier.isStatic(m) || Modifier.isTransient(m) || f.isSynthetic()) continue;
+        if (bound && !SharedInstance.class.isAssignableFrom(c)) {
+          throw new TypeMismatchException("class " + type.getName() + " inherits field '" + f.getName() + "' from "
+              + c.getName() + ", which the agent does not bind (neither @Shared nor in the agent's packages): the"
+              + " field's value would stay in each Java object instead of being shared; annotate " + c.getName()
+              + " with @Shared, or make the field static or transient");
+        }
         if (by.containsKey(f.getName())) {
           throw new TypeMismatchException("class " + name + " has two fields named '" + f.getName()
               + "' (one hides the other): shared fields are identified by name");

@@ -8,8 +8,10 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import demo.staff.Employee;
+import demo.staff.Frozen;
 import demo.staff.Manager;
 import demo.staff.Named;
+import demo.staff.OnPlainBase;
 import demo.staff.Outside;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -451,5 +453,45 @@ class AgentTest {
     assertEquals(7, e.age);
     assertEquals(4.5, e.salary);
     for (int i = 0; i < 40; ++i) assertEquals((long) i, jni(e, "x" + i));
+  }
+
+  /**
+   * A class with final fields set by its constructor: the agent turns the constructor's stores into
+   * calls of the fields' setters, which the JVM refused for final fields (IllegalAccessError on
+   * {@code new Frozen(...)}, with or without shared memory). The fields are no longer final in the
+   * rewritten class.
+   */
+  @Test
+  void aClassWithFinalFieldsIsConstructedPrivatelyAndCopiedIn() {
+    Frozen f = new Frozen(3, "p");
+    f.items.add(1L);
+    assertEquals(3, f.x);
+    Frozen s = (Frozen) SharedMemory.copyToSharedMemory(f);
+    assertTrue(SharedMemory.isObjectShared(s));
+    assertEquals(3, s.x);
+    assertEquals("p", s.label);
+    assertEquals(List.of(1L), s.items);
+    view(s).set("x", 9L);  // another process's write
+    assertEquals(9, s.x, "a bound instance reads its final field from the shared object");
+    Frozen a = SharedMemory.allocate(Frozen.class);
+    assertEquals(0, a.x);
+  }
+
+  /**
+   * A bound class extending a class the agent does not bind: the shared class had the inherited
+   * fields, but accesses to them went to the Java object only (a Java write never reached Python,
+   * a Python write was never seen, a copied-in value read back as 0). Binding it is now refused,
+   * naming the field and what to do.
+   */
+  @Test
+  void aBoundClassInheritingFieldsOfAnUnboundClassIsRefused() {
+    TypeMismatchException e =
+        assertThrows(TypeMismatchException.class, () -> SharedMemory.allocate(OnPlainBase.class));
+    assertTrue(e.getMessage().contains("inherits field 'baseX' from demo.staff.PlainBase"), e.getMessage());
+    assertTrue(e.getMessage().contains("@Shared"), e.getMessage());
+    OnPlainBase p = new OnPlainBase();
+    p.baseX = 5;
+    assertThrows(TypeMismatchException.class, () -> SharedMemory.copyToSharedMemory(p));
+    assertEquals(5, p.baseX, "the private instance is untouched");
   }
 }

@@ -13,6 +13,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import org.objectweb.asm.ClassReader;
 import org.objectweb.asm.ClassVisitor;
 import org.objectweb.asm.ClassWriter;
+import org.objectweb.asm.FieldVisitor;
 import org.objectweb.asm.Label;
 import org.objectweb.asm.MethodVisitor;
 import org.objectweb.asm.Opcodes;
@@ -33,7 +34,8 @@ import org.objectweb.asm.Type;
  *       {@code static final SharedField $colors$f$f} set by its static initializer (which also
  *       registers the class with its shared name) and two static accessors:
  *       {@code $colors$get$f(C)} and {@code $colors$set$f(C, value)}, which use the shared object
- *       (through the SharedField) when the instance is bound and the Java field otherwise;
+ *       (through the SharedField) when the instance is bound and the Java field otherwise; the
+ *       field itself loses {@code final}, since its constructor's stores go through the setter;
  *   <li>per own reference field {@code f}: the read cache's field {@code transient volatile Object
  *       $colors$c$f} (org.colors.ReadCache: the proxy last read from {@code f}, which the getter
  *       hands back while {@code f} still refers to its object; the setter empties it), and a
@@ -176,6 +178,19 @@ final class Rewriter implements ClassFileTransformer {
         itfs = more;
       }
       super.visit(version, access, name, signature, superName, itfs);
+    }
+
+    @Override
+    public FieldVisitor visitField(int access, String name, String desc, String signature, Object value) {
+      // The constructor's stores into a mapped field become calls of its setter, and the JVM
+      // refuses a store into a final field from any method but a constructor (IllegalAccessError):
+      // a mapped field loses ACC_FINAL. (A final field javac treats as a constant, initialised with
+      // a literal, is read as that literal by compiled code, not from the field: nothing to route.)
+      if (mapped && (access & Opcodes.ACC_STATIC) == 0 && self.fields.containsKey(name)) {
+        access &= ~Opcodes.ACC_FINAL;
+        changed = true;
+      }
+      return super.visitField(access, name, desc, signature, value);
     }
 
     @Override
