@@ -13,7 +13,7 @@ import pytest
 
 import colors_shm as cs
 from colors_shm import rpc
-from conftest import spawn, unique
+from conftest import run, spawn, unique
 
 SERVER = """
     import os, sys, time, colors_shm as cs
@@ -261,3 +261,135 @@ def test_client_killed_mid_call_leaves_the_server_serving(rpc_server):
     c = rpc.connect(rpc_server.name)
     assert c.add(40, 2) == 42
     assert c.slow(0.01) == "done"
+
+
+def test_handler_exceptions_that_are_hard_to_carry_reach_the_caller_as_remote_errors():
+    """A remote UnicodeDecodeError or ExceptionGroup (whose constructors take other arguments than
+    one message) reached the caller as TypeError from building its class; an exception whose
+    __str__ raised, returned a non-str or held a lone surrogate arrived under pybind11's mangled C++
+    type name with a traceback of the binding's internals as its message."""
+
+    class BadStr(Exception):
+        def __init__(self, how):
+            self.how = how
+
+        def __str__(self):
+            if self.how == "raise":
+                raise RuntimeError("no text")
+            if self.how == "int":
+                return 42
+            return "lone \udc80 surrogate"
+
+    class H:
+        def decode(self):
+            return b"\xff".decode()
+
+        def group(self):
+            raise ExceptionGroup("two", [ValueError("a"), KeyError("b")])
+
+        def bad_str(self, how):
+            raise BadStr(how)
+
+    name = unique("hard-errors")
+    with rpc.serve(name, H()):
+        c = rpc.connect(name, timeout=30)
+        with pytest.raises(rpc.RemoteError) as e:
+            c.decode()
+        assert e.value.remote_type == "UnicodeDecodeError" and "can't decode byte 0xff" in e.value.remote_message
+        with pytest.raises(rpc.RemoteError) as e:
+            c.call_async("group").result(30)
+        assert e.value.remote_type == "ExceptionGroup"
+        with c.batch() as b:
+            f = b.decode()
+        assert f.exception(30).remote_type == "UnicodeDecodeError"
+        for how, text in (("raise", "str() failed"), ("int", "str() failed"), ("surrogate", "lone \\udc80 surrogate")):
+            with pytest.raises(rpc.RemoteError) as e:
+                c.bad_str(how)
+            assert e.value.remote_type.endswith("BadStr"), e.value.remote_type
+            assert text in e.value.remote_message and "Traceback" not in e.value.remote_message
+
+
+def test_a_huge_spin_budget_serves_and_calls():
+    """serve(spin_ns=2**63) returned a server whose threads all died at their first wait (the value
+    does not fit the extension's int64), leaving the endpoint registered: callers waited for ever."""
+
+    class H:
+        def ping(self):
+            return "pong"
+
+    name = unique("spin")
+    with rpc.serve(name, H(), spin_ns=2**63):
+        c = rpc.connect(name, spin_ns=10**30, timeout=10)
+        assert c.ping() == "pong"
+        assert rpc.connect(name, spin_ns=-5, timeout=10).ping() == "pong"
+
+
+def test_futures_of_a_batch_that_was_not_sent_say_so():
+    """A batch's futures had no request behind them when the send failed or the with block raised,
+    or before the send: result() raised AttributeError on None."""
+    import concurrent.futures
+
+    class H:
+        def echo(self, x):
+            return x
+
+    name = unique("unsent")
+    with rpc.serve(name, H()):
+        c = rpc.connect(name, timeout=10)
+        b = c.batch()
+        early = b.echo(1)
+        with pytest.raises(concurrent.futures.InvalidStateError, match="not been sent"):
+            early.result()
+        assert not early.done()
+        b.send()
+        assert early.result() == 1
+        with pytest.raises(RuntimeError):
+            with c.batch() as b2:
+                dropped = b2.echo(2)
+                raise RuntimeError("the block fails")
+        with pytest.raises(concurrent.futures.CancelledError, match="not sent"):
+            dropped.result()
+        b3 = c.batch()
+        refused = b3.echo(object())  # cannot be stored: the send raises
+        with pytest.raises(cs.TypeMismatchError) as sent:
+            b3.send()
+        assert refused.exception() is sent.value
+        assert c.echo(3) == 3
+
+
+def test_endpoint_name_and_queue_errors_name_the_endpoints_limits():
+    """An endpoint name of 1,005 to 1,024 bytes was refused as a repository name "must be 1 to 1024
+    bytes long, got 1044" (a length the caller never passed); a NUL, as a repository name; a queue
+    capacity of 0, as a channel's."""
+    with pytest.raises(cs.InvalidArgumentError, match=r"rpc endpoint name must be 1 to 1004 bytes long, got 1010"):
+        rpc.serve("e" * 1010, object())
+    with pytest.raises(cs.InvalidArgumentError, match=r"rpc endpoint name must be 1 to 1004 bytes long, got 1010"):
+        rpc.connect("e" * 1010)
+    with pytest.raises(cs.InvalidArgumentError, match="rpc endpoint name contains a NUL byte"):
+        rpc.serve("a\0b", object())
+    with pytest.raises(cs.InvalidArgumentError, match="rpc queue capacity must be between 1 and"):
+        rpc.serve(unique("q"), object(), queue_capacity=0)
+    with rpc.serve("e" * 1004, object()):
+        pass
+
+
+def test_the_repr_of_a_generic_shared_object_that_holds_itself():
+    """repr() of a generic SharedObject (no Python class mapped) that refers to itself recursed
+    until RecursionError."""
+    out = run(
+        """
+        import colors_shm as cs
+
+        class Loop:
+            me: object = None
+
+        cs.register(Loop, "rpc_tests.generic_loop")
+        o = cs.allocate(Loop)
+        o.me = o
+        cs.repository("rpc_tests.generic_loop").set(o)
+        """
+    )
+    assert out.returncode == 0, out.stderr
+    o = cs.repository("rpc_tests.generic_loop").get()
+    assert isinstance(o, cs.SharedObject) and "no Python class mapped" in repr(o)
+    assert "<shared object ...>" in repr(o)

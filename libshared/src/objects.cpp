@@ -353,7 +353,7 @@ const FieldInfo& field_or_throw(Word o, std::string_view name) {
   const FieldInfo* f = find_field(c, name);
   if (f == nullptr)
     throw KeyError("object of class " + std::string(name_view(c->name)) + " has no field '" + std::string(name) +
-                   "' (add it with add_field)");
+                   "' (its class version lacks it; adding the field switches the object to a version with it)");
   return *f;
 }
 

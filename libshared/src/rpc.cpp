@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "colors/config.hpp"
+#include "channel.hpp"
 #include "classes.hpp"
 #include "futex.hpp"
 #include "layout.hpp"
@@ -134,6 +135,16 @@ const Schema& schema() {
 
 std::string endpoint_repo(const std::string& name) { return "colors.rpc.endpoint:" + name; }
 std::string queue_name(const std::string& name) { return "colors.rpc.queue:" + name; }
+
+// The name as the caller gave it is checked here, so that an error names the endpoint's limits,
+// not those of the repository and channel names it is part of.
+void check_endpoint_name(const std::string& name) {
+  const std::size_t room = kMaxNameLength - std::max(endpoint_repo("").size(), queue_name("").size());
+  if (name.empty() || name.size() > room)
+    throw InvalidArgumentError("rpc endpoint name must be 1 to " + std::to_string(room) + " bytes long, got " +
+                               std::to_string(name.size()));
+  detail::check_name(name, "rpc endpoint name");  // UTF-8, no NUL
+}
 
 // The state slot of a request (its class is always the Request class: nobody evolves it).
 std::atomic<Word>* state_slot(const Object& req) {
@@ -319,6 +330,10 @@ void Client::check_attachment() const {
 }
 
 Server::Server(const std::string& name, std::uint32_t queue_capacity) : name_(name) {
+  check_endpoint_name(name);
+  if (queue_capacity < 1 || queue_capacity > detail::kMaxChannelCapacity)
+    throw InvalidArgumentError("rpc queue capacity must be between 1 and " +
+                               std::to_string(detail::kMaxChannelCapacity) + ", got " + std::to_string(queue_capacity));
   const Schema& s = schema();
   epoch_ = detail::attachment_epoch();
   repo_ = repository(endpoint_repo(name));
@@ -391,6 +406,7 @@ std::optional<Call> Server::next(std::int64_t timeout_ms, std::int64_t spin_ns) 
 // ---- Client ----
 
 Client::Client(const std::string& name) : name_(name) {
+  check_endpoint_name(name);
   schema();
   epoch_ = detail::attachment_epoch();
   repo_ = repository(endpoint_repo(name));

@@ -621,6 +621,7 @@ class SharedObject(SharedProxy):
 
     __hash__ = object.__hash__  # identity, as for mapped user objects
 
+    @reprlib.recursive_repr("<shared object ...>")
     def __repr__(self) -> str:
         cls, version = self._ref.oclass()
         fields = ", ".join(f"{f}={self._ref.oget(f)!r}" for f in self._ref.ofields())

@@ -36,6 +36,8 @@ from __future__ import annotations
 
 import atexit
 import builtins
+import concurrent.futures
+import operator
 import threading
 import weakref
 from typing import Any
@@ -47,6 +49,15 @@ __all__ = ["serve", "connect", "Server", "Client", "Future", "Batch", "RemoteErr
            "CallTimeoutError"]
 
 _remote_classes: dict[str, type] = {}
+
+
+def _spin_ns(spin_ns: int | None) -> int:
+    """The spin budget as the extension takes it: -1 (the default) for None or a negative value,
+    else at most 2**62 (the extension caps it further, at one interrupt slice)."""
+    if spin_ns is None:
+        return -1
+    v = operator.index(spin_ns)
+    return -1 if v < 0 else min(v, 2**62)
 _servers: weakref.WeakSet = weakref.WeakSet()  # running servers, stopped at interpreter exit
 
 
@@ -57,21 +68,30 @@ def _stop_servers() -> None:
         srv.stop()
 
 
+def _remote_class(remote_type: str) -> type:
+    """RemoteError, or for a Python builtin exception type a class deriving from both, so that
+    ``except ValueError`` works across processes. A builtin whose constructor does not take one
+    message (``UnicodeDecodeError`` takes five arguments, ``ExceptionGroup`` two) gets RemoteError."""
+    cls = _remote_classes.get(remote_type)
+    if cls is not None:
+        return cls
+    base = getattr(builtins, remote_type, None)
+    if not (isinstance(base, type) and issubclass(base, Exception) and not issubclass(base, RemoteError)):
+        return RemoteError  # not cached: the names come from the remote side, unbounded
+    cls = RemoteError
+    try:
+        derived = type(f"Remote{remote_type}", (RemoteError, base), {"__module__": __name__})
+        derived("probe")
+        cls = derived
+    except Exception:  # noqa: BLE001  a layout conflict, or a constructor that wants other arguments
+        pass
+    _remote_classes[remote_type] = cls
+    return cls
+
+
 def _remote_error(remote_type: str, message: str) -> RemoteError:
     """The exception for a failed remote call (called by the extension)."""
-    cls = _remote_classes.get(remote_type)
-    if cls is None:
-        base = getattr(builtins, remote_type, None)
-        if (isinstance(base, type) and issubclass(base, Exception) and not issubclass(base, RemoteError)
-                and base.__init__ is not None):
-            try:
-                cls = type(f"Remote{remote_type}", (RemoteError, base), {"__module__": __name__})
-            except TypeError:  # layout conflict with the builtin
-                cls = RemoteError
-        else:
-            cls = RemoteError
-        _remote_classes[remote_type] = cls
-    exc = cls(f"{remote_type}: {message}")
+    exc = _remote_class(remote_type)(f"{remote_type}: {message}")
     exc.remote_type = remote_type
     exc.remote_message = message
     return exc
@@ -93,7 +113,7 @@ class Server:
         self.name = name
         self._handler = handler
         self._methods: dict[str, Any] = {}
-        self._spin = -1 if spin_ns is None else int(spin_ns)
+        self._spin = _spin_ns(spin_ns)
         self._srv = _ext._RpcServer(name, queue_capacity)
         self._stop = threading.Event()
         self._threads = [threading.Thread(target=self._loop, name=f"colors-rpc-{name}-{i}", daemon=True)
@@ -192,6 +212,9 @@ class Future:
     def _resolve(self, timeout: float | None) -> None:
         if self._done:
             return
+        if self._pending is None:
+            raise concurrent.futures.InvalidStateError(
+                "this call's batch has not been sent yet: its results exist once its with block ends (or send() returns)")
         if self._index is None:
             try:
                 self._value = self._pending.get(timeout)
@@ -261,11 +284,23 @@ class Batch:
         return lambda *args: self.call(method, *args)
 
     def send(self) -> None:
+        """Sends the calls made so far as one request. If sending fails, it raises, and each
+        call's future gives the same exception."""
         if not self._calls:
             return
-        shared = _BatchPending(self._client._c.call_batch(self._calls))
+        try:
+            shared = _BatchPending(self._client._c.call_batch(self._calls))
+        except BaseException as e:
+            self._settle(e)
+            raise
         for f in self._futures:
             f._pending = shared
+        self._calls, self._futures = [], []
+
+    def _settle(self, exc: BaseException) -> None:
+        # The calls made so far will never be sent: their futures are done, with `exc`.
+        for f in self._futures:
+            f._done, f._exc, f._pending = True, exc, None
         self._calls, self._futures = [], []
 
     def __enter__(self) -> Batch:
@@ -274,6 +309,8 @@ class Batch:
     def __exit__(self, exc_type, exc, tb) -> None:
         if exc_type is None:
             self.send()
+        else:  # the block raised: nothing is sent
+            self._settle(concurrent.futures.CancelledError(f"the batch was not sent: its with block raised {exc_type.__name__}"))
 
 
 class Client:
@@ -281,7 +318,7 @@ class Client:
     the remote method and returns its result."""
 
     def __init__(self, name: str, spin_ns: int | None = None, timeout: float | None = None):
-        c = _ext._RpcClient(name, -1 if spin_ns is None else int(spin_ns))
+        c = _ext._RpcClient(name, _spin_ns(spin_ns))
         object.__setattr__(self, "_c", c)
         object.__setattr__(self, "_cp", c._capsule())  # for _rpc_call; valid while _c lives
         object.__setattr__(self, "name", name)

@@ -8,6 +8,8 @@
 
 #include "common.hpp"
 
+#include <optional>
+
 namespace colors_py {
 
 namespace {
@@ -39,11 +41,43 @@ colors::List share_args(py::handle args) {
   return l;
 }
 
-// "ValueError", "pkg.mod.MyError": builtins by name, others qualified.
+// str(o) as UTF-8 for the caller: a lone surrogate is escaped (backslashreplace); nullopt (the
+// Python error cleared) when str() raises or returns something that is not a str.
+std::optional<std::string> utf8_str(py::handle o) {
+  py::object s = py::reinterpret_steal<py::object>(PyObject_Str(o.ptr()));
+  if (!s) {
+    PyErr_Clear();
+    return std::nullopt;
+  }
+  Py_ssize_t n = 0;
+  if (const char* u = PyUnicode_AsUTF8AndSize(s.ptr(), &n)) return std::string(u, static_cast<std::size_t>(n));
+  PyErr_Clear();
+  py::object b = py::reinterpret_steal<py::object>(PyUnicode_AsEncodedString(s.ptr(), "utf-8", "backslashreplace"));
+  if (!b) {
+    PyErr_Clear();
+    return std::nullopt;
+  }
+  return std::string(PyBytes_AS_STRING(b.ptr()), static_cast<std::size_t>(PyBytes_GET_SIZE(b.ptr())));
+}
+
+// "ValueError", "pkg.mod.MyError": builtins by name, others qualified; the C type's name when a
+// class's __module__ or __qualname__ cannot be read as text.
 std::string exception_type_name(py::handle type) {
-  std::string mod = py::str(type.attr("__module__"));
-  std::string qual = py::str(type.attr("__qualname__"));
-  return mod == "builtins" ? qual : mod + "." + qual;
+  auto* t = reinterpret_cast<PyTypeObject*>(type.ptr());
+  py::object mod_attr = py::reinterpret_steal<py::object>(PyObject_GetAttrString(type.ptr(), "__module__"));
+  py::object qual_attr = py::reinterpret_steal<py::object>(PyObject_GetAttrString(type.ptr(), "__qualname__"));
+  PyErr_Clear();
+  std::optional<std::string> mod = mod_attr ? utf8_str(mod_attr) : std::nullopt;
+  std::optional<std::string> qual = qual_attr ? utf8_str(qual_attr) : std::nullopt;
+  if (!mod || !qual) return t->tp_name;
+  return *mod == "builtins" ? *qual : *mod + "." + *qual;
+}
+
+// The handler's exception as the caller sees it: its text, or a fallback when its __str__ fails
+// (raises, or returns a non-str).
+std::string exception_message(py::handle value) {
+  if (std::optional<std::string> m = utf8_str(value)) return *std::move(m);
+  return "(the exception's str() failed)";
 }
 
 // _rpc_call(client, method, args, timeout): _RpcClient.call without pybind11's dispatcher, whose
@@ -132,9 +166,7 @@ void init_rpc(py::module_& m) {
             py::object r = handler(py::str(method), a.done());
             return colors::rpc::Outcome::success(share(r));
           } catch (py::error_already_set& e) {
-            std::string type = exception_type_name(e.type());
-            std::string msg = py::str(e.value());
-            return colors::rpc::Outcome::failure(type, msg);
+            return colors::rpc::Outcome::failure(exception_type_name(e.type()), exception_message(e.value()));
           }
         });
       }, py::arg("handler"));

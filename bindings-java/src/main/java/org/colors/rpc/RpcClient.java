@@ -148,6 +148,7 @@ public final class RpcClient implements AutoCloseable {
 
   private static long toMillis(Duration d) {
     if (d == null) return -1;
+    if (d.isNegative()) throw new IllegalArgumentException("negative timeout " + d);
     try {
       return d.toMillis();
     } catch (ArithmeticException e) {

@@ -241,7 +241,13 @@ public final class RpcServer implements AutoCloseable {
         else runOne(w, method, call);
       }
     } finally {
-      RpcNative.workerFree(w);
+      try {
+        RpcNative.workerFree(w);
+      } catch (NotAttachedException | ServerGoneException e) {
+        // A detach is closing the segment, which the worker's native state may not touch now: it
+        // is left to the process (one small object per serving thread and detach), rather than
+        // the thread ending with an uncaught exception.
+      }
     }
   }
 
@@ -293,10 +299,15 @@ public final class RpcServer implements AutoCloseable {
     return t instanceof RemoteException ? ((RemoteException) t).getRemoteType() : t.getClass().getName();
   }
 
+  /** The handler exception's message; a fallback if its {@code getMessage()} throws. */
   static String remoteMessage(Throwable t) {
     if (t instanceof RemoteException) return ((RemoteException) t).getRemoteMessage();
-    String m = t.getMessage();
-    return m == null ? "" : m;
+    try {
+      String m = t.getMessage();
+      return m == null ? "" : m;
+    } catch (Throwable e) {
+      return "(the exception's getMessage() threw " + e.getClass().getName() + ")";
+    }
   }
 
   private static void fail(long w, Throwable t) {

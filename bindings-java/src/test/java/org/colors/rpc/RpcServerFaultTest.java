@@ -2,6 +2,7 @@ package org.colors.rpc;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
 import java.util.List;
@@ -82,6 +83,68 @@ class RpcServerFaultTest {
       // The only serving thread is still there.
       assertEquals(5L, ((Number) client.call(T, "add", 2L, 3L)).longValue());
       assertEquals(9L, ((Number) client.call(T, "add", 4L, 5L)).longValue());
+    }
+  }
+
+  /** A served method whose exception cannot say what it is. */
+  public static final class Mute {
+    public long fail() {
+      throw new IllegalStateException() {
+        @Override
+        public String getMessage() {
+          throw new UnsupportedOperationException("no message");
+        }
+      };
+    }
+  }
+
+  /**
+   * A handler exception whose getMessage() throws: failing the call threw too, and the caller got
+   * "colors::Error: the Java server did not reply" with the exception's type lost.
+   */
+  @Test
+  void aHandlerExceptionWhoseMessageThrowsKeepsItsType() {
+    String name = "mute-" + UUID.randomUUID().toString().substring(0, 8);
+    try (RpcServer server = RpcServer.serve(name, new Mute(), 1);
+         RpcClient client = RpcClient.connect(name)) {
+      RemoteException e = assertThrows(RemoteException.class, () -> client.call(T, "fail"));
+      assertTrue(e.getRemoteType().startsWith(RpcServerFaultTest.class.getName() + "$Mute$"), e.getRemoteType());
+      assertTrue(e.getRemoteMessage().contains("getMessage() threw java.lang.UnsupportedOperationException"),
+          e.getRemoteMessage());
+    }
+  }
+
+  /**
+   * A detach while serving threads wait for calls: each of them died of an uncaught
+   * NotAttachedException (a stack trace on stderr per thread) from freeing its worker.
+   */
+  @Test
+  void aDetachEndsIdleServingThreadsWithoutAnUncaughtException() throws Exception {
+    String name = "idle-" + UUID.randomUUID().toString().substring(0, 8);
+    List<Throwable> uncaught = new CopyOnWriteArrayList<>();
+    Thread.UncaughtExceptionHandler before = Thread.getDefaultUncaughtExceptionHandler();
+    Thread.setDefaultUncaughtExceptionHandler((t, e) -> uncaught.add(e));
+    try {
+      RpcServer server = RpcServer.serve(name, new Adder(), 3);
+      Thread.sleep(300);  // every thread waits for a call
+      SharedMemory.detach();
+      Thread.sleep(1000);  // the threads' end
+      server.close();
+      assertEquals(List.of(), uncaught, "no thread died of an uncaught exception");
+    } finally {
+      Thread.setDefaultUncaughtExceptionHandler(before);
+      SharedMemory.attach();
+    }
+  }
+
+  /** A negative timeout waited without limit (it became the "no limit" value). */
+  @Test
+  void aNegativeTimeoutIsRefused() {
+    String name = "neg-" + UUID.randomUUID().toString().substring(0, 8);
+    try (RpcServer server = RpcServer.serve(name, new Adder(), 1);
+         RpcClient client = RpcClient.connect(name)) {
+      assertThrows(IllegalArgumentException.class, () -> client.call(Duration.ofMillis(-1), "add", 1L, 2L));
+      assertEquals(3L, ((Number) client.call(T, "add", 1L, 2L)).longValue());
     }
   }
 }
