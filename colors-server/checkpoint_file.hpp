@@ -48,8 +48,9 @@ std::vector<Extent> data_extents(int fd, std::uint64_t size);
 
 struct WriteFault {
   // Test hook ($COLORS_DATA_DIR_FAULT_FULL): while a file exists at this path, writes fail with
-  // ENOSPC as on a full disk: a checkpoint's after its first `full_after` bytes (a torn file is
-  // left to clean up), a log record's at once. Empty: never.
+  // ENOSPC as on a full disk: a checkpoint's and a log growth's after their first `full_after`
+  // bytes (a torn file, a partly grown log, are left to clean up), a log record's at once.
+  // Empty: never.
   std::string full_while_exists;
   std::uint64_t full_after = 0;
   bool disk_full() const;

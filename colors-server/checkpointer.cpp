@@ -236,8 +236,18 @@ Checkpointer::Outcome Checkpointer::run_record() {
   }
   if (!error.empty()) {
     o.error = "could not append to " + dir_.log_path(base_seq_) + ": " + error;
-    log_error("log record ", r.seq, " after checkpoint ", base_seq_, " failed: ", o.error,
-              "; the heap in memory is intact, the commits it covered are not durable (the next capture is a full checkpoint)");
+    const std::int64_t now = now_ns();
+    if (now - failure_logged_ns_ >= 1'000'000'000) {
+      log_error("log record ", r.seq, " after checkpoint ", base_seq_, " failed: ", o.error,
+                "; the heap in memory is intact, the commits it covered are not durable (the next capture is a full "
+                "checkpoint)",
+                failures_unlogged_ == 0 ? std::string()
+                                        : "; " + std::to_string(failures_unlogged_) + " more failed since the last such line");
+      failure_logged_ns_ = now;
+      failures_unlogged_ = 0;
+    } else {
+      ++failures_unlogged_;
+    }
     return o;
   }
   have_base_ = true;

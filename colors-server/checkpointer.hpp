@@ -97,6 +97,10 @@ class Checkpointer {
   std::uint64_t log_bytes_ = 0;      // where the next record goes
   std::uint64_t log_allocated_ = 0;  // bytes grow_log made
   std::uint64_t last_clock_ = 0;     // the transaction clock at the last capture
+  // Failed log records are logged at most once a second (each failed commit would make one line):
+  // when the last one was, and how many failed since without a line.
+  std::int64_t failure_logged_ns_ = 0;
+  std::uint64_t failures_unlogged_ = 0;
 
   std::mutex mu_;
   std::condition_variable cv_;

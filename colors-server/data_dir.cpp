@@ -102,6 +102,11 @@ int DataDir::create_temp(std::uint64_t seq, std::string& error) const {
 }
 
 std::string DataDir::commit(std::uint64_t seq) const {
+  // A log under this number belongs to an earlier checkpoint of the same number that is gone
+  // (deleted, or lost with a damaged disk): replayed onto this one, its records would overwrite
+  // newer pages with older ones. It goes (for good, the directory synced) before this checkpoint
+  // can be found under its name.
+  if (::unlink(log_path(seq).c_str()) == 0) sync_dir();
   if (::rename(temp_path(seq).c_str(), checkpoint_path(seq).c_str()) != 0)
     return "cannot rename " + temp_path(seq) + ": " + std::strerror(errno);
   sync_dir();

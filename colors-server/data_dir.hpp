@@ -5,6 +5,10 @@
 //   DIR/checkpoint-<seq>.tmp          one being written; a leftover of a crash is removed at start
 //   DIR/log-<seq>.wal                 the durability log after checkpoint <seq> (delta_log.hpp)
 //
+// A checkpoint's number is one more than the highest on disk, so a number can come back after its
+// checkpoint was deleted; a log left under it is removed before the new checkpoint appears, so a
+// log never meets a checkpoint it does not follow.
+//
 // Invariants: DIR is a directory of the server's user, mode 0700 (made so at open, as the heap
 // directory is), and every file in it is created 0600 with O_EXCL | O_NOFOLLOW. A checkpoint file
 // appears under its final name only by rename() after it was fsync'ed, and the directory is
@@ -33,7 +37,8 @@ class DataDir {
 
   // Opens a new temporary file for checkpoint `seq` (0600, O_EXCL); -1 with `error` set.
   int create_temp(std::uint64_t seq, std::string& error) const;
-  // Renames the finished temporary file of `seq` to its final name and syncs the directory.
+  // Removes a log left under `seq`, then renames the finished temporary file of `seq` to its final
+  // name and syncs the directory.
   std::string commit(std::uint64_t seq) const;
   std::string log_path(std::uint64_t seq) const;
   // Creates the (empty) log after checkpoint `seq`, 0600, and syncs the directory; -1 with `error`.

@@ -52,18 +52,33 @@ std::string grow_log(int fd, std::uint64_t need, std::uint64_t& allocated, const
   if (need <= allocated) return {};
   const std::uint64_t target = allocated + std::max(kLogGrowth, (need - allocated + kLogGrowth - 1) / kLogGrowth * kLogGrowth);
   static const std::vector<unsigned char> zeros(std::size_t{1} << 20, 0);
-  for (std::uint64_t at = allocated; at < target;) {
-    if (fault.disk_full()) {
-      errno = ENOSPC;
-      return errno_text("growing the log");
+  // A growth that fails gives back what it took: on a nearly full disk, the zeros it wrote would
+  // otherwise hold the last free bytes, and the checkpoint that must follow could not be written.
+  auto failed = [&](const char* what) {
+    const int err = errno;
+    std::string why = errno_text(what);
+    while (::ftruncate(fd, static_cast<off_t>(allocated)) != 0 && errno == EINTR) {
     }
-    const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(zeros.size(), target - at));
+    errno = err;  // the caller reports the growth's error, not the truncation's
+    return why;
+  };
+  for (std::uint64_t at = allocated; at < target;) {
+    std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(zeros.size(), target - at));
+    if (fault.disk_full()) {  // the test hook: room for full_after bytes of growth
+      const std::uint64_t grown = at - allocated;
+      if (grown >= fault.full_after) {
+        errno = ENOSPC;
+        return failed("growing the log");
+      }
+      n = static_cast<std::size_t>(std::min<std::uint64_t>(n, fault.full_after - grown));
+    }
     ssize_t put = ::pwrite(fd, zeros.data(), n, static_cast<off_t>(at));
     if (put < 0 && errno == EINTR) continue;
-    if (put <= 0) return errno_text("growing the log");
+    if (put == 0) errno = ENOSPC;
+    if (put <= 0) return failed("growing the log");
     at += static_cast<std::uint64_t>(put);
   }
-  if (::fdatasync(fd) != 0) return errno_text("fdatasync");
+  if (::fdatasync(fd) != 0) return failed("fdatasync");
   allocated = target;
   return {};
 }

@@ -157,7 +157,8 @@ class Server {
   void check_kept_clients();
   detail::SegmentConfig segment_config() const;
   void loop();
-  void stop();
+  // Returns the exit code: 0, or kExitShutdownCheckpointFailed (the heap then kept).
+  int stop();
   void track_client(std::uint32_t slot, pid_t pid);
 
   void accept_pending();
@@ -232,8 +233,7 @@ int Server::run() {
     return exit_code_;
   }
   loop();
-  stop();
-  return 0;
+  return stop();
 }
 
 detail::SegmentConfig Server::segment_config() const {
@@ -466,20 +466,26 @@ bool Server::open_segment() {
 bool Server::restore_segment() {
   const detail::SegmentConfig cfg = segment_config();
   const std::string path = detail::heap_file(cfg.dir.empty() ? detail::default_heap_dir() : cfg.dir, cfg.name);
+  // The restore is built under a temporary name and renamed to the heap's once whole (checkpoint
+  // and log): a server killed in the middle leaves no heap, so the next start restores again
+  // rather than adopting a heap that lacks the log's records. A leftover of such a kill is ours
+  // (the name's lock is held) and goes.
+  const std::string building = path + ".restoring";
+  ::unlink(building.c_str());
   std::string skipped;
   for (std::uint64_t seq : data_dir_.checkpoints()) {
     const std::string ckpt = data_dir_.checkpoint_path(seq);
     const auto t0 = now_ns();
-    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    int fd = ::open(building.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) {
-      log_error("cannot create the segment file ", path, " to restore into: ", std::strerror(errno));
+      log_error("cannot create the segment file ", building, " to restore into: ", std::strerror(errno));
       return false;
     }
     CheckpointInfo info;
     std::string why = restore_checkpoint(ckpt, fd, info);
     ::close(fd);
     if (why.empty() && info.layout_version != kLayoutVersion) {
-      ::unlink(path.c_str());
+      ::unlink(building.c_str());
       exit_code_ = kExitHeapRefused;
       log_error("refusing to restore ", ckpt, ": it holds a heap of layout version ", info.layout_version,
                 ", this server uses layout version ", kLayoutVersion,
@@ -487,19 +493,27 @@ bool Server::restore_segment() {
       return false;
     }
     if (!why.empty()) {
-      ::unlink(path.c_str());
+      ::unlink(building.c_str());
       log_warn("skipping checkpoint ", ckpt, ": ", why);
       skipped += (skipped.empty() ? "" : ", ") + ckpt + " (" + why + ")";
       continue;
     }
     const auto t1 = now_ns();
+    // Test hook: a pause between the checkpoint's copy and the log's replay, announced in the
+    // log, in which a test kills the server in the middle of a restore.
+    if (const char* pause = std::getenv("COLORS_RESTORE_PAUSE_MS"); pause != nullptr && *pause != 0) {
+      log_info("pausing ", pause, " ms between the copy of checkpoint ", seq, " and its log's replay (COLORS_RESTORE_PAUSE_MS)");
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::atol(pause)));
+    }
     ReplayResult replay;
-    int seg = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-    std::string io = seg < 0 ? std::string("cannot reopen ") + path + ": " + std::strerror(errno)
+    int seg = ::open(building.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    std::string io = seg < 0 ? std::string("cannot reopen ") + building + ": " + std::strerror(errno)
                               : replay_log(data_dir_.log_path(seq), seq, seg, info.segment_size, replay);
     if (seg >= 0) ::close(seg);
+    if (io.empty() && ::rename(building.c_str(), path.c_str()) != 0)
+      io = "cannot rename " + building + " to " + path + ": " + std::strerror(errno);
     if (!io.empty()) {
-      ::unlink(path.c_str());
+      ::unlink(building.c_str());
       log_error("cannot restore ", ckpt, ": ", io);
       return false;
     }
@@ -1163,18 +1177,28 @@ void Server::close_conn(Connection& c) {
   c.fd = -1;  // erased at the end of the loop iteration
 }
 
-void Server::stop() {
+int Server::stop() {
+  // Whether the heap stays for a successor: --keep-heap, or a shutdown checkpoint that failed (the
+  // heap is then newer than anything on disk, and removing it would lose what the checkpoint
+  // missed: the successor adopts it instead, as after --keep-heap).
+  bool keep = opt_.keep_heap;
+  int code = 0;
   if (checkpointer_) {
     // The last checkpoint, of the heap as its clients leave it (they are stopped for the copy).
     checkpointer_->stop();
     Checkpointer::Outcome o = checkpointer_->run_checkpoint();
-    if (!o.error.empty()) log_error("the shutdown checkpoint failed; the newest checkpoint on disk is older");
+    if (!o.error.empty()) {
+      log_error("the shutdown checkpoint failed (", o.error, "); the newest checkpoint on disk is older, so the heap ",
+                detail::heap_file(opt_.heap_dir, opt_.name), " is kept for the next server on this name to adopt");
+      keep = true;
+      code = kExitShutdownCheckpointFailed;
+    }
     checkpointer_.reset();
   }
   // Order matters: clients learn the state from the segment, so it is set (release) before the
-  // waiters are woken and before the connections close (see shutdown.hpp). With --keep-heap the
-  // state tells them to wait for a successor, as after a crash, and their slots stay theirs.
-  const auto state = opt_.keep_heap ? detail::ServerState::kAwaitingSuccessor : detail::ServerState::kStopped;
+  // waiters are woken and before the connections close (see shutdown.hpp). A kept heap's state
+  // tells them to wait for a successor, as after a crash, and their slots stay theirs.
+  const auto state = keep ? detail::ServerState::kAwaitingSuccessor : detail::ServerState::kStopped;
   meta_->server_state.store(static_cast<std::uint32_t>(state), std::memory_order_release);
   if (gc_) gc_->stop();  // before the segment goes: its threads work on it
   detail::wake_all_waiters(meta_);
@@ -1187,18 +1211,19 @@ void Server::stop() {
   ::close(listen_fd_);
   listen_fd_ = -1;
   ::unlink(opt_.socket.c_str());
-  if (!opt_.keep_heap) detail::Segment::remove(segment_config());
+  if (!keep) detail::Segment::remove(segment_config());
   // Locks last: until here a new server on the same name/socket must not start.
   socket_lock_.release();
   name_lock_.release();
-  if (opt_.keep_heap)
-    log_info("stopped with --keep-heap: segment ", detail::heap_file(opt_.heap_dir, opt_.name),
+  if (keep)
+    log_info("stopped with the heap kept: segment ", detail::heap_file(opt_.heap_dir, opt_.name),
              " kept for a successor, socket ", opt_.socket, " removed, ", attached,
              " client connection(s) closed (their slots wait for the successor)");
   else
     log_info("stopped: segment ", detail::heap_file(opt_.heap_dir, opt_.name), " and socket ", opt_.socket, " removed, ",
              attached, " client connection(s) closed");
   segment_.reset();  // unmaps; clients keep their own mappings until they detach
+  return code;
 }
 
 }  // namespace

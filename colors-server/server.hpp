@@ -10,9 +10,14 @@
 
 namespace colors::server {
 
+// Exit code of a stop whose shutdown checkpoint (--data-dir) failed: the heap was kept for the
+// next server on the name, which adopts it, since it is newer than every checkpoint on disk.
+inline constexpr int kExitShutdownCheckpointFailed = 4;
+
 // Runs the server until SIGTERM or SIGINT. Returns the process's exit code: 0 after a clean
-// shutdown, 1 when it could not start (another server holds the name or socket, the segment or
-// socket could not be created, ...), with the reason logged.
+// shutdown, kExitShutdownCheckpointFailed, 1 when it could not start (another server holds the
+// name or socket, the segment or socket could not be created, ...), with the reason logged, or
+// kExitHeapRefused (adoption.hpp).
 int run_server(const Options& options);
 
 }  // namespace colors::server

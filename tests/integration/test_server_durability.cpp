@@ -742,3 +742,152 @@ TEST_CASE("durability full: a commit waiting for the log when the server dies is
   Attached a(r.cfg);
   CHECK(counter(0) == 7);
 }
+
+namespace {
+
+void set_counter(std::int64_t v) {
+  colors::atomically([v] {
+    colors::Object(colors::List(colors::repository("dur.counters").get()).get(0)).set("balance", colors::Value(v));
+  });
+}
+
+std::string log_file(const std::string& dir, std::uint64_t seq) {
+  char name[64];
+  std::snprintf(name, sizeof name, "/log-%020llu.wal", static_cast<unsigned long long>(seq));
+  return dir + name;
+}
+
+std::string checkpoint_file(const std::string& dir, std::uint64_t seq) {
+  char name[64];
+  std::snprintf(name, sizeof name, "/checkpoint-%020llu.ckpt", static_cast<unsigned long long>(seq));
+  return dir + name;
+}
+
+}  // namespace
+
+TEST_CASE("a log left under a checkpoint number that comes back is not replayed onto the new checkpoint",
+          "[server][durability]") {
+  // Checkpoint 2 and its log of 20 commits; checkpoint 2 is then deleted and the heap lost. The
+  // restore (checkpoint 1) is right; the next checkpoint takes number 2 again, and the old log-2
+  // was replayed onto it at the following restore: the counter went back to the old history's 20.
+  TempDir data;
+  const std::string dir = data.path() + "/d";
+  const std::vector<std::string> flags = {"--data-dir", dir, "--checkpoint-interval", "0", "--durability", "full"};
+  Running r(flags);
+  {
+    Attached a(r.cfg);
+    make_counters(1);
+    set_counter(1);  // the first capture: checkpoint 1
+    REQUIRE(colors::checkpoint() == 2);
+    for (int i = 2; i <= 20; ++i) set_counter(i);  // log-2
+  }
+  kill9(*r.server);
+  REQUIRE(::unlink(r.cfg.shm_path().c_str()) == 0);
+  REQUIRE(file_size(log_file(dir, 2)) > 0);
+  REQUIRE(::unlink(checkpoint_file(dir, 2).c_str()) == 0);
+  {
+    ServerProcess next(r.cfg, r.cfg.args(flags), r.dir.path() + "/next.log");
+    REQUIRE(next.wait_ready());
+    INFO(next.log());
+    Attached a(r.cfg);
+    CHECK(counter(0) == 1);
+    set_counter(100);  // the restored heap's first capture: a checkpoint, number 2 again
+    CHECK(::access(checkpoint_file(dir, 2).c_str(), F_OK) == 0);
+    kill9(next);
+  }
+  REQUIRE(::unlink(r.cfg.shm_path().c_str()) == 0);
+  ServerProcess last(r.cfg, r.cfg.args(flags), r.dir.path() + "/last.log");
+  REQUIRE(last.wait_ready());
+  INFO(last.log());
+  Attached a(r.cfg);
+  CHECK(counter(0) == 100);
+  colors::VerifyResult v = colors::verify_heap();
+  INFO(v.report);
+  CHECK(v.ok);
+}
+
+TEST_CASE("a server killed in the middle of a restore leaves no heap: the next start restores again, log included",
+          "[server][durability]") {
+  // The restore wrote the checkpoint straight into the heap file; killed before the log's replay,
+  // it left a heap without the log's commits, which the next start adopted as a dead server's.
+  TempDir data;
+  const std::string dir = data.path() + "/d";
+  const std::vector<std::string> flags = {"--data-dir", dir, "--checkpoint-interval", "0", "--durability", "full"};
+  Running r(flags);
+  {
+    Attached a(r.cfg);
+    make_counters(1);
+    for (int i = 1; i <= 10; ++i) set_counter(i);  // checkpoint 1, then log-1
+  }
+  kill9(*r.server);
+  REQUIRE(::unlink(r.cfg.shm_path().c_str()) == 0);
+  {
+    ::setenv("COLORS_RESTORE_PAUSE_MS", "20000", 1);
+    ServerProcess pausing(r.cfg, r.cfg.args(flags), r.dir.path() + "/pausing.log");
+    ::unsetenv("COLORS_RESTORE_PAUSE_MS");
+    REQUIRE(eventually([&] { return pausing.log().find("COLORS_RESTORE_PAUSE_MS") != std::string::npos; }, 10000));
+    kill9(pausing);
+  }
+  ServerProcess next(r.cfg, r.cfg.args(flags), r.dir.path() + "/next.log");
+  REQUIRE(next.wait_ready());
+  INFO(next.log());
+  CHECK(next.log().find("restored checkpoint 1") != std::string::npos);
+  Attached a(r.cfg);
+  CHECK(counter(0) == 10);
+}
+
+TEST_CASE("a log growth that fails on a full disk gives the space it took back", "[server][durability]") {
+  // The growth wrote zeros until the disk was full and kept them: on a nearly full disk they held
+  // the last free bytes, and the full checkpoint that must follow failed for good.
+  TempDir data;
+  const std::string dir = data.path() + "/d";
+  const std::vector<std::string> flags = {"--data-dir", dir, "--checkpoint-interval", "0", "--durability", "full"};
+  const std::string switch_file = data.path() + "/disk-full";
+  ::setenv("COLORS_DATA_DIR_FAULT_FULL", switch_file.c_str(), 1);
+  Running r(flags);
+  ::unsetenv("COLORS_DATA_DIR_FAULT_FULL");
+  Attached a(r.cfg);
+  make_counters(1);
+  set_counter(1);  // checkpoint 1
+  { std::ofstream(switch_file) << "full\n"; }
+  CHECK_THROWS_AS(set_counter(2), colors::DurabilityError);  // the log's first growth fails part way
+  INFO(r.server->log());
+  const std::string log = log_file(dir, 1);
+  CHECK((::access(log.c_str(), F_OK) != 0 || file_size(log) == 0));
+  REQUIRE(::unlink(switch_file.c_str()) == 0);
+  set_counter(3);
+  CHECK(counter(0) == 3);
+}
+
+TEST_CASE("a stop whose shutdown checkpoint fails keeps the heap for the next server, which has every write",
+          "[server][durability]") {
+  // SIGTERM without --keep-heap removed the heap even when its last checkpoint could not be
+  // written, and exited 0: what was written since the newest checkpoint on disk was lost.
+  TempDir data;
+  const std::string dir = data.path() + "/d";
+  const std::vector<std::string> flags = {"--data-dir", dir, "--checkpoint-interval", "0"};
+  const std::string switch_file = data.path() + "/disk-full";
+  ::setenv("COLORS_DATA_DIR_FAULT_FULL", switch_file.c_str(), 1);
+  Running r(flags);
+  ::unsetenv("COLORS_DATA_DIR_FAULT_FULL");
+  {
+    Attached a(r.cfg);
+    make_counters(1);
+    set_counter(1);
+    REQUIRE(colors::checkpoint() == 1);
+    set_counter(2);  // in no checkpoint
+  }
+  { std::ofstream(switch_file) << "full\n"; }
+  r.server->signal(SIGTERM);
+  CHECK(r.server->wait_exit(20000) == 4);
+  INFO(r.server->log());
+  CHECK(r.server->log().find("the shutdown checkpoint failed") != std::string::npos);
+  REQUIRE(::access(r.cfg.shm_path().c_str(), F_OK) == 0);
+  REQUIRE(::unlink(switch_file.c_str()) == 0);
+  ServerProcess next(r.cfg, r.cfg.args(flags), r.dir.path() + "/next.log");
+  REQUIRE(next.wait_ready());
+  INFO(next.log());
+  CHECK(next.log().find("adopted") != std::string::npos);
+  Attached a(r.cfg);
+  CHECK(counter(0) == 2);
+}
