@@ -88,6 +88,22 @@ def test_int_is_accepted_by_a_float_field_and_types_are_checked():
     assert e.salary == 100.0  # nothing changed by the failed stores
 
 
+def test_an_int_no_float_holds_exactly_is_refused_by_a_float_field():
+    """2**53 + 1 stored into a float field became 2**53 without a word (Java's binding refuses
+    it); an int beyond the float range raised a bare OverflowError."""
+    e = cs.allocate(Employee, "Smith", 100)
+    e.salary = 2**53
+    assert e.salary == 2.0**53
+    with pytest.raises(cs.SharedOverflowError, match="no exact float value"):
+        e.salary = 2**53 + 1
+    with pytest.raises(cs.SharedOverflowError, match="too large for a float field"):
+        e.salary = 10**400
+    with pytest.raises(cs.SharedOverflowError):
+        cs.copy_to(Employee("Jones", 2**60 + 1))
+    e.salary = -(2**60)  # exact: a power of two
+    assert e.salary == -(2.0**60)
+
+
 def test_float_fields_keep_every_double():
     # Doubles in the immediate range are stored in the slot, the others (NaN, infinities,
     # subnormals, huge and tiny magnitudes) boxed: both must read back bit for bit.

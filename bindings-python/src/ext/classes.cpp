@@ -1000,12 +1000,33 @@ std::atomic<cd::Word>* slot_of(cd::Word o, const cd::FieldInfo& f) {
   return s;
 }
 
+}  // namespace
+
+double int_for_float_field(PyObject* value) {
+  double d = PyLong_AsDouble(value);
+  if (d == -1.0 && PyErr_Occurred()) {
+    if (!PyErr_ExceptionMatches(PyExc_OverflowError)) throw py::error_already_set();
+    PyErr_Clear();
+    throw colors::OverflowError("the integer is too large for a float field");
+  }
+  py::object back = py::reinterpret_steal<py::object>(PyLong_FromDouble(d));
+  if (!back) throw py::error_already_set();
+  const int same = PyObject_RichCompareBool(back.ptr(), value, Py_EQ);
+  if (same < 0) throw py::error_already_set();
+  if (same == 0)
+    throw colors::OverflowError("the integer " + std::string(py::str(value)) +
+                                " has no exact float value for a float field (the nearest is " +
+                                std::string(py::str(back)) + ")");
+  return d;
+}
+
+namespace {
+
 // The shared value to store into a field of type `kind`: Python ints become floats in float
-// fields (as Python would let them); everything else converts as anywhere else.
+// fields (int_for_float_field); everything else converts as anywhere else.
 colors::Value field_value(PyObject* value, TypeKind kind) {
   if (kind == TypeKind::kFloat && PyLong_Check(value) && !PyBool_Check(value)) {
-    double d = PyLong_AsDouble(value);
-    if (d == -1.0 && PyErr_Occurred()) throw py::error_already_set();
+    const double d = int_for_float_field(value);
     ensure_attached();
     return colors::Value(d);
   }

@@ -80,6 +80,10 @@ struct Ref {
 // Python -> shared. Scalars (None, bool, int, float, str, bytes, bytearray) are copied in;
 // proxies give their object; anything else throws TypeMismatchError telling to use copy_to.
 colors::Value to_value(py::handle obj);
+// A Python int (not a bool) stored into a float field: the float that holds it exactly, as Java's
+// binding widens; SharedOverflowError for an int no float holds (2**53 + 1 would become 2**53)
+// or one beyond the float range (classes.cpp).
+double int_for_float_field(PyObject* value);
 // Same check without allocating: throws exactly what to_value would for an unstorable value.
 void check_storable(py::handle obj);
 // Shared -> Python: scalars as plain Python values, binaries as bytes, containers as proxies.

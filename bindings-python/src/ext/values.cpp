@@ -476,9 +476,7 @@ class Copier {
         const cd::FieldInfo* f = it.layout->infos[i];  // the object still has the layout's class
         cd::Word w;
         if (f->type == colors::TypeKind::kFloat && PyLong_Check(v) && !PyBool_Check(v)) {
-          double d = PyLong_AsDouble(v);
-          if (d == -1.0 && PyErr_Occurred()) throw py::error_already_set();
-          w = temp(colors::Value(d));
+          w = temp(colors::Value(int_for_float_field(v)));
         } else {
           w = convert(v);
         }
