@@ -763,6 +763,17 @@ std::string checkpoint_file(const std::string& dir, std::uint64_t seq) {
   return dir + name;
 }
 
+// A server's flags for data directory `dir` under --durability full, checkpoints on demand only.
+std::vector<std::string> full_flags(const std::string& dir) {
+  return {"--data-dir", dir, "--checkpoint-interval", "0", "--durability", "full"};
+}
+
+// A reboot: the server killed -9, then its heap file (tmpfs) gone.
+void reboot(ServerProcess& s, const ServerConfig& cfg) {
+  kill9(s);
+  REQUIRE(::unlink(cfg.shm_path().c_str()) == 0);
+}
+
 }  // namespace
 
 TEST_CASE("a log left under a checkpoint number that comes back is not replayed onto the new checkpoint",
@@ -772,7 +783,7 @@ TEST_CASE("a log left under a checkpoint number that comes back is not replayed 
   // was replayed onto it at the following restore: the counter went back to the old history's 20.
   TempDir data;
   const std::string dir = data.path() + "/d";
-  const std::vector<std::string> flags = {"--data-dir", dir, "--checkpoint-interval", "0", "--durability", "full"};
+  const std::vector<std::string> flags = full_flags(dir);
   Running r(flags);
   {
     Attached a(r.cfg);
@@ -781,8 +792,7 @@ TEST_CASE("a log left under a checkpoint number that comes back is not replayed 
     REQUIRE(colors::checkpoint() == 2);
     for (int i = 2; i <= 20; ++i) set_counter(i);  // log-2
   }
-  kill9(*r.server);
-  REQUIRE(::unlink(r.cfg.shm_path().c_str()) == 0);
+  reboot(*r.server, r.cfg);
   REQUIRE(file_size(log_file(dir, 2)) > 0);
   REQUIRE(::unlink(checkpoint_file(dir, 2).c_str()) == 0);
   {
@@ -793,9 +803,8 @@ TEST_CASE("a log left under a checkpoint number that comes back is not replayed 
     CHECK(counter(0) == 1);
     set_counter(100);  // the restored heap's first capture: a checkpoint, number 2 again
     CHECK(::access(checkpoint_file(dir, 2).c_str(), F_OK) == 0);
-    kill9(next);
+    reboot(next, r.cfg);
   }
-  REQUIRE(::unlink(r.cfg.shm_path().c_str()) == 0);
   ServerProcess last(r.cfg, r.cfg.args(flags), r.dir.path() + "/last.log");
   REQUIRE(last.wait_ready());
   INFO(last.log());
@@ -812,15 +821,14 @@ TEST_CASE("a server killed in the middle of a restore leaves no heap: the next s
   // it left a heap without the log's commits, which the next start adopted as a dead server's.
   TempDir data;
   const std::string dir = data.path() + "/d";
-  const std::vector<std::string> flags = {"--data-dir", dir, "--checkpoint-interval", "0", "--durability", "full"};
+  const std::vector<std::string> flags = full_flags(dir);
   Running r(flags);
   {
     Attached a(r.cfg);
     make_counters(1);
     for (int i = 1; i <= 10; ++i) set_counter(i);  // checkpoint 1, then log-1
   }
-  kill9(*r.server);
-  REQUIRE(::unlink(r.cfg.shm_path().c_str()) == 0);
+  reboot(*r.server, r.cfg);
   {
     ::setenv("COLORS_RESTORE_PAUSE_MS", "20000", 1);
     ServerProcess pausing(r.cfg, r.cfg.args(flags), r.dir.path() + "/pausing.log");
@@ -841,7 +849,7 @@ TEST_CASE("a log growth that fails on a full disk gives the space it took back",
   // the last free bytes, and the full checkpoint that must follow failed for good.
   TempDir data;
   const std::string dir = data.path() + "/d";
-  const std::vector<std::string> flags = {"--data-dir", dir, "--checkpoint-interval", "0", "--durability", "full"};
+  const std::vector<std::string> flags = full_flags(dir);
   const std::string switch_file = data.path() + "/disk-full";
   ::setenv("COLORS_DATA_DIR_FAULT_FULL", switch_file.c_str(), 1);
   Running r(flags);
