@@ -301,8 +301,17 @@ SET_OPS = st.one_of(
 )
 
 
+def _intersect_keeping_own(s: set, other) -> set:
+    """The model of a shared set's `&=` / `intersection_update`: removes what `other` lacks, so
+    that of two equal elements (0 and 0.0) the set's own stays. (set's keeps either one, by the
+    operands' sizes; the shared set removes in one operation and stores nothing.)"""
+    s.difference_update([x for x in s if x not in other])
+    return s
+
+
 def apply_set(op, t, other):
     name, *a = op
+    private = type(t) is set
 
     def inplace(fn):
         def f():
@@ -318,10 +327,12 @@ def apply_set(op, t, other):
     if name == "clear": return outcome(lambda: t.clear())
     if name == "update": return outcome(lambda: t.update(a[0], a[1]))
     if name == "ior": return inplace(lambda s: s.__ior__(a[0]))
-    if name == "iand": return inplace(lambda s: s.__iand__(a[0]))
+    if name == "iand":
+        return inplace(lambda s: _intersect_keeping_own(s, a[0]) if private else s.__iand__(a[0]))
     if name == "isub": return inplace(lambda s: s.__isub__(a[0]))
     if name == "ixor": return inplace(lambda s: s.__ixor__(a[0]))
-    if name == "intersection_update": return outcome(lambda: t.intersection_update(a[0]))
+    if name == "intersection_update":
+        return outcome(lambda: (_intersect_keeping_own(t, a[0]), None)[1] if private else t.intersection_update(a[0]))
     if name == "difference_update": return outcome(lambda: t.difference_update(a[0]))
     if name == "symmetric_difference_update": return outcome(lambda: t.symmetric_difference_update(a[0]))
     if name == "or": return outcome(lambda: typed(t | a[0]))
