@@ -109,6 +109,7 @@ final class ClassMapping {
     // A class the agent binds routes the fields of the classes it binds to the shared object; a
     // field of a superclass it does not bind would keep its value in each Java object.
     boolean bound = SharedInstance.class.isAssignableFrom(type);
+    if (bound) refuseUnsharableState(type, chain.isEmpty() ? Object.class : chain.get(0).getSuperclass());
     for (Class<?> c : chain) {
       for (Field f : c.getDeclaredFields()) {
         int m = f.getModifiers();
@@ -131,6 +132,36 @@ final class ClassMapping {
     }
     this.fields = Collections.unmodifiableList(fs);
     this.byName = Collections.unmodifiableMap(by);
+  }
+
+  /**
+   * Refuses a class the agent binds whose instances hold state no shared field can: the hidden
+   * fields of an inner or local class (its enclosing instance {@code this$0}, captured variables),
+   * and the instance fields of a JDK superclass ({@code jdkSuper} and above; {@code
+   * java.awt.Point}'s x and y, {@code Throwable}'s message), which a bound instance would keep in
+   * its own Java object, unshared and lost on the next read through another instance.
+   */
+  private static void refuseUnsharableState(Class<?> type, Class<?> jdkSuper) {
+    for (Class<?> c = type; c != null && c != jdkSuper; c = c.getSuperclass()) {
+      for (Field f : c.getDeclaredFields()) {
+        int m = f.getModifiers();
+        if (f.isSynthetic() && !Modifier.isStatic(m) && !Modifier.isTransient(m) && !f.getName().startsWith("$colors$")) {
+          throw new TypeMismatchException("class " + type.getName() + " cannot be shared: " + c.getName()
+              + " is an inner or local class, whose hidden field '" + f.getName() + "' (its enclosing instance or a"
+              + " captured variable) shared memory cannot hold; make it a static nested or top-level class");
+        }
+      }
+    }
+    for (Class<?> c = jdkSuper; c != null && c != Object.class; c = c.getSuperclass()) {
+      for (Field f : c.getDeclaredFields()) {
+        int m = f.getModifiers();
+        if (!Modifier.isStatic(m) && !Modifier.isTransient(m)) {
+          throw new TypeMismatchException("class " + type.getName() + " cannot be shared: it inherits instance field '"
+              + f.getName() + "' from " + c.getName() + ", a class of the JDK, whose fields the agent cannot bind;"
+              + " hold such a value in a field instead of extending its class");
+        }
+      }
+    }
   }
 
   private static boolean isMappableSuper(Class<?> c) {

@@ -7,11 +7,15 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import demo.staff.Copied;
 import demo.staff.Employee;
+import demo.staff.Failure;
 import demo.staff.Frozen;
 import demo.staff.Manager;
 import demo.staff.Named;
 import demo.staff.OnPlainBase;
+import demo.staff.Outer;
+import demo.staff.Raised;
 import demo.staff.Outside;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -493,5 +497,44 @@ class AgentTest {
     p.baseX = 5;
     assertThrows(TypeMismatchException.class, () -> SharedMemory.copyToSharedMemory(p));
     assertEquals(5, p.baseX, "the private instance is untouched");
+  }
+
+  /**
+   * A copy constructor reading a bound original inside its this(...) or super(...) call: the
+   * agent left every field access before that call alone, so the copy got the original's unused
+   * Java fields (null and 0.0), and a write there went to a Java field.
+   */
+  @Test
+  void accessesInsideAConstructorsThisOrSuperCallReachTheSharedObject() {
+    Copied bound = SharedMemory.allocate(Copied.class);
+    bound.name = "Smith";
+    bound.salary = 100;
+    Copied copy = new Copied(bound);
+    assertEquals("Smith", copy.name);
+    assertEquals(100.0, copy.salary);
+    Raised raised = new Raised(bound);
+    assertEquals("Smith", raised.name);
+    assertEquals(200.0, raised.salary);
+  }
+
+  /**
+   * Classes whose instances hold state no shared field can: one extending a JDK class with
+   * instance fields (Throwable's message, cause), and an inner class (its enclosing instance).
+   * Both were bound, and that state silently stayed in one Java object: a copied exception read
+   * back with a null message, an inner instance's method threw NullPointerException on this$0.
+   */
+  @Test
+  void classesWithStateSharedMemoryCannotHoldAreRefused() {
+    TypeMismatchException jdk = assertThrows(TypeMismatchException.class,
+        () -> SharedMemory.copyToSharedMemory(new Failure("disk full", 28)));
+    assertTrue(jdk.getMessage().contains("a class of the JDK"), jdk.getMessage());
+    assertThrows(TypeMismatchException.class, () -> SharedMemory.allocate(Failure.class));
+    Outer outer = new Outer();
+    Outer.Item item = outer.new Item();
+    item.n = 5;
+    assertEquals(15, item.total(), "a private inner instance works as without the agent");
+    TypeMismatchException inner = assertThrows(TypeMismatchException.class, () -> SharedMemory.copyToSharedMemory(item));
+    assertTrue(inner.getMessage().contains("inner or local class"), inner.getMessage());
+    assertThrows(TypeMismatchException.class, () -> SharedMemory.allocate(Outer.Item.class));
   }
 }

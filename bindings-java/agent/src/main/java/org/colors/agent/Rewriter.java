@@ -44,7 +44,8 @@ import org.objectweb.asm.Type;
  * </ul>
  * In every class (mapped or not) each {@code GETFIELD}/{@code PUTFIELD} of a mapped field becomes
  * an {@code INVOKESTATIC} of the accessor (same stack effect, so the method's frames stay valid),
- * except in a constructor before its super/this constructor call.
+ * except a {@code PUTFIELD} naming the constructor's own class before its super/this constructor
+ * call (it may store into the object under construction).
  */
 final class Rewriter implements ClassFileTransformer {
   static final String VIEW = "$colors$view";
@@ -514,7 +515,13 @@ final class Rewriter implements ClassFileTransformer {
 
     @Override
     public void visitFieldInsn(int opcode, String owner, String name, String desc) {
-      if (initDone && (opcode == Opcodes.GETFIELD || opcode == Opcodes.PUTFIELD) && !name.startsWith("$colors$")) {
+      // Before its super(...)/this(...) call a constructor may store into fields of the object
+      // under construction (which the accessors, taking an initialised instance, cannot receive),
+      // and only into those its own class names; it cannot read them (the verifier refuses a
+      // GETFIELD on an uninitialised this). Every other access there, e.g. the arguments of a
+      // copy constructor's this(o.name, o.salary), is an access to another, possibly bound, object.
+      boolean mayBeUnbornThis = !initDone && opcode == Opcodes.PUTFIELD && owner.equals(ct.self.name);
+      if (!mayBeUnbornThis && (opcode == Opcodes.GETFIELD || opcode == Opcodes.PUTFIELD) && !name.startsWith("$colors$")) {
         String decl = declaringMapped(ct.loader, owner, name, desc);
         if (decl != null) {
           ct.changed = true;
