@@ -145,14 +145,17 @@ void append_at_end(Metadata* m, ListObject* l, const ListState& s, const Word* v
   store_count_logged(&l->size, s.n + k);
 }
 
-void insert_at(Metadata* m, ListLock& lock, ListObject* l, const ListState& s, std::size_t i, Word v, Rooted& ahead) {
-  if (i == s.n) return append_at_end(m, l, s, &v, 1, ahead);
-  Word a = grow(m, l, s, s.n + 1, ahead);
+// Inserts v[0..k) before position i. REQUIRES: i <= s.n.
+void insert_at(Metadata* m, ListLock& lock, ListObject* l, const ListState& s, std::size_t i, const Word* v, std::size_t k,
+               Rooted& ahead) {
+  if (i == s.n) return append_at_end(m, l, s, v, k, ahead);
+  Word a = grow(m, l, s, s.n + k, ahead);
   ArrayObject* arr = as_array(a);
   lock.guard().begin_torn();
-  for (std::size_t k = s.n; k > i; --k) store_ref_logged(&arr->slots[k], arr->slots[k - 1].load(std::memory_order_acquire));
-  store_ref_logged(&arr->slots[i], v);
-  store_count_logged(&l->size, s.n + 1);
+  for (std::size_t j = s.n; j > i; --j)
+    store_ref_logged(&arr->slots[j - 1 + k], arr->slots[j - 1].load(std::memory_order_acquire));
+  for (std::size_t j = 0; j < k; ++j) store_ref_logged(&arr->slots[i + j], v[j]);
+  store_count_logged(&l->size, s.n + k);
   lock.guard().end_torn();
 }
 
@@ -467,7 +470,15 @@ void list_insert(Metadata* m, Word list, std::size_t i, Word v) {
   ListLock lock(as_list(list), TxAccess::kWrite);
   ListState s = state(as_list(list));
   if (i > s.n) index_error(static_cast<std::int64_t>(i), s.n);
-  insert_at(m, lock, as_list(list), s, i, v, ahead);
+  insert_at(m, lock, as_list(list), s, i, &v, 1, ahead);
+}
+
+void list_insert_all(Metadata* m, Word list, std::size_t i, const Word* v, std::size_t n) {
+  Rooted ahead = storage_ahead(m, as_list(list), [n](std::size_t have) { return have + n; });
+  ListLock lock(as_list(list), TxAccess::kWrite);
+  ListState s = state(as_list(list));
+  if (i > s.n) index_error(static_cast<std::int64_t>(i), s.n);
+  if (n != 0) insert_at(m, lock, as_list(list), s, i, v, n, ahead);
 }
 
 void list_insert_clamped(Metadata* m, Word list, std::int64_t i, Word v) {
@@ -478,7 +489,7 @@ void list_insert_clamped(Metadata* m, Word list, std::int64_t i, Word v) {
   std::int64_t j = i < 0 ? i + n : i;
   if (j < 0) j = 0;
   if (j > n) j = n;
-  insert_at(m, lock, as_list(list), s, static_cast<std::size_t>(j), v, ahead);
+  insert_at(m, lock, as_list(list), s, static_cast<std::size_t>(j), &v, 1, ahead);
 }
 
 Rooted list_pop(Word list, std::size_t i) {

@@ -70,6 +70,8 @@ void list_append(Metadata* m, Word list, Word v);
 // Appends n values in one operation.
 void list_append_all(Metadata* m, Word list, const Word* v, std::size_t n);
 void list_insert(Metadata* m, Word list, std::size_t i, Word v);  // IndexError unless i <= size
+// Inserts n values before position i in one operation. IndexError unless i <= size.
+void list_insert_all(Metadata* m, Word list, std::size_t i, const Word* v, std::size_t n);
 // Removes the element at i and returns it, rooted.
 Rooted list_pop(Word list, std::size_t i);
 // Removes the element at i only if it still equals `expected` (language-neutral equality, objects.hpp:

@@ -296,3 +296,19 @@ TEST_CASE("hash_remove_all removes the keys present in one operation") {
   REQUIRE(s.contains(Value(3LL)));
   REQUIRE(verify_heap().ok);
 }
+
+TEST_CASE("list_insert_all inserts many values at a position in one operation") {
+  test::TestSegment seg;
+  List l(copy_to(std::vector<long long>{1, 2, 3}));
+  std::vector<Value> vals{Value(10LL), Value(11LL)};
+  std::vector<detail::Word> w{vals[0].raw(), vals[1].raw()};
+  detail::list_insert_all(seg.meta(), l.raw(), 1, w.data(), w.size());
+  std::vector<long long> got;
+  for (std::size_t i = 0; i < l.size(); ++i) got.push_back(l[i].as_int());
+  REQUIRE(got == std::vector<long long>{1, 10, 11, 2, 3});
+  detail::list_insert_all(seg.meta(), l.raw(), 5, w.data(), w.size());  // at the end
+  REQUIRE((l.size() == 7 && l[6].as_int() == 11));
+  REQUIRE_THROWS_AS(detail::list_insert_all(seg.meta(), l.raw(), 8, w.data(), w.size()), IndexError);
+  REQUIRE(l.size() == 7);
+  REQUIRE(verify_heap().ok);
+}

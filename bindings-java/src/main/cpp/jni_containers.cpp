@@ -226,35 +226,60 @@ jint JNICALL n_list_index_of(JNIEnv* env, jclass, jobject h, jint tag, jlong bit
   });
 }
 
+// Values encoded as Codec's (tag, bits, obj) arrays, each decoded (and every one checked: a lone
+// surrogate, a proxy of a closed attachment throw here) before the caller changes anything.
+// `words` gets their words, kept alive by the returned Args.
+std::vector<Arg> decode_all(JNIEnv* env, jintArray tags, jlongArray bits, jobjectArray objs, std::vector<cd::Word>& words) {
+  const jsize k = env->GetArrayLength(tags);
+  std::vector<jint> t(static_cast<std::size_t>(k));
+  std::vector<jlong> b(static_cast<std::size_t>(k));
+  if (k > 0) {
+    env->GetIntArrayRegion(tags, 0, k, t.data());
+    env->GetLongArrayRegion(bits, 0, k, b.data());
+  }
+  check_pending(env);
+  std::vector<Arg> vals;
+  vals.reserve(static_cast<std::size_t>(k));
+  for (jsize i = 0; i < k; ++i) {
+    jobject o = env->GetObjectArrayElement(objs, i);
+    check_pending(env);
+    vals.push_back(decode(env, t[static_cast<std::size_t>(i)], b[static_cast<std::size_t>(i)], o));
+    if (o != nullptr) env->DeleteLocalRef(o);
+  }
+  words.clear();
+  words.reserve(vals.size());
+  for (const Arg& a : vals) words.push_back(a.get().raw());
+  return vals;
+}
+
 // Makes the content the given values if the list is still at `version` (n_list_items_for_update);
 // returns whether it did.
 jboolean JNICALL n_list_replace_if(JNIEnv* env, jclass, jobject h, jlong version, jintArray tags, jlongArray bits,
                                    jobjectArray objs) {
   return guarded<jboolean>(env, JNI_FALSE, [&]() -> jboolean {
     colors::List& l = jvalue_of(env, h)->list();
-    const jsize k = env->GetArrayLength(tags);
-    std::vector<jint> t(static_cast<std::size_t>(k));
-    std::vector<jlong> b(static_cast<std::size_t>(k));
-    if (k > 0) {
-      env->GetIntArrayRegion(tags, 0, k, t.data());
-      env->GetLongArrayRegion(bits, 0, k, b.data());
-    }
-    check_pending(env);
-    std::vector<Arg> vals;
-    vals.reserve(static_cast<std::size_t>(k));
-    for (jsize i = 0; i < k; ++i) {
-      jobject o = env->GetObjectArrayElement(objs, i);
-      check_pending(env);
-      vals.push_back(decode(env, t[static_cast<std::size_t>(i)], b[static_cast<std::size_t>(i)], o));
-      if (o != nullptr) env->DeleteLocalRef(o);
-    }
     std::vector<cd::Word> words;
-    words.reserve(vals.size());
-    for (const Arg& a : vals) words.push_back(a.get().raw());
+    std::vector<Arg> keep = decode_all(env, tags, bits, objs, words);
     return cd::list_replace_if(cd::current_meta(), l.raw(), static_cast<std::uint64_t>(version), words.data(),
                                words.size())
                ? JNI_TRUE
                : JNI_FALSE;
+  });
+}
+
+// addAll: the values inserted before position `index` (-1: appended) in one operation, all of
+// them or, when one cannot be stored, none.
+void JNICALL n_list_add_all(JNIEnv* env, jclass, jobject h, jint index, jintArray tags, jlongArray bits,
+                            jobjectArray objs) {
+  guarded_void(env, [&] {
+    colors::List& l = jvalue_of(env, h)->list();
+    std::vector<cd::Word> words;
+    std::vector<Arg> keep = decode_all(env, tags, bits, objs, words);
+    if (index < 0) {
+      cd::list_append_all(cd::current_meta(), l.raw(), words.data(), words.size());
+    } else {
+      cd::list_insert_all(cd::current_meta(), l.raw(), static_cast<std::size_t>(index), words.data(), words.size());
+    }
   });
 }
 
@@ -377,6 +402,7 @@ void add_containers_natives(std::vector<JNINativeMethod>& out) {
   static const std::string s_lrmif = "(" + h + "I" + val + ")Z";
   static const std::string s_lrep = "(" + h + "J[I[J[Ljava/lang/Object;)Z";
   static const std::string s_items_v = "(" + h + "[J)[Ljava/lang/Object;";
+  static const std::string s_laddall = "(" + h + "I[I[J[Ljava/lang/Object;)V";
   static const std::string s_kget = "(" + h + val + ")Ljava/lang/Object;";
   static const std::string s_kbool = "(" + h + val + ")Z";
   static const std::string s_kflat = "(" + h + val + "[J[Ljava/lang/Object;Z)I";
@@ -396,6 +422,7 @@ void add_containers_natives(std::vector<JNINativeMethod>& out) {
       N("listDoubles", s_doubles.c_str(), n_list_doubles),
       N("listIndexOf", s_lidx.c_str(), n_list_index_of),
       N("listReplaceIf", s_lrep.c_str(), n_list_replace_if),
+      N("listAddAll", s_laddall.c_str(), n_list_add_all),
       N("mapGetFlat", s_kflat.c_str(), n_map_get_flat),
       N("mapContains", s_kbool.c_str(), n_map_contains),
       N("mapPut", s_mput.c_str(), n_map_put),

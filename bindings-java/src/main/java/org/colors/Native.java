@@ -117,6 +117,8 @@ final class Native {
   static native int listIndexOf(Handle h, int tag, long bits, Object obj, boolean last);
   /** Makes the content the given values if the list is still at {@code version}; returns whether it did. */
   static native boolean listReplaceIf(Handle h, long version, int[] tags, long[] bits, Object[] objs);
+  /** Inserts the values before {@code index} (-1: appends them) in one operation, all or none. */
+  static native void listAddAll(Handle h, int index, int[] tags, long[] bits, Object[] objs);
   /**
    * The value's tag (-1: absent), with its bits in bitsOut[0] (scalars) or the object in objOut[0];
    * with {@code handOver}, a shared object as {@link Codec#ROOTED} with its word and root

@@ -122,22 +122,47 @@ public final class SharedList extends AbstractList<Object> implements RandomAcce
     modCount++;
   }
 
+  /** Appends every element in one operation: all of them, or (one cannot be stored) none. */
   @Override
   public boolean addAll(Collection<?> c) {
-    Object[] a = c.toArray();
-    for (Object o : a) Codec.tag(o);  // all storable, or nothing is added
-    for (Object o : a) add(o);
-    return a.length != 0;
+    return addAllAt(-1, c.toArray());
   }
 
+  /** Inserts every element at {@code index} in one operation: all of them, or (one cannot be stored) none. */
   @Override
   public boolean addAll(int index, Collection<?> c) {
     int n = size();
     if (index < 0 || index > n) throw new IndexOutOfBoundsException("Index " + index + " out of bounds for length " + n);
-    Object[] a = c.toArray();
-    for (Object o : a) Codec.tag(o);  // all storable, or nothing is added
-    for (Object o : a) add(index++, o);
-    return a.length != 0;
+    return addAllAt(index, c.toArray());
+  }
+
+  // -1: at the end. Every value is encoded, and checked by the native call (a lone surrogate, a
+  // proxy of a closed attachment), before the list changes.
+  private boolean addAllAt(int index, Object[] a) {
+    if (a.length == 0) return false;
+    Encoded e = new Encoded(a);
+    Native.listAddAll(handle, index, e.tags, e.bits, e.objs);
+    modCount++;
+    return true;
+  }
+
+  /** Values in Codec's encoding, for the natives that take many at once. */
+  private static final class Encoded {
+    final int[] tags;
+    final long[] bits;
+    final Object[] objs;
+
+    Encoded(Object[] values) {
+      int n = values.length;
+      tags = new int[n];
+      bits = new long[n];
+      objs = new Object[n];
+      for (int i = 0; i < n; i++) {
+        tags[i] = Codec.tag(values[i]);
+        bits[i] = Codec.bits(values[i], tags[i]);
+        objs[i] = Codec.obj(values[i], tags[i]);
+      }
+    }
   }
 
   @Override
@@ -304,6 +329,10 @@ public final class SharedList extends AbstractList<Object> implements RandomAcce
    */
   @SuppressWarnings("unchecked")
   public <T> T[] toArray(Class<T> componentType) {
+    if (componentType.isPrimitive()) {
+      throw new IllegalArgumentException("toArray(" + componentType + "): the component type must be a class (boxed types"
+          + " for numbers); toLongArray() and toDoubleArray() give primitive arrays");
+    }
     Object[] items = toArray();
     T[] r = (T[]) Array.newInstance(componentType, items.length);
     for (int i = 0; i < items.length; i++) r[i] = (T) Codec.convert(items[i], componentType, where(i));
@@ -548,16 +577,8 @@ public final class SharedList extends AbstractList<Object> implements RandomAcce
    * one atomic step (libshared's list_replace_if). Every value is checked to be storable first.
    */
   private void replaceUnlessChanged(long version, Object[] result) {
-    int n = result.length;
-    int[] tags = new int[n];
-    long[] bits = new long[n];
-    Object[] objs = new Object[n];
-    for (int i = 0; i < n; i++) {
-      tags[i] = Codec.tag(result[i]);
-      bits[i] = Codec.bits(result[i], tags[i]);
-      objs[i] = Codec.obj(result[i], tags[i]);
-    }
-    if (!Native.listReplaceIf(handle, version, tags, bits, objs)) {
+    Encoded e = new Encoded(result);
+    if (!Native.listReplaceIf(handle, version, e.tags, e.bits, e.objs)) {
       throw new ConcurrentModificationException("the shared list changed while its elements were sorted or replaced;"
           + " it keeps that change");
     }

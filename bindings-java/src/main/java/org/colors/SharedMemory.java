@@ -407,6 +407,10 @@ public final class SharedMemory {
     return Proxies.viewOf(Native.newObject(type.ptr()));
   }
 
+  private static String typeName(Object o) {
+    return o == null ? "null" : o.getClass().getName();
+  }
+
   /**
    * The version of shared class {@code name} with exactly these fields (in any order), created if
    * there is none: for classes without a Java class here (e.g. defined by a Python program).
@@ -420,10 +424,14 @@ public final class SharedMemory {
     int[] kinds = new int[fields.size()];
     String[] classNames = new String[fields.size()];
     int i = 0;
-    for (Map.Entry<String, SharedType.Kind> e : fields.entrySet()) {
+    for (Map.Entry<?, ?> e : fields.entrySet()) {  // checked: a raw map may hold anything
+      if (!(e.getKey() instanceof String) || !(e.getValue() instanceof SharedType.Kind)) {
+        throw new InvalidArgumentException("defineClass: fields must map String names to SharedType.Kind values, got "
+            + typeName(e.getKey()) + " -> " + typeName(e.getValue()));
+      }
       if (e.getValue() == SharedType.Kind.NULL) throw new InvalidArgumentException("NULL is not a field type");
-      names[i] = e.getKey();
-      kinds[i] = e.getValue().code;
+      names[i] = (String) e.getKey();
+      kinds[i] = ((SharedType.Kind) e.getValue()).code;
       classNames[i] = "";
       i++;
     }

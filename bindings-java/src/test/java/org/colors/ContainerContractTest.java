@@ -259,6 +259,38 @@ class ContainerContractTest {
   }
 
   /**
+   * addAll of a collection whose last element cannot be stored (a lone surrogate, which only the
+   * native call refuses) added the elements before it and then threw; at an index, and through a
+   * subList, the same. Now the list is unchanged, and a whole addAll is one operation.
+   */
+  @Test
+  @SuppressWarnings({"unchecked", "rawtypes"})
+  void anAddAllWithAnUnstorableElementAddsNothing() {
+    List<Object> s = SharedMemory.allocate(SharedList.class, 0);
+    s.addAll(List.of("a", "b"));
+    List<Object> bad = List.of(1L, 2L, "\uD800");
+    assertThrows(InvalidArgumentException.class, () -> s.addAll(bad));
+    assertEquals(List.of("a", "b"), s);
+    assertThrows(InvalidArgumentException.class, () -> s.addAll(1, bad));
+    assertEquals(List.of("a", "b"), s);
+    assertThrows(InvalidArgumentException.class, () -> s.subList(0, 1).addAll(bad));
+    assertEquals(List.of("a", "b"), s);
+    assertTrue(s.addAll(1, List.of(1L, 2L)));
+    assertTrue(s.addAll(List.of(3L)));
+    assertEquals(List.of("a", 1L, 2L, "b", 3L), s);
+    assertFalse(s.addAll(2, List.of()));
+    assertThrows(IndexOutOfBoundsException.class, () -> s.addAll(6, List.of(4L)));
+    IllegalArgumentException prim = assertThrows(IllegalArgumentException.class, () -> ((SharedList) s).toArray(int.class));
+    assertTrue(prim.getMessage().contains("boxed"), prim.getMessage());
+    Map raw = new HashMap();
+    raw.put(1, SharedType.Kind.INTEGER);
+    assertThrows(InvalidArgumentException.class, () -> SharedMemory.defineClass("contract.RawFields", raw));
+    raw.clear();
+    raw.put("x", "INTEGER");
+    assertThrows(InvalidArgumentException.class, () -> SharedMemory.defineClass("contract.RawFields", raw));
+  }
+
+  /**
    * A sort or replaceAll while another thread appends: each append lands, before the sort's read
    * (and is sorted) or after it (and the sort throws, keeping it). The check and the write were two
    * steps, and an append between them was overwritten without a word.

@@ -143,14 +143,21 @@ public final class RpcServer implements AutoCloseable {
     this.spinNanos = o.spinNanos;
     RpcNative.init();
     server = RpcNative.serverNew(endpoint, o.queueCapacity);
-    for (int i = 0; i < o.threads; i++) {
-      Thread t = new Thread(this::loop, "colors-rpc-" + endpoint + "-" + i);
-      t.setDaemon(true);
-      threads.add(t);
+    try {
+      for (int i = 0; i < o.threads; i++) {
+        Thread t = new Thread(this::loop, "colors-rpc-" + endpoint + "-" + i);
+        t.setDaemon(true);
+        threads.add(t);
+      }
+      LIVE.add(this);
+      if (!hookInstalled) installHook();
+      for (Thread t : threads) t.start();
+    } catch (Throwable e) {
+      // No thread could be made or started (OutOfMemoryError: the JVM's thread limit): the
+      // endpoint registered above would be served by nobody, and no RpcServer could close it.
+      close(0);
+      throw e;
     }
-    LIVE.add(this);
-    if (!hookInstalled) installHook();
-    for (Thread t : threads) t.start();
   }
 
   /**
