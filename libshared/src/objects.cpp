@@ -97,10 +97,19 @@ Rooted new_float(Metadata* m, double v) {
                   [v](ObjectHead* o) { reinterpret_cast<FloatObject*>(o)->value = v; });
 }
 
+// The payload of a string or binary of n bytes (16 bytes of length and hash first). A length near
+// SIZE_MAX wrapped 16 + n to a small size: the object got a tiny block and a length beyond it,
+// which every read then followed out of the heap. No heap holds 2^48 bytes.
+static std::size_t bytes_payload(std::size_t n, const char* what) {
+  if (n > (std::size_t{1} << 48)) throw OutOfMemoryError(std::string(what) + " of " + std::to_string(n) + " bytes is too large");
+  return 16 + n;
+}
+
 Rooted new_string(Metadata* m, std::string_view s) {
+  const std::size_t payload = bytes_payload(s.size(), "string");
   if (!is_valid_utf8(s)) throw InvalidArgumentError("string is not valid UTF-8");
   std::uint64_t h = bytes_hash(s.data(), s.size());
-  return allocate(m, TypeKind::kString, builtin_class(m, TypeKind::kString), 16 + s.size(), [&](ObjectHead* o) {
+  return allocate(m, TypeKind::kString, builtin_class(m, TypeKind::kString), payload, [&](ObjectHead* o) {
     auto* so = reinterpret_cast<StringObject*>(o);
     so->length = s.size();
     so->hash = h;
@@ -109,7 +118,7 @@ Rooted new_string(Metadata* m, std::string_view s) {
 }
 
 Rooted new_binary(Metadata* m, const void* data, std::size_t n) {
-  return allocate(m, TypeKind::kBinary, builtin_class(m, TypeKind::kBinary), 16 + n, [&](ObjectHead* o) {
+  return allocate(m, TypeKind::kBinary, builtin_class(m, TypeKind::kBinary), bytes_payload(n, "binary"), [&](ObjectHead* o) {
     auto* b = reinterpret_cast<BinaryObject*>(o);
     b->length = n;
     if (n != 0 && data != nullptr) std::memcpy(b->bytes, data, n);
@@ -325,9 +334,10 @@ Word new_float_scoped(Metadata* m, double v) {
 }
 
 Word new_string_scoped(Metadata* m, std::string_view s) {
+  const std::size_t payload = bytes_payload(s.size(), "string");
   if (!is_valid_utf8(s)) throw InvalidArgumentError("string is not valid UTF-8");
   std::uint64_t h = bytes_hash(s.data(), s.size());
-  return allocate<false>(m, TypeKind::kString, builtin_class(m, TypeKind::kString), 16 + s.size(), [&](ObjectHead* o) {
+  return allocate<false>(m, TypeKind::kString, builtin_class(m, TypeKind::kString), payload, [&](ObjectHead* o) {
     auto* so = reinterpret_cast<StringObject*>(o);
     so->length = s.size();
     so->hash = h;

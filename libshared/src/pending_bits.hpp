@@ -37,6 +37,7 @@ namespace colors::detail {
 // current_meta): words == nullptr when none is.
 struct PendingBits {
   std::uintptr_t objects_begin = 0;
+  std::uintptr_t objects_end = 0;
   std::atomic<std::uint64_t>* words = nullptr;
   // The segment's Metadata::gc_phase (a GcPhase) and gc_epoch: whether a dropped root must be
   // flagged (roots.hpp, root_release_flags).
@@ -55,8 +56,12 @@ inline std::size_t pending_index(std::uintptr_t objects_begin, std::uintptr_t ad
 }
 
 // Flags the object at `addr` pending. Reads the word first: most objects overwritten often are
-// flagged already, and a plain load leaves the cache line shared between cores.
+// flagged already, and a plain load leaves the cache line shared between cores. An address outside
+// the objects space flags nothing: it is no object of this heap, only a word a buggy or hostile
+// client wrote where a reference goes (a root slot, a field), and its index would land outside the
+// bitmap (the server dropping a dead client's roots crashed on one).
 inline void set_pending_bit(const PendingBits& pb, std::uintptr_t addr) {
+  if (addr - pb.objects_begin >= pb.objects_end - pb.objects_begin) return;
   const std::size_t i = pending_index(pb.objects_begin, addr);
   std::atomic<std::uint64_t>& w = pb.words[i / 64];
   const std::uint64_t bit = std::uint64_t{1} << (i % 64);

@@ -34,6 +34,7 @@ PendingBits pending_bits_of(const Metadata* m) {
   PendingBits pb;
   if (m != nullptr) {
     pb.objects_begin = m->objects_begin;
+    pb.objects_end = m->objects_end;
     pb.words = reinterpret_cast<std::atomic<std::uint64_t>*>(m->pending_bits_begin);
     pb.gc_phase = &m->gc_phase;
     pb.gc_epoch = &m->gc_epoch;

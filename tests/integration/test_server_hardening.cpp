@@ -601,3 +601,34 @@ TEST_CASE("a stopped client that holds no heap-wide lock, or any with --stopped-
     stop_abuser(kid);
   }
 }
+
+TEST_CASE("a client killed while its root table holds words that are no objects does not take the server down", "[server][abuse]") {
+  // The server drops a dead client's roots through the deletion barrier, which flagged each word's
+  // object pending: a word outside the objects space (written by a buggy or hostile client where
+  // a root goes) indexed outside the pending bitmap, and the server died of a general protection
+  // fault, for every client.
+  Running r({"--heap-size", "64M"});
+  auto word = GENERATE(std::uint64_t{0x1000}, std::uint64_t{0x123456789abcdef0}, std::uint64_t{0x7ffffffffff0});
+  std::fflush(nullptr);
+  pid_t kid = ::fork();
+  REQUIRE(kid >= 0);
+  if (kid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    colors::attach(r.cfg.socket);
+    colors::Value bogus = colors::Value::from_raw(word);  // a root slot now holds the word
+    ::raise(SIGKILL);
+    ::_exit(0);
+  }
+  int st = 0;
+  REQUIRE(::waitpid(kid, &st, 0) == kid);
+  REQUIRE(WIFSIGNALED(st));
+  REQUIRE(eventually([&] { return r.server->log().find("pid " + std::to_string(kid) + ") died") != std::string::npos; }, 10000));
+  INFO(r.server->log());
+  colors::attach(r.cfg.socket);
+  colors::List l = colors::new_list();
+  l.append(colors::Value(1));
+  colors::collect();
+  CHECK(l.size() == 1);
+  colors::detach();
+  CHECK_FALSE(r.server->wait_exit(200).has_value());  // still serving
+}

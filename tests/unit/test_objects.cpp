@@ -152,3 +152,15 @@ TEST_CASE("values keep roots - copies and moves are independent") {
   s = Value();
   REQUIRE(m.as_string() == "shared");
 }
+
+TEST_CASE("a string or binary whose length wraps the object's size is refused, the heap intact") {
+  // 16 + n wrapped for n near SIZE_MAX: the object got a tiny block and a length beyond it (the
+  // verifier: "binary does not fit its block"; n = 2^64 - 48 broke the heap walk and the freelist).
+  test::TestSegment seg;
+  for (std::size_t n : {SIZE_MAX, SIZE_MAX - 47, SIZE_MAX - 15, std::size_t{1} << 63})
+    REQUIRE_THROWS_AS(new_binary(nullptr, n), OutOfMemoryError);
+  const char c = 'x';
+  REQUIRE_THROWS_AS(detail::new_string(seg.meta(), std::string_view(&c, SIZE_MAX - 15)), OutOfMemoryError);
+  REQUIRE(new_binary(nullptr, 3).as_bytes().size() == 3);
+  REQUIRE(verify_heap().ok);
+}

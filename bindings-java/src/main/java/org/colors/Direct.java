@@ -300,6 +300,10 @@ final class Direct {
      * (set_pending_bit, pending_bits.hpp): its bit, set by an atomic OR (release) unless set.
      */
     void markPending(long ref) {
+      // A word outside the objects space is no object (a buggy or hostile client wrote it where a
+      // reference goes): nothing to flag, and its bit would lie outside the bitmap.
+      // (The bitmap begins where the objects space ends: layout.hpp, segment.cpp.)
+      if (Long.compareUnsigned(ref - objectsBegin, pendingBits - objectsBegin) >= 0) return;
       long i = Words.pendingIndex(objectsBegin, ref);
       long addr = pendingBits + ((i >>> 6) << 3);
       long bit = 1L << (i & 63);
