@@ -468,3 +468,59 @@ def test_a_pop_whose_element_cannot_be_made_into_a_python_object_loses_nothing()
         assert size() == before, "the element went back into its container"
     assert lst.pop(0) == 1 and len(lst) == 2
     assert sorted(dct) == ["a", "b"] and list(srt) == [1, 2]
+
+
+def test_user_code_that_changes_a_list_inside_a_slice_or_remove_does_not_loop_for_ever():
+    """A whole-list rewrite read the slice's bounds (their __index__) on every try, and a bound
+    whose __index__ changed the list made every try fail: `del l[Idx():3]` never returned (one
+    that appended filled every process's heap). remove() whose x.__eq__ changed the list looked
+    again for ever. The bounds are read once now, as list does, and remove gives up."""
+    lst = cs.copy_to(list(range(10)))
+
+    class Idx:
+        def __index__(self):
+            lst[5] = lst[5] + 100  # a change of the list, on every call
+            return 1
+
+    del lst[Idx():3]
+    assert list(lst) == [0, 3, 4, 105, 6, 7, 8, 9]
+    lst[Idx():2] = ["a", "b"]
+    assert list(lst) == [0, "a", "b", 4, 105, 6, 107, 8, 9]
+
+    class Meddler:  # equal to 8, and moves it each time it says so
+        def __eq__(self, other):
+            if other == 8:
+                lst.insert(0, -1)
+                return True
+            return False
+
+        __hash__ = None
+
+    with pytest.raises(RuntimeError, match="changed under each of"):
+        lst.remove(Meddler())
+    assert 8 in lst
+
+
+def test_an_update_with_a_value_that_cannot_be_stored_changes_nothing():
+    """dict.update, |=, set.update and SortedDict.update stored the entries before the one that
+    could not be stored (object(), 2**64, a lone surrogate), then raised."""
+    d = cs.copy_to({"a": 1})
+    for bad in ({"b": 2, "c": object()}, {"b": 2, "c": 2**64}, {"b": 2, "c": "\udc80"}):
+        with pytest.raises((cs.TypeMismatchError, cs.SharedOverflowError, UnicodeEncodeError)):
+            d.update(bad)
+        with pytest.raises((cs.TypeMismatchError, cs.SharedOverflowError, UnicodeEncodeError)):
+            d |= bad
+        assert dict(d) == {"a": 1}
+    with pytest.raises(cs.SharedOverflowError):
+        d.update(b=2, c=2**64)
+    assert dict(d) == {"a": 1}
+    d.update([("b", 2)], c=3)
+    assert dict(d) == {"a": 1, "b": 2, "c": 3}
+    s = cs.copy_to({1})
+    with pytest.raises(cs.TypeMismatchError):
+        s.update([2, 3], [object()])
+    assert set(s) == {1}
+    srt = cs.copy_to(sortedcontainers.SortedDict({1: "x"}))
+    with pytest.raises(cs.TypeMismatchError):
+        srt.update({2: "y", 3: object()})
+    assert dict(srt) == {1: "x"}

@@ -920,3 +920,34 @@ def test_an_object_whose_class_refuses_its_proxy_subclass_reads_as_a_generic_sha
         """
     )
     assert out.split() == ["generic"]
+
+
+def test_no_binding_class_can_be_made_by_new_alone():
+    """`T.__new__(T)` made an instance of the binding's class T without its constructor: the C++
+    object was never built, and the first method call read uninitialised memory (SIGSEGV for
+    synchronized.__enter__, _RpcCall.args, _RpcClient.server_alive; a garbage timeout for a
+    Transaction, which then began and committed with it). Every such class now refuses."""
+    out = child(
+        """
+        ext = cs._colors_shm
+        made = []
+        for name in sorted(dir(ext)):
+            t = getattr(ext, name)
+            if not isinstance(t, type) or issubclass(t, BaseException) or "pybind11" not in type(t).__name__:
+                continue
+            try:
+                t.__new__(t)
+                made.append(name)
+            except TypeError:
+                pass
+        assert not made, made
+        # The classes still construct as before.
+        with cs.transaction():
+            pass
+        lst = cs.copy_to([1])
+        with cs.synchronized(lst):
+            pass
+        print("refused")
+        """
+    )
+    assert out.split() == ["refused"]

@@ -21,6 +21,7 @@ from collections.abc import (
     ItemsView,
     Iterable,
     KeysView,
+    Mapping,
     MutableMapping,
     MutableSequence,
     MutableSet,
@@ -61,6 +62,18 @@ class SharedProxy:
 
 def _elem_eq(a, b) -> bool:
     return a is b or a == b
+
+
+def _resolved(index: slice) -> slice:
+    """The slice with its bounds' ``__index__`` called once, as ``list`` does: a whole-list rewrite
+    may apply it again after a concurrent change, and a bound whose ``__index__`` changed the list
+    would otherwise change it on every try."""
+    return slice(*(None if b is None else operator.index(b) for b in (index.start, index.stop, index.step)))
+
+
+# A remove() whose element comparisons keep changing the list (an __eq__ that writes to it) would
+# otherwise look again for ever; concurrent changes by others end long before this.
+_REMOVE_TRIES = 1000
 
 
 # --------------------------------------------------------------------------------------------
@@ -104,6 +117,7 @@ class SharedList(SharedProxy, MutableSequence):
     def __setitem__(self, index, value):
         ref = self._ref
         if isinstance(index, slice):
+            index = _resolved(index)
             new_values = list(value)
             for v in new_values:
                 _ext.check_storable(v)
@@ -121,6 +135,7 @@ class SharedList(SharedProxy, MutableSequence):
     def __delitem__(self, index):
         ref = self._ref
         if isinstance(index, slice):
+            index = _resolved(index)
             self._rewrite(lambda items: items.__delitem__(index))
             return
         try:
@@ -150,7 +165,7 @@ class SharedList(SharedProxy, MutableSequence):
         # Finds the first equal element in a snapshot, then removes it only if that position still
         # holds it (one atomic operation); retries on a list changed meanwhile.
         ref = self._ref
-        while True:
+        for _ in range(_REMOVE_TRIES):
             for i, v in enumerate(ref.litems()):
                 if _elem_eq(v, value):
                     if ref.lpop_if(i, v):
@@ -158,6 +173,7 @@ class SharedList(SharedProxy, MutableSequence):
                     break
             else:
                 raise ValueError("list.remove(x): x not in list")
+        raise RuntimeError(f"list.remove(x): the list changed under each of {_REMOVE_TRIES} tries (does x.__eq__ change it?)")
 
     def clear(self) -> None:
         self._ref.clear()
@@ -293,6 +309,25 @@ class _SharedItemsView(ItemsView):
         return f"shared_dict_items({self._mapping._ref.mitems()!r})"
 
 
+def _update_items(other, kwds) -> list:
+    """The (key, value) pairs of ``dict.update(other, **kwds)``, each key and value checked to be
+    storable (a failed update then changes nothing)."""
+    if isinstance(other, Mapping):
+        items = [(k, other[k]) for k in other]
+    elif hasattr(other, "keys"):
+        items = [(k, other[k]) for k in other.keys()]
+    else:
+        items = []
+        for pair in other:
+            k, v = pair
+            items.append((k, v))
+    items.extend(kwds.items())
+    for k, v in items:
+        _ext.check_storable(k)
+        _ext.check_storable(v)
+    return items
+
+
 class SharedDict(SharedProxy, MutableMapping):
     """A shared map: behaves like ``dict`` (``collections.abc.MutableMapping``).
 
@@ -371,6 +406,14 @@ class SharedDict(SharedProxy, MutableMapping):
         d = dict(other)
         d.update(self._ref.mitems())
         return d
+
+    def update(self, other=(), /, **kwds) -> None:
+        """As ``dict.update``; every key and value is checked first, so one that cannot be stored
+        raises before anything is stored."""
+        items = _update_items(other, kwds)
+        ref = self._ref
+        for k, v in items:
+            ref.mput(k, v)
 
     def __ior__(self, other):
         self.update(other)
@@ -522,9 +565,13 @@ class SharedSet(SharedProxy, MutableSet):
         return self.copy().isdisjoint(other)
 
     def update(self, *others) -> None:
-        for o in others:
-            for v in list(o):
-                self._ref.sadd(v)
+        """As ``set.update``; every element is checked first, so one that cannot be stored raises
+        before anything is added."""
+        values = [v for o in others for v in list(o)]
+        for v in values:
+            _ext.check_storable(v)
+        for v in values:
+            self._ref.sadd(v)
 
     def intersection_update(self, *others) -> None:
         # Read "for update" (as SharedList.reverse): never a transaction's changes about to roll
@@ -804,6 +851,13 @@ class SharedSortedDict(SharedProxy, MutableMapping):
             return self._ref.tpop(key)
         except KeyError:
             return default
+
+    def update(self, other=(), /, **kwds) -> None:
+        """As ``dict.update``; every key and value is checked to be storable first, so one that
+        cannot be stored raises before anything is stored (a key of another kind than the map's
+        is refused when it is stored)."""
+        for k, v in _update_items(other, kwds):
+            self[k] = v
 
     def setdefault(self, key, default=None):
         return self._ref.tsetdefault(key, default)  # one atomic operation

@@ -37,9 +37,11 @@ void ensure_attached();  // implicit attach on first use (COLORS_SOCKET or the d
 
 // Applied to every pybind11 class of the extension (`sealed(py::class_<T>(m, ...))`): instances
 // cannot be pickled or copied (copyreg would call pybind11's instance base type, which cannot make
-// one: module.cpp guards that type too) and cannot change class (all pybind11 instances share one
+// one: module.cpp guards that type too), cannot change class (all pybind11 instances share one
 // layout, so CPython would let `x.__class__ = Other` through, and Other's destructor would then
-// free what x does not hold). Both raise TypeError.
+// free what x does not hold), and cannot be made by `T.__new__(T)` alone (the C++ object, built by
+// the constructor, would never exist, and the first method call read uninitialised memory). All
+// three raise TypeError.
 template <class C>
 C sealed(C cls) {
   auto refuse = [](py::handle self, py::args, py::kwargs) -> py::object {
@@ -59,6 +61,25 @@ C sealed(C cls) {
   py::object prop = py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(&PyProperty_Type))(get, set);
   auto* tp = reinterpret_cast<PyTypeObject*>(cls.ptr());
   if (PyDict_SetItemString(tp->tp_dict, "__class__", prop.ptr()) != 0) throw py::error_already_set();
+  // `T(...)` goes through the type's tp_new slot, then the constructor; `T.__new__(T)` looks up
+  // `__new__` in the dict. An entry put there directly (not through type's setattr, which would
+  // re-point the slot at it) refuses the second and leaves the first as it was. A Python subclass
+  // made later finds this `__new__` for its own slot: for it the entry calls the original.
+  newfunc original = tp->tp_new;
+  py::cpp_function refuse_new(
+      [tp, original](py::handle cls, py::args args, py::kwargs kwargs) -> py::object {
+        if (cls.ptr() != reinterpret_cast<PyObject*>(tp)) {
+          if (!PyType_Check(cls.ptr()) || !PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(cls.ptr()), tp))
+            throw py::type_error(std::string(tp->tp_name) + ".__new__(X): X is not a subtype of " + tp->tp_name);
+          PyObject* made = original(reinterpret_cast<PyTypeObject*>(cls.ptr()), args.ptr(), kwargs.ptr());
+          if (made == nullptr) throw py::error_already_set();
+          return py::reinterpret_steal<py::object>(made);
+        }
+        throw py::type_error("cannot create '" + std::string(tp->tp_name) +
+                             "' objects with __new__ alone: call the class (its constructor builds the object)");
+      });
+  py::object as_static = py::reinterpret_steal<py::object>(PyStaticMethod_New(refuse_new.ptr()));
+  if (!as_static || PyDict_SetItemString(tp->tp_dict, "__new__", as_static.ptr()) != 0) throw py::error_already_set();
   PyType_Modified(tp);
   return cls;
 }

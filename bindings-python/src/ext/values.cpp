@@ -218,9 +218,12 @@ void clear_identity_cache() {
 
 void check_storable(py::handle obj) {
   PyObject* o = obj.ptr();
-  if (o == Py_None || PyBool_Check(o) || PyFloat_Check(o) || PyUnicode_Check(o) || PyBytes_Check(o) ||
-      PyByteArray_Check(o))
+  if (o == Py_None || PyBool_Check(o) || PyFloat_Check(o) || PyBytes_Check(o) || PyByteArray_Check(o)) return;
+  if (PyUnicode_Check(o)) {
+    // Its UTF-8 (CPython keeps it with the str, for the store that follows): a lone surrogate has none.
+    if (PyUnicode_AsUTF8AndSize(o, nullptr) == nullptr) throw py::error_already_set();
     return;
+  }
   if (PyLong_Check(o)) {
     int overflow = 0;
     long long x = PyLong_AsLongLongAndOverflow(o, &overflow);
