@@ -6,6 +6,8 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <array>
@@ -29,6 +31,7 @@
 #include "data_dir.hpp"
 #include "freezer.hpp"
 #include "stopped_holder_watch.hpp"
+#include "pending_bits.hpp"
 #include "restored_segment.hpp"
 #include "recovery.hpp"
 #include "adoption.hpp"
@@ -437,15 +440,49 @@ bool Server::start() {
 
 // Adopts the heap a server that is gone left under our name (unless --fresh-heap), else formats
 // a new one. Both instance locks are held: nothing else uses the file.
+// "" when the heap directory's filesystem can hold the rest of a heap file of `need` bytes, of
+// which `have` are allocated; else why not. The file is sparse: a page a process first writes
+// after the filesystem filled up is a SIGBUS in that process (every client, and the server, which
+// then crashed again adopting the heap at each restart). Others may still fill the filesystem
+// later; this refuses a start whose heap could never fit.
+std::string room_for_heap(const std::string& dir, std::uint64_t need, std::uint64_t have) {
+  struct statvfs fs {};
+  if (::statvfs(dir.c_str(), &fs) != 0) return {};  // the create or the adoption reports the directory
+  const std::uint64_t avail = static_cast<std::uint64_t>(fs.f_bavail) * fs.f_frsize;
+  const std::uint64_t more = need > have ? need - have : 0;
+  if (more <= avail) return {};
+  return "the filesystem of " + dir + " has " + std::to_string(avail) + " bytes free, and the heap needs up to " +
+         std::to_string(more) + " more: when it filled up, every process writing a new page of the heap would crash" +
+         " (SIGBUS). Free space there, or use a smaller --heap-size or another --heap-dir";
+}
+
 bool Server::open_segment() {
   const detail::SegmentConfig cfg = segment_config();
   const std::string path = detail::heap_file(cfg.dir, cfg.name);
+  const std::string dir = cfg.dir.empty() ? detail::default_heap_dir() : cfg.dir;
   if (::access(path.c_str(), F_OK) == 0) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0) {
+      if (std::string why = room_for_heap(dir, static_cast<std::uint64_t>(st.st_size),
+                                          static_cast<std::uint64_t>(st.st_blocks) * 512);
+          !why.empty() && !opt_.fresh_heap) {
+        log_error("cannot adopt the heap ", path, " (left as it is): ", why);
+        return false;
+      }
+    }
     if (!opt_.fresh_heap) return adopt_segment();
     log_warn("--fresh-heap: discarding the heap ", path, " left by a server that is no longer running");
   } else if (!opt_.data_dir.empty() && !opt_.fresh_heap && !data_dir_.checkpoints().empty()) {
     if (!restore_segment()) return false;
     return adopt_segment();
+  }
+  if (std::string why = room_for_heap(dir,
+                                      detail::metadata_size() + cfg.classes_size + cfg.heap_size +
+                                          detail::pending_bits_bytes(cfg.heap_size),
+                                      0);
+      !why.empty()) {
+    log_error("cannot create the segment: ", why);
+    return false;
   }
   try {
     segment_ = detail::Segment::create(cfg);

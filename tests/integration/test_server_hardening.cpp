@@ -3,6 +3,7 @@
 // loop, and a server that dies under its clients.
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -631,4 +632,24 @@ TEST_CASE("a client killed while its root table holds words that are no objects 
   CHECK(l.size() == 1);
   colors::detach();
   CHECK_FALSE(r.server->wait_exit(200).has_value());  // still serving
+}
+
+TEST_CASE("a heap larger than its filesystem's free space is refused at start, not met with SIGBUS later", "[server][abuse]") {
+  // The heap file is sparse: a server started with a heap larger than the filesystem could hold
+  // ran until the filesystem filled, and then every process writing a new page of the heap died
+  // of SIGBUS, the server too, and again at each restart adopting that heap.
+  TempDir dir;
+  ServerConfig cfg = ServerConfig::fresh(dir.path());
+  LeftoverCleaner cleaner{cfg};
+  const std::string heap_dir = cfg.shm_path().substr(0, cfg.shm_path().rfind('/'));
+  ::mkdir(heap_dir.c_str(), 0700);
+  struct statvfs fs {};
+  REQUIRE(::statvfs(heap_dir.c_str(), &fs) == 0);
+  const std::uint64_t avail_mib = static_cast<std::uint64_t>(fs.f_bavail) * fs.f_frsize >> 20;
+  const std::string too_big = std::to_string(avail_mib + 256) + "M";
+  ServerProcess p(cfg, cfg.args({"--heap-size", too_big}), dir.path() + "/big.log");
+  CHECK(p.wait_exit(20000) == 1);
+  INFO(p.log());
+  CHECK(p.log().find("bytes free, and the heap needs up to") != std::string::npos);
+  CHECK(::access(cfg.shm_path().c_str(), F_OK) != 0);  // nothing left behind
 }
