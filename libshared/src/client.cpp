@@ -361,13 +361,25 @@ Value::Value(double v) { *this = adopt(new_float(meta(), v)); }
 Value::Value(bool v) : word_(make_bool(v)) {}
 Value::Value(const char* s) : Value(std::string_view(s)) {}
 Value::Value(std::string_view s) { *this = adopt(new_string(meta(), s)); }
-Value::Value(const Value& o) { reset(o.word_); }
+Value::Value(const Value& o) { copy_from(o); }
+
+// A copy of a handle of an ended attachment is one too (no root in the current attachment, whose
+// heap may hold anything at that address).
+void Value::copy_from(const Value& o) {
+  if (is_ref(o.word_) && o.root_ != nullptr && !o.is_current()) {
+    reset(0);
+    word_ = o.word_;
+    epoch_ = o.epoch_;
+    return;
+  }
+  reset(o.word_);
+}
 Value::Value(Value&& o) noexcept : word_(o.word_), root_(o.root_), epoch_(o.epoch_) {
   o.word_ = 0;
   o.root_ = nullptr;
 }
 Value& Value::operator=(const Value& o) {
-  if (this != &o) reset(o.word_);
+  if (this != &o) copy_from(o);
   return *this;
 }
 Value& Value::operator=(Value&& o) noexcept {
@@ -383,6 +395,15 @@ Value& Value::operator=(Value&& o) noexcept {
 }
 namespace detail {
 }  // namespace detail
+
+std::uint64_t Value::live() const {
+  if (!is_ref(word_))
+    throw InvalidArgumentError("an empty handle (default-constructed or moved from) holds no shared object");
+  if (!is_current())
+    throw NotAttachedError("this handle belongs to an ended attachment (a detach, an attach to another server, or a fork's"
+                           " child): take the object again from the current one");
+  return word_;
+}
 
 bool Value::is_current() const {
   if (!is_ref(word_)) return true;
@@ -459,47 +480,55 @@ Value new_binary(const void* data, std::size_t n) { return adopt(detail::new_bin
 
 // ---- containers ----
 
+// An argument's word for a store or a lookup: a shared object of an ended attachment (a detach, an
+// attach to another server, a fork's child) would put a word of another heap into this one.
+static Word arg(const Value& v) {
+  if (is_ref(v.raw()) && !v.is_current())
+    throw NotAttachedError("a value of an ended attachment (detach, attach to another server, or a fork's child) used as an argument");
+  return v.raw();
+}
+
 static void expect(const Value& v, TypeKind k) {
   if (v.kind() != k) mismatch(v, std::string(type_name(k)).c_str());
 }
 
 List::List(const Value& v) : Value(v) { expect(*this, TypeKind::kList); }
 List::List(Value&& v) : Value(std::move(v)) { expect(*this, TypeKind::kList); }
-std::size_t List::size() const { return list_size(word_); }
-Value List::get(std::size_t i) const { return adopt(list_load(word_, i)); }
-void List::set(std::size_t i, const Value& v) { list_set(word_, i, v.raw()); }
-void List::append(const Value& v) { list_append(meta(), word_, v.raw()); }
-void List::insert(std::size_t i, const Value& v) { list_insert(meta(), word_, i, v.raw()); }
-Value List::erase(std::size_t i) { return adopt(list_pop(word_, i)); }
-void List::clear() { list_clear(word_); }
+std::size_t List::size() const { return list_size(live()); }
+Value List::get(std::size_t i) const { return adopt(list_load(live(), i)); }
+void List::set(std::size_t i, const Value& v) { list_set(live(), i, arg(v)); }
+void List::append(const Value& v) { list_append(meta(), live(), arg(v)); }
+void List::insert(std::size_t i, const Value& v) { list_insert(meta(), live(), i, arg(v)); }
+Value List::erase(std::size_t i) { return adopt(list_pop(live(), i)); }
+void List::clear() { list_clear(live()); }
 std::vector<Value> List::items() const {
   std::vector<Value> out;
-  for (Rooted& r : list_snapshot(word_)) out.push_back(adopt(std::move(r)));
+  for (Rooted& r : list_snapshot(live())) out.push_back(adopt(std::move(r)));
   return out;
 }
 List new_list(std::size_t capacity) { return List(adopt(detail::new_list(meta(), capacity))); }
 
 Set::Set(const Value& v) : Value(v) { expect(*this, TypeKind::kSet); }
 Set::Set(Value&& v) : Value(std::move(v)) { expect(*this, TypeKind::kSet); }
-std::size_t Set::size() const { return hash_size(word_); }
-bool Set::contains(const Value& k) const { return hash_contains(word_, k.raw()); }
-bool Set::add(const Value& k) { return set_add(meta(), word_, k.raw()); }
-bool Set::remove(const Value& k) { return hash_remove(word_, k.raw()); }
-void Set::clear() { hash_clear(word_); }
+std::size_t Set::size() const { return hash_size(live()); }
+bool Set::contains(const Value& k) const { return hash_contains(live(), arg(k)); }
+bool Set::add(const Value& k) { return set_add(meta(), live(), arg(k)); }
+bool Set::remove(const Value& k) { return hash_remove(live(), arg(k)); }
+void Set::clear() { hash_clear(live()); }
 std::vector<Value> Set::items() const {
   std::vector<Value> out;
-  hash_for_each_rooted(word_, [&](Rooted k, Rooted) { out.push_back(adopt(std::move(k))); });
+  hash_for_each_rooted(live(), [&](Rooted k, Rooted) { out.push_back(adopt(std::move(k))); });
   return out;
 }
 Set new_set(std::size_t capacity) { return Set(adopt(detail::new_set(meta(), capacity))); }
 
 Map::Map(const Value& v) : Value(v) { expect(*this, TypeKind::kMap); }
 Map::Map(Value&& v) : Value(std::move(v)) { expect(*this, TypeKind::kMap); }
-std::size_t Map::size() const { return hash_size(word_); }
-bool Map::contains(const Value& k) const { return hash_contains(word_, k.raw()); }
+std::size_t Map::size() const { return hash_size(live()); }
+bool Map::contains(const Value& k) const { return hash_contains(live(), arg(k)); }
 std::optional<Value> Map::get(const Value& k) const {
   Rooted v;
-  if (!map_load(word_, k.raw(), &v)) return std::nullopt;
+  if (!map_load(live(), arg(k), &v)) return std::nullopt;
   return adopt(std::move(v));
 }
 Value Map::at(const Value& k) const {
@@ -507,12 +536,12 @@ Value Map::at(const Value& k) const {
   if (!v) throw KeyError("key " + k.repr() + " not in map");
   return *v;
 }
-bool Map::put(const Value& k, const Value& v) { return map_put(meta(), word_, k.raw(), v.raw()); }
-bool Map::remove(const Value& k) { return hash_remove(word_, k.raw()); }
-void Map::clear() { hash_clear(word_); }
+bool Map::put(const Value& k, const Value& v) { return map_put(meta(), live(), arg(k), arg(v)); }
+bool Map::remove(const Value& k) { return hash_remove(live(), arg(k)); }
+void Map::clear() { hash_clear(live()); }
 std::vector<std::pair<Value, Value>> Map::items() const {
   std::vector<std::pair<Value, Value>> out;
-  hash_for_each_rooted(word_, [&](Rooted k, Rooted v) { out.emplace_back(adopt(std::move(k)), adopt(std::move(v))); });
+  hash_for_each_rooted(live(), [&](Rooted k, Rooted v) { out.emplace_back(adopt(std::move(k)), adopt(std::move(v))); });
   return out;
 }
 Map new_map(std::size_t capacity) { return Map(adopt(detail::new_map(meta(), capacity))); }
@@ -523,11 +552,11 @@ static detail::SortedBound bound_of(const SortedMap::Bound& b) {
 }
 
 SortedMap::SortedMap(const Value& v) : Value(v) { expect(*this, TypeKind::kSortedMap); }
-std::size_t SortedMap::size() const { return sorted_size(word_); }
-bool SortedMap::contains(const Value& k) const { return sorted_contains(word_, k.raw()); }
+std::size_t SortedMap::size() const { return sorted_size(live()); }
+bool SortedMap::contains(const Value& k) const { return sorted_contains(live(), arg(k)); }
 std::optional<Value> SortedMap::get(const Value& k) const {
   Rooted v;
-  if (!sorted_load(word_, k.raw(), &v)) return std::nullopt;
+  if (!sorted_load(live(), arg(k), &v)) return std::nullopt;
   return adopt(std::move(v));
 }
 Value SortedMap::at(const Value& k) const {
@@ -535,19 +564,19 @@ Value SortedMap::at(const Value& k) const {
   if (!v) throw KeyError("key " + k.repr() + " not in sorted map");
   return *v;
 }
-bool SortedMap::put(const Value& k, const Value& v) { return sorted_put(meta(), word_, k.raw(), v.raw()); }
-bool SortedMap::remove(const Value& k) { return sorted_remove(meta(), word_, k.raw()); }
-void SortedMap::clear() { sorted_clear(word_); }
+bool SortedMap::put(const Value& k, const Value& v) { return sorted_put(meta(), live(), arg(k), arg(v)); }
+bool SortedMap::remove(const Value& k) { return sorted_remove(meta(), live(), arg(k)); }
+void SortedMap::clear() { sorted_clear(live()); }
 std::vector<SortedMap::Entry> SortedMap::range(const Bound& lo, const Bound& hi, bool reverse, std::size_t limit) const {
   std::vector<Entry> out;
-  auto rows = sorted_range(word_, bound_of(lo), bound_of(hi), reverse, limit);
+  auto rows = sorted_range(live(), bound_of(lo), bound_of(hi), reverse, limit);
   out.reserve(rows.size());
   for (auto& [k, v] : rows) out.emplace_back(adopt(std::move(k)), adopt(std::move(v)));
   return out;
 }
 std::vector<Value> SortedMap::keys(const Bound& lo, const Bound& hi, bool reverse, std::size_t limit) const {
   std::vector<Value> out;
-  auto rows = sorted_range(word_, bound_of(lo), bound_of(hi), reverse, limit, false);
+  auto rows = sorted_range(live(), bound_of(lo), bound_of(hi), reverse, limit, false);
   out.reserve(rows.size());
   for (auto& kv : rows) out.push_back(adopt(std::move(kv.first)));
   return out;
@@ -577,22 +606,28 @@ std::optional<SortedMap::Entry> SortedMap::Cursor::next() {
   }
   return std::move(buf_[at_++]);
 }
-std::size_t SortedMap::rank(const Value& k, bool inclusive) const { return sorted_rank(word_, k.raw(), inclusive); }
+std::size_t SortedMap::rank(const Value& k, bool inclusive) const { return sorted_rank(live(), arg(k), inclusive); }
 SortedMap::Entry SortedMap::entry_at(std::int64_t i) const {
-  auto [k, v] = sorted_entry_at(word_, i);
+  auto [k, v] = sorted_entry_at(live(), i);
   return {adopt(std::move(k)), adopt(std::move(v))};
 }
 SortedMap new_sorted_map() { return SortedMap(adopt(detail::new_sorted_map(meta()))); }
 
 // ---- classes ----
 
-std::string Class::name() const { return std::string(name_view(rec_->name)); }
-TypeKind Class::kind() const { return rec_->kind; }
-std::uint32_t Class::version() const { return rec_->version; }
+// A Class handle's record: InvalidArgumentError for an empty (default-constructed) handle.
+static const ClassRecord* rec_of(const Class& c) {
+  if (!c.valid()) throw InvalidArgumentError("an empty Class handle (default-constructed) names no class");
+  return c.record();
+}
+
+std::string Class::name() const { return std::string(name_view(rec_of(*this)->name)); }
+TypeKind Class::kind() const { return rec_of(*this)->kind; }
+std::uint32_t Class::version() const { return rec_of(*this)->version; }
 std::vector<FieldDesc> Class::fields() const {
   std::vector<FieldDesc> out;
-  for (std::uint32_t i = 0; i < rec_->field_count; ++i) {
-    const FieldInfo& f = rec_->fields[i];
+  for (std::uint32_t i = 0; i < rec_of(*this)->field_count; ++i) {
+    const FieldInfo& f = rec_of(*this)->fields[i];
     if (f.deleted()) continue;  // only its slot remains (layout.hpp, FieldInfo)
     out.push_back({std::string(name_view(f.name)), f.type, std::string(name_view(f.class_name)), f.slot});
   }
@@ -600,8 +635,8 @@ std::vector<FieldDesc> Class::fields() const {
 }
 std::vector<Class> Class::versions() const {
   std::vector<Class> out;
-  if (rec_->family == nullptr) return {*this};
-  for (ClassRecord* c = rec_->family->first.load(std::memory_order_acquire); c != nullptr;
+  if (rec_of(*this)->family == nullptr) return {*this};
+  for (ClassRecord* c = rec_of(*this)->family->first.load(std::memory_order_acquire); c != nullptr;
        c = c->next_version.load(std::memory_order_acquire))
     out.emplace_back(c);
   return out;
@@ -617,7 +652,7 @@ std::vector<Class> class_versions(const std::string& name) {
 }
 Class class_of(const Value& v) {
   Metadata* m = meta();
-  Word w = v.raw();
+  Word w = arg(v);
   if (w == kNull) throw TypeMismatchError("null has no shared class");
   if (is_small_int(w)) return Class(builtin_class(m, TypeKind::kInteger));
   if (is_bool(w)) return Class(builtin_class(m, TypeKind::kBoolean));
@@ -625,35 +660,35 @@ Class class_of(const Value& v) {
   return Class(detail::class_of(w));
 }
 
-Field::Field(const Class& cls, const std::string& name) : cls_(cls.record()), name_(name) {
+Field::Field(const Class& cls, const std::string& name) : cls_(rec_of(cls)), name_(name) {
   info_ = find_field(cls_, name);
   if (info_ == nullptr) throw KeyError("class " + cls.name() + " version " + std::to_string(cls.version()) + " has no field '" + name + "'");
 }
 
 Object::Object(const Value& v) : Value(v) { expect(*this, TypeKind::kObject); }
 Object::Object(Value&& v) : Value(std::move(v)) { expect(*this, TypeKind::kObject); }
-Class Object::cls() const { return Class(detail::class_of(word_)); }
-bool Object::has_field(std::string_view name) const { return find_field(detail::class_of(word_), name) != nullptr; }
+Class Object::cls() const { return Class(detail::class_of(live())); }
+bool Object::has_field(std::string_view name) const { return find_field(detail::class_of(live()), name) != nullptr; }
 
 Value Object::get(std::string_view name) const {
-  return adopt(read_slot_rooted(reinterpret_cast<const void*>(word_), slot_or_throw(word_, field_or_throw(word_, name))));
+  return adopt(read_slot_rooted(reinterpret_cast<const void*>(live()), slot_or_throw(live(), field_or_throw(live(), name))));
 }
 Value Object::get(const Field& f) const {
-  if (detail::class_of(word_) == f.cls_) return adopt(read_slot_rooted(reinterpret_cast<const void*>(word_), slot_or_throw(word_, *f.info_)));
+  if (detail::class_of(live()) == f.cls_) return adopt(read_slot_rooted(reinterpret_cast<const void*>(live()), slot_or_throw(live(), *f.info_)));
   return get(f.name());
 }
 void Object::set(std::string_view name, const Value& v) {
-  const FieldInfo& f = field_or_throw(word_, name);
-  check_field_type(f, v.raw());
-  write_slot(reinterpret_cast<const void*>(word_), slot_or_throw(word_, f), v.raw());
+  const FieldInfo& f = field_or_throw(live(), name);
+  check_field_type(f, arg(v));
+  write_slot(reinterpret_cast<const void*>(live()), slot_or_throw(live(), f), arg(v));
 }
 void Object::set(const Field& f, const Value& v) {
-  if (detail::class_of(word_) != f.cls_) return set(f.name(), v);
-  check_field_type(*f.info_, v.raw());
-  write_slot(reinterpret_cast<const void*>(word_), slot_or_throw(word_, *f.info_), v.raw());
+  if (detail::class_of(live()) != f.cls_) return set(f.name(), v);
+  check_field_type(*f.info_, arg(v));
+  write_slot(reinterpret_cast<const void*>(live()), slot_or_throw(live(), *f.info_), arg(v));
 }
-void Object::add_field(const FieldSpec& field) { detail::add_field(meta(), word_, field); }
-void Object::remove_field(std::string_view name) { detail::remove_field(meta(), word_, name); }
+void Object::add_field(const FieldSpec& field) { detail::add_field(meta(), live(), field); }
+void Object::remove_field(std::string_view name) { detail::remove_field(meta(), live(), name); }
 
 Object new_object(const Class& cls) {
   if (!cls.valid()) throw InvalidArgumentError("new_object needs a class");
@@ -671,15 +706,21 @@ Repository repository(const std::string& name) {
   return r;
 }
 bool delete_repository(const std::string& name) { return detail::delete_repository(meta_with_server(), name); }
+static void expect_record(const void* rec, const char* what) {
+  if (rec == nullptr) throw InvalidArgumentError(std::string("an empty ") + what + " handle (default-constructed) names none");
+}
 Value Repository::get() const {
+  expect_record(rec_, "Repository");
   meta();
   return adopt(repository_load({rec_, gen_}));
 }
 void Repository::set(const Value& v) {
+  expect_record(rec_, "Repository");
   meta_with_server();
-  repository_store({rec_, gen_}, v.raw());
+  repository_store({rec_, gen_}, arg(v));
 }
 bool Repository::deleted() const {
+  expect_record(rec_, "Repository");
   meta();
   return rec_->generation.load(std::memory_order_acquire) != gen_;
 }
@@ -695,20 +736,24 @@ Channel channel(const std::string& name, std::uint32_t capacity) {
 }
 bool delete_channel(const std::string& name) { return detail::delete_channel(meta_with_server(), name); }
 bool Channel::send(const Value& v, std::int64_t timeout_ms) {
-  return channel_send(meta_with_server(), rec_, v.raw(), to_ns(timeout_ms), -1, gen_);
+  expect_record(rec_, "Channel");
+  return channel_send(meta_with_server(), rec_, arg(v), to_ns(timeout_ms), -1, gen_);
 }
 std::optional<Value> Channel::receive(std::int64_t timeout_ms) { return receive(timeout_ms, -1); }
 std::optional<Value> Channel::receive(std::int64_t timeout_ms, std::int64_t spin_ns) {
+  expect_record(rec_, "Channel");
   Word w;
   std::atomic<Word>* root = nullptr;
   if (!channel_receive(meta_with_server(), rec_, &w, to_ns(timeout_ms), spin_ns, &root, gen_)) return std::nullopt;
   return Value::adopt_root(w, root);
 }
 bool Channel::deleted() const {
+  expect_record(rec_, "Channel");
   meta();
   return rec_->generation.load(std::memory_order_acquire) != gen_;
 }
 std::uint32_t Channel::capacity() const {
+  expect_record(rec_, "Channel");
   meta();
   return channel_capacity({rec_, gen_});
 }

@@ -653,3 +653,64 @@ TEST_CASE("a heap larger than its filesystem's free space is refused at start, n
   CHECK(p.log().find("bytes free, and the heap needs up to") != std::string::npos);
   CHECK(::access(cfg.shm_path().c_str(), F_OK) != 0);  // nothing left behind
 }
+
+TEST_CASE("handles that hold no object of the current attachment are refused, never followed", "[server][misuse]") {
+  // Default-constructed and moved-from handles dereferenced null; handles kept across detach()
+  // and attach() (to the same or another server) acted on whatever lived at their address in the
+  // new heap (an append landed in an unrelated list); a copy of one took a root of that address
+  // in the new heap; a fork's child, which has no attachment, wrote into its parent's heap.
+  Running r({"--heap-size", "64M"});
+  colors::attach(r.cfg.socket);
+  CHECK_THROWS_AS(colors::List().size(), colors::InvalidArgumentError);
+  CHECK_THROWS_AS(colors::Map().put(colors::Value(1), colors::Value(2)), colors::InvalidArgumentError);
+  CHECK_THROWS_AS(colors::Set().add(colors::Value(1)), colors::InvalidArgumentError);
+  CHECK_THROWS_AS(colors::Object().get("x"), colors::InvalidArgumentError);
+  CHECK_THROWS_AS(colors::Class().name(), colors::InvalidArgumentError);
+  CHECK_THROWS_AS(colors::Field(colors::Class(), "x"), colors::InvalidArgumentError);
+  CHECK_THROWS_AS(colors::Repository().get(), colors::InvalidArgumentError);
+  CHECK_THROWS_AS(colors::Channel().send(colors::Value(1)), colors::InvalidArgumentError);
+  colors::List moved = colors::new_list();
+  colors::List taker(std::move(moved));
+  CHECK_THROWS_AS(moved.append(colors::Value(1)), colors::InvalidArgumentError);
+  taker.append(colors::Value(1));
+
+  colors::List old = colors::new_list();
+  colors::Value old_value = colors::new_list();
+  colors::detach();
+  colors::attach(r.cfg.socket);
+  colors::List fresh = colors::new_list();
+  CHECK_THROWS_AS(old.append(colors::Value(7)), colors::NotAttachedError);
+  CHECK_THROWS_AS(old.size(), colors::NotAttachedError);
+  colors::Value copy = old_value;  // no root of that address in this attachment
+  CHECK_FALSE(copy.is_current());
+  CHECK_THROWS_AS(fresh.append(old_value), colors::NotAttachedError);
+  CHECK_THROWS_AS(fresh.append(copy), colors::NotAttachedError);
+  CHECK_THROWS_AS(colors::repository("hardening.stale").set(old_value), colors::NotAttachedError);
+  CHECK(fresh.size() == 0);
+
+  colors::Class cls = colors::define_class("hardening.ForkChild", {{"a", colors::TypeKind::kInteger, ""}});
+  colors::Object o = colors::new_object(cls);
+  o.set("a", colors::Value(1));
+  std::fflush(nullptr);
+  pid_t kid = ::fork();
+  REQUIRE(kid >= 0);
+  if (kid == 0) {
+    int code = 0;
+    try {
+      o.set("a", colors::Value(99));
+      code = 1;  // wrote into the parent's heap
+    } catch (const colors::NotAttachedError&) {
+      code = 0;
+    } catch (...) {
+      code = 2;
+    }
+    ::_exit(code);
+  }
+  int st = 0;
+  REQUIRE(::waitpid(kid, &st, 0) == kid);
+  CHECK(WIFEXITED(st));
+  CHECK(WEXITSTATUS(st) == 0);
+  CHECK(o.get("a").as_int() == 1);
+  CHECK(colors::verify_heap().ok);
+  colors::detach();
+}

@@ -10,7 +10,11 @@
 //
 // A Value is a shared value held by this process. Scalars are held by value; references are GC
 // roots: while a Value (or any copy) lives, the object and everything reachable from it stays
-// alive. All operations throw colors::Error subclasses (errors.hpp).
+// alive. All operations throw colors::Error subclasses (errors.hpp). A handle that holds no object
+// of the current attachment is refused, never followed: an empty one (default-constructed, moved
+// from) with InvalidArgumentError, one of an ended attachment (after detach(), an attach to another
+// server, or in a fork's child) with NotAttachedError, as an argument too; a copy of such a
+// handle is one too (is_current() is false).
 #pragma once
 #include <chrono>
 #include <cstddef>
@@ -52,6 +56,10 @@ void attach(const std::string& socket = "");
 // Unmaps the segment. Values still alive must not be used afterwards (NotAttachedError).
 // InvalidArgumentError, detaching nothing, while a thread of this process holds a shared monitor
 // (a Monitor alive, an entered synchronized block): it would stay held for every process.
+// REQUIRES: no other thread of this process is inside an operation on the heap. This API does
+// not wait for them: one holding a heap-wide lock (an allocation refilling its TLAB holds the heap
+// lock) would keep it held in the shared segment after the unmap, and the server and every other
+// client would wait for it for good. (The Python and Java bindings wait for their calls first.)
 void detach();
 // Attached and the server alive. Turns false within microseconds of the server's death (a thread
 // watches the connection); then reads and writes of objects held go on, while what needs the
@@ -133,6 +141,10 @@ class Value {
 
  protected:
   void reset(std::uint64_t word);
+  void copy_from(const Value& o);
+  // word_ for an operation on the shared object: InvalidArgumentError for an empty handle
+  // (default-constructed, moved from), NotAttachedError for one of an ended attachment.
+  std::uint64_t live() const;
   std::uint64_t word_ = 0;
   void* root_ = nullptr;       // this process's root-table slot when word_ is a reference
   std::uint64_t epoch_ = 0;    // attachment the root belongs to (roots die with a detach)
@@ -558,6 +570,9 @@ bool delete_channel(const std::string& name);
 // operations, remote calls, schema evolution and repository deletion inside a transaction throw
 // InvalidArgumentError (they cannot be rolled back). Code outside transactions is not isolated
 // from them: it can read a transaction's writes before its commit.
+// REQUIRES: a Transaction is committed, rolled back and destroyed on the thread that made it
+// (commit() and rollback() elsewhere throw InvalidArgumentError; a destructor cannot, so one run
+// on another thread does nothing, and the making thread stays inside the transaction).
 class Transaction {
  public:
   Transaction();

@@ -425,6 +425,9 @@ public final class SharedMemory {
     String[] classNames = new String[fields.size()];
     int i = 0;
     for (Map.Entry<?, ?> e : fields.entrySet()) {  // checked: a raw map may hold anything
+      if (e.getKey() == null || e.getValue() == null) {
+        throw new NullPointerException("defineClass: a null field " + (e.getKey() == null ? "name" : "type"));
+      }
       if (!(e.getKey() instanceof String) || !(e.getValue() instanceof SharedType.Kind)) {
         throw new InvalidArgumentException("defineClass: fields must map String names to SharedType.Kind values, got "
             + typeName(e.getKey()) + " -> " + typeName(e.getValue()));
