@@ -166,11 +166,17 @@ int main_checked(const std::vector<std::string>& args) {
   Schema s = define_schema();
   auto t0 = std::chrono::steady_clock::now();
   colors::Object built = build_shared(s, p, o.seed);
-  publish(p, built);
   std::printf("build-ms %.1f\n", ms_since(t0));
   t0 = std::chrono::steady_clock::now();
-  publish_indexes(p, build_shared_indexes(SharedAccess(s, built)));
+  SharedIndexes ix = build_shared_indexes(SharedAccess(s, built));
   std::printf("index-ms %.1f\n", ms_since(t0));
+  // The database and its indexes appear together, in one transaction: a load interrupted between
+  // the three stores (Ctrl-C, a kill) or another loader's stores between them left one load's
+  // database with another's indexes.
+  colors::atomically([&] {
+    publish(p, built);
+    publish_indexes(p, ix);
+  });
   built = colors::Object();
   // Read back what the repository holds, as any other client would.
   return print_and_check(o, p, s, published_database(p.repository()));

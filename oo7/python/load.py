@@ -109,11 +109,15 @@ def main(argv=None) -> int:
         else:
             t0 = time.perf_counter()
             db = build.build(models.SHARED, params.params(a.size), a.seed)
-            publish.publish(db, a.size)
-            print(f"built and published {publish.repository_name(a.size)} in {time.perf_counter() - t0:.2f} s")
+            print(f"built the database in {time.perf_counter() - t0:.2f} s")
             t0 = time.perf_counter()
-            indexes.publish(*indexes.build_shared(db), a.size)
-            print(f"built and published the indexes in {time.perf_counter() - t0:.2f} s")
+            ix = indexes.build_shared(db)
+            print(f"built the indexes in {time.perf_counter() - t0:.2f} s")
+            # The database and its indexes appear together, in one transaction: a load interrupted
+            # between the stores, or another loader's stores between them, left one load's
+            # database with another's indexes.
+            cs.atomically(lambda: (publish.publish(db, a.size), indexes.publish(*ix, a.size)))
+            print(f"published {publish.repository_name(a.size)} and its indexes")
             db = None  # read back what was published, not the builder's proxy
             db = publish.fetch(a.size)
         if not a.op or a.check:

@@ -58,12 +58,17 @@ public final class Load {
     SharedClasses.register();
     if (!check) {
       Schema.Database built = Builder.build(p, seed, new SharedFactory());
-      SharedMemory.findOrCreateRepository(p.repository()).set(built);
       SharedSortedMap byId = SharedMemory.newSortedMap();
       SharedSortedMap byDate = SharedMemory.newSortedMap();
       Queries.build(built, byId, byDate, n -> SharedMemory.allocate(List.class, n));
-      SharedMemory.findOrCreateRepository(Queries.byIdRepository(p)).set(byId);
-      SharedMemory.findOrCreateRepository(Queries.byDateRepository(p)).set(byDate);
+      // The database and its indexes appear together, in one transaction: a load interrupted
+      // between the stores, or another loader's stores between them, left one load's database
+      // with another's indexes.
+      SharedMemory.atomically(() -> {
+        SharedMemory.findOrCreateRepository(p.repository()).set(built);
+        SharedMemory.findOrCreateRepository(Queries.byIdRepository(p)).set(byId);
+        SharedMemory.findOrCreateRepository(Queries.byDateRepository(p)).set(byDate);
+      });
     }
     Schema.Database db = published(p);
     SharedOps ops = new SharedOps();
