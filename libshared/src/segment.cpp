@@ -184,6 +184,8 @@ std::unique_ptr<Segment> Segment::create(const SegmentConfig& cfg) {
   if (cfg.classes_size < (1 << 20) || cfg.classes_size % kGranule != 0)
     throw InvalidArgumentError("classes size must be a multiple of 16 bytes and at least 1 MiB");
   if (cfg.address % (1 << 16) != 0) throw InvalidArgumentError("segment address must be 64 KiB aligned");
+  if (cfg.heap_size > (std::size_t{1} << 45) || cfg.classes_size > (std::size_t{1} << 45))
+    throw InvalidArgumentError("heap and classes sizes must be at most 32 TiB each");  // or the total wraps
   std::size_t total = metadata_size() + cfg.classes_size + cfg.heap_size + pending_bits_bytes(cfg.heap_size);
   const std::string dir = cfg.dir.empty() ? default_heap_dir() : cfg.dir;
   if (std::string why = ensure_private_dir(dir); !why.empty()) throw RefusedError(why);
