@@ -207,7 +207,7 @@ ParseResult parse_options(int argc, char** argv) {
       if (!v || *v == 0) return fail(flag + " '" + value + "': expected a size like 8M, 256M or 1G");
       // The segment must fit the fixed address range below the 128 TiB of user space; a larger
       // size also wrapped the segment's total size and left a half-formatted heap behind.
-      if (*v > (std::size_t{1} << 45)) return fail(flag + " '" + value + "': at most 32T");
+      if (*v > (std::size_t{1} << 45)) return fail(flag + " '" + value + "': at most 32768G");
       (flag == "--heap-size" ? o.heap_size : o.classes_size) = *v;
     } else if (flag == "--address") {
       std::string_view h = value;

@@ -152,7 +152,7 @@ TEST_CASE("size and flag parsing", "[options]") {
   // a half-formatted heap, which the next start refused as damaged.
   for (auto [flag, value] : {std::pair{"--gc-pacing", "-5"}, {"--gc-pacing", "many"}, {"--gc-min-trigger", "0"},
                              {"--gc-min-trigger", "12X"}, {"--classes-size", "18446744073709551600"},
-                             {"--heap-size", "64T"}, {"--classes-size", "33T"}}) {
+                             {"--heap-size", "32769G"}, {"--classes-size", "40000G"}}) {
     std::vector<std::string> b = {"colors-server", flag, value};
     std::vector<char*> bv;
     for (auto& s : b) bv.push_back(s.data());
