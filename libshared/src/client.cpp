@@ -396,7 +396,7 @@ Value& Value::operator=(Value&& o) noexcept {
 namespace detail {
 }  // namespace detail
 
-std::uint64_t Value::live() const {
+std::uint64_t Value::live_slow() const {
   if (!is_ref(word_))
     throw InvalidArgumentError("an empty handle (default-constructed or moved from) holds no shared object");
   if (!is_current())
@@ -671,21 +671,25 @@ Class Object::cls() const { return Class(detail::class_of(live())); }
 bool Object::has_field(std::string_view name) const { return find_field(detail::class_of(live()), name) != nullptr; }
 
 Value Object::get(std::string_view name) const {
-  return adopt(read_slot_rooted(reinterpret_cast<const void*>(live()), slot_or_throw(live(), field_or_throw(live(), name))));
+  const Word w = live();
+  return adopt(read_slot_rooted(reinterpret_cast<const void*>(w), slot_or_throw(w, field_or_throw(w, name))));
 }
 Value Object::get(const Field& f) const {
-  if (detail::class_of(live()) == f.cls_) return adopt(read_slot_rooted(reinterpret_cast<const void*>(live()), slot_or_throw(live(), *f.info_)));
+  const Word w = live();
+  if (detail::class_of(w) == f.cls_) return adopt(read_slot_rooted(reinterpret_cast<const void*>(w), slot_or_throw(w, *f.info_)));
   return get(f.name());
 }
 void Object::set(std::string_view name, const Value& v) {
-  const FieldInfo& f = field_or_throw(live(), name);
-  check_field_type(f, arg(v));
-  write_slot(reinterpret_cast<const void*>(live()), slot_or_throw(live(), f), arg(v));
+  const Word w = live(), x = arg(v);
+  const FieldInfo& f = field_or_throw(w, name);
+  check_field_type(f, x);
+  write_slot(reinterpret_cast<const void*>(w), slot_or_throw(w, f), x);
 }
 void Object::set(const Field& f, const Value& v) {
-  if (detail::class_of(live()) != f.cls_) return set(f.name(), v);
-  check_field_type(*f.info_, arg(v));
-  write_slot(reinterpret_cast<const void*>(live()), slot_or_throw(live(), *f.info_), arg(v));
+  const Word w = live(), x = arg(v);
+  if (detail::class_of(w) != f.cls_) return set(f.name(), v);
+  check_field_type(*f.info_, x);
+  write_slot(reinterpret_cast<const void*>(w), slot_or_throw(w, *f.info_), x);
 }
 void Object::add_field(const FieldSpec& field) { detail::add_field(meta(), live(), field); }
 void Object::remove_field(std::string_view name) { detail::remove_field(meta(), live(), name); }

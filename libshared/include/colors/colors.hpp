@@ -16,6 +16,7 @@
 // server, or in a fork's child) with NotAttachedError, as an argument too; a copy of such a
 // handle is one too (is_current() is false).
 #pragma once
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <initializer_list>
@@ -37,6 +38,9 @@
 namespace colors {
 
 namespace detail {
+// Bumped at every attach and detach, and in a fork's child (libshared/src/session.hpp): a rooted
+// Value of another epoch belongs to an ended attachment.
+extern std::atomic<std::uint64_t> g_attachment_epoch;
 struct ClassRecord;
 struct FieldInfo;
 struct RepositoryRecord;
@@ -143,8 +147,14 @@ class Value {
   void reset(std::uint64_t word);
   void copy_from(const Value& o);
   // word_ for an operation on the shared object: InvalidArgumentError for an empty handle
-  // (default-constructed, moved from), NotAttachedError for one of an ended attachment.
-  std::uint64_t live() const;
+  // (default-constructed, moved from), NotAttachedError for one of an ended attachment. Inline:
+  // every operation of a rooted handle pays it (two loads and a compare).
+  std::uint64_t live() const {
+    if (__builtin_expect(root_ != nullptr && epoch_ == detail::g_attachment_epoch.load(std::memory_order_acquire), 1))
+      return word_;
+    return live_slow();
+  }
+  std::uint64_t live_slow() const;
   std::uint64_t word_ = 0;
   void* root_ = nullptr;       // this process's root-table slot when word_ is a reference
   std::uint64_t epoch_ = 0;    // attachment the root belongs to (roots die with a detach)
