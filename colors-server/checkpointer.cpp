@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -25,13 +26,119 @@ std::uint64_t wall_ns() {
 }
 // A log longer than this and than twice the checkpoint's data is folded into a new checkpoint.
 constexpr std::uint64_t kMinLogBytes = std::uint64_t{64} << 20;
+// A checkpoint's passes while the clients run: at most this many after the first full copy, and
+// none once a pass found at most kStopPages written pages (about 0.1 ms to copy in the stop).
+constexpr int kPrecopyPasses = 4;
+constexpr std::size_t kStopPages = 256;
+
+// Page faults are taken before the copies, not during them (or during a stop): the server maps
+// the pages clients wrote and the image gets its own.
+void populate(unsigned char* image, const unsigned char* segment, const std::vector<Extent>& extents) {
+  for (const Extent& e : extents) {
+    if (::madvise(image + e.offset, e.length, MADV_POPULATE_WRITE) != 0) break;  // before Linux 5.14
+    (void)::madvise(const_cast<unsigned char*>(segment) + e.offset, e.length, MADV_POPULATE_READ);
+  }
+}
 }  // namespace
+
+// How a capture went, for its log line.
+std::string capture_summary(const CaptureStats& st, std::size_t stop_pages) {
+  if (!st.frozen) return "0 client process(es) stopped for 0 us (none: nothing was written while copying)";
+  return std::to_string(st.processes) + " client process(es) stopped for " + std::to_string(st.stop_ns / 1000) + " us (" +
+         (stop_pages == SIZE_MAX ? std::string("every page holding data copied or compared")
+                                 : std::to_string(stop_pages) + " written page(s) copied") +
+         ")";
+}
+
+bool Checkpointer::scan(const std::vector<Extent>& extents, std::vector<std::uint64_t>& pages) {
+  pages.clear();
+  untracked_ = cfg_.scan_written ? cfg_.scan_written(extents, pages) : "write tracking is off";
+  if (untracked_.empty()) return true;
+  tracking_valid_ = false;
+  return false;
+}
+
+// After a capture, not in its stop: a line when the pages start or stop being tracked; at info
+// level the first time for each reason (clients that come and go would make one per capture).
+void Checkpointer::log_tracking_change() {
+  if (untracked_ == untracked_logged_) return;
+  const bool first = untracked_reasons_.insert(untracked_).second;
+  const std::string line = untracked_.empty() ? "captures copy the pages the kernel saw written (write tracking)"
+                                              : "captures compare or copy every page holding data: " + untracked_;
+  if (first)
+    log_info(line);
+  else
+    log_debug(line);
+  untracked_logged_ = untracked_;
+}
+
+// A checkpoint's copies while the clients run: every page holding data, then the pages written
+// meanwhile until few are left. True when `image_` then differs from the segment only in pages
+// the stop's scan will list; false (nothing to rely on) without tracking.
+bool Checkpointer::precopy() {
+  if (!cfg_.scan_written) return false;
+  std::vector<Extent> extents = data_extents(cfg_.segment_fd, cfg_.segment_size);
+  populate(image_, cfg_.segment, extents);
+  std::vector<std::uint64_t> pages;
+  // From this scan on, every write is listed by a later one; so a page copied after it is either
+  // as it is now or listed again.
+  if (!scan(extents, pages)) return false;
+  for (const Extent& e : extents) std::memcpy(image_ + e.offset, cfg_.segment + e.offset, e.length);
+  tracking_valid_ = true;
+  for (int pass = 0; pass < kPrecopyPasses; ++pass) {
+    // A page that gained data since `extents` was written through a new, unprotected page-table
+    // entry: this scan lists it.
+    extents = data_extents(cfg_.segment_fd, cfg_.segment_size);
+    if (!scan(extents, pages)) return false;
+    for (std::uint64_t off : pages) std::memcpy(image_ + off, cfg_.segment + off, kDeltaPage);
+    if (pages.size() <= kStopPages) break;
+  }
+  return true;
+}
+
+bool Checkpointer::capture_unfrozen(const std::function<void(std::uint64_t)>& take, std::vector<std::uint64_t>& pending,
+                                    std::vector<Extent>& extents, std::uint64_t& clock) {
+  if (!tracking_valid_ || no_unfrozen_) return false;
+  std::vector<std::uint64_t> written;
+  if (!scan(data_extents(cfg_.segment_fd, cfg_.segment_size), written)) return false;
+  for (std::uint64_t off : written) take(off);
+  clock = cfg_.clock();
+  extents = data_extents(cfg_.segment_fd, cfg_.segment_size);
+  // Nothing listed: no process wrote between the end of its first scan and the start of its
+  // second, a window that holds every copy above, the clock's read and the extents' (a page that
+  // gained data was written). So image_ is the segment of one instant.
+  return scan(extents, pending) && pending.empty();
+}
+
+void Checkpointer::capture_frozen(const std::function<void(std::uint64_t)>& take, const std::vector<std::uint64_t>& pending,
+                                  bool every_page_compared, std::vector<Extent>& extents, std::uint64_t& clock,
+                                  std::size_t& copied) {
+  extents = data_extents(cfg_.segment_fd, cfg_.segment_size);
+  const bool trusted = tracking_valid_;
+  std::vector<std::uint64_t> written;
+  const bool tracked = scan(extents, written);
+  if (trusted && tracked) {
+    for (std::uint64_t off : pending) take(off);
+    for (std::uint64_t off : written) take(off);
+    copied = pending.size() + written.size();
+  } else if (every_page_compared) {
+    for (const Extent& e : extents)
+      for (std::uint64_t off = e.offset; off < e.offset + e.length; off += kDeltaPage) take(off);
+    copied = SIZE_MAX;
+  } else {
+    for (const Extent& e : extents) std::memcpy(image_ + e.offset, cfg_.segment + e.offset, e.length);
+    copied = SIZE_MAX;
+  }
+  tracking_valid_ = tracked;
+  clock = cfg_.clock();
+}
 
 Checkpointer::Checkpointer(DataDir& dir, Config config, StopWorld stop_world, int wake_fd)
     : dir_(dir), cfg_(std::move(config)), stop_world_(std::move(stop_world)), wake_fd_(wake_fd) {
   void* p = ::mmap(nullptr, cfg_.segment_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) throw std::runtime_error(std::string("cannot map the checkpoint buffer: ") + std::strerror(errno));
   image_ = static_cast<unsigned char*>(p);
+  if (const char* v = std::getenv("COLORS_CHECKPOINT_FAULT_HOLD_MS"); v != nullptr && *v != 0) no_unfrozen_ = true;
   if (const char* v = std::getenv("COLORS_DATA_DIR_FAULT_FULL"); v != nullptr && *v != 0) {
     fault_.full_while_exists = v;
     fault_.full_after = 65536;  // a torn file, not an empty one
@@ -127,21 +234,16 @@ Checkpointer::Outcome Checkpointer::run_checkpoint() {
   info.seq = dir_.next_seq();
   CaptureStats st;
   const std::int64_t t0 = now_ns();
-  // Page faults are taken before the stop, not during it: the server maps the pages clients wrote
-  // and the image gets its own (pages that gained data meanwhile fault inside the stop).
-  for (const Extent& e : data_extents(cfg_.segment_fd, cfg_.segment_size)) {
-    if (::madvise(image_ + e.offset, e.length, MADV_POPULATE_WRITE) != 0) break;  // before Linux 5.14
-    (void)::madvise(const_cast<unsigned char*>(cfg_.segment) + e.offset, e.length, MADV_POPULATE_READ);
-  }
+  have_base_ = false;  // image_ changes now; true again only once the checkpoint is on disk
+  const bool precopied = precopy();
+  if (!precopied) populate(image_, cfg_.segment, data_extents(cfg_.segment_fd, cfg_.segment_size));
   std::uint64_t clock = 0;
-  std::string why = stop_world_(
-      [&] {
-        have_base_ = false;  // image_ changes now; true again only once the checkpoint is on disk
-        info.extents = data_extents(cfg_.segment_fd, cfg_.segment_size);
-        for (const Extent& e : info.extents) std::memcpy(image_ + e.offset, cfg_.segment + e.offset, e.length);
-        clock = cfg_.clock();
-      },
-      st);
+  std::size_t stop_pages = 0;
+  std::vector<std::uint64_t> pending;
+  const auto copy = [&](std::uint64_t off) { std::memcpy(image_ + off, cfg_.segment + off, kDeltaPage); };
+  std::string why = stop_world_([&] { return capture_unfrozen(copy, pending, info.extents, clock); },
+                                [&] { capture_frozen(copy, pending, false, info.extents, clock, stop_pages); }, st);
+  log_tracking_change();
   if (!why.empty()) {
     o.error = "could not stop the clients: " + why;
     log_error("checkpoint ", info.seq, " failed: ", o.error);
@@ -185,8 +287,7 @@ Checkpointer::Outcome Checkpointer::run_checkpoint() {
   o.seq = info.seq;
   const double secs = static_cast<double>(t2 - t1) / 1e9;
   log_info("checkpoint ", info.seq, " written to ", dir_.checkpoint_path(info.seq), ": ", info.data_bytes, " B of data in ",
-           info.extents.size(), " extent(s); ", st.processes, " client process(es) stopped for ", st.stop_ns / 1000,
-           " us; captured in ", (t1 - t0) / 1000, " us, written and synced in ", (t2 - t1) / 1'000'000, " ms (",
+           info.extents.size(), " extent(s); ", capture_summary(st, stop_pages), "; captured in ", (t1 - t0) / 1000, " us, written and synced in ", (t2 - t1) / 1'000'000, " ms (",
            static_cast<long long>(secs > 0 ? static_cast<double>(info.data_bytes) / secs / 1e6 : 0), " MB/s)");
   return o;
 }
@@ -198,19 +299,22 @@ Checkpointer::Outcome Checkpointer::run_record() {
   r.seq = log_seq_ + 1;
   CaptureStats st;
   const std::int64_t t0 = now_ns();
-  std::string why = stop_world_(
-      [&] {
-        have_base_ = false;  // as in run_checkpoint
-        for (const Extent& e : data_extents(cfg_.segment_fd, cfg_.segment_size)) {
-          for (std::uint64_t off = e.offset; off < e.offset + e.length; off += kDeltaPage) {
-            if (std::memcmp(image_ + off, cfg_.segment + off, kDeltaPage) == 0) continue;
-            std::memcpy(image_ + off, cfg_.segment + off, kDeltaPage);
-            r.pages.push_back(off);
-          }
-        }
-        r.tx_clock = cfg_.clock();
-      },
-      st);
+  have_base_ = false;  // as in run_checkpoint
+  std::vector<std::uint64_t> pending;
+  std::vector<Extent> extents;
+  std::size_t stop_pages = 0;
+  // A page is recorded when it differs from the last capture's copy.
+  const auto take = [&](std::uint64_t off) {
+    if (std::memcmp(image_ + off, cfg_.segment + off, kDeltaPage) == 0) return;
+    std::memcpy(image_ + off, cfg_.segment + off, kDeltaPage);
+    r.pages.push_back(off);
+  };
+  std::string why = stop_world_([&] { return capture_unfrozen(take, pending, extents, r.tx_clock); },
+                                [&] { capture_frozen(take, pending, true, extents, r.tx_clock, stop_pages); }, st);
+  // A page copied before the stop and written again is taken twice.
+  std::sort(r.pages.begin(), r.pages.end());
+  r.pages.erase(std::unique(r.pages.begin(), r.pages.end()), r.pages.end());
+  log_tracking_change();
   if (!why.empty()) {
     o.error = "could not stop the clients: " + why;
     log_error("log record ", r.seq, " after checkpoint ", base_seq_, " failed: ", o.error);
@@ -253,8 +357,8 @@ Checkpointer::Outcome Checkpointer::run_record() {
   have_base_ = true;
   log_seq_ = r.seq;
   o.seq = r.seq;
-  log_debug("log record ", r.seq, " after checkpoint ", base_seq_, ": ", r.pages.size(), " page(s); ", st.processes,
-            " client process(es) stopped for ", st.stop_ns / 1000, " us; captured in ", (t1 - t0) / 1000,
+  log_debug("log record ", r.seq, " after checkpoint ", base_seq_, ": ", r.pages.size(), " page(s); ",
+            capture_summary(st, stop_pages), "; captured in ", (t1 - t0) / 1000,
             " us, appended and synced in ", (now_ns() - t1) / 1000, " us");
   return o;
 }

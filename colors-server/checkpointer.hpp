@@ -6,14 +6,22 @@
 // Both are taken the same way: the server's stop_world callback stops the collector's cycles,
 // the event loop's writes and every client process (freezer.hpp) and runs a copy step meanwhile,
 // which is the only stop; then this thread, with everybody running again, writes what it copied
-// and fsyncs it. A checkpoint copies every page holding data into `image_`; a log record compares
-// each such page with `image_` and copies (and records) the ones that differ, so `image_` is always
-// the segment as of the last capture.
+// and fsyncs it. `image_` is always the segment as of the last capture.
+//
+// What the stop copies: with write tracking (written_pages.hpp), only the pages written since the
+// last scan. A checkpoint first copies every page holding data while the clients run, then, in a
+// few passes, the pages written meanwhile, and stops them only for the last few; a log record
+// copies the written pages that differ from `image_`. Without it (a kernel before 6.7, an
+// untracked client, a client that left since the last scan), a checkpoint copies every page
+// holding data in the stop and a log record compares each with `image_`.
 //
 // Invariants:
 //  * have_base_ holds exactly when image_ equals what the data directory restores (the newest
 //    checkpoint plus its log): a failed write clears it, and then the next capture is a full
 //    checkpoint, never a record relative to an image the disk does not have.
+//  * tracking_valid_ holds exactly when image_ differs from the segment only in pages that the
+//    next scan_written call will list: a capture whose stop included a successful scan sets it,
+//    any failed scan clears it (a failed scan may have protected some mappings and not others).
 //  * Requests are served only by a capture that began after they were queued, so an answer covers
 //    everything its requester wrote (and committed) before asking; all requests queued before a
 //    capture are answered by it (group commit).
@@ -22,6 +30,7 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -34,14 +43,20 @@
 namespace colors::server {
 
 struct CaptureStats {
-  std::int64_t stop_ns = 0;    // how long the clients were stopped
-  std::size_t processes = 0;   // how many were stopped
+  bool frozen = false;         // whether the clients were stopped
+  std::int64_t stop_ns = 0;    // how long
+  std::size_t processes = 0;   // how many
 };
+
+std::string capture_summary(const CaptureStats& st, std::size_t stop_pages);
 
 class Checkpointer {
  public:
-  // Stops the world, runs `step`, resumes it; "" or why it could not stop it.
-  using StopWorld = std::function<std::string(const std::function<void()>& step, CaptureStats& stats)>;
+  // Holds off the collector's cycles and the event loop's writes, and meanwhile runs `unfrozen`;
+  // unless that returns true (the capture is complete), stops every client process, runs
+  // `step`, resumes them. "" or why it could not stop them.
+  using StopWorld = std::function<std::string(const std::function<bool()>& unfrozen, const std::function<void()>& step,
+                                              CaptureStats& stats)>;
 
   struct Config {
     const unsigned char* segment = nullptr;  // the server's mapping
@@ -53,6 +68,9 @@ class Checkpointer {
     detail::DurabilityLevel durability = detail::DurabilityLevel::kNone;
     std::int64_t async_delay_ns = 0;     // kAsync: a commit is on disk within about this long
     std::function<std::uint64_t()> clock;  // the transaction clock
+    // Appends the pages within the extents written since its previous call, and protects them
+    // again (WrittenPages::scan); "" or why the list cannot be trusted. Empty: no write tracking.
+    std::function<std::string(const std::vector<Extent>&, std::vector<std::uint64_t>&)> scan_written;
   };
 
   struct Outcome {
@@ -80,6 +98,18 @@ class Checkpointer {
   void loop();
   Outcome run_record();
   bool log_too_long() const;
+  bool scan(const std::vector<Extent>& extents, std::vector<std::uint64_t>& pages);
+  bool precopy();
+  // The two steps of a capture's stop_world_: without stopping the clients, a scan, the copies
+  // (`take`) of the pages it lists and a second scan, complete when that one lists nothing; else,
+  // with them stopped, the copies of what the second scan listed (`pending`) and a last scan's,
+  // or of every page holding data when tracking cannot vouch (`every_page_compared`: each taken,
+  // else copied). Both leave the extents and the transaction clock of the capture's instant.
+  bool capture_unfrozen(const std::function<void(std::uint64_t)>& take, std::vector<std::uint64_t>& pending,
+                        std::vector<Extent>& extents, std::uint64_t& clock);
+  void capture_frozen(const std::function<void(std::uint64_t)>& take, const std::vector<std::uint64_t>& pending,
+                      bool every_page_compared, std::vector<Extent>& extents, std::uint64_t& clock, std::size_t& copied);
+  void log_tracking_change();
 
   DataDir& dir_;
   Config cfg_;
@@ -97,6 +127,12 @@ class Checkpointer {
   std::uint64_t log_bytes_ = 0;      // where the next record goes
   std::uint64_t log_allocated_ = 0;  // bytes grow_log made
   std::uint64_t last_clock_ = 0;     // the transaction clock at the last capture
+  bool tracking_valid_ = false;
+  // Test hook (COLORS_CHECKPOINT_FAULT_HOLD_MS, server.cpp): every capture stops the clients.
+  bool no_unfrozen_ = false;
+  std::string untracked_;            // why the last scan failed ("" if it did not)
+  std::string untracked_logged_;     // the reason last logged
+  std::set<std::string> untracked_reasons_;  // every reason logged so far
   // Failed log records are logged at most once a second (each failed commit would make one line):
   // when the last one was, and how many failed since without a line.
   std::int64_t failure_logged_ns_ = 0;

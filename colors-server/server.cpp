@@ -30,6 +30,7 @@
 #include "collector.hpp"
 #include "data_dir.hpp"
 #include "freezer.hpp"
+#include "written_pages.hpp"
 #include "stopped_holder_watch.hpp"
 #include "pending_bits.hpp"
 #include "restored_segment.hpp"
@@ -153,7 +154,7 @@ class Server {
   bool open_segment();
   bool restore_segment();
   bool adopt_segment();
-  std::string stop_world(const std::function<void()>& step, CaptureStats& stats);
+  std::string stop_world(const std::function<bool()>& unfrozen, const std::function<void()>& step, CaptureStats& stats);
   void answer_checkpoints();
   bool recover_adopted();
   void reject_heap(const std::string& why);
@@ -163,6 +164,9 @@ class Server {
   // Returns the exit code: 0, or kExitShutdownCheckpointFailed (the heap then kept).
   int stop();
   void track_client(std::uint32_t slot, pid_t pid);
+  // REQUIRES: heap_mu_ held. Every change of client_pids_ goes through these two.
+  void track_client_locked(std::uint32_t slot, pid_t pid);
+  void untrack_client(std::uint32_t slot);
 
   void accept_pending();
   void answer_busy(int fd, const PeerCred& peer, const std::string& why);
@@ -203,6 +207,7 @@ class Server {
   // Durability (--data-dir): the directory, the checkpoint thread and what it stops.
   DataDir data_dir_;
   Freezer freezer_;
+  std::unique_ptr<WrittenPages> written_pages_;  // with --data-dir: what the captures copy
   std::unique_ptr<Checkpointer> checkpointer_;
   int checkpoint_wake_fd_ = -1;  // eventfd: outcomes wait in checkpointer_
   bool restored_ = false;        // the heap was restored from a checkpoint at this start
@@ -407,10 +412,24 @@ bool Server::start() {
     cc.durability = opt_.durability;
     cc.async_delay_ns = std::int64_t{opt_.async_delay_ms} * 1'000'000;
     cc.clock = [m = meta_] { return m->tx_clock.load(std::memory_order_acquire); };
+    if (segment_->writes_tracked()) {
+      written_pages_ = std::make_unique<WrittenPages>(meta_, true);
+      {
+        std::lock_guard<std::mutex> g(heap_mu_);
+        for (const auto& [slot, pid] : client_pids_) written_pages_->add(slot, pid);
+      }
+      cc.scan_written = [w = written_pages_.get()](const std::vector<Extent>& extents, std::vector<std::uint64_t>& pages) {
+        return w->scan(extents, pages);
+      };
+    } else {
+      log_info("captures compare or copy every page holding data: ", segment_->why_untracked());
+    }
     try {
       checkpointer_ = std::make_unique<Checkpointer>(
           data_dir_, std::move(cc),
-          [this](const std::function<void()>& step, CaptureStats& st) { return stop_world(step, st); },
+          [this](const std::function<bool()>& unfrozen, const std::function<void()>& step, CaptureStats& st) {
+            return stop_world(unfrozen, step, st);
+          },
           checkpoint_wake_fd_);
     } catch (const std::exception& e) {
       log_error(e.what());
@@ -695,7 +714,7 @@ void Server::check_kept_clients() {
   std::erase_if(kept_, [this](const KeptClient& k) {
     if (process_maps_heap(k.pid, heap_dev_, heap_ino_)) return false;
     std::lock_guard<std::mutex> g(heap_mu_);
-    client_pids_.erase(k.claim.slot);
+    untrack_client(k.claim.slot);
     Cleanup done = release_client_slot(meta_, k.claim, [this](std::uint32_t id, std::uint32_t slot) {
       std::size_t bytes = 0;
       gc_->reclaim_client(id, slot, &bytes);
@@ -1007,7 +1026,7 @@ void Server::on_hello(Connection& c) {
   {
     std::lock_guard<std::mutex> g(heap_mu_);
     claim = claim_client_slot(meta_, c.peer.pid, c.peer.uid);
-    if (claim) client_pids_[claim->slot] = c.peer.pid;
+    if (claim) track_client_locked(claim->slot, c.peer.pid);
   }
   if (!claim) {
     std::string why = "the client table is full (" + std::to_string(kMaxClients) +
@@ -1145,7 +1164,7 @@ void Server::refuse(Connection& c, AttachStatus status, const std::string& why) 
 
 void Server::client_gone(Connection& c, const char* how) {
   std::unique_lock<std::mutex> g(heap_mu_);
-  client_pids_.erase(c.claim.slot);
+  untrack_client(c.claim.slot);
   Cleanup done = release_client_slot(meta_, c.claim, [this](std::uint32_t id, std::uint32_t slot) {
     std::size_t bytes = 0;
     gc_->reclaim_client(id, slot, &bytes);
@@ -1164,15 +1183,29 @@ void Server::client_gone(Connection& c, const char* how) {
 
 void Server::track_client(std::uint32_t slot, pid_t pid) {
   std::lock_guard<std::mutex> g(heap_mu_);
-  client_pids_[slot] = pid;
+  track_client_locked(slot, pid);
 }
 
-// The stop of a checkpoint or log record: no collector cycle, no attach or cleanup by the event
-// loop, every client process stopped (freezer.hpp), and meanwhile `step` copies the segment.
-std::string Server::stop_world(const std::function<void()>& step, CaptureStats& st) {
+void Server::track_client_locked(std::uint32_t slot, pid_t pid) {
+  client_pids_[slot] = pid;
+  if (written_pages_) written_pages_->add(slot, pid);
+}
+
+void Server::untrack_client(std::uint32_t slot) {
+  client_pids_.erase(slot);
+  if (written_pages_) written_pages_->remove(slot);
+}
+
+// The envelope of a checkpoint or log record: no collector cycle, no attach or cleanup by the
+// event loop. Within it `unfrozen` tries to capture while the clients run (checkpointer.hpp);
+// when it cannot, every client process is stopped (freezer.hpp) and meanwhile `step` copies.
+std::string Server::stop_world(const std::function<bool()>& unfrozen, const std::function<void()>& step,
+                               CaptureStats& st) {
   std::string error;
   gc_->run_quiesced([&] {
     std::lock_guard<std::mutex> g(heap_mu_);
+    if (unfrozen()) return;
+    st.frozen = true;
     std::vector<pid_t> pids;
     for (const auto& [slot, pid] : client_pids_) pids.push_back(pid);
     const auto t0 = now_ns();

@@ -123,7 +123,7 @@ WORKER = textwrap.dedent(
 )
 
 RECORD = re.compile(
-    r"log record \d+ after checkpoint \d+: (\d+) page\(s\); (\d+) client process\(es\) stopped for (\d+) us; "
+    r"log record \d+ after checkpoint \d+: (\d+) page\(s\); (\d+) client process\(es\) stopped for (\d+) us[^;]*; "
     r"captured in \d+ us, appended and synced in (\d+) us"
 )
 CHECKPOINT = re.compile(r"checkpoint \d+ written to \S+: (\d+) B of data in \d+ extent\(s\); \d+ client process\(es\) "

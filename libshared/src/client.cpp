@@ -149,6 +149,8 @@ void end_attachment() {
     close_link(g_link_fd);
     g_link_fd = -1;
   }
+  // The mapping goes below, and with it the record of what it wrote since the server's last scan.
+  g_segment->meta()->clients[current_client_slot()].write_tracking_gap.store(1, std::memory_order_seq_cst);
   set_current_client(0, 0);
   stop_using_collector_barrier();
   g_segment.reset();

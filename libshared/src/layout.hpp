@@ -229,7 +229,10 @@ struct ClientSlot {
   // The owner's effective uid: a successor server lets only this uid and pid reattach to the slot
   // (colors-server/README.md, "Surviving the server").
   std::atomic<std::uint32_t> uid;
-  std::uint32_t reserved;
+  // 1 once this client's mapping stopped being tracked (its detach replaces it): the server's next
+  // capture then compares pages instead of trusting the scans (write_tracking.hpp). The server
+  // clears it when it has read it.
+  std::atomic<std::uint32_t> write_tracking_gap;
   std::atomic<std::uint32_t> pressure_watchers;  // heap-pressure watchers this client runs (heap.hpp)
   std::atomic<Word> roots;               // first ArrayObject chunk of this client's root table
   // What the client holds, for the per-client limit (heap.hpp, "Per-client limit"): bytes of the

@@ -1,4 +1,5 @@
 #include "segment.hpp"
+#include "write_tracking.hpp"
 
 #include <sys/mman.h>
 #include <sys/random.h>
@@ -135,8 +136,12 @@ Segment::~Segment() {
     }
     if (!retired) ::munmap(meta_, size_);
   }
+  if (tracking_fd_ >= 0) ::close(tracking_fd_);
   if (fd_ >= 0) ::close(fd_);
 }
+
+// Before the first write through the new mapping: what the server's scans report must include it.
+void Segment::track() { tracking_fd_ = track_writes(meta_, size_, &why_untracked_); }
 
 static void format(Metadata* m, const SegmentConfig& cfg, std::size_t total) {
   std::memset(static_cast<void*>(m), 0, sizeof(Metadata));
@@ -209,6 +214,7 @@ std::unique_ptr<Segment> Segment::create(const SegmentConfig& cfg) {
     throw;
   }
   s->size_ = total;
+  s->track();
   format(s->meta_, cfg, total);
   set_current_meta(s->meta_);
   return s;
@@ -223,6 +229,7 @@ std::unique_ptr<Segment> Segment::open_fd(int fd, std::uintptr_t address, std::s
                           " bytes");
   s->meta_ = static_cast<Metadata*>(map_fixed_noreplace(fd, address, size));
   s->size_ = size;
+  s->track();
   if (s->meta_->magic != kSegmentMagic || s->meta_->layout_version != kLayoutVersion) {
     throw VersionMismatchError("the segment has layout version " + std::to_string(s->meta_->layout_version) +
                                " but this client expects layout version " + std::to_string(kLayoutVersion));
@@ -262,6 +269,7 @@ std::unique_ptr<Segment> Segment::adopt(const SegmentConfig& cfg, std::string& r
   if (!refusal.empty()) return nullptr;
   s->meta_ = static_cast<Metadata*>(map_fixed_noreplace(fd, h.base, h.total_size));
   s->size_ = h.total_size;
+  s->track();
   set_current_meta(s->meta_);
   return s;
 }

@@ -74,6 +74,9 @@ class Segment {
   bool file_id(std::uint64_t& dev, std::uint64_t& ino) const;
   // Server side: the file's path. Empty on the client side.
   const std::string& path() const { return path_; }
+  // Whether the kernel tracks this mapping's writes (write_tracking.hpp); why not, when it does not.
+  bool writes_tracked() const { return tracking_fd_ >= 0; }
+  const std::string& why_untracked() const { return why_untracked_; }
 
  private:
   Segment() = default;
@@ -81,6 +84,9 @@ class Segment {
   std::size_t size_ = 0;
   int fd_ = -1;
   std::string path_;
+  int tracking_fd_ = -1;  // the userfaultfd that registers the mapping for write tracking
+  std::string why_untracked_;
+  void track();
 };
 
 // The segment mapped in this process, or nullptr.

@@ -1,0 +1,113 @@
+#include "written_pages.hpp"
+
+#include <fcntl.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "write_tracking.hpp"
+
+namespace colors::server {
+
+namespace {
+constexpr std::uint64_t kPage = 4096;
+constexpr std::size_t kRegions = 512;  // page_region entries per ioctl
+
+int open_pagemap(const std::string& path) { return ::open(path.c_str(), O_RDONLY | O_CLOEXEC); }
+}  // namespace
+
+WrittenPages::WrittenPages(detail::Metadata* meta, bool self_tracked)
+    : meta_(meta), base_(reinterpret_cast<std::uintptr_t>(meta)) {
+  if (self_tracked) self_fd_ = open_pagemap("/proc/self/pagemap");
+}
+
+WrittenPages::~WrittenPages() {
+  if (self_fd_ >= 0) ::close(self_fd_);
+  for (auto& [slot, p] : procs_)
+    if (p.pagemap_fd >= 0) ::close(p.pagemap_fd);
+}
+
+void WrittenPages::add(std::uint32_t slot, pid_t pid) {
+  std::lock_guard<std::mutex> g(mu_);
+  auto it = procs_.find(slot);
+  if (it != procs_.end()) {
+    if (it->second.pid == pid && it->second.pagemap_fd >= 0) return;
+    if (it->second.pagemap_fd >= 0) ::close(it->second.pagemap_fd);
+    procs_.erase(it);
+    lost_ = true;
+  }
+  // The descriptor pins the process's address space: a pid reused later cannot be mistaken for it.
+  procs_[slot] = Process{pid, open_pagemap("/proc/" + std::to_string(pid) + "/pagemap")};
+}
+
+void WrittenPages::remove(std::uint32_t slot) {
+  std::lock_guard<std::mutex> g(mu_);
+  auto it = procs_.find(slot);
+  if (it == procs_.end()) return;
+  if (it->second.pagemap_fd >= 0) ::close(it->second.pagemap_fd);
+  procs_.erase(it);
+  lost_ = true;
+}
+
+std::string WrittenPages::scan_one(int fd, const std::vector<Extent>& extents, std::vector<std::uint64_t>& pages) {
+  detail::PageRegion regions[kRegions];
+  for (const Extent& e : extents) {
+    std::uint64_t start = base_ + e.offset;
+    const std::uint64_t end = start + e.length;
+    while (start < end) {
+      detail::PageScanArg a{};
+      a.size = sizeof a;
+      a.flags = detail::kScanWriteProtectMatching | detail::kScanCheckWpAsync;
+      a.start = start;
+      a.end = end;
+      a.vec = reinterpret_cast<std::uintptr_t>(regions);
+      a.vec_len = kRegions;
+      a.category_mask = detail::kPageIsWritten;
+      a.return_mask = detail::kPageIsWritten;
+      const long n = ::ioctl(fd, detail::kPagemapScan, &a);
+      if (n < 0) return std::strerror(errno);
+      for (long i = 0; i < n; ++i)
+        for (std::uint64_t p = regions[i].start; p < regions[i].end; p += kPage) pages.push_back(p - base_);
+      // A full vector ends the walk early; walk_end says where (the pages before it are protected).
+      if (a.walk_end <= start) return "the page scan made no progress";
+      start = a.walk_end;
+    }
+  }
+  return "";
+}
+
+std::string WrittenPages::scan(const std::vector<Extent>& extents, std::vector<std::uint64_t>& pages) {
+  std::lock_guard<std::mutex> g(mu_);
+  std::string why;
+  if (self_fd_ < 0) {
+    why = "the server's own mapping is not tracked";
+  } else if (std::string e = scan_one(self_fd_, extents, pages); !e.empty()) {
+    why = "scanning the server's own mapping: " + e;
+  }
+  for (auto& [slot, p] : procs_) {
+    if (!why.empty()) break;
+    if (p.pagemap_fd < 0) {
+      why = "the pagemap of client process " + std::to_string(p.pid) + " could not be opened";
+    } else if (std::string e = scan_one(p.pagemap_fd, extents, pages); !e.empty()) {
+      why = "client process " + std::to_string(p.pid) + ": " + e +
+            (e == std::strerror(EPERM) ? " (its mapping is not tracked)" : "");
+    }
+  }
+  // After the scans (written_pages.hpp): a departure before this point fails this scan.
+  if (std::exchange(lost_, false) && why.empty()) why = "a client left since the last scan";
+  for (std::uint32_t i = 0; i < kMaxClients; ++i) {
+    // Read before cleared: a store, even of the same value, is a write the next scan would list.
+    std::atomic<std::uint32_t>& gap = meta_->clients[i].write_tracking_gap;
+    if (gap.load(std::memory_order_seq_cst) == 0 || gap.exchange(0, std::memory_order_seq_cst) == 0) continue;
+    if (why.empty()) why = "a client detached since the last scan";
+  }
+  std::sort(pages.begin(), pages.end());
+  pages.erase(std::unique(pages.begin(), pages.end()), pages.end());
+  return why;
+}
+
+}  // namespace colors::server

@@ -1,0 +1,175 @@
+// Captures that copy only the pages the kernel saw written (colors-server/written_pages.hpp, and
+// checkpointer.hpp for the passes and the capture without a stop): a restored heap must be the
+// heap of one instant while clients write through it, detach and reattach, or write untracked.
+//
+// The witness: a "sweeper" writes round k into counters that sit one per page, in ascending
+// order, again and again. At every instant they read k+1, ..., k+1, k, ..., k: never increasing,
+// the first at most one above the last. An image that mixes pages of different instants (a page
+// written but not listed, a copy torn by a write) breaks that.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "colors/colors.hpp"
+#include "colors/errors.hpp"
+#include "server_process.hpp"
+#include "server_test_util.hpp"
+
+using namespace colors::test;
+
+namespace {
+
+constexpr std::size_t kStride = 512;  // list slots per 4 KiB page: one counter per page
+constexpr std::size_t kCounters = 96;
+
+struct Attached {
+  explicit Attached(const ServerConfig& cfg) { colors::attach(cfg.socket); }
+  ~Attached() { colors::detach(); }
+};
+
+void make_counters(const std::string& name) {
+  colors::List list = colors::new_list();
+  for (std::size_t i = 0; i < kCounters * kStride; ++i) list.append(colors::Value(std::int64_t{0}));
+  colors::repository(name).set(list);
+}
+
+// "" when the counters of `name` are those of one instant, else what is wrong.
+std::string check_instant(const std::string& name) {
+  colors::List list(colors::repository(name).get());
+  std::vector<std::int64_t> c;
+  for (std::size_t j = 0; j < kCounters; ++j) c.push_back(list.get(j * kStride).as_int());
+  for (std::size_t j = 1; j < kCounters; ++j) {
+    if (c[j] > c[j - 1] || c[0] - c[kCounters - 1] > 1) {
+      std::string all;
+      for (std::int64_t v : c) all += std::to_string(v) + " ";
+      return name + " is not of one instant: " + all;
+    }
+  }
+  if (c[0] == 0) return name + " was never written";
+  return "";
+}
+
+// Sweeps the counters of `name` forever; with `churn`, detaches and attaches again after each
+// round (a detach replaces the mapping, and its record of writes with it).
+[[noreturn]] void sweep_forever(const std::string& socket, const std::string& name, bool tracked, bool churn) {
+  try {
+    if (!tracked) ::setenv("COLORS_WRITE_TRACKING", "off", 1);
+    colors::attach(socket);
+    for (std::int64_t k = 1;; ++k) {
+      colors::List list(colors::repository(name).get());
+      for (std::size_t j = 0; j < kCounters; ++j) list.set(j * kStride, colors::Value(k));
+      if (churn) {
+        list = colors::List();
+        colors::detach();
+        colors::attach(socket);
+      }
+    }
+  } catch (const std::exception&) {
+    ::_exit(3);  // the server died under it: the test kills it anyway
+  }
+}
+
+// Transactions, each waiting for its log record (--durability full): records all the time.
+[[noreturn]] void commit_forever(const std::string& socket) {
+  try {
+    colors::attach(socket);
+    colors::List list(colors::repository("wt.commits").get());
+    for (std::int64_t n = 1;; ++n) colors::atomically([&] { list.set(0, colors::Value(n)); });
+  } catch (const std::exception&) {
+    ::_exit(3);
+  }
+}
+
+pid_t spawn(const std::function<void()>& body) {
+  pid_t k = ::fork();
+  REQUIRE(k >= 0);
+  if (k == 0) {
+    body();
+    ::_exit(0);
+  }
+  return k;
+}
+
+enum class Second { kTracked, kUntracked, kChurning };
+
+// Two sweepers (the second as `second` says), a committer and checkpoints for `millis`, then a
+// reboot; returns the first server's log. Every list must be of one instant in the restored heap.
+std::string run_and_reboot(Second second, int millis) {
+  TempDir data;
+  const std::vector<std::string> flags = {"--data-dir", data.path() + "/d", "--checkpoint-interval", "0",
+                                          "--durability", "full", "--log-level", "debug"};
+  Running r(flags);
+  const std::vector<std::string> names = {"wt.a", "wt.b"};
+  {
+    Attached a(r.cfg);
+    for (const std::string& n : names) make_counters(n);
+    colors::List commits = colors::new_list();
+    commits.append(colors::Value(std::int64_t{0}));
+    colors::repository("wt.commits").set(commits);
+  }
+  const std::string socket = r.cfg.socket;
+  std::vector<pid_t> kids;
+  kids.push_back(spawn([&] { sweep_forever(socket, "wt.a", true, false); }));
+  kids.push_back(spawn([&] { sweep_forever(socket, "wt.b", second != Second::kUntracked, second == Second::kChurning); }));
+  kids.push_back(spawn([&] { commit_forever(socket); }));
+  {
+    Attached a(r.cfg);
+    const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(millis);
+    while (std::chrono::steady_clock::now() < end) {
+      (void)colors::checkpoint();
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  // The reboot, in the middle of the writes: the log's records follow the last checkpoint.
+  r.server->signal(SIGKILL);
+  REQUIRE(r.server->wait_exit(5000) == 128 + SIGKILL);
+  for (pid_t k : kids) ::kill(k, SIGKILL);
+  for (pid_t k : kids) ::waitpid(k, nullptr, 0);
+  const std::string log = r.server->log();
+  REQUIRE(::unlink(r.cfg.shm_path().c_str()) == 0);
+  ServerProcess next(r.cfg, r.cfg.args(flags), r.dir.path() + "/next.log");
+  REQUIRE(next.wait_ready());
+  INFO(next.log());
+  CHECK(next.log().find("log record(s)") != std::string::npos);
+  Attached a(r.cfg);
+  for (const std::string& n : names) {
+    const std::string why = check_instant(n);
+    INFO(log);
+    CHECK(why == "");
+  }
+  colors::VerifyResult v = colors::verify_heap();
+  INFO(v.report);
+  CHECK(v.ok);
+  return log;
+}
+
+}  // namespace
+
+TEST_CASE("write tracking: checkpoints and log records of clients writing restore one instant",
+          "[server][durability][tracking]") {
+  const std::string log = run_and_reboot(Second::kTracked, 2000);
+  // The captures relied on the scans: written pages copied in a stop, or no stop at all.
+  CHECK(log.find("written page(s) copied") != std::string::npos);
+  CHECK(log.find("not tracked") == std::string::npos);
+}
+
+TEST_CASE("write tracking: a client that detaches and attaches again after each round of writes",
+          "[server][durability][tracking]") {
+  const std::string log = run_and_reboot(Second::kChurning, 2000);
+  // Its detaches made the captures after them compare.
+  CHECK(log.find("a client detached since the last scan") != std::string::npos);
+}
+
+TEST_CASE("write tracking: a client whose writes are not tracked makes every capture copy or compare every page",
+          "[server][durability][tracking]") {
+  const std::string log = run_and_reboot(Second::kUntracked, 1500);
+  CHECK(log.find("(its mapping is not tracked)") != std::string::npos);
+  CHECK(log.find("written page(s) copied") == std::string::npos);
+}
