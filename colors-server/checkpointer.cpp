@@ -1,6 +1,7 @@
 #include "checkpointer.hpp"
 
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -50,6 +51,20 @@ std::string capture_summary(const CaptureStats& st, std::size_t stop_pages) {
          ")";
 }
 
+// tmpfs's SEEK_DATA walks the file's pages (15-20 us for a few MB), and a capture asks up to three
+// times: the answer is kept while the file's allocated blocks stay the same. A tmpfs file only
+// gains pages (nothing punches holes in the segment), so the same count means the same pages; the
+// count is read before the walk, so a page added during it changes the count for the next call.
+std::vector<Extent> Checkpointer::current_extents() {
+  struct stat st {};
+  if (::fstat(cfg_.segment_fd, &st) != 0) return data_extents(cfg_.segment_fd, cfg_.segment_size);
+  if (st.st_blocks != extents_blocks_) {
+    extents_ = data_extents(cfg_.segment_fd, cfg_.segment_size);
+    extents_blocks_ = st.st_blocks;
+  }
+  return extents_;
+}
+
 bool Checkpointer::scan(const std::vector<Extent>& extents, std::vector<std::uint64_t>& pages) {
   pages.clear();
   untracked_ = cfg_.scan_written ? cfg_.scan_written(extents, pages) : "write tracking is off";
@@ -77,7 +92,7 @@ void Checkpointer::log_tracking_change() {
 // the stop's scan will list; false (nothing to rely on) without tracking.
 bool Checkpointer::precopy() {
   if (!cfg_.scan_written) return false;
-  std::vector<Extent> extents = data_extents(cfg_.segment_fd, cfg_.segment_size);
+  std::vector<Extent> extents = current_extents();
   populate(image_, cfg_.segment, extents);
   std::vector<std::uint64_t> pages;
   // From this scan on, every write is listed by a later one; so a page copied after it is either
@@ -88,7 +103,7 @@ bool Checkpointer::precopy() {
   for (int pass = 0; pass < kPrecopyPasses; ++pass) {
     // A page that gained data since `extents` was written through a new, unprotected page-table
     // entry: this scan lists it.
-    extents = data_extents(cfg_.segment_fd, cfg_.segment_size);
+    extents = current_extents();
     if (!scan(extents, pages)) return false;
     for (std::uint64_t off : pages) std::memcpy(image_ + off, cfg_.segment + off, kDeltaPage);
     if (pages.size() <= kStopPages) break;
@@ -100,10 +115,10 @@ bool Checkpointer::capture_unfrozen(const std::function<void(std::uint64_t)>& ta
                                     std::vector<Extent>& extents, std::uint64_t& clock) {
   if (!tracking_valid_ || no_unfrozen_) return false;
   std::vector<std::uint64_t> written;
-  if (!scan(data_extents(cfg_.segment_fd, cfg_.segment_size), written)) return false;
+  if (!scan(current_extents(), written)) return false;
   for (std::uint64_t off : written) take(off);
   clock = cfg_.clock();
-  extents = data_extents(cfg_.segment_fd, cfg_.segment_size);
+  extents = current_extents();
   // Nothing listed: no process wrote between the end of its first scan and the start of its
   // second, a window that holds every copy above, the clock's read and the extents' (a page that
   // gained data was written). So image_ is the segment of one instant.
@@ -113,7 +128,7 @@ bool Checkpointer::capture_unfrozen(const std::function<void(std::uint64_t)>& ta
 void Checkpointer::capture_frozen(const std::function<void(std::uint64_t)>& take, const std::vector<std::uint64_t>& pending,
                                   bool every_page_compared, std::vector<Extent>& extents, std::uint64_t& clock,
                                   std::size_t& copied) {
-  extents = data_extents(cfg_.segment_fd, cfg_.segment_size);
+  extents = current_extents();
   const bool trusted = tracking_valid_;
   std::vector<std::uint64_t> written;
   const bool tracked = scan(extents, written);
@@ -236,7 +251,7 @@ Checkpointer::Outcome Checkpointer::run_checkpoint() {
   const std::int64_t t0 = now_ns();
   have_base_ = false;  // image_ changes now; true again only once the checkpoint is on disk
   const bool precopied = precopy();
-  if (!precopied) populate(image_, cfg_.segment, data_extents(cfg_.segment_fd, cfg_.segment_size));
+  if (!precopied) populate(image_, cfg_.segment, current_extents());
   std::uint64_t clock = 0;
   std::size_t stop_pages = 0;
   std::vector<std::uint64_t> pending;

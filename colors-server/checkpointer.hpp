@@ -98,6 +98,7 @@ class Checkpointer {
   void loop();
   Outcome run_record();
   bool log_too_long() const;
+  std::vector<Extent> current_extents();
   bool scan(const std::vector<Extent>& extents, std::vector<std::uint64_t>& pages);
   bool precopy();
   // The two steps of a capture's stop_world_: without stopping the clients, a scan, the copies
@@ -128,6 +129,8 @@ class Checkpointer {
   std::uint64_t log_allocated_ = 0;  // bytes grow_log made
   std::uint64_t last_clock_ = 0;     // the transaction clock at the last capture
   bool tracking_valid_ = false;
+  std::vector<Extent> extents_;      // data_extents() when the file had extents_blocks_ blocks
+  long long extents_blocks_ = -1;
   // Test hook (COLORS_CHECKPOINT_FAULT_HOLD_MS, server.cpp): every capture stops the clients.
   bool no_unfrozen_ = false;
   std::string untracked_;            // why the last scan failed ("" if it did not)

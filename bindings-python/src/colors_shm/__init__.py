@@ -359,7 +359,8 @@ def collect(timeout: float | None = None) -> GcStats:
 def checkpoint() -> int:
     """Asks the server for a checkpoint of the heap in its data directory (``colors-server
     --data-dir``) and waits until one that began after this call is on disk; returns its sequence
-    number. Every client process is stopped for the instant the heap is copied.
+    number. Client processes that write while the heap is copied are stopped for the copy's last
+    pages (colors-server/README.md, "Durability").
 
     Raises :class:`SharedMemoryError` when the server has no data directory or the checkpoint
     failed (the message says why, e.g. a full disk; the heap in memory is intact),

@@ -76,7 +76,8 @@ bool has_segment();
 void ping();
 // Asks the server for a checkpoint of the heap (colors-server --data-dir, colors-server/README.md
 // "Durability") and waits until one that began after this call is on disk; returns its sequence
-// number. Every client is stopped for the instant the heap is copied, this one included.
+// number. Client processes that write while the heap is copied are stopped for the copy's last
+// pages (this one included).
 // Throws Error when the server has no data directory or the checkpoint failed (the message says
 // why, e.g. "No space left on device"; the heap in memory is intact), ServerGoneError when the
 // server is gone, InvalidArgumentError inside a transaction (a transaction would wait for itself).

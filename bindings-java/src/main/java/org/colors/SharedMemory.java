@@ -150,8 +150,8 @@ public final class SharedMemory {
 
   /**
    * Asks the server for a checkpoint of the heap in its data directory ({@code colors-server
-   * --data-dir}) and waits until one that began after this call is on disk. Every client process
-   * is stopped for the instant the heap is copied.
+   * --data-dir}) and waits until one that began after this call is on disk. Client processes that
+   * write while the heap is copied are stopped for the copy's last pages.
    *
    * @return the checkpoint's sequence number
    * @throws SharedMemoryException if the server has no data directory or the checkpoint failed
