@@ -413,7 +413,7 @@ bool Server::start() {
     cc.async_delay_ns = std::int64_t{opt_.async_delay_ms} * 1'000'000;
     cc.clock = [m = meta_] { return m->tx_clock.load(std::memory_order_acquire); };
     if (segment_->writes_tracked()) {
-      written_pages_ = std::make_unique<WrittenPages>(meta_, true);
+      written_pages_ = std::make_unique<WrittenPages>(meta_, segment_->size(), true);
       {
         std::lock_guard<std::mutex> g(heap_mu_);
         for (const auto& [slot, pid] : client_pids_) written_pages_->add(slot, pid);

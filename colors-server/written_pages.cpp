@@ -20,8 +20,8 @@ constexpr std::size_t kRegions = 512;  // page_region entries per ioctl
 int open_pagemap(const std::string& path) { return ::open(path.c_str(), O_RDONLY | O_CLOEXEC); }
 }  // namespace
 
-WrittenPages::WrittenPages(detail::Metadata* meta, bool self_tracked)
-    : meta_(meta), base_(reinterpret_cast<std::uintptr_t>(meta)) {
+WrittenPages::WrittenPages(detail::Metadata* meta, std::size_t segment_size, bool self_tracked)
+    : meta_(meta), base_(reinterpret_cast<std::uintptr_t>(meta)), size_(segment_size) {
   if (self_tracked) self_fd_ = open_pagemap("/proc/self/pagemap");
 }
 
@@ -53,12 +53,36 @@ void WrittenPages::remove(std::uint32_t slot) {
   lost_ = true;
 }
 
+// Whether the process behind `fd` still has a tracked mapping at the segment's first and last
+// page: a scan of a range nothing maps succeeds and lists nothing (a client that unmapped or moved
+// its mapping), which must not pass for "wrote nothing". "" or why not.
+std::string WrittenPages::check_mapped(int fd) {
+  for (std::uint64_t at : {base_, base_ + size_ - kPage}) {
+    detail::PageRegion region[1];
+    detail::PageScanArg a{};
+    a.size = sizeof a;
+    a.flags = detail::kScanCheckWpAsync;
+    a.start = at;
+    a.end = at + kPage;
+    a.vec = reinterpret_cast<std::uintptr_t>(region);
+    a.vec_len = 1;
+    a.category_mask = detail::kPageIsWpAllowed;
+    a.return_mask = detail::kPageIsWpAllowed;
+    const long n = ::ioctl(fd, detail::kPagemapScan, &a);
+    if (n < 0) return std::strerror(errno);
+    if (n == 0) return "the segment is not mapped there";
+  }
+  return "";
+}
+
 std::string WrittenPages::scan_one(int fd, const std::vector<Extent>& extents, std::vector<std::uint64_t>& pages) {
   detail::PageRegion regions[kRegions];
   for (const Extent& e : extents) {
     std::uint64_t start = base_ + e.offset;
     const std::uint64_t end = start + e.length;
     while (start < end) {
+      // The masks must stay exactly PAGE_IS_WRITTEN: with them the kernel counts an entry it
+      // dropped (reclaim, paging out) as written; other categories take a path that does not.
       detail::PageScanArg a{};
       a.size = sizeof a;
       a.flags = detail::kScanWriteProtectMatching | detail::kScanCheckWpAsync;
@@ -77,7 +101,7 @@ std::string WrittenPages::scan_one(int fd, const std::vector<Extent>& extents, s
       start = a.walk_end;
     }
   }
-  return "";
+  return check_mapped(fd);
 }
 
 std::string WrittenPages::scan(const std::vector<Extent>& extents, std::vector<std::uint64_t>& pages) {
@@ -94,7 +118,7 @@ std::string WrittenPages::scan(const std::vector<Extent>& extents, std::vector<s
       why = "the pagemap of client process " + std::to_string(p.pid) + " could not be opened";
     } else if (std::string e = scan_one(p.pagemap_fd, extents, pages); !e.empty()) {
       why = "client process " + std::to_string(p.pid) + ": " + e +
-            (e == std::strerror(EPERM) ? " (its mapping is not tracked)" : "");
+            (e == std::strerror(EPERM) ? " (the segment there is not a tracked mapping: a detach, or COLORS_WRITE_TRACKING=off)" : "");
     }
   }
   // After the scans (written_pages.hpp): a departure before this point fails this scan.

@@ -8,7 +8,8 @@
 //
 // Invariants:
 //  * scan() succeeds only when every registered process's scan succeeded (each mapping is
-//    registered: a detached, exited or untracked process fails with EPERM or ESRCH), no client
+//    registered: a detached, exited or untracked process fails with EPERM or ESRCH, and one whose
+//    segment range is unmapped fails check_mapped), no client
 //    left since the previous scan (remove() raises `lost_`: its mapping's record went with it),
 //    and no client raised its slot's write_tracking_gap (a detach whose connection the server has
 //    not seen close yet). `lost_` and the gaps are read after the scans, so a departure is either
@@ -34,7 +35,7 @@ class WrittenPages {
  public:
   // `meta`: the segment, mapped by this process at its fixed address. `self_tracked`: whether
   // this process's own mapping is registered (Segment::writes_tracked).
-  WrittenPages(detail::Metadata* meta, bool self_tracked);
+  WrittenPages(detail::Metadata* meta, std::size_t segment_size, bool self_tracked);
   ~WrittenPages();
   WrittenPages(const WrittenPages&) = delete;
   WrittenPages& operator=(const WrittenPages&) = delete;
@@ -56,9 +57,11 @@ class WrittenPages {
     int pagemap_fd = -1;  // -1: could not be opened (scan() fails while it is registered)
   };
   std::string scan_one(int pagemap_fd, const std::vector<Extent>& extents, std::vector<std::uint64_t>& pages);
+  std::string check_mapped(int pagemap_fd);
 
   detail::Metadata* meta_;
   std::uintptr_t base_;
+  std::size_t size_;
   std::mutex mu_;
   int self_fd_ = -1;                        // GUARDED_BY(mu_): /proc/self/pagemap, -1 if untracked
   std::map<std::uint32_t, Process> procs_;  // GUARDED_BY(mu_): slot -> client process

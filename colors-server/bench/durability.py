@@ -53,7 +53,7 @@ INTS_PER_LIST = 1 << 17  # 1 MiB of 8-byte slots per shared list
 
 CHECKPOINT_RE = re.compile(
     r"checkpoint (\d+) written to (\S+): (\d+) B of data in (\d+) extent\(s\); (\d+) client process\(es\) "
-    r"stopped for (\d+) us \(([^)]*)\); captured in (\d+) us, written and synced in (\d+) ms \((\d+) MB/s\)")
+    r"stopped for (\d+) us \((.*?)\); captured in (\d+) us, written and synced in (\d+) ms \((\d+) MB/s\)")
 REPLAY_RE = re.compile(r"then (\d+) log record\(s\) \((\d+) pages, (\d+) B\) in (\d+) ms")
 RESTORE_RE = re.compile(r"restored checkpoint (\d+) \((\d+) B of data, heap id (\S+)\) into (\S+) in (\d+) ms")
 ADOPT_RE = re.compile(

@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #include "collector_barrier.hpp"
 #include "barrier.hpp"
@@ -143,18 +144,22 @@ void end_attachment() {
   forget_all_tlabs();
   roots_forget_process_state();
   g_attachment_epoch.fetch_add(1, std::memory_order_acq_rel);
+  int link_fd = -1;
   {
     std::lock_guard<std::mutex> link(g_link_mu);
     stop_server_watch();  // before the fd closes: the watcher polls it
-    close_link(g_link_fd);
-    g_link_fd = -1;
+    link_fd = std::exchange(g_link_fd, -1);
   }
-  // The mapping goes below, and with it the record of what it wrote since the server's last scan.
+  // The mapping goes below, and with it the record of what it wrote since the server's last scan
+  // (write_tracking.hpp): the gap tells the server before it sees the connection close.
   g_segment->meta()->clients[current_client_slot()].write_tracking_gap.store(1, std::memory_order_seq_cst);
   set_current_client(0, 0);
   stop_using_collector_barrier();
   g_segment.reset();
   set_current_meta(nullptr);
+  // Closed after the mapping went: a write that a stale thread made through it after the server
+  // consumed the gap is still covered, by the departure the close reports (WrittenPages::remove).
+  close_link(link_fd);
 }
 }  // namespace
 

@@ -38,6 +38,7 @@ struct PageScanArg {
       category_anyof_mask, return_mask;
 };
 inline constexpr unsigned long kPagemapScan = _IOWR('f', 16, PageScanArg);
+inline constexpr std::uint64_t kPageIsWpAllowed = 1u << 0;
 inline constexpr std::uint64_t kPageIsWritten = 1u << 1;
 inline constexpr std::uint64_t kScanWriteProtectMatching = 1u << 0;  // PM_SCAN_WP_MATCHING
 inline constexpr std::uint64_t kScanCheckWpAsync = 1u << 1;          // PM_SCAN_CHECK_WPASYNC
