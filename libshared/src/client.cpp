@@ -112,6 +112,9 @@ void on_fork_child() {
   new (&g_link_mu) std::mutex();
   forget_own_client_ids();
   if (current_meta_or_null() == nullptr) return;
+  // No write of the child reaches the heap before it attaches itself: the server neither tracks
+  // nor stops a process it does not know (write_tracking.hpp).
+  if (g_segment) g_segment->privatize();
   g_inherited.store(true, std::memory_order_relaxed);
   forget_all_tlabs();
   roots_forget_after_fork();

@@ -117,24 +117,27 @@ void* map_fixed_noreplace(int fd, std::uintptr_t address, std::size_t size) {
   return p;
 }
 
+// A client's detach does not leave the range unmapped: a thread of a runtime without a global lock
+// (a JVM's field fast path) may still be reading or writing through a stale object for an instant,
+// and must neither fault nor reach the shared heap. The range becomes a private copy-on-write view
+// of the same file instead, in one mmap (no gap): stale reads see heap data, stale writes stay in
+// this process. It costs the file's pages until the next attach replaces it (map_fixed_noreplace)
+// or the process exits. A fork child's inherited mapping is made private the same way at once
+// (client.cpp): it is neither tracked nor stopped by the server.
+void Segment::privatize() {
+  if (private_ || !path_.empty() || fd_ < 0 || meta_ == nullptr) return;
+  void* p = ::mmap(meta_, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED | MAP_NORESERVE, fd_, 0);
+  private_ = p == static_cast<void*>(meta_);
+}
+
 Segment::~Segment() {
   if (g_meta == meta_) set_current_meta(nullptr);
   if (meta_ != nullptr) {
-    // A client's detach does not leave the range unmapped: a thread of a runtime without a global
-    // lock (a JVM's field fast path) may still be reading or writing through a stale object for
-    // an instant, and must neither fault nor reach the shared heap. The range becomes a private
-    // copy-on-write view of the same file instead, in one mmap (no gap): stale reads see heap
-    // data, stale writes stay in this process. It costs the file's pages until the next attach
-    // replaces it (map_fixed_noreplace) or the process exits.
-    bool retired = false;
-    if (path_.empty() && fd_ >= 0) {
-      void* p = ::mmap(meta_, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED | MAP_NORESERVE, fd_, 0);
-      if (p == static_cast<void*>(meta_)) {
-        g_retired = Retired{reinterpret_cast<std::uintptr_t>(meta_), size_};
-        retired = true;
-      }
-    }
-    if (!retired) ::munmap(meta_, size_);
+    privatize();
+    if (private_)
+      g_retired = Retired{reinterpret_cast<std::uintptr_t>(meta_), size_};
+    else
+      ::munmap(meta_, size_);
   }
   if (tracking_fd_ >= 0) ::close(tracking_fd_);
   if (fd_ >= 0) ::close(fd_);

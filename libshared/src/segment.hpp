@@ -74,6 +74,9 @@ class Segment {
   bool file_id(std::uint64_t& dev, std::uint64_t& ino) const;
   // Server side: the file's path. Empty on the client side.
   const std::string& path() const { return path_; }
+  // Client side: replaces the mapping with a private copy-on-write view of the same file (reads see
+  // the heap, writes stay in this process). Idempotent; ~Segment does it too.
+  void privatize();
   // Whether the kernel tracks this mapping's writes (write_tracking.hpp); why not, when it does not.
   bool writes_tracked() const { return tracking_fd_ >= 0; }
   const std::string& why_untracked() const { return why_untracked_; }
@@ -85,6 +88,7 @@ class Segment {
   int fd_ = -1;
   std::string path_;
   int tracking_fd_ = -1;  // the userfaultfd that registers the mapping for write tracking
+  bool private_ = false;  // privatize() replaced the shared mapping
   std::string why_untracked_;
   void track();
 };

@@ -22,6 +22,7 @@
 
 #include "colors/colors.hpp"
 #include "colors/errors.hpp"
+#include "segment.hpp"
 #include "server_process.hpp"
 #include "server_test_util.hpp"
 
@@ -214,4 +215,34 @@ TEST_CASE("write tracking: a client that unmaps the segment itself makes the cap
   INFO(r.server->log());
   CHECK(r.server->log().find("client process " + std::to_string(kid) + ": the segment is not mapped there") !=
         std::string::npos);
+}
+
+TEST_CASE("write tracking: a fork child's inherited mapping is private, so its raw writes never reach the heap",
+          "[server][durability][tracking]") {
+  Running r;
+  Attached a(r.cfg);
+  // The last byte of the objects space: free memory in a fresh heap.
+  auto* spot = reinterpret_cast<volatile unsigned char*>(colors::detail::current_meta()->objects_end - 1);
+  const unsigned char before = *spot;
+  int wrote[2], done[2];
+  REQUIRE(::pipe(wrote) == 0);
+  REQUIRE(::pipe(done) == 0);
+  pid_t kid = ::fork();
+  REQUIRE(kid >= 0);
+  if (kid == 0) {
+    *spot = static_cast<unsigned char>(before ^ 0x5a);  // neither tracked nor stopped: must stay here
+    char b = 1;
+    (void)::write(wrote[1], &b, 1);
+    (void)::read(done[0], &b, 1);
+    ::_exit(*spot == static_cast<unsigned char>(before ^ 0x5a) ? 0 : 1);  // its own view has it
+  }
+  char b = 0;
+  REQUIRE(::read(wrote[0], &b, 1) == 1);
+  const unsigned char seen = *spot;
+  *spot = before;  // in case it did reach the heap
+  REQUIRE(::write(done[1], &b, 1) == 1);
+  int st = 0;
+  REQUIRE(::waitpid(kid, &st, 0) == kid);
+  CHECK(seen == before);
+  CHECK((WIFEXITED(st) && WEXITSTATUS(st) == 0));
 }
