@@ -18,7 +18,8 @@
 //    `write_tracking_gap` before its mapping goes, so the server never mistakes a lost record for
 //    an empty one.
 //  * A forked child's inherited mapping is not registered (userfaultfd registrations are not
-//    inherited); no API call writes through it (client.cpp drops it first).
+//    inherited): the fork handler makes it a private view at once (client.cpp), so nothing the
+//    child writes before it attaches reaches the heap.
 #pragma once
 #include <sys/ioctl.h>
 
