@@ -31,6 +31,9 @@ constexpr std::uint64_t kMinLogBytes = std::uint64_t{64} << 20;
 // none once a pass found at most kStopPages written pages (about 0.1 ms to copy in the stop).
 constexpr int kPrecopyPasses = 4;
 constexpr std::size_t kStopPages = 256;
+// Scans after the first that a capture tries before it stops the clients: a client between two
+// transactions, or finishing one, writes in short bursts, and a later window is often quiet.
+constexpr int kUnfrozenAttempts = 3;
 
 // Page faults are taken before the copies, not during them (or during a stop): the server maps
 // the pages clients wrote and the image gets its own.
@@ -114,15 +117,19 @@ bool Checkpointer::precopy() {
 bool Checkpointer::capture_unfrozen(const std::function<void(std::uint64_t)>& take, std::vector<std::uint64_t>& pending,
                                     std::vector<Extent>& extents, std::uint64_t& clock) {
   if (!tracking_valid_ || no_unfrozen_) return false;
-  std::vector<std::uint64_t> written;
-  if (!scan(current_extents(), written)) return false;
-  for (std::uint64_t off : written) take(off);
-  clock = cfg_.clock();
-  extents = current_extents();
-  // Nothing listed: no process wrote between the end of its first scan and the start of its
-  // second, a window that holds every copy above, the clock's read and the extents' (a page that
-  // gained data was written). So image_ is the segment of one instant.
-  return scan(extents, pending) && pending.empty();
+  if (!scan(current_extents(), pending)) return false;
+  for (int attempt = 0; attempt < kUnfrozenAttempts; ++attempt) {
+    for (std::uint64_t off : pending) take(off);
+    clock = cfg_.clock();
+    extents = current_extents();
+    // Nothing listed: no process wrote between the end of its previous scan and the start of
+    // this one, a window that holds every copy above, the clock's read and the extents' (a page
+    // that gains data after that read is written after it). With image_ differing from the
+    // segment only in the pages the previous scan listed, image_ is the segment of one instant.
+    if (!scan(extents, pending)) return false;
+    if (pending.empty()) return true;
+  }
+  return false;
 }
 
 void Checkpointer::capture_frozen(const std::function<void(std::uint64_t)>& take, const std::vector<std::uint64_t>& pending,

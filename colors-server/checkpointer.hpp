@@ -102,7 +102,8 @@ class Checkpointer {
   bool scan(const std::vector<Extent>& extents, std::vector<std::uint64_t>& pages);
   bool precopy();
   // The two steps of a capture's stop_world_: without stopping the clients, a scan, the copies
-  // (`take`) of the pages it lists and a second scan, complete when that one lists nothing; else,
+  // (`take`) of the pages it lists and another scan, complete once one lists nothing (a few
+  // tries); else,
   // with them stopped, the copies of what the second scan listed (`pending`) and a last scan's,
   // or of every page holding data when tracking cannot vouch (`every_page_compared`: each taken,
   // else copied). Both leave the extents and the transaction clock of the capture's instant.
