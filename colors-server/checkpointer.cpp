@@ -35,6 +35,16 @@ constexpr std::size_t kStopPages = 256;
 // transactions, or finishing one, writes in short bursts, and a later window is often quiet.
 constexpr int kUnfrozenAttempts = 3;
 
+// Copies segment bytes that other threads (the collector) and processes may be writing meanwhile:
+// word by word with relaxed atomic loads, so that the race is a defined one. A page copied while
+// written is listed by the next scan and copied again (written_pages.hpp). REQUIRES: `n` a multiple
+// of 8, both pointers 8-byte aligned (offsets are page-aligned).
+void copy_while_written(unsigned char* dst, const unsigned char* src, std::size_t n) {
+  auto* d = reinterpret_cast<std::uint64_t*>(dst);
+  const auto* w = reinterpret_cast<const std::uint64_t*>(src);
+  for (std::size_t i = 0; i < n / 8; ++i) d[i] = __atomic_load_n(w + i, __ATOMIC_RELAXED);
+}
+
 // Page faults are taken before the copies, not during them (or during a stop): the server maps
 // the pages clients wrote and the image gets its own.
 void populate(unsigned char* image, const unsigned char* segment, const std::vector<Extent>& extents) {
@@ -101,14 +111,14 @@ bool Checkpointer::precopy() {
   // From this scan on, every write is listed by a later one; so a page copied after it is either
   // as it is now or listed again.
   if (!scan(extents, pages)) return false;
-  for (const Extent& e : extents) std::memcpy(image_ + e.offset, cfg_.segment + e.offset, e.length);
+  for (const Extent& e : extents) copy_while_written(image_ + e.offset, cfg_.segment + e.offset, e.length);
   tracking_valid_ = true;
   for (int pass = 0; pass < kPrecopyPasses; ++pass) {
     // A page that gained data since `extents` was written through a new, unprotected page-table
     // entry: this scan lists it.
     extents = current_extents();
     if (!scan(extents, pages)) return false;
-    for (std::uint64_t off : pages) std::memcpy(image_ + off, cfg_.segment + off, kDeltaPage);
+    for (std::uint64_t off : pages) copy_while_written(image_ + off, cfg_.segment + off, kDeltaPage);
     if (pages.size() <= kStopPages) break;
   }
   return true;
@@ -148,6 +158,7 @@ void Checkpointer::capture_frozen(const std::function<void(std::uint64_t)>& take
       for (std::uint64_t off = e.offset; off < e.offset + e.length; off += kDeltaPage) take(off);
     copied = SIZE_MAX;
   } else {
+    // Everyone stopped, the collector between cycles: nothing writes, a plain copy is exact.
     for (const Extent& e : extents) std::memcpy(image_ + e.offset, cfg_.segment + e.offset, e.length);
     copied = SIZE_MAX;
   }
@@ -262,9 +273,10 @@ Checkpointer::Outcome Checkpointer::run_checkpoint() {
   std::uint64_t clock = 0;
   std::size_t stop_pages = 0;
   std::vector<std::uint64_t> pending;
-  const auto copy = [&](std::uint64_t off) { std::memcpy(image_ + off, cfg_.segment + off, kDeltaPage); };
-  std::string why = stop_world_([&] { return capture_unfrozen(copy, pending, info.extents, clock); },
-                                [&] { capture_frozen(copy, pending, false, info.extents, clock, stop_pages); }, st);
+  const auto copy_running = [&](std::uint64_t off) { copy_while_written(image_ + off, cfg_.segment + off, kDeltaPage); };
+  const auto copy_stopped = [&](std::uint64_t off) { std::memcpy(image_ + off, cfg_.segment + off, kDeltaPage); };
+  std::string why = stop_world_([&] { return capture_unfrozen(copy_running, pending, info.extents, clock); },
+                                [&] { capture_frozen(copy_stopped, pending, false, info.extents, clock, stop_pages); }, st);
   log_tracking_change();
   if (!why.empty()) {
     o.error = "could not stop the clients: " + why;
@@ -325,14 +337,22 @@ Checkpointer::Outcome Checkpointer::run_record() {
   std::vector<std::uint64_t> pending;
   std::vector<Extent> extents;
   std::size_t stop_pages = 0;
-  // A page is recorded when it differs from the last capture's copy.
-  const auto take = [&](std::uint64_t off) {
+  // A page is recorded when it differs from the last capture's copy. While clients run, the page
+  // is read once (copy_while_written) and compared as read; stopped, in place.
+  const auto take_running = [&](std::uint64_t off) {
+    alignas(8) unsigned char page[kDeltaPage];
+    copy_while_written(page, cfg_.segment + off, kDeltaPage);
+    if (std::memcmp(image_ + off, page, kDeltaPage) == 0) return;
+    std::memcpy(image_ + off, page, kDeltaPage);
+    r.pages.push_back(off);
+  };
+  const auto take_stopped = [&](std::uint64_t off) {
     if (std::memcmp(image_ + off, cfg_.segment + off, kDeltaPage) == 0) return;
     std::memcpy(image_ + off, cfg_.segment + off, kDeltaPage);
     r.pages.push_back(off);
   };
-  std::string why = stop_world_([&] { return capture_unfrozen(take, pending, extents, r.tx_clock); },
-                                [&] { capture_frozen(take, pending, true, extents, r.tx_clock, stop_pages); }, st);
+  std::string why = stop_world_([&] { return capture_unfrozen(take_running, pending, extents, r.tx_clock); },
+                                [&] { capture_frozen(take_stopped, pending, true, extents, r.tx_clock, stop_pages); }, st);
   // A page copied before the stop and written again is taken twice.
   std::sort(r.pages.begin(), r.pages.end());
   r.pages.erase(std::unique(r.pages.begin(), r.pages.end()), r.pages.end());
