@@ -341,8 +341,9 @@ def main() -> None:
             cps = checkpoints[level]
             if cps:
                 print(f"  {level}: {len(cps)} full checkpoint(s) since the server started, the last of "
-                      f"{cps[-1][0] / 2**20:.1f} MiB of data (what a record compares page by page with the clients "
-                      f"stopped), clients stopped for {med([x[1] for x in cps]):.0f} us (median)")
+                      f"{cps[-1][0] / 2**20:.1f} MiB of data (what a record compares page by page when write "
+                      f"tracking cannot vouch for the pages written), clients stopped for "
+                      f"{med([x[1] for x in cps]):.0f} us (median)")
     finally:
         for srv in servers.values():
             srv.stop()
