@@ -25,8 +25,12 @@ int fail(std::string* why, const char* what) {
 }  // namespace
 
 int track_writes(void* base, std::size_t size, std::string* why) {
-  if (const char* v = std::getenv("COLORS_WRITE_TRACKING"); v != nullptr && std::strcmp(v, "off") == 0) {
-    if (why != nullptr) *why = "COLORS_WRITE_TRACKING=off";
+  if (const char* v = std::getenv("COLORS_WRITE_TRACKING"); v != nullptr && *v != 0 && std::strcmp(v, "on") != 0) {
+    // A value other than on or off is a mistake; untracked is the choice that cannot lose a write
+    // (the server then copies or compares every page), and the reason names the value.
+    if (why != nullptr)
+      *why = std::strcmp(v, "off") == 0 ? std::string("COLORS_WRITE_TRACKING=off")
+                                        : "COLORS_WRITE_TRACKING=" + std::string(v) + " is neither on nor off: not tracked";
     return -1;
   }
   // User-mode faults only: an unprivileged process may not ask for more (vm.unprivileged_userfaultfd

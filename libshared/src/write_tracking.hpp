@@ -46,8 +46,9 @@ inline constexpr std::uint64_t kScanCheckWpAsync = 1u << 1;          // PM_SCAN_
 
 // Registers [base, base + size) of this process's mapping for write tracking. Returns the
 // userfaultfd, to keep open as long as the mapping (closing it ends the registration), or -1
-// when the kernel cannot track writes this way, or COLORS_WRITE_TRACKING=off asks not to (the
-// server then compares pages instead); `why` says which.
+// when the kernel cannot track writes this way, or COLORS_WRITE_TRACKING=off asks not to (any
+// value but unset, empty or `on` counts as off: the server then compares pages instead); `why`
+// says which.
 int track_writes(void* base, std::size_t size, std::string* why = nullptr);
 
 }  // namespace colors::detail

@@ -23,6 +23,7 @@
 #include "colors/colors.hpp"
 #include "colors/errors.hpp"
 #include "segment.hpp"
+#include "write_tracking.hpp"
 #include "server_process.hpp"
 #include "server_test_util.hpp"
 
@@ -245,4 +246,29 @@ TEST_CASE("write tracking: a fork child's inherited mapping is private, so its r
   REQUIRE(::waitpid(kid, &st, 0) == kid);
   CHECK(seen == before);
   CHECK((WIFEXITED(st) && WEXITSTATUS(st) == 0));
+}
+
+TEST_CASE("write tracking: COLORS_WRITE_TRACKING off or an unknown value leaves a mapping untracked and says why",
+          "[durability][tracking]") {
+  const std::size_t n = 16 * 4096;
+  void* p = ::mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  REQUIRE(p != MAP_FAILED);
+  const auto track = [&](const char* value, std::string& why) {
+    if (value == nullptr)
+      ::unsetenv("COLORS_WRITE_TRACKING");
+    else
+      ::setenv("COLORS_WRITE_TRACKING", value, 1);
+    const int fd = colors::detail::track_writes(p, n, &why);
+    ::unsetenv("COLORS_WRITE_TRACKING");
+    if (fd >= 0) ::close(fd);
+    return fd >= 0;
+  };
+  std::string why;
+  CHECK(track(nullptr, why));
+  CHECK(track("on", why));
+  CHECK_FALSE(track("off", why));
+  CHECK(why == "COLORS_WRITE_TRACKING=off");
+  CHECK_FALSE(track("0", why));
+  CHECK(why == "COLORS_WRITE_TRACKING=0 is neither on nor off: not tracked");
+  ::munmap(p, n);
 }
