@@ -25,6 +25,8 @@ std::uint64_t wall_ns() {
   return static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
 }
+LogLimiter g_log_tracking("write tracking started or stopped vouching for the captures");
+
 // A log longer than this and than twice the checkpoint's data is folded into a new checkpoint.
 constexpr std::uint64_t kMinLogBytes = std::uint64_t{64} << 20;
 // A checkpoint's passes while the clients run: at most this many after the first full copy, and
@@ -86,17 +88,14 @@ bool Checkpointer::scan(const std::vector<Extent>& extents, std::vector<std::uin
   return false;
 }
 
-// After a capture, not in its stop: a line when the pages start or stop being tracked; at info
-// level the first time for each reason (clients that come and go would make one per capture).
+// After a capture, not in its stop: a line when the pages start or stop being tracked, rate
+// limited (clients that come and go can make one per capture).
 void Checkpointer::log_tracking_change() {
   if (untracked_ == untracked_logged_) return;
-  const bool first = untracked_reasons_.insert(untracked_).second;
-  const std::string line = untracked_.empty() ? "captures copy the pages the kernel saw written (write tracking)"
-                                              : "captures compare or copy every page holding data: " + untracked_;
-  if (first)
-    log_info(line);
+  if (untracked_.empty())
+    log_limited(g_log_tracking, LogLevel::kInfo, "captures copy the pages the kernel saw written (write tracking)");
   else
-    log_debug(line);
+    log_limited(g_log_tracking, LogLevel::kInfo, "captures compare or copy every page holding data: ", untracked_);
   untracked_logged_ = untracked_;
 }
 

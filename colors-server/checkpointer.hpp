@@ -30,7 +30,6 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
-#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -136,7 +135,6 @@ class Checkpointer {
   bool no_unfrozen_ = false;
   std::string untracked_;            // why the last scan failed ("" if it did not)
   std::string untracked_logged_;     // the reason last logged
-  std::set<std::string> untracked_reasons_;  // every reason logged so far
   // Failed log records are logged at most once a second (each failed commit would make one line):
   // when the last one was, and how many failed since without a line.
   std::int64_t failure_logged_ns_ = 0;

@@ -8,12 +8,14 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <csignal>
 #include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "colors/colors.hpp"
 #include "protocol.hpp"
 #include "server_link.hpp"
 #include "server_process.hpp"
@@ -36,6 +38,24 @@ struct Running {
   }
   std::string log_path() const { return dir.path() + "/server.log"; }
 };
+
+// Attached to the server of `cfg` for the scope.
+struct Attached {
+  explicit Attached(const ServerConfig& cfg) { colors::attach(cfg.socket); }
+  ~Attached() { colors::detach(); }
+};
+
+// `s` killed with SIGKILL and reaped.
+inline void kill9(ServerProcess& s) {
+  s.signal(SIGKILL);
+  REQUIRE(s.wait_exit(5000) == 128 + SIGKILL);
+}
+
+// A simulated reboot: the server killed -9, then its heap file (tmpfs) gone.
+inline void reboot(ServerProcess& s, const ServerConfig& cfg) {
+  kill9(s);
+  REQUIRE(::unlink(cfg.shm_path().c_str()) == 0);
+}
 
 // A connected socket to `path`, or -1. No Catch2 macro: forked abuser processes use it too.
 inline int try_raw_connect(const std::string& path) {

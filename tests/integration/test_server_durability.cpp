@@ -29,16 +29,6 @@ using namespace colors::test;
 
 namespace {
 
-struct Attached {
-  explicit Attached(const ServerConfig& cfg) { colors::attach(cfg.socket); }
-  ~Attached() { colors::detach(); }
-};
-
-void kill9(ServerProcess& s) {
-  s.signal(SIGKILL);
-  REQUIRE(s.wait_exit(5000) == 128 + SIGKILL);
-}
-
 std::vector<std::string> checkpoint_files(const std::string& dir) {
   std::vector<std::string> out;
   for (const auto& e : std::filesystem::directory_iterator(dir)) {
@@ -766,12 +756,6 @@ std::string checkpoint_file(const std::string& dir, std::uint64_t seq) {
 // A server's flags for data directory `dir` under --durability full, checkpoints on demand only.
 std::vector<std::string> full_flags(const std::string& dir) {
   return {"--data-dir", dir, "--checkpoint-interval", "0", "--durability", "full"};
-}
-
-// A reboot: the server killed -9, then its heap file (tmpfs) gone.
-void reboot(ServerProcess& s, const ServerConfig& cfg) {
-  kill9(s);
-  REQUIRE(::unlink(cfg.shm_path().c_str()) == 0);
 }
 
 }  // namespace

@@ -39,11 +39,6 @@ using colors::ServerGoneError;
 namespace {
 
 // Attaches this process to `cfg`'s server; detaches at scope end.
-struct Attached {
-  explicit Attached(const ServerConfig& cfg) { colors::attach(cfg.socket); }
-  ~Attached() { colors::detach(); }
-};
-
 std::string item(int i) { return "item-" + std::to_string(i) + std::string(static_cast<std::size_t>(i % 7) * 5, '#'); }
 
 // A graph of n user objects in a list under repository `name`: object i has name item(i), a value
@@ -84,11 +79,6 @@ std::vector<std::string> rejected_files(const ServerConfig& cfg) {
     for (std::size_t i = 0; i < g.gl_pathc; ++i) out.emplace_back(g.gl_pathv[i]);
   ::globfree(&g);
   return out;
-}
-
-void kill9(ServerProcess& s) {
-  s.signal(SIGKILL);
-  REQUIRE(s.wait_exit(5000) == 128 + SIGKILL);
 }
 
 }  // namespace

@@ -34,11 +34,6 @@ namespace {
 constexpr std::size_t kStride = 512;  // list slots per 4 KiB page: one counter per page
 constexpr std::size_t kCounters = 96;
 
-struct Attached {
-  explicit Attached(const ServerConfig& cfg) { colors::attach(cfg.socket); }
-  ~Attached() { colors::detach(); }
-};
-
 void make_counters(const std::string& name) {
   colors::List list = colors::new_list();
   for (std::size_t i = 0; i < kCounters * kStride; ++i) list.append(colors::Value(std::int64_t{0}));
@@ -133,12 +128,10 @@ std::string run_and_reboot(Second second, int millis) {
     }
   }
   // The reboot, in the middle of the writes: the log's records follow the last checkpoint.
-  r.server->signal(SIGKILL);
-  REQUIRE(r.server->wait_exit(5000) == 128 + SIGKILL);
+  reboot(*r.server, r.cfg);
   for (pid_t k : kids) ::kill(k, SIGKILL);
   for (pid_t k : kids) ::waitpid(k, nullptr, 0);
   const std::string log = r.server->log();
-  REQUIRE(::unlink(r.cfg.shm_path().c_str()) == 0);
   ServerProcess next(r.cfg, r.cfg.args(flags), r.dir.path() + "/next.log");
   REQUIRE(next.wait_ready());
   INFO(next.log());
