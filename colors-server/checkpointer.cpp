@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "futex.hpp"
 #include "log.hpp"
 
 namespace colors::server {
@@ -36,6 +37,10 @@ constexpr std::size_t kStopPages = 256;
 // Scans after the first that a capture tries before it stops the clients: a client between two
 // transactions, or finishing one, writes in short bursts, and a later window is often quiet.
 constexpr int kUnfrozenAttempts = 3;
+// gather_commits: how long a record waits at most for the commits it expects. About half a
+// record's fdatasync here: a commit that arrives within it shares the record instead of paying a
+// whole record after it.
+constexpr std::int64_t kGatherNs = 100'000;
 
 // Copies segment bytes that other threads (the collector) and processes may be writing meanwhile:
 // word by word with relaxed atomic loads, so that the race is a defined one. A page copied while
@@ -111,6 +116,9 @@ bool Checkpointer::precopy() {
   // as it is now or listed again.
   if (!scan(extents, pages)) return false;
   for (const Extent& e : extents) copy_while_written(image_ + e.offset, cfg_.segment + e.offset, e.length);
+  // A listed page in a hole of `extents` gained its data after they were read: copied too, or no
+  // later scan would list it again (this one protected it).
+  for (std::uint64_t off : pages) copy_while_written(image_ + off, cfg_.segment + off, kDeltaPage);
   tracking_valid_ = true;
   for (int pass = 0; pass < kPrecopyPasses; ++pass) {
     // A page that gained data since `extents` was written through a new, unprotected page-table
@@ -166,7 +174,7 @@ void Checkpointer::capture_frozen(const std::function<void(std::uint64_t)>& take
 }
 
 Checkpointer::Checkpointer(DataDir& dir, Config config, StopWorld stop_world, int wake_fd)
-    : dir_(dir), cfg_(std::move(config)), stop_world_(std::move(stop_world)), wake_fd_(wake_fd) {
+    : dir_(dir), cfg_(std::move(config)), stop_world_(std::move(stop_world)), wake_fd_(wake_fd), channel_(cfg_.meta) {
   void* p = ::mmap(nullptr, cfg_.segment_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) throw std::runtime_error(std::string("cannot map the checkpoint buffer: ") + std::strerror(errno));
   image_ = static_cast<unsigned char*>(p);
@@ -190,7 +198,7 @@ void Checkpointer::stop() {
     std::lock_guard<std::mutex> g(mu_);
     stopping_ = true;
   }
-  cv_.notify_all();
+  detail::ChannelServer::ring(cfg_.meta);
   if (thread_.joinable()) thread_.join();
 }
 
@@ -199,7 +207,7 @@ void Checkpointer::request_checkpoint(std::uint64_t token) {
     std::lock_guard<std::mutex> g(mu_);
     checkpoints_.push_back(token);
   }
-  cv_.notify_all();
+  detail::ChannelServer::ring(cfg_.meta);
 }
 
 void Checkpointer::request_sync(std::uint64_t token) {
@@ -207,7 +215,7 @@ void Checkpointer::request_sync(std::uint64_t token) {
     std::lock_guard<std::mutex> g(mu_);
     syncs_.push_back(token);
   }
-  cv_.notify_all();
+  detail::ChannelServer::ring(cfg_.meta);
 }
 
 std::vector<Checkpointer::Outcome> Checkpointer::take_outcomes() {
@@ -220,43 +228,76 @@ bool Checkpointer::log_too_long() const { return log_bytes_ > std::max(kMinLogBy
 void Checkpointer::loop() {
   std::int64_t next_periodic = cfg_.interval_ns > 0 ? now_ns() + cfg_.interval_ns : -1;
   const bool async = cfg_.durability == detail::DurabilityLevel::kAsync;
-  std::unique_lock<std::mutex> lk(mu_);
+  const bool tickets = cfg_.durability == detail::DurabilityLevel::kFull;
+  // kAsync: no record before this (one per async_delay_ns at most).
+  std::int64_t async_not_before = 0;
   for (;;) {
+    // Read before the conditions it announces: a request made after this read rings the bell
+    // again, so the wait below returns at once instead of sleeping through it.
+    const std::uint32_t bell = channel_.bell()->load(std::memory_order_acquire);
+    std::unique_lock<std::mutex> lk(mu_);
     if (stopping_) return;
     const std::int64_t now = now_ns();
     const bool periodic = next_periodic >= 0 && now >= next_periodic;
     // kAsync: a record whenever a transaction committed since the last capture, at most every
     // async_delay_ns (a commit is on disk within about twice that).
-    const bool async_due = async && cfg_.clock() != last_clock_;
-    if (checkpoints_.empty() && syncs_.empty() && !periodic && !async_due) {
-      std::int64_t wait = async ? cfg_.async_delay_ns : -1;
+    const bool async_due = async && now >= async_not_before && cfg_.clock() != last_clock_;
+    const bool ticketed = tickets && channel_.waiting();
+    if (checkpoints_.empty() && syncs_.empty() && !periodic && !async_due && !ticketed) {
+      lk.unlock();
+      // kAsync: commits ring nothing, so the clock is looked at every async_delay_ns.
+      std::int64_t wait = !async ? -1 : async_not_before > now ? async_not_before - now : cfg_.async_delay_ns;
       if (next_periodic >= 0 && (wait < 0 || next_periodic - now < wait)) wait = next_periodic - now;
-      if (wait < 0)
-        cv_.wait(lk);
-      else
-        cv_.wait_for(lk, std::chrono::nanoseconds(wait));
+      (void)detail::futex_wait(channel_.bell(), bell, wait);
       continue;
     }
     std::vector<std::uint64_t> served = std::exchange(checkpoints_, {});
     const bool full = !served.empty() || periodic || !have_base_ || log_too_long();
     for (std::uint64_t t : std::exchange(syncs_, {})) served.push_back(t);
     lk.unlock();
+    if (tickets && !full && channel_.waiting()) gather_commits();
+    // Before the capture begins (durable_commit.hpp): every ticket up to it is served by it.
+    const std::uint64_t taken = tickets ? channel_.take() : 0;
     Outcome o = full ? run_checkpoint() : run_record();
     if (full && cfg_.interval_ns > 0) next_periodic = now_ns() + cfg_.interval_ns;
+    if (tickets) {
+      // Read before serve(): a waiter it wakes may commit again at once, and must not count twice.
+      const std::uint64_t committers = channel_.pending();
+      channel_.serve(taken, o.error.empty());
+      committers_[records_ % kCommittersWindow] = committers;
+      ++records_;
+    }
+    if (async && !full) async_not_before = now_ns() + cfg_.async_delay_ns;
+    if (served.empty()) continue;
     lk.lock();
     for (std::uint64_t token : served) {
       Outcome each = o;
       each.token = token;
       outcomes_.push_back(each);
     }
-    if (!served.empty()) {
-      std::uint64_t one = 1;
-      [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof one);
-    }
-    if (async && !full) {
-      // Paces the records: at most one per async_delay_ns.
-      cv_.wait_for(lk, std::chrono::nanoseconds(cfg_.async_delay_ns), [this] { return stopping_ || !checkpoints_.empty(); });
-    }
+    lk.unlock();
+    std::uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof one);
+  }
+}
+
+// Group commit's wait. How many processes commit durably at once shows at the end of each
+// record, before its waiters are woken: the tickets it served plus those that arrived while it
+// was captured and synced (committers that just missed it). While that count, the largest over
+// the last kCommittersWindow records, exceeds the tickets waiting, the next record waits for the
+// others (up to kGatherNs): their commits then share its fdatasync instead of each paying a
+// record of its own, and the capture runs while they wait instead of while they write. One
+// process committing in turn never waits; a committer that stops costs the next
+// kCommittersWindow records at most kGatherNs each.
+void Checkpointer::gather_commits() {
+  std::uint64_t expected = 1;
+  for (std::uint64_t c : committers_) expected = std::max(expected, c);
+  const std::int64_t deadline = now_ns() + kGatherNs;
+  for (;;) {
+    const std::uint32_t bell = channel_.bell()->load(std::memory_order_acquire);
+    const std::int64_t left = deadline - now_ns();
+    if (channel_.pending() >= expected || left <= 0) return;
+    (void)detail::futex_wait(channel_.bell(), bell, left);  // a ticket rings the bell
   }
 }
 

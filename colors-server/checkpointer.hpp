@@ -24,9 +24,13 @@
 //    any failed scan clears it (a failed scan may have protected some mappings and not others).
 //  * Requests are served only by a capture that began after they were queued, so an answer covers
 //    everything its requester wrote (and committed) before asking; all requests queued before a
-//    capture are answered by it (group commit).
+//    capture are answered by it (group commit). Requests come two ways: over the event loop
+//    (request_checkpoint, request_sync: the link's kCheckpoint and kSync) and, under kFull, as
+//    tickets on the durable-commit channel (libshared/src/durable_commit.hpp), read the same way:
+//    before the capture begins.
+//  * The thread sleeps only on the channel's bell (a futex word in the segment), so every request,
+//    however it comes, and stop() ring it after making their change visible.
 #pragma once
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -37,6 +41,7 @@
 #include "checkpoint_file.hpp"
 #include "data_dir.hpp"
 #include "delta_log.hpp"
+#include "durable_commit.hpp"
 #include "layout.hpp"
 
 namespace colors::server {
@@ -59,6 +64,7 @@ class Checkpointer {
 
   struct Config {
     const unsigned char* segment = nullptr;  // the server's mapping
+    detail::Metadata* meta = nullptr;        // its Metadata: the durable-commit channel
     int segment_fd = -1;
     std::size_t segment_size = 0;
     std::uint32_t layout_version = 0;
@@ -111,6 +117,7 @@ class Checkpointer {
   void capture_frozen(const std::function<void(std::uint64_t)>& take, const std::vector<std::uint64_t>& pending,
                       bool every_page_compared, std::vector<Extent>& extents, std::uint64_t& clock, std::size_t& copied);
   void log_tracking_change();
+  void gather_commits();
 
   DataDir& dir_;
   Config cfg_;
@@ -140,8 +147,12 @@ class Checkpointer {
   std::int64_t failure_logged_ns_ = 0;
   std::uint64_t failures_unlogged_ = 0;
 
+  detail::ChannelServer channel_;
+  // gather_commits: the committers seen at each of the last kCommittersWindow records.
+  static constexpr std::size_t kCommittersWindow = 16;
+  std::uint64_t committers_[kCommittersWindow] = {};
+  std::uint64_t records_ = 0;
   std::mutex mu_;
-  std::condition_variable cv_;
   bool stopping_ = false;                    // GUARDED_BY(mu_)
   std::vector<std::uint64_t> checkpoints_;   // GUARDED_BY(mu_): tokens waiting for a checkpoint
   std::vector<std::uint64_t> syncs_;         // GUARDED_BY(mu_): tokens waiting for a record

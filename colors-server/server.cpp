@@ -404,6 +404,7 @@ bool Server::start() {
     }
     Checkpointer::Config cc;
     cc.segment = reinterpret_cast<const unsigned char*>(meta_);
+    cc.meta = meta_;
     cc.segment_fd = segment_->fd();
     cc.segment_size = segment_->size();
     cc.layout_version = meta_->layout_version;

@@ -46,9 +46,11 @@ class WrittenPages {
   // The client in `slot` is gone.
   void remove(std::uint32_t slot);
 
-  // Appends to `pages` the byte offsets (from the segment's start) of the pages within `extents`
-  // written since the previous scan, sorted and unique, and protects them again. "" or why the
-  // list cannot be trusted (then `pages` is incomplete).
+  // Appends to `pages` the byte offsets (from the segment's start) of the pages within `extents`,
+  // or in holes of less than 1 MiB between them, written since the previous scan, sorted and
+  // unique, and protects them again. "" or why the list cannot be trusted (then `pages` is
+  // incomplete). A page listed in such a hole gained its data after the caller read `extents`:
+  // the caller copies it like any other listed page (no later scan lists it again).
   std::string scan(const std::vector<Extent>& extents, std::vector<std::uint64_t>& pages);
 
  private:
@@ -56,7 +58,7 @@ class WrittenPages {
     pid_t pid = 0;
     int pagemap_fd = -1;  // -1: could not be opened (scan() fails while it is registered)
   };
-  std::string scan_one(int pagemap_fd, const std::vector<Extent>& extents, std::vector<std::uint64_t>& pages);
+  std::string scan_one(int pagemap_fd, const std::vector<Extent>& spans, std::vector<std::uint64_t>& pages);
   std::string check_mapped(int pagemap_fd);
 
   detail::Metadata* meta_;

@@ -21,6 +21,7 @@
 #include "classes.hpp"
 #include "colors/colors.hpp"
 #include "containers.hpp"
+#include "durable_commit.hpp"
 #include "heap.hpp"
 #include "monitor.hpp"
 #include "objects.hpp"
@@ -293,6 +294,13 @@ namespace detail {
 void await_durable_commit() {
   std::lock_guard<std::mutex> g(g_attach_mu);
   if (!g_segment) throw NotAttachedError("not attached to a colors server");
+  // The channel in the segment first (durable_commit.hpp): two hand-offs instead of the link's
+  // four. The link decides whatever the channel cannot vouch for.
+  if (!server_lost()) {
+    Metadata* m = current_meta();
+    const std::uint64_t ticket = post_sync_ticket(m);
+    if (await_sync_ticket(m, ticket, [] { return server_lost(); }) == TicketOutcome::kDurable) return;
+  }
   for (int attempt = 0;; ++attempt) {
     check_server_link();  // after a server's death: its successor, or ServerGoneError
     try {

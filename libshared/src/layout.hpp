@@ -366,6 +366,15 @@ struct Metadata {
   // clients may then take roots without a fence.
   std::atomic<std::uint32_t> collector_barrier;
 
+  // The durable-commit channel (durable_commit.hpp): tickets handed out by committing clients,
+  // the last one a log record covered, the last one a failed record covered, and the two futex
+  // words (the checkpoint thread sleeps on sync_bell, waiting clients on sync_done_bell).
+  alignas(64) std::atomic<std::uint64_t> sync_requested;
+  std::atomic<std::uint32_t> sync_bell;
+  std::atomic<std::uint32_t> sync_done_bell;
+  std::atomic<std::uint64_t> sync_done;
+  std::atomic<std::uint64_t> sync_failed;
+
   ClientSlot clients[kMaxClients];
   MonitorEntry monitors[kMonitorCount];
 

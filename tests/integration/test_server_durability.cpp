@@ -21,7 +21,9 @@
 #include "colors/colors.hpp"
 #include "colors/errors.hpp"
 #include "crc32c.hpp"
+#include "layout.hpp"
 #include "options.hpp"
+#include "segment.hpp"
 #include "server_process.hpp"
 #include "server_test_util.hpp"
 
@@ -534,6 +536,27 @@ TEST_CASE("durability full: every commit acknowledged before a kill -9 and a reb
   colors::VerifyResult v = colors::verify_heap();
   INFO(v.report);
   CHECK(v.ok);
+}
+
+TEST_CASE("durability full: each commit takes a ticket on the segment's channel, and a record serves it",
+          "[server][durability]") {
+  TempDir data;
+  Running r({"--data-dir", data.path() + "/d", "--checkpoint-interval", "0", "--durability", "full"});
+  Attached a(r.cfg);
+  make_counters(1);
+  colors::detail::Metadata* m = colors::detail::current_meta();
+  const std::uint64_t before = m->sync_requested.load();
+  colors::Object c(colors::List(colors::repository("dur.counters").get()).get(0));
+  for (int i = 1; i <= 20; ++i) {
+    colors::atomically([&] { c.set("balance", colors::Value(std::int64_t{i})); });
+    // Acknowledged: the record that served the ticket is on disk, so sync_done already covers it.
+    CHECK(m->sync_done.load() >= before + static_cast<std::uint64_t>(i));
+  }
+  CHECK(m->sync_requested.load() == before + 20);
+  CHECK(m->sync_failed.load() < before + 1);
+  // A read-only transaction takes none.
+  colors::atomically([&] { (void)c.get("balance"); });
+  CHECK(m->sync_requested.load() == before + 20);
 }
 
 TEST_CASE("durability async: a commit is on disk within the delay, and a torn log tail is ignored with a message",

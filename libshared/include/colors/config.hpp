@@ -20,9 +20,10 @@ inline constexpr std::uint32_t kProtocolVersion = 4;
 // binaries, eight bytes per step instead of FNV-1a's one; 12: a user object's extension is a
 // chain of arrays whose last slot links the next, instead of one array copied when it grows;
 // 13: a deleted field stays in its class's later versions as an entry that keeps its slot;
-// 14: a client slot's write_tracking_gap, which the server's page scans rely on detaches to raise).
+// 14: a client slot's write_tracking_gap, which the server's page scans rely on detaches to raise;
+// 15: the durable-commit channel's words in Metadata, sync_requested .. sync_failed).
 // A client and a server must agree exactly.
-inline constexpr std::uint32_t kLayoutVersion = 14;
+inline constexpr std::uint32_t kLayoutVersion = 15;
 
 // Default fixed address of the segment. High in the user half of the x86-64 address space,
 // below where the kernel places mmap()s top-down (0x7f..) and far above where executables, their
