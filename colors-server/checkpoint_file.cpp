@@ -8,7 +8,10 @@
 #include <cerrno>
 #include <cstring>
 #include <functional>
+#include <condition_variable>
+#include <cstdlib>
 #include <memory>
+#include <mutex>
 #include <thread>
 
 #include "crc32c.hpp"
@@ -47,6 +50,9 @@ struct Footer {
 
 // Bytes per write of a checkpoint's data: dd's block size in bench/durability.py.
 constexpr std::size_t kDirectPiece = std::size_t{4} << 20;
+// A restore's reads: chunks per read, and batches in flight between the reader and the checker.
+constexpr std::uint32_t kReadBatch = 8;
+constexpr std::size_t kReadRing = 3;
 
 std::uint64_t round_up(std::uint64_t n, std::uint64_t to) { return (n + to - 1) / to * to; }
 
@@ -121,6 +127,90 @@ std::string write_data(int fd, const CheckpointInfo& info, const unsigned char* 
   return why;
 }
 
+// Reads [data_off, data_off + bytes) of the checkpoint `fd` (opened from `path`) in batches of
+// kReadBatch chunks and hands each, in order, to `use` (file offset relative to data_off, bytes,
+// length; every batch but the last is whole chunks). A reader thread reads the next batches while
+// `use` checks and stores this one, with O_DIRECT where the file system takes it (a second
+// descriptor; buffered otherwise): the disk, the checksums and the copy into the segment then
+// overlap instead of taking turns. "" or the first error (the reader's or `use`'s).
+using BatchUse = std::function<std::string(std::uint64_t, const unsigned char*, std::size_t)>;
+std::string read_batches(const std::string& path, int fd, std::uint64_t data_off, std::uint64_t bytes, std::uint32_t chunk,
+                         const BatchUse& use) {
+  if (bytes == 0) return {};
+  const std::uint64_t batch_bytes = std::uint64_t{kReadBatch} * chunk;
+  const std::uint64_t batches = (bytes + batch_bytes - 1) / batch_bytes;
+  // Direct reads need the file offset, the length and the buffer aligned to the block size: the
+  // data starts on a page and is whole pages (extents are), and the buffers are page-aligned.
+  const bool aligned = data_off % kPage == 0 && bytes % kPage == 0 && batch_bytes % kPage == 0;
+  int direct_fd = aligned ? ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_DIRECT) : -1;
+  if (direct_fd < 0) ::posix_fadvise(fd, static_cast<off_t>(data_off), static_cast<off_t>(bytes), POSIX_FADV_SEQUENTIAL);
+  struct Buffer {
+    unsigned char* p = nullptr;
+    std::size_t span = 0;
+    bool full = false;
+    std::string error;
+    ~Buffer() { std::free(p); }
+  };
+  Buffer ring[kReadRing];
+  for (Buffer& b : ring) {
+    void* p = nullptr;
+    if (::posix_memalign(&p, kPage, static_cast<std::size_t>(batch_bytes)) != 0) {
+      if (direct_fd >= 0) ::close(direct_fd);
+      return "cannot allocate its read buffers";
+    }
+    b.p = static_cast<unsigned char*>(p);
+  }
+  std::mutex mu;
+  std::condition_variable cv;
+  bool stop = false;  // GUARDED_BY(mu): the consumer gave up
+  // Invariant: batch i lives in ring[i % kReadRing]; the reader fills it only while !full, the
+  // consumer uses it only while full, and each flips `full` under `mu`.
+  std::thread reader([&] {
+    bool direct = direct_fd >= 0;
+    for (std::uint64_t i = 0; i < batches; ++i) {
+      Buffer& b = ring[i % kReadRing];
+      {
+        std::unique_lock<std::mutex> lk(mu);
+        cv.wait(lk, [&] { return stop || !b.full; });
+        if (stop) return;
+      }
+      const std::uint64_t off = i * batch_bytes;
+      const auto span = static_cast<std::size_t>(std::min(batch_bytes, bytes - off));
+      std::string error;
+      bool ok = direct && read_exact(direct_fd, b.p, span, data_off + off);
+      if (!ok && direct && errno == EINVAL) direct = false;  // the file system refuses O_DIRECT
+      if (!ok && !direct) ok = read_exact(fd, b.p, span, data_off + off);
+      if (!ok) error = "cannot read its data at byte " + std::to_string(off);
+      {
+        std::lock_guard<std::mutex> g(mu);
+        b.span = span;
+        b.error = std::move(error);
+        b.full = true;
+      }
+      cv.notify_all();
+      if (!ok) return;
+    }
+  });
+  std::string why;
+  for (std::uint64_t i = 0; i < batches && why.empty(); ++i) {
+    Buffer& b = ring[i % kReadRing];
+    {
+      std::unique_lock<std::mutex> lk(mu);
+      cv.wait(lk, [&] { return b.full; });
+    }
+    why = b.error.empty() ? use(i * batch_bytes, b.p, b.span) : b.error;
+    {
+      std::lock_guard<std::mutex> g(mu);
+      b.full = false;
+      if (!why.empty()) stop = true;
+    }
+    cv.notify_all();
+  }
+  reader.join();
+  if (direct_fd >= 0) ::close(direct_fd);
+  return why;
+}
+
 // Reads and checks the file at `path` from end to end; `sink` (if set) gets each extent's bytes
 // as they are verified: (segment offset, bytes, length). One reader for validation and restore.
 using Sink = std::function<std::string(std::uint64_t, const unsigned char*, std::size_t)>;
@@ -178,39 +268,33 @@ std::string read_checkpoint(const std::string& path, CheckpointInfo& info, const
       f.file_size != size)
     return "its footer is missing or wrong (torn)";
 
-  // The data, read a batch of chunks at a time (fewer, larger reads keep a cold disk streaming);
-  // each chunk is checked before any of it reaches the sink.
-  ::posix_fadvise(fd, static_cast<off_t>(g.data_off), static_cast<off_t>(h.data_bytes), POSIX_FADV_SEQUENTIAL);
-  constexpr std::uint64_t kBatch = 8;
-  std::unique_ptr<unsigned char[]> buf(new unsigned char[kBatch * h.chunk_bytes]);
+  // The data, a batch of chunks at a time, each chunk checked before any of it reaches the sink.
   std::size_t ext = 0;
   std::uint64_t in_ext = 0;  // bytes of extent `ext` already passed on
-  for (std::uint64_t first = 0; first < g.chunks; first += kBatch) {
-    const std::uint64_t off = first * h.chunk_bytes;
-    const std::size_t span = static_cast<std::size_t>(std::min<std::uint64_t>(kBatch * h.chunk_bytes, h.data_bytes - off));
-    if (!read_exact(fd, buf.get(), span, g.data_off + off)) return "cannot read its data at byte " + std::to_string(off);
-    for (std::uint64_t c = first; c < std::min(first + kBatch, g.chunks); ++c) {
-      const std::uint64_t coff = c * h.chunk_bytes;
-      const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(h.chunk_bytes, h.data_bytes - coff));
-      const unsigned char* chunk = buf.get() + (coff - off);
-      if (crc32c(0, chunk, n) != crcs[c])
-        return "the checksum of its data chunk " + std::to_string(c) + " (bytes " + std::to_string(coff) + ".." +
-               std::to_string(coff + n) + ") does not match";
-      if (!sink) continue;
-      for (std::size_t done = 0; done < n;) {
-        const Extent& e = info.extents[ext];
-        const std::size_t k = static_cast<std::size_t>(std::min<std::uint64_t>(n - done, e.length - in_ext));
-        if (std::string why = sink(e.offset + in_ext, chunk + done, k); !why.empty()) return why;
-        done += k;
-        in_ext += k;
-        if (in_ext == e.length) {
-          ++ext;
-          in_ext = 0;
-        }
-      }
-    }
-  }
-  return {};
+  return read_batches(path, fd, g.data_off, h.data_bytes, h.chunk_bytes,
+                      [&](std::uint64_t off, const unsigned char* batch, std::size_t span) -> std::string {
+                        for (std::uint64_t coff = off; coff < off + span; coff += h.chunk_bytes) {
+                          const std::uint64_t c = coff / h.chunk_bytes;
+                          const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(h.chunk_bytes, off + span - coff));
+                          const unsigned char* chunk = batch + (coff - off);
+                          if (crc32c(0, chunk, n) != crcs[c])
+                            return "the checksum of its data chunk " + std::to_string(c) + " (bytes " + std::to_string(coff) +
+                                   ".." + std::to_string(coff + n) + ") does not match";
+                          if (!sink) continue;
+                          for (std::size_t done = 0; done < n;) {
+                            const Extent& e = info.extents[ext];
+                            const std::size_t k = static_cast<std::size_t>(std::min<std::uint64_t>(n - done, e.length - in_ext));
+                            if (std::string why = sink(e.offset + in_ext, chunk + done, k); !why.empty()) return why;
+                            done += k;
+                            in_ext += k;
+                            if (in_ext == e.length) {
+                              ++ext;
+                              in_ext = 0;
+                            }
+                          }
+                        }
+                        return {};
+                      });
 }
 
 }  // namespace
