@@ -158,6 +158,7 @@ class Server {
   void answer_checkpoints();
   bool recover_adopted();
   void reject_heap(const std::string& why);
+  bool fall_back_to_older_checkpoint();
   void check_kept_clients();
   detail::SegmentConfig segment_config() const;
   void loop();
@@ -211,6 +212,12 @@ class Server {
   std::unique_ptr<Checkpointer> checkpointer_;
   int checkpoint_wake_fd_ = -1;  // eventfd: outcomes wait in checkpointer_
   bool restored_ = false;        // the heap was restored from a checkpoint at this start
+  std::uint64_t restored_seq_ = 0;  // which
+  // Checkpoints from this number up are not restored again at this start: one of them was
+  // restored whole (every checksum good) and its heap then failed adoption's checks.
+  std::uint64_t restore_below_ = UINT64_MAX;
+  std::string refused_restores_;  // those, with why, for the restore's log line
+  std::string last_refusal_;      // reject_heap's last reason
   // Serialises the event loop's writes to the segment (a client's attach, reattach and cleanup)
   // with a checkpoint's capture, and guards the pids a capture stops. Lock order: the collector's
   // cycle lock (run_quiesced), then heap_mu_, then the collector's walk lock (reclaim_client).
@@ -340,54 +347,58 @@ bool Server::start() {
       return false;
     }
   }
-  if (!open_segment()) return false;
-  const detail::SegmentConfig used = segment_config();  // an adopted heap's own geometry
-  meta_->gc_poison.store(opt_.gc_debug ? 1 : 0, std::memory_order_relaxed);
-  meta_->gc_threshold_percent.store(opt_.gc_threshold, std::memory_order_relaxed);
-  meta_->client_live_limit.store(opt_.client_live_limit, std::memory_order_relaxed);
-  meta_->server_pid.store(static_cast<std::int32_t>(::getpid()), std::memory_order_relaxed);
-  // This server's level, also over what an adopted heap's previous server had set (--durability
-  // needs --data-dir, so none without one).
-  meta_->durability.store(static_cast<std::uint32_t>(opt_.durability), std::memory_order_relaxed);
-  // Clients of this heap may take roots without a fence only while its collector issues the barrier
-  // (libshared/src/collector_barrier.hpp). An adopted heap's clients may already rely on it.
-  if (detail::collector_barrier_available()) {
-    meta_->collector_barrier.store(1, std::memory_order_release);
-  } else if (adopted_ && meta_->collector_barrier.load(std::memory_order_acquire) == 1) {
-    log_error("cannot adopt this heap: its clients take roots relying on the collector's membarrier, which this "
-              "kernel does not offer (membarrier MEMBARRIER_CMD_GLOBAL_EXPEDITED); run the successor where the first "
-              "server ran, or stop the clients and start with --fresh-heap");
-    exit_code_ = kExitHeapRefused;
-    return false;
-  } else {
-    meta_->collector_barrier.store(0, std::memory_order_release);
-    log_info("membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) is not available: clients take roots with a fence");
-  }
-
-  gc::Options gopt;
-  gopt.threads = opt_.gc_threads;
-  gopt.threshold_percent = opt_.gc_threshold;
-  gopt.pacing_percent = opt_.gc_pacing;
-  gopt.min_trigger_bytes = opt_.gc_min_trigger;
-  gopt.poison = opt_.gc_debug;
-  const bool debug = opt_.gc_debug;
-  detail::Metadata* m = meta_;
-  gopt.on_cycle = [debug, m](const detail::GcCycleStats& st) {
-    log_info("gc cycle ", st.cycle, ": ", st.total_ns / 1000, " us (walk ", st.clear_ns / 1000, ", roots+mark ",
-             st.mark_ns / 1000, ", remark ", st.remark_ns / 1000, " in ", st.marking_passes - 1, " passes taking ", st.pending_objects,
-             " pending, sweep ",
-             st.sweep_ns / 1000, "), marked ", st.objects_marked, " objects / ", st.bytes_marked, " B, freed ",
-             st.objects_freed, " objects / ", st.bytes_freed, " B, heap used ", st.heap_used_before, " -> ",
-             st.heap_used_after, " B, largest free ", st.largest_free, " B, ", st.threads, " threads");
-    if (debug) {
-      // Not quiescent: clients may be running, so reference errors can be races; block and
-      // freelist errors cannot. Logged, never fatal.
-      detail::VerifyReport r = detail::verify_heap_locked(m, detail::VerifyMode::kConcurrent);
-      if (!r.ok()) log_warn("gc debug: heap verifier after cycle ", st.cycle, ": ", r.summary());
+  // A heap restored from a checkpoint that fails adoption's checks or its recovery is set aside,
+  // and the next older checkpoint restored in its place (fall_back_to_older_checkpoint).
+  for (;;) {
+    if (!open_segment()) return false;
+    meta_->gc_poison.store(opt_.gc_debug ? 1 : 0, std::memory_order_relaxed);
+    meta_->gc_threshold_percent.store(opt_.gc_threshold, std::memory_order_relaxed);
+    meta_->client_live_limit.store(opt_.client_live_limit, std::memory_order_relaxed);
+    meta_->server_pid.store(static_cast<std::int32_t>(::getpid()), std::memory_order_relaxed);
+    // This server's level, also over what an adopted heap's previous server had set (--durability
+    // needs --data-dir, so none without one).
+    meta_->durability.store(static_cast<std::uint32_t>(opt_.durability), std::memory_order_relaxed);
+    // Clients of this heap may take roots without a fence only while its collector issues the barrier
+    // (libshared/src/collector_barrier.hpp). An adopted heap's clients may already rely on it.
+    if (detail::collector_barrier_available()) {
+      meta_->collector_barrier.store(1, std::memory_order_release);
+    } else if (adopted_ && meta_->collector_barrier.load(std::memory_order_acquire) == 1) {
+      log_error("cannot adopt this heap: its clients take roots relying on the collector's membarrier, which this "
+                "kernel does not offer (membarrier MEMBARRIER_CMD_GLOBAL_EXPEDITED); run the successor where the first "
+                "server ran, or stop the clients and start with --fresh-heap");
+      exit_code_ = kExitHeapRefused;
+      return false;
+    } else {
+      meta_->collector_barrier.store(0, std::memory_order_release);
+      log_info("membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) is not available: clients take roots with a fence");
     }
-  };
-  gc_ = std::make_unique<gc::Collector>(meta_, std::move(gopt));
-  if (adopted_ && !recover_adopted()) return false;
+
+    gc::Options gopt;
+    gopt.threads = opt_.gc_threads;
+    gopt.threshold_percent = opt_.gc_threshold;
+    gopt.pacing_percent = opt_.gc_pacing;
+    gopt.min_trigger_bytes = opt_.gc_min_trigger;
+    gopt.poison = opt_.gc_debug;
+    const bool debug = opt_.gc_debug;
+    detail::Metadata* m = meta_;
+    gopt.on_cycle = [debug, m](const detail::GcCycleStats& st) {
+      log_info("gc cycle ", st.cycle, ": ", st.total_ns / 1000, " us (walk ", st.clear_ns / 1000, ", roots+mark ",
+               st.mark_ns / 1000, ", remark ", st.remark_ns / 1000, " in ", st.marking_passes - 1, " passes taking ", st.pending_objects,
+               " pending, sweep ",
+               st.sweep_ns / 1000, "), marked ", st.objects_marked, " objects / ", st.bytes_marked, " B, freed ",
+               st.objects_freed, " objects / ", st.bytes_freed, " B, heap used ", st.heap_used_before, " -> ",
+               st.heap_used_after, " B, largest free ", st.largest_free, " B, ", st.threads, " threads");
+      if (debug) {
+        // Not quiescent: clients may be running, so reference errors can be races; block and
+        // freelist errors cannot. Logged, never fatal.
+        detail::VerifyReport r = detail::verify_heap_locked(m, detail::VerifyMode::kConcurrent);
+        if (!r.ok()) log_warn("gc debug: heap verifier after cycle ", st.cycle, ": ", r.summary());
+      }
+    };
+    gc_ = std::make_unique<gc::Collector>(meta_, std::move(gopt));
+    if (!adopted_ || recover_adopted()) break;
+    if (!fall_back_to_older_checkpoint()) return false;
+  }
   gc_->start();
   if (adopted_) {
     // A client may have asked for a cycle while no server ran (a full heap): its request predates
@@ -447,6 +458,7 @@ bool Server::start() {
   // Release: a client that sees kRunning sees the formatted segment and the fields above.
   meta_->server_state.store(static_cast<std::uint32_t>(detail::ServerState::kRunning), std::memory_order_release);
 
+  const detail::SegmentConfig used = segment_config();  // an adopted heap's own geometry
   log_info("listening on ", opt_.socket, ", segment ", detail::heap_file(used.dir, used.name), " at ", hex(opt_.address), " (",
            segment_->size(), " bytes: heap ", opt_.heap_size, ", classes ", opt_.classes_size, "), gc threshold ",
            opt_.gc_threshold, "%, gc pacing ", opt_.gc_pacing, "% (from ", opt_.gc_min_trigger, " B), gc threads ",
@@ -493,8 +505,11 @@ bool Server::open_segment() {
     if (!opt_.fresh_heap) return adopt_segment();
     log_warn("--fresh-heap: discarding the heap ", path, " left by a server that is no longer running");
   } else if (!opt_.data_dir.empty() && !opt_.fresh_heap && !data_dir_.checkpoints().empty()) {
-    if (!restore_segment()) return false;
-    return adopt_segment();
+    while (restore_segment()) {
+      if (adopt_segment()) return true;
+      if (!fall_back_to_older_checkpoint()) return false;
+    }
+    return false;
   }
   if (std::string why = room_for_heap(dir,
                                       detail::metadata_size() + cfg.classes_size + cfg.heap_size +
@@ -531,6 +546,7 @@ bool Server::restore_segment() {
   ::unlink(building.c_str());
   std::string skipped;
   for (std::uint64_t seq : data_dir_.checkpoints()) {
+    if (seq >= restore_below_) continue;
     const std::string ckpt = data_dir_.checkpoint_path(seq);
     const auto t0 = now_ns();
     int fd = ::open(building.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -578,13 +594,37 @@ bool Server::restore_segment() {
              " in ", (t1 - t0) / 1'000'000, " ms, then ", replay.records, " log record(s) (", replay.pages, " pages, ",
              replay.bytes, " B) in ", (now_ns() - t1) / 1'000'000, " ms",
              replay.stopped.empty() ? std::string() : "; the log's end was ignored: " + replay.stopped,
-             skipped.empty() ? std::string() : "; skipped newer damaged " + skipped);
+             skipped.empty() ? std::string() : "; skipped newer damaged " + skipped,
+             refused_restores_.empty() ? std::string() : "; refused newer " + refused_restores_);
     restored_ = true;
+    restored_seq_ = seq;
     return true;
   }
+  if (!refused_restores_.empty()) skipped += (skipped.empty() ? "" : ", ") + refused_restores_;
   log_error("no valid checkpoint in ", opt_.data_dir, " (skipped ", skipped,
             "); the files are kept. Move them away or start with --fresh-heap to begin with an empty heap");
   return false;
+}
+
+// A restored heap that failed adoption's checks or its recovery (reject_heap set it aside, and
+// with it the exit code): the checkpoint is left in the data directory, untouched, and the next
+// older one, with its log, is restored in its place. False when there is none older (the start
+// fails, the exit code says the heap was refused).
+bool Server::fall_back_to_older_checkpoint() {
+  if (!restored_) return false;
+  restored_ = false;
+  refused_restores_ += (refused_restores_.empty() ? "" : ", ") + data_dir_.checkpoint_path(restored_seq_) +
+                       " (restored, but its heap failed the checks: " + last_refusal_ + ")";
+  restore_below_ = restored_seq_;
+  bool older = false;
+  for (std::uint64_t seq : data_dir_.checkpoints()) older = older || seq < restore_below_;
+  if (!older) {
+    log_error("no older checkpoint in ", opt_.data_dir, " to fall back to; the files are kept");
+    return false;
+  }
+  log_warn("checkpoint ", restored_seq_, " was restored but its heap failed the checks; restoring the next older one");
+  exit_code_ = 1;
+  return true;
 }
 
 // The first half of adopting: every check that reads only (header before mapping, metadata,
@@ -690,6 +730,7 @@ bool Server::recover_adopted() {
 
 // A heap that failed a check: unmapped, renamed aside for inspection, never deleted.
 void Server::reject_heap(const std::string& why) {
+  last_refusal_ = why;
   const detail::SegmentConfig cfg = segment_config();
   const std::string path = detail::heap_file(cfg.dir, cfg.name);
   if (gc_) gc_.reset();
@@ -703,6 +744,11 @@ void Server::reject_heap(const std::string& why) {
   if (aside.empty()) {
     log_error("refusing the heap ", path, " left by a server that is no longer running: ", why,
               ". It could not be set aside (", error, "); it is left in place");
+    return;
+  }
+  if (restored_) {
+    log_error("refusing the heap ", path, " restored from checkpoint ", restored_seq_, ": ", why, ". Kept it as ",
+              aside, " for inspection");
     return;
   }
   log_error("refusing the heap ", path, " left by a server that is no longer running: ", why, ". Kept it as ", aside,

@@ -3,6 +3,7 @@
 // damaged checkpoints skipped, a full disk reported, one server per data directory, private files,
 // and no client left stopped by a server that died during a checkpoint.
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -20,6 +21,8 @@
 
 #include "colors/colors.hpp"
 #include "colors/errors.hpp"
+#include "block.hpp"
+#include "checkpoint_file.hpp"
 #include "crc32c.hpp"
 #include "layout.hpp"
 #include "options.hpp"
@@ -271,6 +274,106 @@ TEST_CASE("a full disk fails the checkpoint with the reason, keeps the previous 
   CHECK(files[0].find("checkpoint-00000000000000000001.ckpt") != std::string::npos);
   INFO(full.log());
   CHECK(full.log().find("No space left on device") != std::string::npos);
+}
+
+namespace {
+
+// Rewrites the checkpoint at `path` with its heap damaged but every checksum right, as a capture
+// of a heap that was already corrupt in memory would be: `what` is "tiling" (the first block's
+// header zeroed: adoption's tiling check) or "class" (the first object's class pointer: the
+// verifier).
+void damage_heap_in_checkpoint(const std::string& path, const std::string& what, const std::string& scratch) {
+  using namespace colors::server;
+  const std::string image_path = scratch + "/image";
+  int fd = ::open(image_path.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0600);
+  REQUIRE(fd >= 0);
+  CheckpointInfo info;
+  REQUIRE(restore_checkpoint(path, fd, info) == "");
+  void* p = ::mmap(nullptr, info.segment_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  REQUIRE(p != MAP_FAILED);
+  auto* image = static_cast<unsigned char*>(p);
+  const auto* meta = reinterpret_cast<const colors::detail::Metadata*>(image);
+  std::uint64_t at = meta->objects_begin - meta->base;
+  const std::uint64_t end = meta->objects_end - meta->base;
+  auto* h = reinterpret_cast<colors::detail::BlockHeader*>(image + at);
+  if (what == "tiling") {
+    h->word.store(0);
+  } else {
+    while (colors::detail::BlockHeader::kind_of(h->word.load()) != colors::detail::BlockKind::kObject) {
+      at += colors::detail::BlockHeader::size_of(h->word.load());
+      REQUIRE(at < end);
+      h = reinterpret_cast<colors::detail::BlockHeader*>(image + at);
+    }
+    const std::uint64_t bogus = meta->objects_begin + 8;  // inside the space, not a class
+    std::memcpy(h->payload(), &bogus, sizeof bogus);
+  }
+  const std::string fresh = path + ".rewritten";
+  int out = ::open(fresh.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  REQUIRE(out >= 0);
+  REQUIRE(write_checkpoint(out, info, image, WriteFault{}) == "");
+  ::close(out);
+  ::munmap(p, info.segment_size);
+  ::close(fd);
+  ::unlink(image_path.c_str());
+  REQUIRE(::rename(fresh.c_str(), path.c_str()) == 0);
+}
+
+std::vector<std::string> rejected_heaps(const std::string& shm_path) {
+  std::vector<std::string> out;
+  const std::filesystem::path heap(shm_path);
+  for (const auto& e : std::filesystem::directory_iterator(heap.parent_path()))
+    if (e.path().filename().string().rfind(heap.filename().string() + ".rejected-", 0) == 0) out.push_back(e.path().string());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a newest checkpoint whose heap fails the checks is set aside and the previous one restored; none left refuses",
+          "[server][durability]") {
+  const std::string what = GENERATE(std::string("tiling"), std::string("class"));
+  TempDir data;
+  const std::string dir = data.path() + "/d";
+  const std::vector<std::string> flags = {"--data-dir", dir, "--checkpoint-interval", "0"};
+  Running r(flags);
+  {
+    Attached a(r.cfg);
+    REQUIRE(mark_and_checkpoint("one") == 1);
+    REQUIRE(mark_and_checkpoint("two") == 2);
+  }
+  kill9(*r.server);
+  std::vector<std::string> files = checkpoint_files(dir);
+  REQUIRE(files.size() == 2);
+  damage_heap_in_checkpoint(files[1], what, data.path());
+  REQUIRE(::unlink(r.cfg.shm_path().c_str()) == 0);
+  {
+    ServerProcess next(r.cfg, r.cfg.args(flags), r.dir.path() + "/next.log");
+    REQUIRE(next.wait_ready());
+    const std::string log = next.log();
+    INFO(log);
+    CHECK(log.find("refusing the heap " + r.cfg.shm_path() + " restored from checkpoint 2") != std::string::npos);
+    CHECK(log.find(what == "tiling" ? "has an unknown kind" : "the heap verifier found") != std::string::npos);
+    CHECK(log.find("restored checkpoint 1") != std::string::npos);
+    CHECK(log.find("refused newer " + files[1]) != std::string::npos);
+    Attached a(r.cfg);
+    CHECK(colors::repository("dur.marker").get().as_string() == "one");
+    colors::VerifyResult v = colors::verify_heap();
+    INFO(v.report);
+    CHECK(v.ok);
+    kill9(next);
+  }
+  CHECK(rejected_heaps(r.cfg.shm_path()).size() == 1);  // kept for inspection
+  CHECK(checkpoint_files(dir).size() == 2);               // the refused checkpoint stays too
+  // Both damaged: nothing older to fall back to. The start fails as a refused heap, files kept.
+  REQUIRE(::unlink(r.cfg.shm_path().c_str()) == 0);
+  damage_heap_in_checkpoint(files[0], what, data.path());
+  ServerProcess last(r.cfg, r.cfg.args(flags), r.dir.path() + "/last.log");
+  CHECK_FALSE(last.wait_ready(5000));
+  CHECK(last.wait_exit(5000) == 3);
+  INFO(last.log());
+  CHECK(last.log().find("no older checkpoint in " + dir + " to fall back to") != std::string::npos);
+  CHECK(checkpoint_files(dir).size() == 2);
+  CHECK_FALSE(path_exists(r.cfg.shm_path()));
+  for (const std::string& f : rejected_heaps(r.cfg.shm_path())) ::unlink(f.c_str());
 }
 
 TEST_CASE("one server per data directory, the directory is 0700 and its files 0600, no data dir is a clear error",
