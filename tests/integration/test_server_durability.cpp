@@ -328,7 +328,7 @@ std::vector<std::string> rejected_heaps(const std::string& shm_path) {
 
 }  // namespace
 
-TEST_CASE("a newest checkpoint whose heap fails the checks is set aside and the previous one restored; none left refuses",
+TEST_CASE("a newest checkpoint whose heap fails the checks is set aside and the previous one restored, none left refuses the start",
           "[server][durability]") {
   const std::string what = GENERATE(std::string("tiling"), std::string("class"));
   TempDir data;
