@@ -1,8 +1,9 @@
 // The durability log (--durability full|async): after checkpoint <base>, DIR/log-<base>.wal holds
 // a sequence of records, each the pages of the segment that changed since the one before (or since
-// the checkpoint), taken at one instant with every client stopped (freezer.hpp). Replaying the
-// records in order onto the checkpoint rebuilds the segment as of the last record's instant, which,
-// like a checkpoint, is the segment of a moment when all clients died at once.
+// the checkpoint), taken at one instant (checkpointer.hpp: a copy no process wrote during, or one
+// made with every client stopped, freezer.hpp). Replaying the records in order onto the checkpoint
+// rebuilds the segment as of the last record's instant, which, like a checkpoint, is the segment
+// of a moment when all clients died at once.
 //
 // Record (little-endian):
 //   header, 64 bytes: magic "CLRSWAL1", base checkpoint seq, record seq (1, 2, ... per log),
@@ -16,7 +17,8 @@
 // SQLite's reused WAL file). So the log ends at the first all-zero header, not at the file's end.
 // Invariants:
 //  * A record is written with one pwritev sequence into space grow_log made, and then
-//    fdatasync'ed; a commit that waits for durability (kSync) is answered only after that returned.
+//    fdatasync'ed; a commit that waits for durability (its ticket on the durable-commit channel,
+//    or kSync) is answered only after that returned.
 //  * Replay applies a record only after its every byte was read and both checksums matched, and
 //    stops at the first record that is short, damaged, out of sequence or of another base: a torn
 //    tail (the crash cut the last append) loses exactly the records no commit was told were durable.

@@ -61,7 +61,6 @@ class ChannelServer {
   // Whether tickets were handed out since the last serve(), and how many.
   bool waiting() const { return pending() != 0; }
   std::uint64_t pending() const;
-  std::uint64_t served() const { return served_; }
   // The value to serve after the next capture. REQUIRES: read before the capture begins.
   std::uint64_t take() const;
   // Acknowledges every ticket <= `taken`: durable when `durable`, else failed.
