@@ -48,6 +48,7 @@
 #include "common.hpp"  // Python.h first
 #include "free_list.hpp"
 #include "identity_table.hpp"
+#include "read_memo.hpp"
 #include "number_word.hpp"
 #include "proxy_cache.hpp"
 #include <structmember.h>
@@ -315,6 +316,7 @@ struct Handle {
   std::uint32_t at;
   bool other;       // the proxy is in g_other_proxies (root stays null: its _Ref holds the object)
   bool embedded;    // lives inside its proxy's memory (a user proxy's handle)
+  RefMemo memo;     // a user proxy's last reference read through a field descriptor (read_memo.hpp)
 };
 
 // Makes a handle unusable: every use raises NotAttachedError.
@@ -332,6 +334,7 @@ Handle* init_handle(Handle* h, cd::Word w, std::atomic<cd::Word>* root, std::uin
   h->at = 0;
   h->other = false;
   h->embedded = embedded;
+  h->memo = RefMemo{};
   return h;
 }
 
@@ -1236,8 +1239,14 @@ PyObject* descr_get(PyObject* self, PyObject* obj, PyObject*) {
           if (cd::is_small_float(v)) return PyFloat_FromDouble(cd::small_float_value(v));
           if (cd::is_bool(v)) return PyBool_FromLong(cd::bool_value(v));
           if (v == cd::kNull) Py_RETURN_NONE;
+          if (PyObject* p = h->memo.hit(s, v)) return p;
           try {
-            return read_ref(s, v, d->info->type);
+            PyObject* p = read_ref(s, v, d->info->type);
+            // Remembered only when it is the table's entry of v now (read_memo.hpp): a string, a
+            // boxed float or a proxy made without publishing it is read again next time. The
+            // holder `obj` is alive (the caller holds it), and with it its embedded handle.
+            if (live_proxy(v) == p || live_in(g_other_proxies, v) == p) h->memo.set(s, v, p);
+            return p;
           } catch (...) {
             set_python_error();
             return nullptr;

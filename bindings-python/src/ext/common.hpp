@@ -14,6 +14,7 @@
 #include <colors/colors.hpp>
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <variant>
@@ -85,12 +86,16 @@ C sealed(C cls) {
 }
 
 // ---- references (values.cpp) ----
+struct ListMemo;  // read_memo.hpp
+
 struct Ref {
   std::variant<colors::Value, colors::List, colors::Map, colors::Set> v;
   std::uint64_t gen = 0;
   colors::TypeKind kind = colors::TypeKind::kNull;
+  std::unique_ptr<ListMemo> memo;  // a list's elements as last iterated (read_memo.hpp), or null
 
   explicit Ref(colors::Value&& val);
+  ~Ref();
   const colors::Value& value() const;
   void check() const;  // NotAttachedError when the proxy outlived its attachment
   colors::List& list();

@@ -4,6 +4,8 @@
 #include "popped.hpp"
 #include "ref_object.hpp"
 #include "containers.hpp"
+#include "read_memo.hpp"
+#include "tx_state.hpp"
 #include "objects.hpp"
 #include "read_scope.hpp"
 #include "roots.hpp"
@@ -86,11 +88,16 @@ py::list snapshot_borrowed(colors::List& l) {
 // until every proxy found is referenced (pass 1 runs no Python code, so no proxy dies meanwhile),
 // and a proxy in a table holds a root, so at the instant the list held `w` the
 // proxy's object was alive at `w` and was that element. Words not yet checked are only compared.
-PyObject* snapshot_live(colors::List& l) {
+// memo (outside transactions only): remembers the elements in it (read_memo.hpp) when they were
+// read between two equal even versions of the list and the list is not too long.
+PyObject* snapshot_live(colors::List& l, std::unique_ptr<ListMemo>* memo = nullptr) {
   constexpr std::size_t kInline = 16;
   cd::Word inline_words[kInline];
   std::vector<cd::Word> more;
   std::size_t size = 0;
+  const auto* lo = reinterpret_cast<const cd::ListObject*>(l.raw());
+  std::uint64_t v0 = 1;
+  if (memo != nullptr) cd::list_begin_read(lo, v0);  // v0 stays odd if a change is under way
   const std::size_t k = cd::list_read_borrowed(l.raw(), 0, SIZE_MAX, size, [&](std::size_t i, cd::Word w) {
     if (i < kInline) {
       inline_words[i] = w;
@@ -130,6 +137,73 @@ PyObject* snapshot_live(colors::List& l) {
     throw py::error_already_set();
   }
   for (std::size_t i = 0; i < k; ++i) PyList_SET_ITEM(out, static_cast<Py_ssize_t>(i), items[i]);
+  // Every reference among the items was its word's table entry in pass 1 and is held since (by
+  // `out` now), so it still is: the memo takes the removal count as of now. The version bracket
+  // (v0 before the read, unchanged after it) says the words are the list's at version v0.
+  if (memo != nullptr && (v0 & 1) == 0 && k <= ListMemo::kMaxItems && cd::list_still_unchanged(lo, v0)) {
+    try {
+      if (*memo == nullptr) *memo = std::make_unique<ListMemo>();
+      ListMemo& m = **memo;
+      m.version = 1;  // no memo until it is whole
+      m.words.resize(k);
+      m.proxies.resize(k);
+      for (std::size_t i = 0; i < k; ++i) {
+        m.words[i] = word(i);
+        m.proxies[i] = cd::is_ref(word(i)) ? items[i] : nullptr;
+      }
+      m.removals = g_identity_removals;
+      m.gen = g_generation;
+      m.version = v0;
+    } catch (const std::bad_alloc&) {
+      // No memo: only an economy.
+    }
+  }
+  return out;
+}
+
+// The elements of the list `l` as `m` remembers them (a new Python list), or nullptr when the
+// memo does not hold (read_memo.hpp). REQUIRES: outside transactions and read scopes.
+PyObject* snapshot_remembered(colors::List& l, const ListMemo* m) {
+  if (m == nullptr) return nullptr;
+  std::uint64_t v = 0;
+  if (!cd::list_begin_read(reinterpret_cast<const cd::ListObject*>(l.raw()), v) || !m->holds(v)) return nullptr;
+  // At the version load the list held m->words, and each proxy is still its word's table entry:
+  // take them all (no Python code runs until the list is made, so none can die meanwhile).
+  const std::size_t k = m->words.size();
+  constexpr std::size_t kInline = 16;
+  PyObject* inline_items[kInline];
+  std::vector<PyObject*> more;
+  PyObject** items = inline_items;
+  if (k > kInline) {
+    more.resize(k);
+    items = more.data();
+  }
+  auto drop = [&](std::size_t n) {
+    for (std::size_t j = 0; j < n; ++j) Py_DECREF(items[j]);
+  };
+  for (std::size_t i = 0; i < k; ++i) {
+    PyObject* p = m->proxies[i];
+    PyObject* item = nullptr;
+    if (p != nullptr) {
+      if (Py_REFCNT(p) <= 0) {  // dying: its erase is still to come
+        drop(i);
+        return nullptr;
+      }
+      item = Py_NewRef(p);
+      prefetch_object(m->words[i]);
+    } else if (!unboxed_item(m->words[i], &item) || item == nullptr) {
+      drop(i);
+      if (item == nullptr && PyErr_Occurred()) throw py::error_already_set();
+      return nullptr;
+    }
+    items[i] = item;
+  }
+  PyObject* out = PyList_New(static_cast<Py_ssize_t>(k));  // may run Python code: everything is held
+  if (out == nullptr) {
+    drop(k);
+    throw py::error_already_set();
+  }
+  for (std::size_t i = 0; i < k; ++i) PyList_SET_ITEM(out, static_cast<Py_ssize_t>(i), items[i]);
   return out;
 }
 
@@ -141,10 +215,18 @@ PyObject* snapshot_live(colors::List& l) {
 // the list (cd::TxAccess::kReadForUpdate).
 // for_update: read once no transaction of another thread holds the list (TxAccess::kReadForUpdate);
 // `version` then receives the list's version for list_replace_if.
-py::list snapshot(colors::List& l, bool for_update = false, std::uint64_t* version = nullptr) {
+// memo: the list proxy's memo (read_memo.hpp), used and made outside transactions and read
+// scopes, or null.
+py::list snapshot(colors::List& l, bool for_update = false, std::uint64_t* version = nullptr,
+                  std::unique_ptr<ListMemo>* memo = nullptr) {
   if (!for_update) {
     if (in_read_scope_here()) return snapshot_borrowed(l);
-    if (PyObject* fast = snapshot_live(l)) return py::reinterpret_steal<py::list>(fast);
+    if (memo != nullptr && !in_tx()) {
+      if (PyObject* remembered = snapshot_remembered(l, memo->get())) return py::reinterpret_steal<py::list>(remembered);
+      if (PyObject* fast = snapshot_live(l, memo)) return py::reinterpret_steal<py::list>(fast);
+    } else if (PyObject* fast = snapshot_live(l)) {
+      return py::reinterpret_steal<py::list>(fast);
+    }
   }
   std::vector<cd::Rooted> items =
       cd::list_snapshot(l.raw(), for_update ? cd::TxAccess::kReadForUpdate : cd::TxAccess::kRead, version);
@@ -213,7 +295,9 @@ PyObject* list_len_method(PyObject* self, PyObject*) {
 // any other thread or process, are not seen.
 PyObject* list_iter(PyObject* self) {
   try {
-    py::list items = snapshot(list_of_proxy(self));
+    Ref* r = ref_of(self);
+    if (r == nullptr) throw colors::TypeMismatchError("not a shared list proxy");
+    py::list items = snapshot(r->list(), false, nullptr, &r->memo);
     return PyObject_GetIter(items.ptr());
   } catch (...) {
     set_python_error();

@@ -26,6 +26,14 @@
 
 namespace colors_py {
 
+// Counts the entries that left either identity table (an erase, a clear) in this process. A
+// lookup remembered together with this count (read_memo.hpp) is still the table's answer while the
+// count has not moved: entries only ever leave by erase or clear, and a key's entry never changes
+// to another proxy while its proxy is alive (insert replaces only a dying proxy's entry, and
+// counts that as a removal).
+// REQUIRES: the GIL, as every table operation.
+inline std::uint64_t g_identity_removals = 0;
+
 class IdentityTable {
  public:
   IdentityTable() { reset(kMinCapacity); }
@@ -51,6 +59,7 @@ class IdentityTable {
     for (std::size_t i = home(key);; i = (i + 1) & mask_) {
       Entry& e = e_[i];
       if (e.key == key) {
+        if (e.proxy != proxy) ++g_identity_removals;  // the dying proxy's entry leaves
         e.proxy = proxy;
         return;
       }
@@ -72,6 +81,7 @@ class IdentityTable {
       if (e_[i].key == 0) return;
     }
     if (e_[i].proxy != proxy) return;
+    ++g_identity_removals;
     // Backward shift: pull later entries of the run into the hole when that keeps them between
     // their home and their position (their probe distance may only shrink).
     for (std::size_t j = (i + 1) & mask_; e_[j].key != 0; j = (j + 1) & mask_) {
@@ -93,6 +103,7 @@ class IdentityTable {
   }
 
   void clear() {
+    ++g_identity_removals;
     if (e_.size() > kMinCapacity) {
       reset(kMinCapacity);
     } else {

@@ -6,6 +6,7 @@
 #include "common.hpp"
 #include "number_word.hpp"
 #include "ref_object.hpp"
+#include "read_memo.hpp"
 #include <structmember.h>
 #include "barrier.hpp"
 #include "containers.hpp"
@@ -33,6 +34,8 @@ Ref::Ref(colors::Value&& val) : gen(g_generation), kind(val.kind()) {
 const colors::Value& Ref::value() const {
   return std::visit([](const auto& x) -> const colors::Value& { return x; }, v);
 }
+
+Ref::~Ref() = default;
 
 void Ref::check() const {
   if (gen != g_generation || !colors::has_segment())
