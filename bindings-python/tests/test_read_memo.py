@@ -196,3 +196,17 @@ def test_memos_keep_nothing_alive():
     gc.collect()
     assert all(r() is None for r in refs)
     assert head.manager.name == "m" and list(lst)[0].name == "e"
+
+
+def test_a_list_remembered_outside_a_read_scope_is_read_the_same_inside_one():
+    cs.proxy_cache(0)
+    lst = cs.copy_to([Employee(f"e{i}", float(i)) for i in range(4)])
+    items = list(lst)
+    assert same(lst, items)  # the second iteration made the memo
+    with cs.read_scope():
+        assert same(lst, items)  # the live proxies, as a scope's read returns them
+        assert [e.name for e in lst] == ["e0", "e1", "e2", "e3"]
+    del items  # the proxies die: inside a scope the list's elements are lent again
+    with cs.read_scope():
+        names = [e.name for e in lst]
+    assert names == ["e0", "e1", "e2", "e3"]

@@ -162,7 +162,7 @@ PyObject* snapshot_live(colors::List& l, std::unique_ptr<ListMemo>* memo = nullp
 }
 
 // The elements of the list `l` as `m` remembers them (a new Python list), or nullptr when the
-// memo does not hold (read_memo.hpp). REQUIRES: outside transactions and read scopes.
+// memo does not hold (read_memo.hpp). REQUIRES: outside transactions.
 PyObject* snapshot_remembered(colors::List& l, const ListMemo* m) {
   if (m == nullptr) return nullptr;
   std::uint64_t v = 0;
@@ -215,14 +215,19 @@ PyObject* snapshot_remembered(colors::List& l, const ListMemo* m) {
 // the list (cd::TxAccess::kReadForUpdate).
 // for_update: read once no transaction of another thread holds the list (TxAccess::kReadForUpdate);
 // `version` then receives the list's version for list_replace_if.
-// memo: the list proxy's memo (read_memo.hpp), used and made outside transactions and read
-// scopes, or null.
+// memo: the list proxy's memo (read_memo.hpp), used outside transactions, made outside them and
+// outside read scopes; or null.
 py::list snapshot(colors::List& l, bool for_update = false, std::uint64_t* version = nullptr,
                   std::unique_ptr<ListMemo>* memo = nullptr) {
   if (!for_update) {
-    if (in_read_scope_here()) return snapshot_borrowed(l);
-    if (memo != nullptr && !in_tx()) {
+    // A memo made outside a scope also serves inside one: its proxies are the live ones, which a
+    // scope's read returns too (user_proxy looks for the live proxy before lending one).
+    const bool memo_ok = memo != nullptr && !in_tx();
+    if (memo_ok) {
       if (PyObject* remembered = snapshot_remembered(l, memo->get())) return py::reinterpret_steal<py::list>(remembered);
+    }
+    if (in_read_scope_here()) return snapshot_borrowed(l);
+    if (memo_ok) {
       if (PyObject* fast = snapshot_live(l, memo)) return py::reinterpret_steal<py::list>(fast);
     } else if (PyObject* fast = snapshot_live(l)) {
       return py::reinterpret_steal<py::list>(fast);

@@ -27,7 +27,8 @@
 //  * A list memo also holds the list's seqlock version (list_seqlock.hpp) at which its words were
 //    read: an even version equal to it now means the list still holds those words.
 //  * Memos are made and used only outside transactions (a transaction's reads go through the
-//    objects' ownership records) and, for lists, outside read scopes.
+//    objects' ownership records). List memos are made outside read scopes and used inside them
+//    too: a scope's read also returns an element's live proxy when it has one.
 #pragma once
 #include <Python.h>
 
