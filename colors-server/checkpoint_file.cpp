@@ -96,6 +96,12 @@ std::string write_all(int fd, const void* p, std::size_t n, std::uint64_t& writt
   return {};
 }
 
+// Whether the test hook refuses direct I/O at byte `at` of the data (g_refuse_direct_io_from).
+bool refuses_direct_io(std::uint64_t at) {
+  const std::int64_t from = g_refuse_direct_io_from.load(std::memory_order_relaxed);
+  return from >= 0 && at >= static_cast<std::uint64_t>(from);
+}
+
 // The extents' bytes at the file's current position (g.data_off: page-aligned, as are the extents,
 // their lengths and the image). With O_DIRECT where the file system takes it, and buffered from
 // the first write it refuses (EINVAL: not supported there, or a short write left the position
@@ -105,13 +111,19 @@ std::string write_data(int fd, const CheckpointInfo& info, const unsigned char* 
   const int flags = ::fcntl(fd, F_GETFL);
   bool direct = flags >= 0 && ::fcntl(fd, F_SETFL, flags | O_DIRECT) == 0;
   std::string why;
+  std::uint64_t data = 0;  // bytes of the data written so far
   for (const Extent& e : info.extents) {
     const unsigned char* p = image + e.offset;
     std::size_t left = static_cast<std::size_t>(e.length);
     while (left > 0 && why.empty()) {
       const std::size_t piece = std::min<std::size_t>(left, kDirectPiece);
       const std::uint64_t before = written;
-      why = write_all(fd, p, piece, written, fault);
+      if (direct && refuses_direct_io(data)) {
+        errno = EINVAL;
+        why = errno_text("write");
+      } else {
+        why = write_all(fd, p, piece, written, fault);
+      }
       if (!why.empty() && direct && errno == EINVAL) {
         direct = false;
         why.clear();
@@ -120,6 +132,7 @@ std::string write_data(int fd, const CheckpointInfo& info, const unsigned char* 
       const std::size_t put = static_cast<std::size_t>(written - before);
       p += put;
       left -= put;
+      data += put;
     }
     if (!why.empty()) break;
   }
@@ -180,7 +193,12 @@ std::string read_batches(const std::string& path, int fd, std::uint64_t data_off
       const std::uint64_t off = i * batch_bytes;
       const auto span = static_cast<std::size_t>(std::min(batch_bytes, bytes - off));
       std::string error;
-      bool ok = direct && read_exact(direct_fd, b.p, span, data_off + off);
+      bool ok = false;
+      if (direct && refuses_direct_io(off)) {
+        errno = EINVAL;
+      } else {
+        ok = direct && read_exact(direct_fd, b.p, span, data_off + off);
+      }
       if (!ok && direct && errno == EINVAL) direct = false;  // the file system refuses O_DIRECT
       if (!ok && !direct) ok = read_exact(fd, b.p, span, data_off + off);
       if (!ok) error = "cannot read its data at byte " + std::to_string(off);

@@ -17,6 +17,7 @@
 //  * A file is used only after every checksum of it matched (validate_checkpoint /
 //    restore_checkpoint); so a torn, truncated or bit-flipped file is skipped, never half-restored.
 #pragma once
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -55,6 +56,12 @@ struct WriteFault {
   std::uint64_t full_after = 0;
   bool disk_full() const;
 };
+
+// Test hook (tests only; the server never sets it): direct I/O (O_DIRECT) of a checkpoint's data
+// fails with EINVAL from the first piece written (batch read) that starts at or past this byte of
+// the data, as on a file system that refuses it; the code then goes on buffered from there.
+// Negative: never.
+inline std::atomic<std::int64_t> g_refuse_direct_io_from{-1};
 
 // Writes the checkpoint of `image` (the segment's copy: info.segment_size bytes, of which only
 // info.extents are read) to `fd`, then fdatasync()s it. Returns "" or what failed (errno text).

@@ -376,6 +376,57 @@ TEST_CASE("a newest checkpoint whose heap fails the checks is set aside and the 
   for (const std::string& f : rejected_heaps(r.cfg.shm_path())) ::unlink(f.c_str());
 }
 
+TEST_CASE("a file system that refuses direct I/O: checkpoint data is written and read buffered from where it refused",
+          "[server][durability]") {
+  using namespace colors::server;
+  // 20 MiB of data in two extents of a 32 MiB image: five 4 MiB write pieces, three 8 MiB read
+  // batches. The refusal starts at the first piece (batch), in the middle, or never.
+  constexpr std::uint64_t kMiB = 1 << 20;
+  const std::int64_t write_from = GENERATE(std::int64_t{-1}, std::int64_t{0}, std::int64_t{9 * kMiB});
+  const std::int64_t read_from = GENERATE(std::int64_t{-1}, std::int64_t{0}, std::int64_t{9 * kMiB});
+  struct HookOff {
+    ~HookOff() { g_refuse_direct_io_from.store(-1); }
+  } hook_off;
+  TempDir dir;
+  std::vector<unsigned char> image(32 * kMiB, 0);
+  std::uint64_t x = 0x9E3779B97F4A7C15ull;
+  CheckpointInfo info;
+  info.layout_version = 1;
+  info.heap_id = 7;
+  info.base = 0x600000000000ull;
+  info.segment_size = image.size();
+  info.seq = 1;
+  info.extents = {{0, 16 * kMiB}, {20 * kMiB, 4 * kMiB}};
+  for (const Extent& e : info.extents) {
+    for (std::uint64_t i = e.offset; i < e.offset + e.length; i += 8) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      std::memcpy(&image[i], &x, 8);
+    }
+    info.data_bytes += e.length;
+  }
+  const std::string path = dir.path() + "/c.ckpt";
+  int out = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  REQUIRE(out >= 0);
+  g_refuse_direct_io_from.store(write_from);
+  REQUIRE(write_checkpoint(out, info, image.data(), WriteFault{}) == "");
+  ::close(out);
+
+  g_refuse_direct_io_from.store(read_from);
+  CheckpointInfo checked;
+  REQUIRE(validate_checkpoint(path, checked) == "");
+  const std::string seg = dir.path() + "/segment";
+  int fd = ::open(seg.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0600);
+  REQUIRE(fd >= 0);
+  CheckpointInfo restored;
+  REQUIRE(restore_checkpoint(path, fd, restored) == "");
+  g_refuse_direct_io_from.store(-1);
+  REQUIRE(restored.segment_size == image.size());
+  std::vector<unsigned char> back(image.size());
+  REQUIRE(::pread(fd, back.data(), back.size(), 0) == static_cast<ssize_t>(back.size()));
+  ::close(fd);
+  CHECK(back == image);
+}
+
 TEST_CASE("one server per data directory, the directory is 0700 and its files 0600, no data dir is a clear error",
           "[server][durability]") {
   TempDir data;
