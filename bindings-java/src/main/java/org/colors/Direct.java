@@ -470,5 +470,15 @@ final class Direct {
     long classOf(long obj) {
       return load(obj + offCls);
     }
+
+    /**
+     * Starts loading the header of the object at {@code obj} (an acquire load, which the compiler
+     * keeps although its value is unused, of the word the next field access through its proxy
+     * checks first), so that its cache miss overlaps with what the caller does before that access.
+     * Nothing is read for an address outside the objects space.
+     */
+    void touch(long obj) {
+      if (mayHoldObjectAt(obj)) load(obj + offCls);
+    }
   }
 }

@@ -207,7 +207,9 @@ final class ReadCache {
     long a = addressOf(cached, v);
     if (a <= 0 || v.load(s) != a) return false;
     ReadScope.State sc = ReadScope.here();
-    return sc == null || sc.get(a) == null;
+    if (sc != null && sc.get(a) != null) return false;
+    v.touch(a);  // the caller's next access is likely through this proxy
+    return true;
   }
 
   /**
@@ -256,8 +258,17 @@ final class ReadCache {
     Direct.View v = Direct.current();
     if (v == null || v.epoch != s.epoch || v.load(s.list + v.offListVersion) != s.version) return null;
     ReadScope.State sc = ReadScope.here();
-    return sc == null || !lentByScope(sc, s.items, v) ? s.items : null;
+    if (sc != null && lentByScope(sc, s.items, v)) return null;
+    // The first elements' headers start loading while the caller's loop gets going.
+    Object[] items = s.items;
+    for (int i = 0, n = Math.min(items.length, TOUCHED); i < n; i++) {
+      if (items[i] instanceof SharedInstance) v.touch(((SharedInstance) items[i]).$colors$address());
+    }
+    return items;
   }
+
+  /** How many of a cached snapshot's first elements {@link #cached} touches. */
+  private static final int TOUCHED = 8;
 
   /**
    * The elements of {@code list} at one instant, shared with other callers (read-only), or null
