@@ -169,5 +169,19 @@ def collecting(after_each=None):
     assert not errors, errors
 
 
+@pytest.fixture
+def fresh_proxy_cache():
+    """An empty proxy cache of the default capacity for the test, and again after it (a module
+    takes it for each of its tests with ``pytestmark = pytest.mark.usefixtures("fresh_proxy_cache")``)."""
+    import colors_shm as cs
+
+    before = cs.proxy_cache()
+    cs.proxy_cache(0)
+    cs.proxy_cache(before)
+    yield before
+    cs.proxy_cache(0)
+    cs.proxy_cache(before)
+
+
 def unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:10]}"

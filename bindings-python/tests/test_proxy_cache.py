@@ -19,15 +19,8 @@ from employees import Employee
 TESTS = os.path.dirname(os.path.abspath(__file__))
 
 
-@pytest.fixture(autouse=True)
-def default_capacity():
-    """Each test starts from an empty cache of the default capacity, and leaves it so."""
-    before = cs.proxy_cache()
-    cs.proxy_cache(0)
-    cs.proxy_cache(before)
-    yield before
-    cs.proxy_cache(0)
-    cs.proxy_cache(before)
+# Each test starts from an empty proxy cache of the default capacity, and leaves it so.
+pytestmark = pytest.mark.usefixtures("fresh_proxy_cache")
 
 
 def test_a_dropped_proxy_is_kept_and_found_again():

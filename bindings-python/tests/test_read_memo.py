@@ -20,15 +20,8 @@ from employees import Employee
 TESTS = os.path.dirname(os.path.abspath(__file__))
 
 
-@pytest.fixture(autouse=True)
-def default_capacity():
-    """Each test starts from an empty proxy cache of the default capacity, and leaves it so."""
-    before = cs.proxy_cache()
-    cs.proxy_cache(0)
-    cs.proxy_cache(before)
-    yield
-    cs.proxy_cache(0)
-    cs.proxy_cache(before)
+# Each test starts from an empty proxy cache of the default capacity, and leaves it so.
+pytestmark = pytest.mark.usefixtures("fresh_proxy_cache")
 
 
 def test_a_field_read_after_a_store_returns_the_new_object():

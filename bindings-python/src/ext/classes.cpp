@@ -1243,9 +1243,12 @@ PyObject* descr_get(PyObject* self, PyObject* obj, PyObject*) {
           try {
             PyObject* p = read_ref(s, v, d->info->type);
             // Remembered only when it is the table's entry of v now (read_memo.hpp): a string, a
-            // boxed float or a proxy made without publishing it is read again next time. The
-            // holder `obj` is alive (the caller holds it), and with it its embedded handle.
-            if (live_proxy(v) == p || live_in(g_other_proxies, v) == p) h->memo.set(s, v, p);
+            // boxed float (never in a table: not looked up) or a proxy made without publishing it
+            // is read again next time. The holder `obj` is alive (the caller holds it), and with
+            // it its embedded handle.
+            if (!PyUnicode_CheckExact(p) && !PyFloat_CheckExact(p) &&
+                (live_proxy(v) == p || live_in(g_other_proxies, v) == p))
+              h->memo.set(s, v, p);
             return p;
           } catch (...) {
             set_python_error();

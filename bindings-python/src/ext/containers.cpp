@@ -81,6 +81,18 @@ py::list snapshot_borrowed(colors::List& l) {
   return out.done();
 }
 
+// A new Python list of the k items (new references, all stolen: dropped if the list cannot be
+// made). Its allocation may run Python code (a collection): the caller holds everything it needs.
+PyObject* list_of_held(PyObject* const* items, std::size_t k) {
+  PyObject* out = PyList_New(static_cast<Py_ssize_t>(k));
+  if (out == nullptr) {
+    for (std::size_t j = 0; j < k; ++j) Py_DECREF(items[j]);
+    throw py::error_already_set();
+  }
+  for (std::size_t i = 0; i < k; ++i) PyList_SET_ITEM(out, static_cast<Py_ssize_t>(i), items[i]);
+  return out;
+}
+
 // Outside a read scope: the elements at one instant, read through the list's seqlock without a
 // root each, when every element is unboxed or the object of a live proxy (the proxy cache keeps
 // the proxies of lists read before); nullptr when one is not, for the rooted snapshot to read.
@@ -131,12 +143,7 @@ PyObject* snapshot_live(colors::List& l, std::unique_ptr<ListMemo>* memo = nullp
     items[i] = item;
   }
   // Pass 2: the Python list (a GC allocation, which may run Python code: everything is held).
-  PyObject* out = PyList_New(static_cast<Py_ssize_t>(k));
-  if (out == nullptr) {
-    drop(k);
-    throw py::error_already_set();
-  }
-  for (std::size_t i = 0; i < k; ++i) PyList_SET_ITEM(out, static_cast<Py_ssize_t>(i), items[i]);
+  PyObject* out = list_of_held(items.data(), k);
   // Every reference among the items was its word's table entry in pass 1 and is held since (by
   // `out` now), so it still is: the memo takes the removal count as of now. The version bracket
   // (v0 before the read, unchanged after it) says the words are the list's at version v0.
@@ -198,13 +205,7 @@ PyObject* snapshot_remembered(colors::List& l, const ListMemo* m) {
     }
     items[i] = item;
   }
-  PyObject* out = PyList_New(static_cast<Py_ssize_t>(k));  // may run Python code: everything is held
-  if (out == nullptr) {
-    drop(k);
-    throw py::error_already_set();
-  }
-  for (std::size_t i = 0; i < k; ++i) PyList_SET_ITEM(out, static_cast<Py_ssize_t>(i), items[i]);
-  return out;
+  return list_of_held(items, k);
 }
 
 // The list's elements at one instant, as Python objects: snapshot_live when it can; else one
@@ -227,11 +228,7 @@ py::list snapshot(colors::List& l, bool for_update = false, std::uint64_t* versi
       if (PyObject* remembered = snapshot_remembered(l, memo->get())) return py::reinterpret_steal<py::list>(remembered);
     }
     if (in_read_scope_here()) return snapshot_borrowed(l);
-    if (memo_ok) {
-      if (PyObject* fast = snapshot_live(l, memo)) return py::reinterpret_steal<py::list>(fast);
-    } else if (PyObject* fast = snapshot_live(l)) {
-      return py::reinterpret_steal<py::list>(fast);
-    }
+    if (PyObject* fast = snapshot_live(l, memo_ok ? memo : nullptr)) return py::reinterpret_steal<py::list>(fast);
   }
   std::vector<cd::Rooted> items =
       cd::list_snapshot(l.raw(), for_update ? cd::TxAccess::kReadForUpdate : cd::TxAccess::kRead, version);

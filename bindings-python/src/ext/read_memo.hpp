@@ -2,8 +2,8 @@
 // reference again returns that proxy without the identity-table lookup.
 //
 // Why: a reference read outside a transaction returns the live proxy of the word it loads, found
-// in an identity table (identity_table.hpp). Once the tables outgrow the CPU's cache (2 MiB and
-// more for the ~50k proxies an OO7 T1 keeps through the proxy cache) each lookup is a cache miss,
+// in an identity table (identity_table.hpp). Once the tables outgrow the CPU's cache (about
+// 2.5 MiB for the ~64k proxies an OO7 T1 keeps through the proxy cache) each lookup is a cache miss,
 // about a quarter of a shared T1's time. A private object's attribute read has no such step. The
 // memo sits in the proxy being read (its handle, or its _Ref), on cache lines the read touches
 // anyway.
