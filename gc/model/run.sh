@@ -30,6 +30,8 @@ scope_steps=${3:-2}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
+# pan: -O3 -march=native and a 2^26-slot hash table (-w26, 512 MB; the default 2^24 is a third
+# of the largest model's 52M states) take the read-scope check from 112 s to 93 s.
 # name, expected (pass|fail), sed expression making the mutant ('' for none), mutator steps,
 # then spin's -D options. pan_flags (optional, in the environment): more options for pan's build.
 found=
@@ -46,7 +48,8 @@ check() {
   fi
   local start=$SECONDS
   (cd "$work/$name" && spin -DSTEPS="$n" "$@" -a model.pml >/dev/null &&
-   gcc -O2 -DSAFETY -DCOLLAPSE ${pan_flags:-} -w -o pan pan.c && ./pan -m10000000 >out.txt 2>&1) || true
+   gcc -O3 -march=native -DSAFETY -DCOLLAPSE ${pan_flags:-} -w -o pan pan.c &&
+   ./pan -m10000000 -w26 >out.txt 2>&1) || true
   local errors
   errors=$(sed -n 's/.*errors: \([0-9]*\).*/\1/p' "$work/$name/out.txt")
   local states
