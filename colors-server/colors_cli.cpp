@@ -4,7 +4,9 @@
 //   colors ping [--socket PATH]         checks that the server answers
 //
 // The socket is PATH, else $COLORS_SOCKET, else the default (libshared/src/server_link.hpp).
-// Exit codes: 0 done, 1 the server refused or failed (the message says why), 2 bad usage.
+//   colors --help                       prints this usage
+// Exit codes: 0 done (and for --help), 1 the server refused or failed (the message says why),
+// 2 bad usage.
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -14,14 +16,25 @@
 #include "colors/errors.hpp"
 
 namespace {
+constexpr const char* kUsage =
+    "usage: colors checkpoint [--socket PATH]   ask the server for a checkpoint (--data-dir)\n"
+    "       colors ping [--socket PATH]         check that the server answers\n"
+    "       colors --help\n"
+    "PATH: the server's socket, else $COLORS_SOCKET, else the default socket.\n";
 int usage() {
-  std::fputs("usage: colors checkpoint [--socket PATH]\n       colors ping [--socket PATH]\n", stderr);
+  std::fputs(kUsage, stderr);
   return 2;
 }
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 2) return usage();
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+  }
   const std::string command = argv[1];
   std::string socket;
   for (int i = 2; i < argc; ++i) {

@@ -10,6 +10,7 @@
 #include "segment.hpp"
 #include "server_link.hpp"
 #include "format.hpp"
+#include "listener.hpp"
 
 namespace colors::server {
 
@@ -277,6 +278,8 @@ ParseResult parse_options(int argc, char** argv) {
       o.async_delay_ms = static_cast<std::uint32_t>(*v);
     } else if (flag == "--allow-group") {
       if (value.empty()) return fail("--allow-group needs a group name or number");
+      std::string error;
+      if (!resolve_group(value, error)) return fail(error);  // a bad flag (exit 2), not a failed start
       o.allow_group = value;
     }
   }

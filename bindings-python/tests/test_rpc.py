@@ -309,6 +309,26 @@ def test_handler_exceptions_that_are_hard_to_carry_reach_the_caller_as_remote_er
             assert text in e.value.remote_message and "Traceback" not in e.value.remote_message
 
 
+def test_a_result_that_cannot_be_shared_fails_the_call_under_its_python_error_name():
+    """Such a call failed under the C++ type's name (colors::TypeMismatchError)."""
+
+    class H:
+        def unshareable(self):
+            return object()
+
+        def ok(self):
+            return 7
+
+    name = unique("unshareable")
+    with rpc.serve(name, H()):
+        c = rpc.connect(name, timeout=30)
+        with pytest.raises(rpc.RemoteError) as e:
+            c.unshareable()
+        assert e.value.remote_type == "colors_shm.TypeMismatchError", e.value.remote_type
+        assert "unshareable() cannot be shared" in e.value.remote_message, e.value.remote_message
+        assert c.ok() == 7
+
+
 def test_a_huge_spin_budget_serves_and_calls():
     """serve(spin_ns=2**63) returned a server whose threads all died at their first wait (the value
     does not fit the extension's int64), leaving the endpoint registered: callers waited for ever."""

@@ -709,6 +709,16 @@ void Object::set(const Field& f, const Value& v) {
   check_field_type(*f.info_, x);
   write_slot(reinterpret_cast<const void*>(w), slot_or_throw(w, *f.info_), x);
 }
+void Object::check(std::string_view name, const Value& v) const {
+  const Word w = live(), x = arg(v);
+  const FieldInfo& f = field_or_throw(w, name);
+  check_field_type(f, x);
+  slot_or_throw(w, f);
+}
+void Object::set_fields(std::span<const std::pair<std::string_view, Value>> fields) {
+  for (const auto& [name, v] : fields) check(name, v);
+  for (const auto& [name, v] : fields) set(name, v);
+}
 void Object::add_field(const FieldSpec& field) { detail::add_field(meta(), live(), field); }
 void Object::remove_field(std::string_view name) { detail::remove_field(meta(), live(), name); }
 

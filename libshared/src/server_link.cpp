@@ -24,8 +24,12 @@ namespace colors::detail {
 
 namespace {
 
-// Generous: the server answers from its event loop, which never does long work.
-constexpr int kReplyTimeoutMs = 10000;
+// The longest wait for the server's answer to one hello (it answers from its event loop, which
+// never does long work), and the shortest: an attempt waits for the attach deadline within these
+// bounds, so a hung server fails an attach in about COLORS_ATTACH_TIMEOUT_MS, and a budget of 0
+// (one attempt) still lets a loaded machine's server answer.
+constexpr std::int64_t kReplyTimeoutMs = 10000;
+constexpr std::int64_t kMinReplyWaitMs = 250;
 constexpr int kPingTimeoutMs = 5000;
 
 std::string versions(std::uint32_t protocol, std::uint32_t layout) {
@@ -96,7 +100,7 @@ using Clock = std::chrono::steady_clock;
 // With `hello.mode == kReattach`, a missing socket or a refused connection is retried too (the
 // successor may not have started yet).
 std::optional<ServerLink> try_attach(const std::string& path, const sockaddr_un& addr, const Hello& hello,
-                                     std::string& why) {
+                                     std::int64_t reply_wait_ms, std::string& why) {
   int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) throw Error(ErrorCode::kGeneric, std::string("socket() failed: ") + std::strerror(errno));
   int segment_fd = -1;
@@ -142,17 +146,17 @@ std::optional<ServerLink> try_attach(const std::string& path, const sockaddr_un&
   auto hb = encode_hello(hello);
   // A failed write (EPIPE) is not final: a refusing server may already have answered and closed,
   // and its reason is still waiting in our receive queue.
-  IoResult wrote = write_full(fd, hb.data(), hb.size(), kReplyTimeoutMs);
+  IoResult wrote = write_full(fd, hb.data(), hb.size(), static_cast<int>(reply_wait_ms));
 
   AttachReply reply;
-  IoResult got = read_reply(fd, reply, kReplyTimeoutMs, &segment_fd);
+  IoResult got = read_reply(fd, reply, static_cast<int>(reply_wait_ms), &segment_fd);
   if (got == IoResult::kEof) {
     why = "the server closed the connection during the handshake";
     return std::nullopt;
   }
   if (got != IoResult::kOk) {
     std::string what = got == IoResult::kTimeout ? "the server did not answer the handshake within " +
-                                                       std::to_string(kReplyTimeoutMs / 1000) + " s"
+                                                       std::to_string(reply_wait_ms) + " ms"
                                                  : std::string("the handshake failed (") + io_result_name(got) + ")";
     if (wrote != IoResult::kOk) what += std::string("; sending the hello failed too (") + io_result_name(wrote) + ")";
     throw_gone(path, what);
@@ -227,8 +231,10 @@ ServerLink connect_with(const std::string& socket_path, const Hello& hello, std:
   int attempts = 0;
   for (;;) {
     ++attempts;
-    if (auto link = try_attach(path, addr, hello, why)) return std::move(*link);
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    const std::int64_t wait_ms = std::clamp<std::int64_t>(left, kMinReplyWaitMs, kReplyTimeoutMs);
+    if (auto link = try_attach(path, addr, hello, wait_ms, why)) return std::move(*link);
+    left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
     if (left <= 0) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(std::min<std::int64_t>(pause_ms, left)));
     pause_ms = std::min<std::int64_t>(pause_ms * 2, 100);

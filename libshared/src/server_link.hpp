@@ -32,7 +32,8 @@ std::string resolve_socket_path(const std::string& given);
 // listed in $COLORS_TRUSTED_UIDS (comma-separated). Throws InvalidArgumentError on a malformed list.
 std::vector<uid_t> trusted_server_uids();
 
-// How long connect_to_server keeps retrying a busy server: $COLORS_ATTACH_TIMEOUT_MS, else
+// How long connect_to_server keeps retrying a busy server, and waits for a handshake's answer
+// (at least 250 ms, at most 10 s per attempt): $COLORS_ATTACH_TIMEOUT_MS, else
 // kDefaultAttachTimeoutMs.
 inline constexpr std::int64_t kDefaultAttachTimeoutMs = 5000;
 std::int64_t attach_timeout_ms();

@@ -160,6 +160,14 @@ TEST_CASE("size and flag parsing", "[options]") {
     CHECK(!rp.options);
     CHECK(rp.error.find(flag) != std::string::npos);
   }
+  // An unknown group is a bad flag (exit 2), found while parsing, not a start that fails (exit 1).
+  std::vector<std::string> group = {"colors-server", "--allow-group", "no-such-group-colors-test"};
+  std::vector<char*> gv;
+  for (auto& s : group) gv.push_back(s.data());
+  auto rg = server::parse_options(static_cast<int>(gv.size()), gv.data());
+  CHECK(!rg.options);
+  CHECK(rg.error.find("--allow-group") != std::string::npos);
+
   std::vector<std::string> off = {"colors-server", "--gc-pacing", "0"};
   std::vector<char*> ov;
   for (auto& s : off) ov.push_back(s.data());

@@ -427,6 +427,29 @@ TEST_CASE("a file system that refuses direct I/O: checkpoint data is written and
   CHECK(back == image);
 }
 
+TEST_CASE("colors --help prints its usage and exits 0, bad usage exits 2", "[server]") {
+  TempDir dir;
+  const std::string out = dir.path() + "/out.txt";
+  auto run = [&](const std::string& args) {
+    int st = std::system((std::string(COLORS_CLI_BIN) + " " + args + " > " + out + " 2>&1").c_str());
+    REQUIRE(WIFEXITED(st));
+    std::ifstream in(out);
+    return std::pair{WEXITSTATUS(st), std::string(std::istreambuf_iterator<char>(in), {})};
+  };
+  for (const char* help : {"--help", "-h", "ping --help"}) {
+    auto [code, text] = run(help);
+    INFO(help << ": " << text);
+    CHECK(code == 0);
+    CHECK(text.find("colors checkpoint") != std::string::npos);
+  }
+  for (const char* bad : {"", "snapshot", "ping --socket", "ping --verbose"}) {
+    auto [code, text] = run(bad);
+    INFO("'" << bad << "': " << text);
+    CHECK(code == 2);
+    CHECK(text.find("usage:") != std::string::npos);
+  }
+}
+
 TEST_CASE("one server per data directory, the directory is 0700 and its files 0600, no data dir is a clear error",
           "[server][durability]") {
   TempDir data;

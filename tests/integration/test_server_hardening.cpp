@@ -2,13 +2,16 @@
 // "Threat model"): who a client talks to, names in /dev/shm, peers that flood or stall the event
 // loop, and a server that dies under its clients.
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <string>
@@ -390,6 +393,39 @@ TEST_CASE("a per-user limit of client slots (--max-clients-per-uid) refuses one 
   ::close(a.segment_fd);
   ::close(b.segment_fd);
   close_link(b.fd);
+}
+
+// A process that accepts connections on the socket and never answers (a hung or stopped server):
+// the attach waits for the handshake's answer no longer than its timeout allows (at least 250 ms),
+// where a fixed 10 s wait made COLORS_ATTACH_TIMEOUT_MS meaningless.
+TEST_CASE("a socket whose server never answers the handshake fails the attach within COLORS_ATTACH_TIMEOUT_MS", "[server][abuse]") {
+  const std::string path = "/tmp/colors-test-silent-" + std::to_string(::getpid()) + ".sock";
+  ::unlink(path.c_str());
+  int lfd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  REQUIRE(lfd >= 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  REQUIRE(::bind(lfd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0);
+  REQUIRE(::listen(lfd, 8) == 0);  // connections complete in the backlog; nobody reads them
+  const char* budget = GENERATE("300", "0");
+  INFO("COLORS_ATTACH_TIMEOUT_MS=" << budget);
+  ::setenv("COLORS_ATTACH_TIMEOUT_MS", budget, 1);
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    ServerLink l = connect_to_server(path);
+    ::close(l.segment_fd);
+    close_link(l.fd);
+    FAIL("attached to a socket nobody answers");
+  } catch (const ServerGoneError& e) {
+    CHECK(std::string(e.what()).find("did not answer the handshake") != std::string::npos);
+  }
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+  ::unsetenv("COLORS_ATTACH_TIMEOUT_MS");
+  ::close(lfd);
+  ::unlink(path.c_str());
+  CHECK(ms >= 200);  // the 250 ms floor, less the poll's rounding
+  CHECK(ms < 3000);
 }
 
 // ---- 3. A dead server is noticed ---------------------------------------------------------------

@@ -107,6 +107,28 @@ TEST_CASE("adding and removing fields evolves objects in place (section 3.1.2)")
   REQUIRE(v.ok);
 }
 
+TEST_CASE("set_fields stores all fields or none; check stores nothing") {
+  test::TestSegment seg;
+  Object e = new_object(define_class("demo.Employee", employee_fields()));
+  e.set("name", "Smith");
+  e.set("salary", 100.0);
+  REQUIRE_THROWS_AS(e.check("salary", Value("lots")), TypeMismatchError);
+  REQUIRE_THROWS_AS(e.check("age", Value(3)), KeyError);
+  e.check("salary", Value(200.0));
+  REQUIRE(e.get("salary").as_float() == 100.0);
+
+  // The bad value comes last: the fields before it keep their values.
+  using Fields = std::vector<std::pair<std::string_view, Value>>;
+  REQUIRE_THROWS_AS(e.set_fields(Fields{{"name", Value("Jones")}, {"salary", Value("lots")}}), TypeMismatchError);
+  REQUIRE_THROWS_AS(e.set_fields(Fields{{"name", Value("Jones")}, {"age", Value(3)}}), KeyError);
+  REQUIRE(e.get("name").as_string() == "Smith");
+  REQUIRE(e.get("salary").as_float() == 100.0);
+
+  e.set_fields(Fields{{"name", Value("Jones")}, {"salary", Value(250.0)}});
+  REQUIRE(e.get("name").as_string() == "Jones");
+  REQUIRE(e.get("salary").as_float() == 250.0);
+}
+
 TEST_CASE("reflection: classes of builtins and of user objects") {
   test::TestSegment seg;
   REQUIRE(class_of(Value(3)).name() == "integer");

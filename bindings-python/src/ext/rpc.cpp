@@ -164,7 +164,16 @@ void init_rpc(py::module_& m) {
               a.set(i, from_value(args.get(i)));
             }
             py::object r = handler(py::str(method), a.done());
-            return colors::rpc::Outcome::success(share(r));
+            try {
+              return colors::rpc::Outcome::success(share(r));
+            } catch (const colors::Error& e) {
+              // A result shared memory cannot hold fails the call under the Python name of the
+              // error (colors_shm.TypeMismatchError), as if the handler had raised it, rather
+              // than under its C++ type's.
+              if (e.code() == colors::ErrorCode::kInterrupted) throw;
+              return colors::rpc::Outcome::failure(exception_type_name(error_type(e.code())),
+                                                   "the result of " + method + "() cannot be shared: " + e.what());
+            }
           } catch (py::error_already_set& e) {
             return colors::rpc::Outcome::failure(exception_type_name(e.type()), exception_message(e.value()));
           }

@@ -27,6 +27,7 @@
 #include <type_traits>
 #include <utility>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -53,7 +54,8 @@ struct ChannelRecord;
 // maps the segment at its fixed address. Throws ServerGoneError, VersionMismatchError,
 // RefusedError or AddressInUseError with what to do. The server must run as this process's user,
 // as root, or as a uid in $COLORS_TRUSTED_UIDS (RefusedError otherwise). A busy server is retried
-// for $COLORS_ATTACH_TIMEOUT_MS (default 5000). Does nothing when attached to a live server; when
+// for $COLORS_ATTACH_TIMEOUT_MS (default 5000), which also bounds the wait for the handshake's
+// answer (250 ms to 10 s per attempt: a hung server fails the attach). Does nothing when attached to a live server; when
 // the server died, the new server replaces the old attachment (its Values become unusable) once
 // the connection to it succeeded.
 void attach(const std::string& socket = "");
@@ -346,6 +348,13 @@ class Object : public Value {
   Value get(const Field& f) const;
   void set(std::string_view name, const Value& v);  // KeyError when absent, TypeMismatchError
   void set(const Field& f, const Value& v);
+  // Throws what set(name, v) would throw (KeyError, TypeMismatchError) and stores nothing.
+  void check(std::string_view name, const Value& v) const;
+  // Stores several fields, all or none: every name and value is checked first (KeyError,
+  // TypeMismatchError: nothing stored), then each is stored. Each store is atomic on its own, the
+  // group is not (a transaction makes it one); a schema change by another thread between the
+  // checks and the stores fails the first store it affects, with the stores before it done.
+  void set_fields(std::span<const std::pair<std::string_view, Value>> fields);
   // Schema evolution in place: switches the object to a version with (without) the field.
   void add_field(const FieldSpec& field);
   void remove_field(std::string_view name);

@@ -134,26 +134,78 @@ jobject JNICALL n_obj_get(JNIEnv* env, jclass, jobject h, jstring name) {
   });
 }
 
+// The value Java's (tag, bits, obj) stores into field `name` of `o`: an integer stored into a float
+// field becomes that float (as Java widens int to double), when a double represents it exactly.
+Arg field_value(JNIEnv* env, const colors::Object& o, const std::string& name, jint tag, jlong bits, jobject obj) {
+  if (tag == kTagInt) {
+    const colors::detail::FieldInfo* f = colors::detail::find_field(colors::class_of(o).record(), name);
+    if (f != nullptr && f->type == colors::TypeKind::kFloat) {
+      const auto x = static_cast<long long>(bits);
+      const auto d = static_cast<double>(x);
+      if (d >= 9223372036854775808.0 || static_cast<long long>(d) != x)
+        throw colors::OverflowError("the integer " + std::to_string(x) + " has no exact double value for float field '" +
+                                    name + "'");
+      return Arg(colors::Value(d));
+    }
+  }
+  return decode(env, tag, bits, obj);
+}
+
 void JNICALL n_obj_set(JNIEnv* env, jclass, jobject h, jstring name, jint tag, jlong bits, jobject obj) {
   guarded_void(env, [&] {
     colors::Object& o = jvalue_of(env, h)->object();
     std::string n = java_to_utf8(env, name);
-    if (tag == kTagInt) {
-      // An integer stored into a float field becomes that float (as Java widens int to double),
-      // when a double represents it exactly.
-      const colors::detail::FieldInfo* f = colors::detail::find_field(colors::class_of(o).record(), n);
-      if (f != nullptr && f->type == colors::TypeKind::kFloat) {
-        const auto x = static_cast<long long>(bits);
-        const auto d = static_cast<double>(x);
-        if (d >= 9223372036854775808.0 || static_cast<long long>(d) != x)
-          throw colors::OverflowError("the integer " + std::to_string(x) + " has no exact double value for float field '" +
-                                      n + "'");
-        o.set(n, colors::Value(d));
-        return;
-      }
+    o.set(n, field_value(env, o, n, tag, bits, obj).get());
+  });
+}
+
+// SharedObject.writeFrom's stores, all or none (colors::Object::set_fields): every value for a
+// field the object has is checked first (TypeMismatchError, OverflowError: nothing changed); then
+// the fields it lacks are added, of kinds[i] (schema evolution: a new version, the object does not
+// move), every value is checked again against the new version, and all are stored.
+void JNICALL n_obj_set_fields(JNIEnv* env, jclass, jobject h, jobjectArray names, jintArray tags, jlongArray bits,
+                              jobjectArray objs, jintArray kinds) {
+  guarded_void(env, [&] {
+    colors::Object& o = jvalue_of(env, h)->object();
+    const jsize n = env->GetArrayLength(names);
+    if (env->GetArrayLength(tags) != n || env->GetArrayLength(bits) != n || env->GetArrayLength(objs) != n ||
+        env->GetArrayLength(kinds) != n)
+      throw colors::InvalidArgumentError("setFields: arrays of different lengths");
+    std::vector<jint> tag(n), kind(n);
+    std::vector<jlong> bit(n);
+    env->GetIntArrayRegion(tags, 0, n, tag.data());
+    env->GetIntArrayRegion(kinds, 0, n, kind.data());
+    env->GetLongArrayRegion(bits, 0, n, bit.data());
+    std::vector<std::string> name;
+    name.reserve(n);
+    for (jsize i = 0; i < n; ++i) {
+      auto s = static_cast<jstring>(env->GetObjectArrayElement(names, i));
+      name.push_back(java_to_utf8(env, s));
+      env->DeleteLocalRef(s);
     }
-    Arg v = decode(env, tag, bits, obj);
-    o.set(n, v.get());
+    if (env->EnsureLocalCapacity(n + 16) != 0) check_pending(env);
+    std::vector<jobject> obj(n);
+    for (jsize i = 0; i < n; ++i) obj[i] = env->GetObjectArrayElement(objs, i);
+    std::vector<bool> had(n);
+    std::vector<Arg> value;
+    value.reserve(n);
+    for (jsize i = 0; i < n; ++i) {
+      had[i] = o.has_field(name[i]);
+      value.push_back(had[i] ? field_value(env, o, name[i], tag[i], bit[i], obj[i]) : decode(env, tag[i], bit[i], obj[i]));
+      if (had[i]) o.check(name[i], value[i].get());
+    }
+    for (jsize i = 0; i < n; ++i) {
+      if (had[i]) continue;
+      colors::FieldSpec s;
+      s.name = name[i];
+      s.type = static_cast<colors::TypeKind>(kind[i]);
+      o.add_field(s);
+      if (tag[i] == kTagInt) value[i] = field_value(env, o, name[i], tag[i], bit[i], obj[i]);  // into an added float field
+    }
+    std::vector<std::pair<std::string_view, colors::Value>> fields;
+    fields.reserve(n);
+    for (jsize i = 0; i < n; ++i) fields.emplace_back(name[i], value[i].get());
+    o.set_fields(fields);
   });
 }
 
@@ -191,6 +243,7 @@ void add_objects_natives(std::vector<JNINativeMethod>& out) {
       N("objHas", "(Lorg/colors/Handle;Ljava/lang/String;)Z", n_obj_has),
       N("objGet", "(Lorg/colors/Handle;Ljava/lang/String;)Ljava/lang/Object;", n_obj_get),
       N("objSet", "(Lorg/colors/Handle;Ljava/lang/String;IJLjava/lang/Object;)V", n_obj_set),
+      N("objSetFields", "(Lorg/colors/Handle;[Ljava/lang/String;[I[J[Ljava/lang/Object;[I)V", n_obj_set_fields),
       N("objAddField", "(Lorg/colors/Handle;Ljava/lang/String;ILjava/lang/String;)V", n_obj_add_field),
       N("objRemoveField", "(Lorg/colors/Handle;Ljava/lang/String;)V", n_obj_remove_field),
   });

@@ -53,6 +53,32 @@ final class Codec {
     return NONE;
   }
 
+  /**
+   * The tag of a value looked up (contains, get, indexOf, remove), or {@link #NONE} for one no
+   * shared container can hold: an unstorable type, or a string with a lone surrogate (it has no
+   * UTF-8 form), which the lookup then reports absent, as a {@code java.util} collection reports an
+   * element it does not hold.
+   */
+  static int probeTag(Object o) {
+    return hasNoUtf8(o) ? NONE : tagOrNone(o);
+  }
+
+  /** Whether {@code o} is a string with a lone surrogate, which has no UTF-8 form to store or look up. */
+  static boolean hasNoUtf8(Object o) {
+    if (!(o instanceof String)) return false;
+    String s = (String) o;
+    for (int i = 0, n = s.length(); i < n; i++) {
+      char c = s.charAt(i);
+      if (!Character.isSurrogate(c)) continue;
+      if (Character.isHighSurrogate(c) && i + 1 < n && Character.isLowSurrogate(s.charAt(i + 1))) {
+        i++;  // a pair
+        continue;
+      }
+      return true;
+    }
+    return false;
+  }
+
   /** The tag of a value to store; throws {@link TypeMismatchException} for unstorable ones. */
   static int tag(Object o) {
     int t = tagOrNone(o);

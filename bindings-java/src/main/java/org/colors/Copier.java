@@ -68,14 +68,35 @@ final class Copier {
     return shared;
   }
 
-  /** Copies the mapped fields of a user instance into a shared object (SharedObject.writeFrom). */
+  /**
+   * Copies the mapped fields of a user instance into a shared object (SharedObject.writeFrom), all
+   * or none: the copies of private values are made and filled first (new objects nothing else can
+   * reach yet), then one native call checks every value against its field before it stores any
+   * ({@link Native#objSetFields}). A value that does not fit leaves {@code so} as it was.
+   */
   void writeObject(Object x, SharedObject so) {
     memo.put(x, so);
-    work.push(new Object[] {x, so});
+    ClassMapping m = ClassMapping.of(x.getClass());
+    Object[] values = m.read(x);
+    for (int i = 0; i < values.length; i++) values[i] = convert(values[i]);
     while (!work.isEmpty()) {
       Object[] item = work.pop();
       fill(item[0], item[1]);
     }
+    int n = values.length;
+    String[] names = new String[n];
+    int[] tags = new int[n], kinds = new int[n];
+    long[] bits = new long[n];
+    Object[] objs = new Object[n];
+    for (int i = 0; i < n; i++) {
+      ClassMapping.MappedField f = m.fields.get(i);
+      names[i] = f.name;
+      kinds[i] = f.kind.code;
+      tags[i] = Codec.tag(values[i]);
+      bits[i] = Codec.bits(values[i], tags[i]);
+      objs[i] = Codec.obj(values[i], tags[i]);
+    }
+    Native.objSetFields(so.handle, names, tags, bits, objs, kinds);
   }
 
   private void fill(Object x, Object shared) {

@@ -169,6 +169,8 @@ final class Native {
   static native boolean objHas(Handle h, String field);
   static native Object objGet(Handle h, String field);
   static native void objSet(Handle h, String field, int tag, long bits, Object obj);
+  /** Stores several fields, all or none, adding those the object lacks as {@code kinds} (jni_objects.cpp). */
+  static native void objSetFields(Handle h, String[] fields, int[] tags, long[] bits, Object[] objs, int[] kinds);
   static native void objAddField(Handle h, String field, int kind, String className);
   static native void objRemoveField(Handle h, String field);
 

@@ -168,7 +168,8 @@ public final class SharedList extends AbstractList<Object> implements RandomAcce
   @Override
   public int indexOf(Object o) {
     if (Codec.isScalar(o)) {
-      int t = Codec.tag(o);
+      int t = Codec.probeTag(o);
+      if (t == Codec.NONE) return -1;  // a string no shared list can hold
       return Native.listIndexOf(handle, t, Codec.bits(o, t), Codec.obj(o, t), false);
     }
     return super.indexOf(o);
@@ -177,7 +178,8 @@ public final class SharedList extends AbstractList<Object> implements RandomAcce
   @Override
   public int lastIndexOf(Object o) {
     if (Codec.isScalar(o)) {
-      int t = Codec.tag(o);
+      int t = Codec.probeTag(o);
+      if (t == Codec.NONE) return -1;  // a string no shared list can hold
       return Native.listIndexOf(handle, t, Codec.bits(o, t), Codec.obj(o, t), true);
     }
     return super.lastIndexOf(o);

@@ -45,14 +45,14 @@ public final class SharedMap extends AbstractMap<Object, Object> {
 
   @Override
   public boolean containsKey(Object key) {
-    int t = Codec.tagOrNone(key);
+    int t = Codec.probeTag(key);
     if (t == Codec.NONE) return false;
     return Native.mapContains(handle, t, Codec.bits(key, t), Codec.obj(key, t));
   }
 
   @Override
   public Object get(Object key) {
-    int t = Codec.tagOrNone(key);
+    int t = Codec.probeTag(key);
     if (t == Codec.NONE) return null;
     // Flat: a scalar without a boxing upcall, a shared object's proxy made (or found) in Java.
     long[] b = new long[2];
@@ -71,7 +71,7 @@ public final class SharedMap extends AbstractMap<Object, Object> {
 
   @Override
   public Object remove(Object key) {
-    int t = Codec.tagOrNone(key);
+    int t = Codec.probeTag(key);
     if (t == Codec.NONE) return null;
     return Native.mapRemove(handle, t, Codec.bits(key, t), Codec.obj(key, t));
   }

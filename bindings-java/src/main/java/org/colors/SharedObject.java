@@ -169,8 +169,12 @@ public final class SharedObject {
    * field this object's shared version lacks is added to it (a new class version; the object does
    * not move); fields only the shared object has are kept.
    *
+   * <p>All or none: every value is checked against its field before any is stored, so a value that
+   * does not fit leaves this object as it was (the stores are not one atomic step for concurrent
+   * readers; a transaction makes them one).
+   *
    * @param source an instance of a user class
-   * @throws TypeMismatchException if a value does not fit the shared field's type
+   * @throws TypeMismatchException if a value does not fit the shared field's type (nothing stored)
    */
   public void writeFrom(Object source) {
     ClassMapping.of(source.getClass());  // a user class, or TypeMismatchException

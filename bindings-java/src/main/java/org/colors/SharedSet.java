@@ -34,7 +34,7 @@ public final class SharedSet extends AbstractSet<Object> {
 
   @Override
   public boolean contains(Object o) {
-    int t = Codec.tagOrNone(o);
+    int t = Codec.probeTag(o);
     if (t == Codec.NONE) return false;
     return Native.setContains(handle, t, Codec.bits(o, t), Codec.obj(o, t));
   }
@@ -47,7 +47,7 @@ public final class SharedSet extends AbstractSet<Object> {
 
   @Override
   public boolean remove(Object o) {
-    int t = Codec.tagOrNone(o);
+    int t = Codec.probeTag(o);
     if (t == Codec.NONE) return false;
     return Native.setRemove(handle, t, Codec.bits(o, t), Codec.obj(o, t));
   }

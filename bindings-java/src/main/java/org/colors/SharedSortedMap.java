@@ -191,7 +191,7 @@ public final class SharedSortedMap extends AbstractMap<Object, Object> implement
   @Override
   public boolean containsKey(Object key) {
     requireKey(key);
-    if (!inRange(key)) return false;
+    if (Codec.hasNoUtf8(key) || !inRange(key)) return false;  // no shared map holds such a string
     int t = Codec.tag(key);
     long b = Codec.bits(key, t);
     Direct.View v;
@@ -205,7 +205,7 @@ public final class SharedSortedMap extends AbstractMap<Object, Object> implement
   @Override
   public Object get(Object key) {
     requireKey(key);
-    if (!inRange(key)) return null;
+    if (Codec.hasNoUtf8(key) || !inRange(key)) return null;
     int t = Codec.tag(key);
     long b = Codec.bits(key, t);
     Direct.View v;
@@ -229,7 +229,7 @@ public final class SharedSortedMap extends AbstractMap<Object, Object> implement
   /** Removes the key; the one-element array of its value, or null when it was absent. */
   private Object[] removeKey(Object key) {
     requireKey(key);
-    if (!inRange(key)) return null;
+    if (Codec.hasNoUtf8(key) || !inRange(key)) return null;
     int t = Codec.tag(key);
     return SortedNative.remove(handle, t, Codec.bits(key, t), Codec.obj(key, t));
   }

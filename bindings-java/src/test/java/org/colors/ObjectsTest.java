@@ -291,6 +291,27 @@ class ObjectsTest {
   }
 
   @Test
+  void writeFromStoresNothingWhenAValueDoesNotFit() {
+    // A version of demo.Employee whose salary holds a string: Employee's double does not fit it.
+    Map<String, SharedType.Kind> fields = new LinkedHashMap<>();
+    fields.put("name", SharedType.Kind.STRING);
+    fields.put("salary", SharedType.Kind.STRING);
+    SharedObject s = SharedMemory.allocateObject(SharedMemory.defineClass("demo.Employee", fields));
+    s.set("name", "Other");
+    s.set("salary", "high");
+    SharedType version = s.sharedType();
+    Employee e = new Employee("Smith", 10);  // name comes before salary in Employee's fields
+    e.age = 50;
+    e.manager = new Employee("Boss", 20);
+    TypeMismatchException x = assertThrows(TypeMismatchException.class, () -> s.writeFrom(e));
+    assertTrue(x.getMessage().contains("salary"), x.getMessage());
+    assertEquals("Other", s.get("name"));
+    assertEquals("high", s.get("salary"));
+    assertEquals(version, s.sharedType());  // no field added either
+    assertFalse(s.hasField("age"));
+  }
+
+  @Test
   void identityAndUnsupportedFieldValues() {
     SharedObject a = SharedMemory.allocateObject(Employee.class);
     SharedList l = (SharedList) SharedMemory.copyToSharedMemory(List.of(1L));

@@ -89,6 +89,51 @@ class ValuesTest {
     assertEquals(0, l.size());
   }
 
+  /**
+   * No shared container can hold a string with a lone surrogate, so lookups of one answer absent,
+   * as java.util collections answer for an element they do not hold (they threw
+   * InvalidArgumentException); stores still refuse it.
+   */
+  @Test
+  void lookupsOfAStringWithALoneSurrogateFindNothing() {
+    for (String lone : new String[] {"bad \uD800 here", "\uDC00", "end \uD83D"}) {
+      SharedList l = (SharedList) SharedMemory.copyToSharedMemory(List.of("a", 1L));
+      assertFalse(l.contains(lone));
+      assertEquals(-1, l.indexOf(lone));
+      assertEquals(-1, l.lastIndexOf(lone));
+      assertFalse(l.remove(lone));
+      SharedSet s = (SharedSet) SharedMemory.copyToSharedMemory(Set.of("a"));
+      assertFalse(s.contains(lone));
+      assertFalse(s.remove(lone));
+      SharedMap m = (SharedMap) SharedMemory.copyToSharedMemory(Map.of("a", 1L));
+      assertFalse(m.containsKey(lone));
+      assertNull(m.get(lone));
+      assertNull(m.remove(lone));
+      assertFalse(m.keySet().contains(lone));
+      assertFalse(m.keySet().remove(lone));
+      assertFalse(m.entrySet().contains(Map.entry(lone, 1L)));
+      assertEquals(7L, m.getOrDefault(lone, 7L));
+      SharedSortedMap sm = SharedMemory.newSortedMap();
+      sm.put("a", 1L);
+      assertFalse(sm.containsKey(lone));
+      assertNull(sm.get(lone));
+      assertNull(sm.remove(lone));
+      assertFalse(sm.keySet().contains(lone));
+      assertFalse(sm.keySet().remove(lone));
+      assertThrows(InvalidArgumentException.class, () -> l.add(lone));
+      assertThrows(InvalidArgumentException.class, () -> s.add(lone));
+      assertThrows(InvalidArgumentException.class, () -> m.put(lone, 1L));
+      assertThrows(InvalidArgumentException.class, () -> sm.put(lone, 1L));
+      assertEquals(List.of("a", 1L), l);
+      assertEquals(Set.of("a"), s);
+      assertEquals(Map.of("a", 1L), m);
+      assertEquals(Map.of("a", 1L), sm);
+    }
+    // A well-formed pair is an ordinary string.
+    SharedSet s = (SharedSet) SharedMemory.copyToSharedMemory(Set.of("\uD83D\uDE00"));
+    assertTrue(s.contains("\uD83D\uDE00"));
+  }
+
   @Test
   void narrowingReadsRaiseInsteadOfTruncating() {
     SharedList l = (SharedList) SharedMemory.copyToSharedMemory(
