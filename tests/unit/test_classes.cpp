@@ -107,7 +107,7 @@ TEST_CASE("adding and removing fields evolves objects in place (section 3.1.2)")
   REQUIRE(v.ok);
 }
 
-TEST_CASE("set_fields stores all fields or none; check stores nothing") {
+TEST_CASE("set_fields stores all fields or none, and check stores nothing") {
   test::TestSegment seg;
   Object e = new_object(define_class("demo.Employee", employee_fields()));
   e.set("name", "Smith");
