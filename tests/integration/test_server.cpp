@@ -141,10 +141,13 @@ TEST_CASE("size and flag parsing", "[options]") {
   CHECK(r.options->log_level == server::LogLevel::kDebug);
   CHECK(r.options->socket == default_socket_path("abc"));
 
-  std::vector<std::string> bad = {"colors-server", "--gc-threshold", "101"};
-  std::vector<char*> bargv;
-  for (auto& s : bad) bargv.push_back(s.data());
-  auto rb = server::parse_options(static_cast<int>(bargv.size()), bargv.data());
+  auto parse = [](std::vector<std::string> args) {
+    args.insert(args.begin(), "colors-server");
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    return server::parse_options(static_cast<int>(argv.size()), argv.data());
+  };
+  auto rb = parse({"--gc-threshold", "101"});
   CHECK(!rb.options);
   CHECK(rb.error.find("--gc-threshold") != std::string::npos);
 
@@ -153,25 +156,16 @@ TEST_CASE("size and flag parsing", "[options]") {
   for (auto [flag, value] : {std::pair{"--gc-pacing", "-5"}, {"--gc-pacing", "many"}, {"--gc-min-trigger", "0"},
                              {"--gc-min-trigger", "12X"}, {"--classes-size", "18446744073709551600"},
                              {"--heap-size", "32769G"}, {"--classes-size", "40000G"}}) {
-    std::vector<std::string> b = {"colors-server", flag, value};
-    std::vector<char*> bv;
-    for (auto& s : b) bv.push_back(s.data());
-    auto rp = server::parse_options(static_cast<int>(bv.size()), bv.data());
+    auto rp = parse({flag, value});
     CHECK(!rp.options);
     CHECK(rp.error.find(flag) != std::string::npos);
   }
   // An unknown group is a bad flag (exit 2), found while parsing, not a start that fails (exit 1).
-  std::vector<std::string> group = {"colors-server", "--allow-group", "no-such-group-colors-test"};
-  std::vector<char*> gv;
-  for (auto& s : group) gv.push_back(s.data());
-  auto rg = server::parse_options(static_cast<int>(gv.size()), gv.data());
+  auto rg = parse({"--allow-group", "no-such-group-colors-test"});
   CHECK(!rg.options);
   CHECK(rg.error.find("--allow-group") != std::string::npos);
 
-  std::vector<std::string> off = {"colors-server", "--gc-pacing", "0"};
-  std::vector<char*> ov;
-  for (auto& s : off) ov.push_back(s.data());
-  auto ro = server::parse_options(static_cast<int>(ov.size()), ov.data());
+  auto ro = parse({"--gc-pacing", "0"});
   REQUIRE(ro.options);
   CHECK(ro.options->gc_pacing == 0);
 }
