@@ -140,6 +140,10 @@ std::string usage_text() {
       "                       kill (SIGKILL) a client process that stays stopped (SIGSTOP, Ctrl-Z) this\n"
       "                       long while it holds a lock every client needs (the heap, classes or\n"
       "                       collector lock), so the others go on; 0: never (default: 5000)\n"
+      "  --held-lock-timeout MS\n"
+      "                       kill (SIGKILL) a client process one of whose threads holds the heap or the\n"
+      "                       classes lock this long without letting it go, running or not (a deadlock,\n"
+      "                       a hang), so the others go on; 0: never (default: 30000)\n"
       "  --help               print this text and exit\n"
       "\n"
       "Clients find the socket through the same default, or the COLORS_SOCKET environment variable.\n";
@@ -190,7 +194,7 @@ ParseResult parse_options(int argc, char** argv) {
                                          "--allow-group", "--gc-pacing",   "--gc-min-trigger",
                                          "--heap-dir",    "--max-clients-per-uid", "--client-live-limit",
                                          "--data-dir",    "--checkpoint-interval", "--durability",
-                                         "--async-delay", "--stopped-holder-timeout"};
+                                         "--async-delay", "--stopped-holder-timeout", "--held-lock-timeout"};
     bool known = false;
     for (const char* k : kKnown) known = known || flag == k;
     if (!known) return fail("unknown flag '" + flag + "' (see --help)");
@@ -255,6 +259,11 @@ ParseResult parse_options(int argc, char** argv) {
       if (!v || *v > 3'600'000)
         return fail("--stopped-holder-timeout '" + value + "': expected milliseconds, at most 3600000 (0: never)");
       o.stopped_holder_timeout_ms = static_cast<std::uint32_t>(*v);
+    } else if (flag == "--held-lock-timeout") {
+      auto v = parse_uint(value, 10);
+      if (!v || *v > 3'600'000)
+        return fail("--held-lock-timeout '" + value + "': expected milliseconds, at most 3600000 (0: never)");
+      o.held_lock_timeout_ms = static_cast<std::uint32_t>(*v);
     } else if (flag == "--data-dir") {
       if (value.empty() || value[0] != '/') return fail("--data-dir '" + value + "': expected an absolute directory path");
       o.data_dir = value;

@@ -28,6 +28,7 @@ struct Options {
   std::uint32_t max_clients_per_uid = 0;   // client slots one uid may hold; 0: no limit but the table
   std::size_t client_live_limit = 0;       // live bytes one client may have allocated; 0: no limit
   std::uint32_t stopped_holder_timeout_ms = 5000;  // kill a client stopped holding a heap-wide lock; 0: never
+  std::uint32_t held_lock_timeout_ms = 30000;      // kill a client holding the heap or classes lock this long; 0: never
   bool keep_heap = false;              // SIGTERM/SIGINT leave the heap for a successor
   bool fresh_heap = false;             // discard a heap left under the name instead of adopting it
   std::string data_dir;                // checkpoints (colors-server/data_dir.hpp); empty: none

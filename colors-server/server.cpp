@@ -30,8 +30,8 @@
 #include "collector.hpp"
 #include "data_dir.hpp"
 #include "freezer.hpp"
+#include "lock_holder_watch.hpp"
 #include "written_pages.hpp"
-#include "stopped_holder_watch.hpp"
 #include "pending_bits.hpp"
 #include "restored_segment.hpp"
 #include "recovery.hpp"
@@ -224,10 +224,10 @@ class Server {
   std::mutex heap_mu_;
   std::map<std::uint32_t, pid_t> client_pids_;  // GUARDED_BY(heap_mu_): slot -> process, every live client
 
-  // --stopped-holder-timeout (stopped_holder_watch.hpp); empty when 0.
-  std::optional<StoppedHolderWatch> holder_watch_;
+  // --stopped-holder-timeout and --held-lock-timeout (lock_holder_watch.hpp); empty when both are 0.
+  std::optional<LockHolderWatch> holder_watch_;
   std::int64_t next_holder_check_ = 0;
-  void check_stopped_holders();
+  void check_lock_holders();
 };
 
 constexpr std::int64_t kKeptCheckNs = 1'000'000'000;
@@ -777,8 +777,8 @@ void Server::check_kept_clients() {
   });
 }
 
-void Server::check_stopped_holders() {
-  std::vector<StoppedHolderWatch::Kill> kills;
+void Server::check_lock_holders() {
+  std::vector<LockHolderWatch::Kill> kills;
   {
     std::lock_guard<std::mutex> g(heap_mu_);  // no checkpoint freeze runs meanwhile (the watch's invariants)
     std::vector<pid_t> pids;
@@ -786,18 +786,24 @@ void Server::check_stopped_holders() {
     for (const KeptClient& k : kept_) pids.push_back(k.pid);
     kills = holder_watch_->check(meta_, pids, now_ns());
   }
-  for (const StoppedHolderWatch::Kill& k : kills) {
-    log_error("process ", k.pid, " was stopped for ", k.stopped_ns / 1'000'000, " ms while its thread ", k.tid,
-              " held the heap's ", k.lock, ", which every client needs; killing it (SIGKILL) so the others go on "
-              "(--stopped-holder-timeout)");
+  for (const LockHolderWatch::Kill& k : kills) {
+    if (k.rule == LockHolderWatch::Rule::kStopped)
+      log_error("process ", k.pid, " was stopped for ", k.for_ns / 1'000'000, " ms while its thread ", k.tid,
+                " held the heap's ", k.lock, ", which every client needs; killing it (SIGKILL) so the others go on "
+                "(--stopped-holder-timeout)");
+    else
+      log_error("process ", k.pid, ": its thread ", k.tid, " has held the heap's ", k.lock, " for ", k.for_ns / 1'000'000,
+                " ms without letting it go, and every client needs it; killing it (SIGKILL) so the others go on "
+                "(--held-lock-timeout)");
     ::kill(k.pid, SIGKILL);
   }
 }
 
 void Server::loop() {
   std::vector<pollfd> fds;
-  if (opt_.stopped_holder_timeout_ms > 0)
-    holder_watch_.emplace(static_cast<std::int64_t>(opt_.stopped_holder_timeout_ms) * 1'000'000);
+  if (opt_.stopped_holder_timeout_ms > 0 || opt_.held_lock_timeout_ms > 0)
+    holder_watch_.emplace(static_cast<std::int64_t>(opt_.stopped_holder_timeout_ms) * 1'000'000,
+                          static_cast<std::int64_t>(opt_.held_lock_timeout_ms) * 1'000'000);
   for (;;) {
     std::int64_t now = now_ns();
     bool listening = now >= accept_paused_until_;
@@ -858,7 +864,7 @@ void Server::loop() {
     }
     std::erase_if(conns_, [](const Connection& c) { return c.fd < 0; });
     if (holder_watch_ && now >= next_holder_check_) {
-      check_stopped_holders();
+      check_lock_holders();
       next_holder_check_ = now + holder_watch_->interval_ns();
     }
     if (!kept_.empty() && now >= next_kept_check_) {

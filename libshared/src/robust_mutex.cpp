@@ -18,6 +18,7 @@ void RobustMutex::init() {
   pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
   pthread_mutex_init(&m_, &a);
   pthread_mutexattr_destroy(&a);
+  holds_.store(0, std::memory_order_relaxed);
 }
 
 static bool handle(int rc, pthread_mutex_t* m) {
@@ -29,7 +30,11 @@ static bool handle(int rc, pthread_mutex_t* m) {
   throw Error(ErrorCode::kGeneric, std::string("pthread_mutex_lock failed: ") + std::strerror(rc));
 }
 
-bool RobustMutex::lock() { return handle(pthread_mutex_lock(&m_), &m_); }
+bool RobustMutex::lock() {
+  const bool owner_died = handle(pthread_mutex_lock(&m_), &m_);
+  count_hold();
+  return owner_died;
+}
 
 int RobustMutex::lock_for(std::int64_t timeout_ns) {
   timespec ts{};
@@ -39,7 +44,9 @@ int RobustMutex::lock_for(std::int64_t timeout_ns) {
   ts.tv_nsec = ns % 1000000000;
   int rc = pthread_mutex_timedlock(&m_, &ts);
   if (rc == ETIMEDOUT) return -1;
-  return handle(rc, &m_) ? 1 : 0;
+  const bool owner_died = handle(rc, &m_);
+  count_hold();
+  return owner_died ? 1 : 0;
 }
 
 void RobustMutex::unlock() { pthread_mutex_unlock(&m_); }

@@ -3,10 +3,17 @@
 // Robustness: if the holder dies, the kernel hands the mutex to the next locker with EOWNERDEAD.
 // lock() reports that (returns true) after making the mutex consistent again, so callers decide
 // whether the state it guarded needs repair (internal locks) or must be reported (user monitors).
+//
+// Invariant (holds_): every acquisition (lock, lock_for) adds one to holds_ before its unlock,
+// and nothing else writes it, so holds_ only grows, and two sightings of the same holder_tid()
+// and the same holds() are one continuous hold unless a hold began between them whose holder had
+// not counted itself yet (a window of a few instructions). The server's lock-holder watch uses it
+// to tell a thread that never lets the lock go from one that takes it often.
 #pragma once
 #include <pthread.h>
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstdint>
 
 namespace colors::detail {
@@ -22,8 +29,10 @@ class RobustMutex {
   void unlock();
   // The kernel thread id of the holder (in the pid namespace of the process that took it), or 0
   // while the mutex is free. A snapshot that may change at once: for watching (the server's
-  // stopped-holder watch), never for deciding who owns what.
+  // lock-holder watch), never for deciding who owns what.
   pid_t holder_tid() const;
+  // How many times the mutex was acquired since init() (the invariant above). For watching.
+  std::uint64_t holds() const { return holds_.load(std::memory_order_relaxed); }
   // For a segment restored from a checkpoint: the thread the mutex word names as its holder
   // existed only in the checkpointed instant, and no kernel will ever report its death. Marks
   // such a held mutex as its holder's death would (FUTEX_OWNER_DIED, no waiters), so the next
@@ -32,7 +41,11 @@ class RobustMutex {
   bool mark_holder_dead();
 
  private:
+  // Only the holder writes it, so a plain increment suffices; atomic for the watch's reads.
+  void count_hold() { holds_.store(holds_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); }
+
   pthread_mutex_t m_;
+  std::atomic<std::uint64_t> holds_;
 };
 
 // mark_holder_dead for a robust pthread mutex of the segment that is not a RobustMutex (monitors).

@@ -168,6 +168,16 @@ TEST_CASE("size and flag parsing", "[options]") {
   auto ro = parse({"--gc-pacing", "0"});
   REQUIRE(ro.options);
   CHECK(ro.options->gc_pacing == 0);
+  CHECK(ro.options->held_lock_timeout_ms == 30000);  // the default
+
+  auto rh = parse({"--held-lock-timeout", "250"});
+  REQUIRE(rh.options);
+  CHECK(rh.options->held_lock_timeout_ms == 250);
+  for (const char* bad : {"-1", "soon", "3600001"}) {
+    auto rp = parse({"--held-lock-timeout", bad});
+    CHECK(!rp.options);
+    CHECK(rp.error.find("--held-lock-timeout") != std::string::npos);
+  }
 }
 
 TEST_CASE("colors-server --help lists every flag with its default", "[server]") {
@@ -177,7 +187,8 @@ TEST_CASE("colors-server --help lists every flag with its default", "[server]") 
   std::string out = p.read_stdout_to_eof();
   CHECK(p.wait_exit() == 0);
   for (const char* flag : {"--name", "--socket", "--heap-size", "--classes-size", "--address", "--gc-threshold",
-                           "--gc-threads", "--log-level", "--allow-group", "--gc-pacing", "--gc-min-trigger", "--help"})
+                           "--gc-threads", "--log-level", "--allow-group", "--gc-pacing", "--gc-min-trigger",
+                           "--stopped-holder-timeout", "--held-lock-timeout", "--help"})
     CHECK(out.find(flag) != std::string::npos);
   CHECK(out.find("default: 256M") != std::string::npos);
   CHECK(out.find("default: 64M") != std::string::npos);

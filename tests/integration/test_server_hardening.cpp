@@ -555,23 +555,70 @@ TEST_CASE("a per-client limit of live bytes (--client-live-limit) stops one clie
   ::unsetenv("COLORS_SOCKET");
 }
 
-// ---- 8. A client stopped inside a heap-wide lock ------------------------------------------------
+// ---- 8. A client stopped inside a heap-wide lock, or holding one for good ----------------------
 
 namespace {
 
-// Forks a client that takes the metadata lock `which` points to and stops itself (SIGSTOP) while
-// holding it; returns once it is stopped.
-pid_t fork_stopped_holder(const std::string& socket, RobustMutex Metadata::*which) {
+// Another client allocates (TLAB refills take the heap lock) and defines a class (the classes
+// lock), and the heap is sound: what a killed holder must leave possible.
+void others_go_on(const std::string& socket, const std::string& class_name) {
+  ::setenv("COLORS_SOCKET", socket.c_str(), 1);
+  colors::attach();
+  colors::List l = colors::new_list();
+  for (int i = 0; i < 4000; ++i) l.append(colors::new_binary(std::string(4000, 'x').data(), 4000));
+  colors::Class c = colors::define_class(class_name, {{"n", colors::TypeKind::kInteger, ""}});
+  colors::Object o = colors::new_object(c);
+  o.set("n", colors::Value(7));
+  CHECK(o.get("n").as_int() == 7);
+  CHECK(colors::verify_heap().ok);
+  colors::detach();
+  ::unsetenv("COLORS_SOCKET");
+}
+
+// Forks a client that runs `hold` with the metadata lock `which` points to (attached first);
+// returns once `hold` said it has the lock (through `ready`, a pipe's write end it writes one
+// byte to).
+pid_t fork_holder(const std::string& socket, RobustMutex Metadata::*which,
+                  void (*hold)(RobustMutex& lock, int ready)) {
+  int p[2];
+  REQUIRE(::pipe(p) == 0);
   std::fflush(nullptr);
   pid_t pid = ::fork();
   REQUIRE(pid >= 0);
   if (pid == 0) {
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    ::close(p[0]);
     colors::attach(socket);
-    (current_meta()->*which).lock();
-    ::raise(SIGSTOP);
-    ::_exit(0);  // continued: the test let it go
+    hold(current_meta()->*which, p[1]);
+    ::_exit(0);
   }
+  ::close(p[1]);
+  char c = 0;
+  REQUIRE(::read(p[0], &c, 1) == 1);
+  ::close(p[0]);
+  return pid;
+}
+
+// Waits up to `ms` for `pid` to end; true (and its status in `st`) if it did. A child that is
+// still there after that is killed, so that a test whose watch failed ends instead of hanging.
+bool ended_within(pid_t pid, int ms, int* st) {
+  auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  while (std::chrono::steady_clock::now() < until) {
+    if (::waitpid(pid, st, WNOHANG) == pid) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  stop_abuser(pid);
+  return false;
+}
+
+// Forks a client that takes the metadata lock `which` points to and stops itself (SIGSTOP) while
+// holding it; returns once it is stopped.
+pid_t fork_stopped_holder(const std::string& socket, RobustMutex Metadata::*which) {
+  pid_t pid = fork_holder(socket, which, [](RobustMutex& lock, int ready) {
+    lock.lock();
+    if (::write(ready, "h", 1) != 1) ::_exit(3);
+    ::raise(SIGSTOP);  // continued: the test let it go
+  });
   int st = 0;
   REQUIRE(::waitpid(pid, &st, WUNTRACED) == pid);
   REQUIRE(WIFSTOPPED(st));
@@ -593,25 +640,13 @@ TEST_CASE("a client stopped while it holds the heap lock is killed after --stopp
   pid_t kid = fork_stopped_holder(r.cfg.socket, which);
   auto t0 = std::chrono::steady_clock::now();
   int st = 0;
-  REQUIRE(::waitpid(kid, &st, 0) == kid);  // without the watch, it would stay stopped for good
+  REQUIRE(ended_within(kid, 10000, &st));  // without the watch, it would stay stopped for good
   CHECK(WIFSIGNALED(st));
   CHECK(WTERMSIG(st) == SIGKILL);
   CHECK(ms_since(t0) >= 400);
   CHECK(ms_since(t0) < 10000);
   CHECK(r.server->log().find("process " + std::to_string(kid) + " was stopped for") != std::string::npos);
-  // Another client allocates (TLAB refills take the heap lock) and defines a class (the classes
-  // lock), and the heap is sound.
-  ::setenv("COLORS_SOCKET", r.cfg.socket.c_str(), 1);
-  colors::attach();
-  colors::List l = colors::new_list();
-  for (int i = 0; i < 4000; ++i) l.append(colors::new_binary(std::string(4000, 'x').data(), 4000));
-  colors::Class c = colors::define_class("hardening.AfterStoppedHolder", {{"n", colors::TypeKind::kInteger, ""}});
-  colors::Object o = colors::new_object(c);
-  o.set("n", colors::Value(7));
-  CHECK(o.get("n").as_int() == 7);
-  CHECK(colors::verify_heap().ok);
-  colors::detach();
-  ::unsetenv("COLORS_SOCKET");
+  others_go_on(r.cfg.socket, "hardening.AfterStoppedHolder");
 }
 
 TEST_CASE("a stopped client that holds no heap-wide lock, or any with --stopped-holder-timeout 0, is left alone", "[server][abuse]") {
@@ -634,6 +669,58 @@ TEST_CASE("a stopped client that holds no heap-wide lock, or any with --stopped-
   SECTION("a holder, with the watch off") {
     Running r({"--heap-size", "32M", "--stopped-holder-timeout", "0"});
     pid_t kid = fork_stopped_holder(r.cfg.socket, &Metadata::heap_lock);
+    CHECK(still_there_after(kid, 1500));
+    stop_abuser(kid);
+  }
+}
+
+TEST_CASE("a running client that holds the heap or classes lock without letting it go is killed after --held-lock-timeout, and the others go on", "[server][abuse]") {
+  // A hang inside a critical section (here: a thread that takes the lock and sleeps) stalled the
+  // server and every other client for good; --stopped-holder-timeout covers stopped holders only.
+  Running r({"--heap-size", "64M", "--held-lock-timeout", "500"});
+  auto which = GENERATE(&Metadata::heap_lock, &Metadata::classes_lock);
+  pid_t kid = fork_holder(r.cfg.socket, which, [](RobustMutex& lock, int ready) {
+    lock.lock();
+    if (::write(ready, "h", 1) != 1) ::_exit(3);
+    for (;;) ::usleep(1000);  // state S: alive, never letting go
+  });
+  auto t0 = std::chrono::steady_clock::now();
+  int st = 0;
+  REQUIRE(ended_within(kid, 10000, &st));  // without the watch, it would hold the lock for good
+  CHECK(WIFSIGNALED(st));
+  CHECK(WTERMSIG(st) == SIGKILL);
+  CHECK(ms_since(t0) >= 400);
+  CHECK(ms_since(t0) < 10000);
+  CHECK(r.server->log().find("process " + std::to_string(kid) + ": its thread") != std::string::npos);
+  CHECK(r.server->log().find("--held-lock-timeout") != std::string::npos);
+  others_go_on(r.cfg.socket, "hardening.AfterHeldLock");
+}
+
+TEST_CASE("a client that takes the heap lock again and again is not killed by --held-lock-timeout, nor a holder with it 0", "[server][abuse]") {
+  SECTION("holding it nearly all the time, but letting it go after each millisecond") {
+    // Every check finds this client's thread holding the lock; only the count of acquisitions
+    // (RobustMutex::holds) tells it from one hold that never ends.
+    Running r({"--heap-size", "32M", "--held-lock-timeout", "200"});
+    pid_t kid = fork_holder(r.cfg.socket, &Metadata::heap_lock, [](RobustMutex& lock, int ready) {
+      for (bool told = false;; told = true) {
+        lock.lock();
+        if (!told && ::write(ready, "h", 1) != 1) ::_exit(3);
+        auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1);
+        while (std::chrono::steady_clock::now() < until) {
+        }
+        lock.unlock();
+      }
+    });
+    CHECK(still_there_after(kid, 1500));
+    stop_abuser(kid);
+  }
+  SECTION("one hold that never ends, with the watch off") {
+    Running r({"--heap-size", "32M", "--held-lock-timeout", "0"});
+    pid_t kid = fork_holder(r.cfg.socket, &Metadata::heap_lock, [](RobustMutex& lock, int ready) {
+      lock.lock();
+      if (::write(ready, "h", 1) != 1) ::_exit(3);
+      for (;;) ::usleep(1000);
+    });
     CHECK(still_there_after(kid, 1500));
     stop_abuser(kid);
   }

@@ -21,9 +21,10 @@ inline constexpr std::uint32_t kProtocolVersion = 4;
 // chain of arrays whose last slot links the next, instead of one array copied when it grows;
 // 13: a deleted field stays in its class's later versions as an entry that keeps its slot;
 // 14: a client slot's write_tracking_gap, which the server's page scans rely on detaches to raise;
-// 15: the durable-commit channel's words in Metadata, sync_requested .. sync_failed).
+// 15: the durable-commit channel's words in Metadata, sync_requested .. sync_failed;
+// 16: a robust mutex's count of acquisitions, which the server's lock-holder watch reads).
 // A client and a server must agree exactly.
-inline constexpr std::uint32_t kLayoutVersion = 15;
+inline constexpr std::uint32_t kLayoutVersion = 16;
 
 // Default fixed address of the segment. High in the user half of the x86-64 address space,
 // below where the kernel places mmap()s top-down (0x7f..) and far above where executables, their
