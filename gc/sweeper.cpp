@@ -187,8 +187,9 @@ SweepResult sweep(Metadata* m, WorkerPool& pool, std::vector<Partition>& parts, 
   std::sort(monitored.begin(), monitored.end());
   std::vector<std::uintptr_t> last(parts.size());
   pool.run([&](unsigned i) {
-    // Orders this cycle's gc_started_seq bump (which happens-before this task) before every write
-    // to freed memory below: the other half of read_without_cycle() (libshared/src/objects.hpp).
+    // Orders this cycle's gc_started_seq bump and its kSweeping phase store (which happen-before
+    // this task) before every write to freed memory below: the collector's half of the windows
+    // in which nothing is freed (no_sweep_window_begin/_end, libshared/src/objects.hpp).
     std::atomic_thread_fence(std::memory_order_release);
     PartSweep s{m, epoch, poison, pending_bits_of(m), &monitored, {}};
     for (std::size_t k; (k = next.fetch_add(1, std::memory_order_acq_rel)) < parts.size();) last[k] = s.run(parts[k]);

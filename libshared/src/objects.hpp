@@ -55,21 +55,54 @@ inline double float_value(Word w) {
 std::string_view string_value(Word w);  // REQUIRES: kind_of(w) == kString
 inline std::size_t block_size_of(Word w) { return BlockHeader::size_of(obj(w)->block.load()); }
 
-// Runs `read` (which loads words of heap objects with relaxed atomics) and returns true if no
-// collector cycle ran during it, i.e. nothing it read could have been freed meanwhile; false
-// means "retry the safe way" (root the object first). A seqlock whose writer is the collector:
-// cycles run between gc_started_seq and gc_done_seq bumps, and memory is freed only by a cycle's
-// sweep (whose tasks issue a release fence after the bump, gc/sweeper.cpp).
-// Lets bindings read a boxed float or a string out of a field without taking a GC root.
-template <class F>
-inline bool read_without_cycle(const Metadata* m, F&& read) {
-  std::uint32_t started = m->gc_started_seq.load(std::memory_order_acquire);
-  if (m->gc_done_seq.load(std::memory_order_acquire) != started) return false;  // a cycle is running
-  read();
-  std::atomic_thread_fence(std::memory_order_acquire);
-  return m->gc_started_seq.load(std::memory_order_relaxed) == started;
+// Reads without a root: a window of the collector's seqlock in which nothing is freed.
+// Memory is freed only by a cycle's sweep (and a successor server's finishing of one), never
+// while a cycle marks, so a window is either
+//   idle:    no cycle running when it opens (gc_done_seq == gc_started_seq), closed by the next
+//            cycle's gc_started_seq bump; or
+//   marking: the running cycle still marking when it opens (gc_phase == kMarking), closed by its
+//            switch to kSweeping (or to kIdle, when the cycle is given up) or a later cycle.
+// A word loaded from a slot of an object the caller keeps alive, inside a window, names an object
+// that was reachable then, hence not free, and that nothing frees before the window closes. The
+// collector's side: gc_started_seq's bump, then gc_phase's store (both seq_cst) happen before every
+// write to freed memory, and each sweep task issues a release fence before its first such write
+// (gc/sweeper.cpp). The reader's side (no_sweep_window_end): loads, an acquire fence, then the
+// phase (acquire) and gc_started_seq: if a load saw a write to freed memory, the fences make the
+// phase store before it visible to the phase load, which then is not this window's kMarking; a
+// later cycle's kMarking is stored after that cycle's gc_started_seq bump, which the acquire
+// phase load then makes visible to the gc_started_seq load. gc/README.md, "Reads without a root".
+//
+// The window's token: 0 when a sweep may be running (take the safe way: root first); otherwise
+// a value that names the window, so that two reads in the same window have the same token (a
+// cache of what was read may be kept per token: Python's string cache).
+inline std::uint64_t no_sweep_window_begin(const Metadata* m) {
+  const std::uint32_t started = m->gc_started_seq.load(std::memory_order_acquire);
+  if (m->gc_done_seq.load(std::memory_order_acquire) == started) return (std::uint64_t{started} << 2) | 1;  // idle
+  if (m->gc_phase.load(std::memory_order_acquire) != static_cast<std::uint8_t>(GcPhase::kMarking)) return 0;
+  return (std::uint64_t{started} << 2) | 3;  // marking
 }
-// A relaxed atomic load of an 8-byte payload word (for use inside read_without_cycle).
+// Whether the window `token` (non-zero, from no_sweep_window_begin) is still open: the loads
+// before this call saw no freed memory.
+inline bool no_sweep_window_end(const Metadata* m, std::uint64_t token) {
+  std::atomic_thread_fence(std::memory_order_acquire);  // the caller's loads happen before the checks
+  const std::uint8_t phase = m->gc_phase.load(std::memory_order_acquire);
+  const std::uint32_t started = m->gc_started_seq.load(std::memory_order_relaxed);
+  if (started != static_cast<std::uint32_t>(token >> 2)) return false;
+  return (token & 2) == 0 || phase == static_cast<std::uint8_t>(GcPhase::kMarking);
+}
+// Runs `read` (which loads words of heap objects with relaxed atomics, compares and bounds them
+// but follows none it has not checked: until the window is known open they may be garbage) and
+// returns true if the window stayed open (above); false means "retry the safe way" (root the
+// object first). Lets bindings read a boxed float or a string out of a field without taking a GC
+// root.
+template <class F>
+inline bool read_without_sweep(const Metadata* m, F&& read) {
+  const std::uint64_t token = no_sweep_window_begin(m);
+  if (token == 0) return false;
+  read();
+  return no_sweep_window_end(m, token);
+}
+// A relaxed atomic load of an 8-byte payload word (for use inside read_without_sweep).
 inline std::uint64_t load_payload_word(const void* p) {
   return __atomic_load_n(static_cast<const std::uint64_t*>(p), __ATOMIC_RELAXED);
 }

@@ -605,3 +605,63 @@ TEST_CASE("a rollback restores a field beyond the inline slots while a schema ch
   }
   checked_cycle(c, m);
 }
+
+TEST_CASE("a read without a root: its window opens while no cycle runs or the running one marks, and closes when a sweep may free", "[gc][read_without_sweep]") {
+  test::TestSegment seg(1 << 20);
+  Metadata* m = seg.meta();
+  // The collector's words, as a cycle moves them (no collector runs in this test).
+  auto at = [&](std::uint32_t started, std::uint32_t done, GcPhase phase) {
+    m->gc_started_seq.store(started, std::memory_order_seq_cst);
+    m->gc_done_seq.store(done, std::memory_order_seq_cst);
+    m->gc_phase.store(static_cast<std::uint8_t>(phase), std::memory_order_seq_cst);
+  };
+  const std::uint32_t s = m->gc_started_seq.load();
+  at(s, s, GcPhase::kIdle);
+  const std::uint64_t idle = no_sweep_window_begin(m);
+  REQUIRE(idle != 0);
+  CHECK(no_sweep_window_end(m, idle));
+
+  // A cycle starts: the idle window closes; while it marks, a marking window opens.
+  at(s + 1, s, GcPhase::kMarking);
+  CHECK_FALSE(no_sweep_window_end(m, idle));
+  const std::uint64_t marking = no_sweep_window_begin(m);
+  REQUIRE(marking != 0);
+  CHECK(marking != idle);
+  CHECK(no_sweep_window_end(m, marking));
+  int reads = 0;
+  CHECK(read_without_sweep(m, [&] { ++reads; }));
+  CHECK(reads == 1);
+
+  // Its sweep: the marking window closes and none opens.
+  m->gc_phase.store(static_cast<std::uint8_t>(GcPhase::kSweeping));
+  CHECK_FALSE(no_sweep_window_end(m, marking));
+  CHECK(no_sweep_window_begin(m) == 0);
+  CHECK_FALSE(read_without_sweep(m, [&] { ++reads; }));
+  CHECK(reads == 1);  // not run while a sweep may free what it would read
+
+  // The cycle ends: the marking window stays closed (gc_started_seq alone would not tell); a new
+  // idle window has a token of its own.
+  at(s + 1, s + 1, GcPhase::kIdle);
+  CHECK_FALSE(no_sweep_window_end(m, marking));
+  const std::uint64_t idle2 = no_sweep_window_begin(m);
+  CHECK(idle2 != 0);
+  CHECK(idle2 != idle);
+  CHECK(idle2 != marking);
+
+  // A cycle given up (marking straight back to idle) closes its marking window too, and so does
+  // the next cycle's marking.
+  at(s + 2, s + 1, GcPhase::kMarking);
+  const std::uint64_t marking2 = no_sweep_window_begin(m);
+  REQUIRE(marking2 != 0);
+  at(s + 2, s + 2, GcPhase::kIdle);
+  CHECK_FALSE(no_sweep_window_end(m, marking2));
+  at(s + 3, s + 2, GcPhase::kMarking);
+  CHECK_FALSE(no_sweep_window_end(m, marking2));
+  CHECK(no_sweep_window_end(m, no_sweep_window_begin(m)));
+
+  // A cycle that started but has not stored its phase yet (still idle from the last one): no
+  // window, conservatively.
+  at(s + 4, s + 3, GcPhase::kIdle);
+  CHECK(no_sweep_window_begin(m) == 0);
+  at(s + 4, s + 4, GcPhase::kIdle);
+}

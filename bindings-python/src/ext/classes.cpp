@@ -808,11 +808,11 @@ static_assert(offsetof(cd::StringObject, bytes) % 8 == 0, "string bytes are read
 constexpr std::uint64_t kDirectStringMax = 1024;
 
 // read_string_direct's strs, by the shared string's address (see there). Invariant: an entry
-// with a non-null str holds a reference to it, and names the string at `word` as of a read under
-// gc_started_seq == `started`, in attachment generation `gen`.
+// with a non-null str holds a reference to it, and names the string at `word` as of a read in the
+// collector's window `window` (no_sweep_window_begin's token), in attachment generation `gen`.
 struct StrCacheEntry {
   cd::Word word = cd::kNull;
-  std::uint32_t started = 0;
+  std::uint64_t window = 0;
   std::uint64_t gen = 0;
   PyObject* str = nullptr;
 };
@@ -820,37 +820,37 @@ constexpr std::size_t kStrCacheSize = 256;
 StrCacheEntry g_str_cache[kStrCacheSize];
 
 // The str held by `s`, read straight from the segment without taking a GC root; nullptr (no
-// error set) when the slot holds no string of at most kDirectStringMax bytes or a collector cycle
-// ran meanwhile: then take the rooted path. Sets an error (and returns nullptr) only when making
+// error set) when the slot holds no string of at most kDirectStringMax bytes or the collector may
+// have freed memory meanwhile: then take the rooted path. Sets an error (and returns nullptr) only when making
 // the str fails.
 //
-// Why this is safe (read_without_cycle, libshared/src/objects.hpp; the same protocol as the Java
-// binding's Direct.readString): the slot is loaded after checking that no cycle is running; a
-// string in it then cannot be freed before a cycle *starts* (the object owning the slot is kept
-// alive by the caller, so the string was reachable when loaded), and the final check sees any
-// start. Until that check the words read may be garbage (freed and reused memory), so they are
+// Why this is safe (no_sweep_window_begin/_end, libshared/src/objects.hpp; the same protocol as
+// the Java binding's Direct.readString): the slot is loaded inside a window of the collector's
+// seqlock in which nothing is freed (no cycle running, or the running one still marking); a
+// string in it then cannot be freed before the window closes (the object owning the slot is kept
+// alive by the caller, so the string was reachable when loaded), and the final check sees the
+// window close. Until that check the words read may be garbage (freed and reused memory), so they are
 // only compared and bounded, never followed: the class pointer is compared with the builtin string
 // class, the length bounded, the bytes kept inside the objects space; all loads are relaxed
 // atomics, the acquire fence orders them before the check. Strings are immutable, so bytes read
 // when the check passes are the string's.
 //
-// The strs made last are kept (g_str_cache), each with the shared string's address and the cycle
-// count it was read under: a string is immutable and stays at its address until a cycle's sweep
-// frees it, so while gc_started_seq has not moved since, the same address is the same string, and
-// its str is handed out again (checked after the slot's load, as the copy is).
+// The strs made last are kept (g_str_cache), each with the shared string's address and the window
+// it was read in: a string is immutable and stays at its address until a sweep frees it, so in
+// the same window the same address is the same string, and its str is handed out again (checked
+// after the slot's load, as the copy is).
 // REQUIRES: the GIL; the object owning `s` kept alive by the caller.
 PyObject* read_string_direct(const std::atomic<cd::Word>* s) {
   const cd::Metadata* m = cd::current_meta_or_null();
   if (m == nullptr) return nullptr;
   constexpr std::size_t kWords = kDirectStringMax / 8;
   std::uint64_t buf[kWords];
-  std::uint32_t started = m->gc_started_seq.load(std::memory_order_acquire);
-  if (m->gc_done_seq.load(std::memory_order_acquire) != started) return nullptr;  // a cycle is running
+  const std::uint64_t window = cd::no_sweep_window_begin(m);
+  if (window == 0) return nullptr;  // a sweep may be running
   cd::Word w = s->load(std::memory_order_acquire);
   StrCacheEntry& e = g_str_cache[(w >> 4) % kStrCacheSize];
-  if (e.word == w && e.started == started && e.gen == g_generation && e.str != nullptr) {
-    std::atomic_thread_fence(std::memory_order_acquire);  // the slot's load happens before the check
-    if (m->gc_started_seq.load(std::memory_order_relaxed) == started) return Py_NewRef(e.str);
+  if (e.word == w && e.window == window && e.gen == g_generation && e.str != nullptr) {
+    if (cd::no_sweep_window_end(m, window)) return Py_NewRef(e.str);  // the slot's load was in the window
     return nullptr;
   }
   constexpr std::uint64_t kBytesOff = offsetof(cd::StringObject, bytes);
@@ -872,8 +872,7 @@ PyObject* read_string_direct(const std::atomic<cd::Word>* s) {
     if (i + 1 == words && n % 8 != 0) x &= (std::uint64_t{1} << (8 * (n % 8))) - 1;
     high |= x;
   }
-  std::atomic_thread_fence(std::memory_order_acquire);  // the loads above happen before the check
-  if (m->gc_started_seq.load(std::memory_order_relaxed) != started) return nullptr;
+  if (!cd::no_sweep_window_end(m, window)) return nullptr;
   bool ascii = (high & 0x8080808080808080ull) == 0;
   const char* bytes = reinterpret_cast<const char*>(buf);
   PyObject* u;
@@ -886,7 +885,7 @@ PyObject* read_string_direct(const std::atomic<cd::Word>* s) {
   }
   if (u != nullptr) {
     PyObject* old = e.str;
-    e = StrCacheEntry{w, started, g_generation, Py_NewRef(u)};
+    e = StrCacheEntry{w, window, g_generation, Py_NewRef(u)};
     Py_XDECREF(old);  // a str: its deallocation runs no Python code
   }
   return u;
@@ -936,7 +935,7 @@ PyObject* read_ref(std::atomic<cd::Word>* s, cd::Word v, TypeKind ft) {
     double x = 0;  // a boxed float (outside the immediate range), under the collector's seqlock
     bool is_float = false;
     if (const cd::Metadata* m = cd::current_meta_or_null();
-        m != nullptr && cd::read_without_cycle(m, [&] {
+        m != nullptr && cd::read_without_sweep(m, [&] {
           cd::Word w = s->load(std::memory_order_acquire);
           // Compared, never followed: the class pointer is checked against the builtin float class.
           if (cd::is_ref(w) && w >= m->objects_begin && w <= m->objects_end - sizeof(cd::FloatObject) &&

@@ -42,6 +42,7 @@ static_assert(offsetof(cd::ListObject, version) % 8 == 0 && sizeof(cd::ListObjec
 static_assert(offsetof(cd::ListObject, size) % 8 == 0 && offsetof(cd::ListObject, array) % 8 == 0);
 static_assert(offsetof(cd::SortedMapObject, root) % 8 == 0);
 static_assert(sizeof(std::atomic<cd::Word>*) == sizeof(jlong));
+static_assert(sizeof(cd::Metadata::gc_phase) == 1, "Direct.View reads gc_phase as a byte");
 
 // Indices of the array returned by layout(): org.colors.Direct's L_* constants, which javac -h
 // writes into org_colors_Direct.h; the static_asserts pin each.
@@ -49,7 +50,7 @@ enum : int {
   kBase, kSize, kOffCls, kPendingBits, kOffExtension, kOffSlots, kOffFloatValue, kOffArrayCapacity,
   kOffArraySlots, kOffClassKind, kOffGcStarted, kOffGcDone, kWordSize, kGranuleSize, kFloatClass,
   kOffStringLength, kOffStringBytes, kStringClass, kObjectsBegin, kOffListSize, kOffListArray, kOffListVersion,
-  kOffSortedRoot, kArrayClass, kLayoutCount
+  kOffSortedRoot, kArrayClass, kOffGcPhase, kGcMarking, kLayoutCount
 };
 static_assert(kBase == org_colors_Direct_L_BASE && kSize == org_colors_Direct_L_SIZE && kOffCls == org_colors_Direct_L_OFF_CLS &&
               kPendingBits == org_colors_Direct_L_PENDING_BITS && kOffExtension == org_colors_Direct_L_OFF_EXTENSION &&
@@ -62,7 +63,8 @@ static_assert(kBase == org_colors_Direct_L_BASE && kSize == org_colors_Direct_L_
               kOffStringBytes == org_colors_Direct_L_OFF_STRING_BYTES && kStringClass == org_colors_Direct_L_STRING_CLASS &&
               kObjectsBegin == org_colors_Direct_L_OBJECTS_BEGIN && kOffListSize == org_colors_Direct_L_OFF_LIST_SIZE &&
               kOffListArray == org_colors_Direct_L_OFF_LIST_ARRAY && kOffListVersion == org_colors_Direct_L_OFF_LIST_VERSION &&
-              kOffSortedRoot == org_colors_Direct_L_OFF_SORTED_ROOT && kArrayClass == org_colors_Direct_L_ARRAY_CLASS,
+              kOffSortedRoot == org_colors_Direct_L_OFF_SORTED_ROOT && kArrayClass == org_colors_Direct_L_ARRAY_CLASS &&
+              kOffGcPhase == org_colors_Direct_L_OFF_GC_PHASE && kGcMarking == org_colors_Direct_L_GC_MARKING,
               "layout() indices differ from org.colors.Direct's L_* constants");
 
 jlong slot_bits(std::atomic<cd::Word>* slot) { return static_cast<jlong>(reinterpret_cast<std::uintptr_t>(slot)); }
@@ -96,6 +98,10 @@ JNIEXPORT jlongArray JNICALL Java_org_colors_Direct_layout(JNIEnv* env, jclass) 
     v[kOffClassKind] = offsetof(cd::ClassRecord, kind);
     v[kOffGcStarted] = offsetof(cd::Metadata, gc_started_seq);
     v[kOffGcDone] = offsetof(cd::Metadata, gc_done_seq);
+    // Strings and boxed floats are read in windows in which nothing is freed, which a marking
+    // phase is too (no_sweep_window_begin, objects.hpp).
+    v[kOffGcPhase] = offsetof(cd::Metadata, gc_phase);
+    v[kGcMarking] = static_cast<jlong>(cd::GcPhase::kMarking);
     v[kWordSize] = sizeof(cd::Word);
     v[kGranuleSize] = cd::kGranule;
     // Every boxed float has this class (new_float): one compare instead of reading the class's kind.

@@ -56,13 +56,14 @@ final class Direct {
     }
   }
 
-  // Indices of layout(); jni_direct.cpp static_asserts its own against these (javac -h).
-  private static final int L_BASE = 0, L_SIZE = 1, L_OFF_CLS = 2, L_PENDING_BITS = 3, L_OFF_EXTENSION = 4,
+  // Indices of layout(); jni_direct.cpp static_asserts its own against these (javac -h). Package-
+  // private for DirectWindowTest, which builds a View over memory of its own.
+  static final int L_BASE = 0, L_SIZE = 1, L_OFF_CLS = 2, L_PENDING_BITS = 3, L_OFF_EXTENSION = 4,
       L_OFF_SLOTS = 5, L_OFF_FLOAT_VALUE = 6, L_OFF_ARRAY_CAPACITY = 7, L_OFF_ARRAY_SLOTS = 8, L_OFF_CLASS_KIND = 9,
       L_OFF_GC_STARTED = 10, L_OFF_GC_DONE = 11, L_WORD = 12, L_GRANULE = 13, L_FLOAT_CLASS = 14,
       L_OFF_STRING_LENGTH = 15, L_OFF_STRING_BYTES = 16, L_STRING_CLASS = 17, L_OBJECTS_BEGIN = 18,
       L_OFF_LIST_SIZE = 19, L_OFF_LIST_ARRAY = 20, L_OFF_LIST_VERSION = 21, L_OFF_SORTED_ROOT = 22,
-      L_ARRAY_CLASS = 23;
+      L_ARRAY_CLASS = 23, L_OFF_GC_PHASE = 24, L_GC_MARKING = 25;
 
   static native long[] layout();
   static native ByteBuffer[] segment();
@@ -207,8 +208,10 @@ final class Direct {
     final long offSortedRoot, arrayClass;
     /** The class record of every boxed float, of every string. */
     final long floatClass, stringClass;
-    /** Addresses of Metadata::gc_started_seq / gc_done_seq (the collector's seqlock). */
-    final long gcStartedAt, gcDoneAt;
+    /** Addresses of Metadata::gc_started_seq / gc_done_seq / gc_phase (the collector's seqlock). */
+    final long gcStartedAt, gcDoneAt, gcPhaseAt;
+    /** GcPhase::kMarking, the phase of a cycle that frees nothing yet. */
+    final byte gcMarking;
     /** The pending set (pending_bits.hpp): its first word, and the address its bit 0 stands for. */
     final long pendingBits, objectsBegin;
     /** The fast path's address check: objects lie in [objectsBegin, objectsBegin + objectsSpan). */
@@ -245,6 +248,8 @@ final class Direct {
       arrayClass = l[L_ARRAY_CLASS];
       gcStartedAt = base + offGcStarted;
       gcDoneAt = base + offGcDone;
+      gcPhaseAt = base + l[L_OFF_GC_PHASE];
+      gcMarking = (byte) l[L_GC_MARKING];
       if (((base | offCls | offExtension | offSlots | offFloatValue | offArraySlots | offGcStarted) & 3) != 0
           || ((offListSize | offListArray | offListVersion | offArrayCapacity | offSortedRoot) & 7) != 0) {
         throw new CorruptHeapException("colors: misaligned segment layout");
@@ -387,11 +392,37 @@ final class Direct {
     }
 
     /**
+     * Opens a window of the collector's seqlock in which nothing is freed (libshared's
+     * no_sweep_window_begin, objects.hpp; gc/README.md, "Reads without a root"): no cycle running,
+     * or the running one still marking. Returns the window's token for {@link #windowOpen}, or 0
+     * while a sweep may run (take the rooted path).
+     */
+    long windowBegin() {
+      int started = loadInt(gcStartedAt);
+      if (loadInt(gcDoneAt) == started) return ((started & 0xffffffffL) << 2) | 1;  // idle
+      if (loadByte(gcPhaseAt) != gcMarking) return 0;
+      VarHandle.acquireFence();
+      return ((started & 0xffffffffL) << 2) | 3;  // marking
+    }
+
+    /**
+     * Whether the window {@code token} (non-zero, from {@link #windowBegin}) is still open, i.e.
+     * the loads before this call saw no freed memory (no_sweep_window_end): an acquire fence, then
+     * the phase (acquire) and gc_started_seq.
+     */
+    boolean windowOpen(long token) {
+      VarHandle.acquireFence();
+      byte phase = loadByte(gcPhaseAt);
+      VarHandle.acquireFence();  // the phase load before gc_started_seq's (an acquire load)
+      if (loadInt(gcStartedAt) != (int) (token >>> 2)) return false;
+      return (token & 2) == 0 || phase == gcMarking;
+    }
+
+    /**
      * The value in {@code slot} as the raw bits of a double: an immediate float, a small integer
-     * that a double represents exactly, or a boxed float read under the collector's seqlock
-     * (read_without_cycle, objects.hpp: the float object cannot have been freed if no cycle
-     * started meanwhile); {@link #NO_FLOAT} for anything else, or when a cycle ran: take the slow
-     * path.
+     * that a double represents exactly, or a boxed float read in a window in which nothing is
+     * freed ({@link #windowBegin}); {@link #NO_FLOAT} for anything else, or when the window
+     * closed: take the slow path.
      */
     long readDoubleBits(long slot) {
       long w = load(slot);
@@ -400,8 +431,7 @@ final class Direct {
     }
 
     private long readDoubleBitsSlow(long slot) {
-      int started = loadInt(gcStartedAt);
-      boolean quiet = loadInt(gcDoneAt) == started;
+      long window = windowBegin();
       long w = load(slot);
       if (Words.isSmallFloat(w)) return Words.smallFloatBits(w);
       if (Words.isSmallInt(w)) {
@@ -410,11 +440,10 @@ final class Direct {
         return (long) d == x ? Double.doubleToRawLongBits(d) : NO_FLOAT;
       }
       // A reference inside the segment (one unsigned compare; w == 0 fails it too).
-      if (!quiet || (w & Words.TAG_MASK) != 0 || Long.compareUnsigned(w - base - 1, size - 33) > 0) return NO_FLOAT;
+      if (window == 0 || (w & Words.TAG_MASK) != 0 || Long.compareUnsigned(w - base - 1, size - 33) > 0) return NO_FLOAT;
       if (loadRelaxed(w + offCls) != floatClass) return NO_FLOAT;
       long bits = loadRelaxed(w + offFloatValue);
-      VarHandle.acquireFence();
-      return loadInt(gcStartedAt) == started ? bits : NO_FLOAT;
+      return windowOpen(window) ? bits : NO_FLOAT;
     }
 
     /** Sequentially consistent store (Java volatile; a full barrier follows on x86). REQUIRES: UNSAFE. */
@@ -442,14 +471,14 @@ final class Direct {
     /**
      * The string in {@code slot} read straight from the segment, or null when it holds no string
      * of at most {@link #MAX_DIRECT_STRING} bytes or a collector cycle ran (take the slow path). As
-     * {@link #readDoubleBitsSlow}: under the collector's seqlock (read_without_cycle, objects.hpp)
+     * {@link #readDoubleBitsSlow}: in a window in which nothing is freed ({@link #windowBegin})
      * — the string cannot have been freed if no cycle started since the slot was read, and strings
      * are immutable, so the copied bytes are the string's. Nothing is rooted. REQUIRES: UNSAFE, and
      * the object owning {@code slot} kept alive by the caller.
      */
     String readString(long slot) {
-      int started = loadInt(gcStartedAt);
-      if (loadInt(gcDoneAt) != started) return null;  // a cycle is running
+      long window = windowBegin();
+      if (window == 0) return null;  // a sweep may be running
       long w = load(slot);
       // A reference inside the segment (one unsigned compare; w == 0 fails it too).
       if ((w & Words.TAG_MASK) != 0 || Long.compareUnsigned(w - base - 1, size - 64) > 0) return null;
@@ -458,8 +487,7 @@ final class Direct {
       if (n < 0 || n > MAX_DIRECT_STRING || !contains(w + offStringBytes, (int) n)) return null;
       byte[] b = new byte[(int) n];
       UNSAFE.copyMemory(null, w + offStringBytes, b, BYTE_BASE, n);
-      VarHandle.acquireFence();  // the copy happens before the check below
-      if (loadInt(gcStartedAt) != started) return null;
+      if (!windowOpen(window)) return null;  // the copy happens before its checks
       for (byte x : b) {
         if (x < 0) return new String(b, StandardCharsets.UTF_8);  // valid UTF-8: created so by libshared
       }

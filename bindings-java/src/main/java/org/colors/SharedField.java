@@ -18,7 +18,7 @@ import java.util.concurrent.ConcurrentHashMap;
  * resolved for that class version (a small per-field cache filled once per version through JNI),
  * compute the slot address (inline slots from the block size, then the extension array, as
  * {@code field_slot}), load the tagged word (acquire) and decode it: small integers, booleans and
- * null directly, boxed floats under the collector's seqlock ({@code read_without_cycle}).
+ * null directly, boxed floats under the collector's seqlock ({@code read_without_sweep}).
  * Writes of small integers, booleans and null into a field whose shared type accepts them are a
  * compare-and-set loop that flags an overwritten reference pending first ({@code store_ref}).
  * Everything else (boxed integers beyond 60 bits, floats, strings, objects, a field the object's

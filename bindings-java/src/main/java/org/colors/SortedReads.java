@@ -20,8 +20,10 @@ import java.lang.ref.Reference;
  * {@code ConcurrentSkipListMap}'s iterators (see {@link #range}).
  *
  * <p>Memory: the whole read, up to the root published for a reference, runs inside one window of
- * the collector's seqlock (libshared's {@code read_without_cycle}): no cycle running when it
- * starts ({@code gc_done_seq == gc_started_seq}) and none started when it ends. Memory is freed
+ * the collector's seqlock, its idle kind (libshared's {@code no_sweep_window_begin}; unlike a
+ * string's or a float's read, not the marking kind: the root published below must be seen by the
+ * next cycle's root pass, which the seq_cst check of {@code gc_started_seq} gives): no cycle
+ * running when it starts ({@code gc_done_seq == gc_started_seq}) and none started when it ends. Memory is freed
  * only by a cycle's sweep, so nothing read in the window (each object was reachable at an instant
  * in it) was freed or reused meanwhile. A reference is rooted (seq_cst store into a Java-held
  * slot) before the final seq_cst check of {@code gc_started_seq}: a cycle that starts later sees
