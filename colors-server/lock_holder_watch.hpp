@@ -29,6 +29,8 @@
 //    every acquisition, so a thread that takes the lock again and again, however often the checks
 //    find it holding, restarts the clock at each check; only one continuous hold keeps both equal
 //    (robust_mutex.hpp, the invariant of holds_).
+//  * Time a checkpoint's freeze kept a holder stopped never counts toward the held timeout: the
+//    server calls restart_held_clocks() after every thaw, under heap_mu_ (so before any check).
 #pragma once
 #include <sys/types.h>
 
@@ -61,6 +63,12 @@ class LockHolderWatch {
 
   // How often the server should check: often enough to act within about 1.25x either timeout.
   std::int64_t interval_ns() const;
+
+  // Forgets the held rule's sightings: the server froze its clients meanwhile (a checkpoint), and
+  // a holder it stopped was not holding the lock by its own doing.
+  void restart_held_clocks() {
+    for (Sighting& s : held_) s = {};
+  }
 
  private:
   struct Sighting {

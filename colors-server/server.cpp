@@ -224,7 +224,9 @@ class Server {
   std::mutex heap_mu_;
   std::map<std::uint32_t, pid_t> client_pids_;  // GUARDED_BY(heap_mu_): slot -> process, every live client
 
-  // --stopped-holder-timeout and --held-lock-timeout (lock_holder_watch.hpp); empty when both are 0.
+  // --stopped-holder-timeout and --held-lock-timeout (lock_holder_watch.hpp); empty when both are
+  // 0. Made once by the event loop, under heap_mu_; its sightings change only under heap_mu_ (the
+  // loop's checks, a checkpoint's thaw restarting its clocks); its timeouts never change.
   std::optional<LockHolderWatch> holder_watch_;
   std::int64_t next_holder_check_ = 0;
   void check_lock_holders();
@@ -801,9 +803,11 @@ void Server::check_lock_holders() {
 
 void Server::loop() {
   std::vector<pollfd> fds;
-  if (opt_.stopped_holder_timeout_ms > 0 || opt_.held_lock_timeout_ms > 0)
+  if (opt_.stopped_holder_timeout_ms > 0 || opt_.held_lock_timeout_ms > 0) {
+    std::lock_guard<std::mutex> g(heap_mu_);  // a checkpoint's thaw restarts its clocks under it
     holder_watch_.emplace(static_cast<std::int64_t>(opt_.stopped_holder_timeout_ms) * 1'000'000,
                           static_cast<std::int64_t>(opt_.held_lock_timeout_ms) * 1'000'000);
+  }
   for (;;) {
     std::int64_t now = now_ns();
     bool listening = now >= accept_paused_until_;
@@ -1269,6 +1273,7 @@ std::string Server::stop_world(const std::function<bool()>& unfrozen, const std:
       std::this_thread::sleep_for(std::chrono::milliseconds(std::strtoll(hold, nullptr, 10)));
     step();
     freezer_.thaw();
+    if (holder_watch_) holder_watch_->restart_held_clocks();  // the freeze was ours (lock_holder_watch.hpp)
     st.stop_ns = now_ns() - t0;
     st.processes = pids.size();
   });

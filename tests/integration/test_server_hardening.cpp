@@ -696,6 +696,33 @@ TEST_CASE("a running client that holds the heap or classes lock without letting 
   others_go_on(r.cfg.socket, "hardening.AfterHeldLock");
 }
 
+TEST_CASE("time a checkpoint keeps clients stopped does not count toward --held-lock-timeout", "[server][abuse]") {
+  // The holder below never lets go, so it is killed in the end; but the 1.5 s for which the
+  // server's own checkpoint stopped it are not its doing, and the watch's clock restarts after
+  // them. Counting them, it was killed right after the thaw.
+  TempDir data;
+  ::setenv("COLORS_CHECKPOINT_FAULT_HOLD_MS", "1500", 1);  // the first capture holds its clients stopped
+  Running r({"--heap-size", "32M", "--held-lock-timeout", "1500", "--data-dir", data.path() + "/d",
+             "--checkpoint-interval", "0"});
+  ::unsetenv("COLORS_CHECKPOINT_FAULT_HOLD_MS");
+  pid_t kid = fork_holder(r.cfg.socket, &Metadata::heap_lock, [](RobustMutex& lock, int ready) {
+    lock.lock();
+    if (::write(ready, "h", 1) != 1) ::_exit(3);
+    for (;;) ::usleep(1000);
+  });
+  // Two checks (every 375 ms) see the hold before the capture, well within the timeout.
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  REQUIRE(::waitpid(kid, nullptr, WNOHANG) == 0);
+  colors::attach(r.cfg.socket);
+  colors::checkpoint();  // its capture stops every client, the holder too, for 1.5 s
+  colors::detach();
+  CHECK(still_there_after(kid, 500));
+  int st = 0;
+  REQUIRE(ended_within(kid, 10000, &st));
+  CHECK(WIFSIGNALED(st));
+  CHECK(r.server->log().find("process " + std::to_string(kid) + ": its thread") != std::string::npos);
+}
+
 TEST_CASE("a client that takes the heap lock again and again is not killed by --held-lock-timeout, nor a holder with it 0", "[server][abuse]") {
   SECTION("holding it nearly all the time, but letting it go after each millisecond") {
     // Every check finds this client's thread holding the lock; only the count of acquisitions
