@@ -468,18 +468,49 @@ final class Direct {
       return loadByte(load(obj + offCls) + offClassKind);
     }
 
+    /** A string {@link #readString} made: the shared string's address and the window it was read in. */
+    private static final class ReadStr {
+      final long word, window;
+      final String str;
+
+      ReadStr(long word, long window, String str) {
+        this.word = word;
+        this.window = window;
+        this.str = str;
+      }
+    }
+
+    /**
+     * The strings made last, by the shared string's address (direct-mapped): Python's str cache
+     * (read_string_direct). Invariant: an entry names the string at {@code word} as of a read in
+     * the window {@code window} of this view's attachment. A string is immutable and stays at its
+     * address until a sweep frees it, and two reads with the same window token have no sweep
+     * between them, so in that window the same address is the same string. Races between threads
+     * are benign: entries are immutable (final fields) and replaced whole.
+     */
+    private final ReadStr[] strings = new ReadStr[STRING_CACHE];
+
+    private static final int STRING_CACHE_BITS = 10, STRING_CACHE = 1 << STRING_CACHE_BITS;
+
     /**
      * The string in {@code slot} read straight from the segment, or null when it holds no string
-     * of at most {@link #MAX_DIRECT_STRING} bytes or a collector cycle ran (take the slow path). As
+     * of at most {@link #MAX_DIRECT_STRING} bytes or the window closed (take the slow path). As
      * {@link #readDoubleBitsSlow}: in a window in which nothing is freed ({@link #windowBegin})
-     * — the string cannot have been freed if no cycle started since the slot was read, and strings
-     * are immutable, so the copied bytes are the string's. Nothing is rooted. REQUIRES: UNSAFE, and
-     * the object owning {@code slot} kept alive by the caller.
+     * — the string was not free when the slot was read and nothing freed it before the window's
+     * check, and strings are immutable, so the copied bytes are the string's. The String made
+     * last for the same address in the same window is handed out again. Nothing is rooted.
+     * REQUIRES: UNSAFE, and the object owning {@code slot} kept alive by the caller.
      */
     String readString(long slot) {
       long window = windowBegin();
       if (window == 0) return null;  // a sweep may be running
       long w = load(slot);
+      // Fibonacci hashing: strings allocated at a fixed stride (one per node) spread over the table.
+      int at = (int) ((w * 0x9E3779B97F4A7C15L) >>> (64 - STRING_CACHE_BITS));
+      ReadStr kept = strings[at];
+      if (kept != null && kept.word == w && kept.window == window) {
+        return windowOpen(window) ? kept.str : null;  // the slot's load happened in the window
+      }
       // A reference inside the segment (one unsigned compare; w == 0 fails it too).
       if ((w & Words.TAG_MASK) != 0 || Long.compareUnsigned(w - base - 1, size - 64) > 0) return null;
       if (loadRelaxed(w + offCls) != stringClass) return null;
@@ -488,10 +519,16 @@ final class Direct {
       byte[] b = new byte[(int) n];
       UNSAFE.copyMemory(null, w + offStringBytes, b, BYTE_BASE, n);
       if (!windowOpen(window)) return null;  // the copy happens before its checks
+      boolean ascii = true;
       for (byte x : b) {
-        if (x < 0) return new String(b, StandardCharsets.UTF_8);  // valid UTF-8: created so by libshared
+        if (x < 0) {
+          ascii = false;  // valid UTF-8: created so by libshared
+          break;
+        }
       }
-      return new String(b, StandardCharsets.ISO_8859_1);  // ASCII
+      String str = new String(b, ascii ? StandardCharsets.ISO_8859_1 : StandardCharsets.UTF_8);
+      strings[at] = new ReadStr(w, window, str);
+      return str;
     }
 
     /** The class version (ClassRecord address) of the object at {@code obj}. */

@@ -2,6 +2,7 @@ package org.colors;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNotSame;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -9,6 +10,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import demo.cache.Holder;
 import demo.cache.Pair;
+import demo.tree.Node;
 import java.lang.ref.WeakReference;
 import java.util.ArrayList;
 import java.util.List;
@@ -59,6 +61,30 @@ class ReadCacheTest {
       }
     }
     return ref.get() == null;
+  }
+
+  @Test
+  void aStringReadAgainInOneCollectorWindowIsTheKeptStringAndReadAnewAfterACycle() {
+    Node x = SharedMemory.allocate(Node.class);
+    x.s = "hello-" + 42;
+    // Direct.View.readString keeps the String it made by the shared string's address and the
+    // collector's window: read again with no cycle between, the same String comes back (a cycle
+    // that runs between two reads makes another; one of 50 pairs is enough).
+    boolean same = false;
+    for (int attempt = 0; attempt < 50 && !same; attempt++) {
+      String a = x.s, b = x.s;
+      assertEquals("hello-42", a);
+      assertEquals("hello-42", b);
+      same = a == b;
+    }
+    assertTrue(same, "two reads of one string field never gave the same String");
+    x.s = "other";
+    assertEquals("other", x.s);  // another shared string: another address
+    String before = x.s;
+    SharedMemory.collect();  // a finished cycle: another window, so the String is made anew
+    String after = x.s;
+    assertEquals("other", after);
+    assertNotSame(before, after);
   }
 
   @Test
