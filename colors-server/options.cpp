@@ -254,16 +254,12 @@ ParseResult parse_options(int argc, char** argv) {
       auto v = parse_size(value);
       if (!v) return fail("--client-live-limit '" + value + "': expected a size like 64M or 1G (0: no limit)");
       o.client_live_limit = *v;
-    } else if (flag == "--stopped-holder-timeout") {
+    } else if (flag == "--stopped-holder-timeout" || flag == "--held-lock-timeout") {
       auto v = parse_uint(value, 10);
       if (!v || *v > 3'600'000)
-        return fail("--stopped-holder-timeout '" + value + "': expected milliseconds, at most 3600000 (0: never)");
-      o.stopped_holder_timeout_ms = static_cast<std::uint32_t>(*v);
-    } else if (flag == "--held-lock-timeout") {
-      auto v = parse_uint(value, 10);
-      if (!v || *v > 3'600'000)
-        return fail("--held-lock-timeout '" + value + "': expected milliseconds, at most 3600000 (0: never)");
-      o.held_lock_timeout_ms = static_cast<std::uint32_t>(*v);
+        return fail(flag + " '" + value + "': expected milliseconds, at most 3600000 (0: never)");
+      (flag == "--held-lock-timeout" ? o.held_lock_timeout_ms : o.stopped_holder_timeout_ms) =
+          static_cast<std::uint32_t>(*v);
     } else if (flag == "--data-dir") {
       if (value.empty() || value[0] != '/') return fail("--data-dir '" + value + "': expected an absolute directory path");
       o.data_dir = value;

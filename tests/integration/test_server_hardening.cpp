@@ -611,6 +611,13 @@ bool ended_within(pid_t pid, int ms, int* st) {
   return false;
 }
 
+// A fork_holder body: takes the lock and keeps it, alive (state S), never letting go.
+void hold_forever(RobustMutex& lock, int ready) {
+  lock.lock();
+  if (::write(ready, "h", 1) != 1) ::_exit(3);
+  for (;;) ::usleep(1000);
+}
+
 // Forks a client that takes the metadata lock `which` points to and stops itself (SIGSTOP) while
 // holding it; returns once it is stopped.
 pid_t fork_stopped_holder(const std::string& socket, RobustMutex Metadata::*which) {
@@ -679,11 +686,7 @@ TEST_CASE("a running client that holds the heap or classes lock without letting 
   // server and every other client for good; --stopped-holder-timeout covers stopped holders only.
   Running r({"--heap-size", "64M", "--held-lock-timeout", "500"});
   auto which = GENERATE(&Metadata::heap_lock, &Metadata::classes_lock);
-  pid_t kid = fork_holder(r.cfg.socket, which, [](RobustMutex& lock, int ready) {
-    lock.lock();
-    if (::write(ready, "h", 1) != 1) ::_exit(3);
-    for (;;) ::usleep(1000);  // state S: alive, never letting go
-  });
+  pid_t kid = fork_holder(r.cfg.socket, which, hold_forever);
   auto t0 = std::chrono::steady_clock::now();
   int st = 0;
   REQUIRE(ended_within(kid, 10000, &st));  // without the watch, it would hold the lock for good
@@ -705,11 +708,7 @@ TEST_CASE("time a checkpoint keeps clients stopped does not count toward --held-
   Running r({"--heap-size", "32M", "--held-lock-timeout", "1500", "--data-dir", data.path() + "/d",
              "--checkpoint-interval", "0"});
   ::unsetenv("COLORS_CHECKPOINT_FAULT_HOLD_MS");
-  pid_t kid = fork_holder(r.cfg.socket, &Metadata::heap_lock, [](RobustMutex& lock, int ready) {
-    lock.lock();
-    if (::write(ready, "h", 1) != 1) ::_exit(3);
-    for (;;) ::usleep(1000);
-  });
+  pid_t kid = fork_holder(r.cfg.socket, &Metadata::heap_lock, hold_forever);
   // Two checks (every 375 ms) see the hold before the capture, well within the timeout.
   std::this_thread::sleep_for(std::chrono::milliseconds(800));
   REQUIRE(::waitpid(kid, nullptr, WNOHANG) == 0);
@@ -743,11 +742,7 @@ TEST_CASE("a client that takes the heap lock again and again is not killed by --
   }
   SECTION("one hold that never ends, with the watch off") {
     Running r({"--heap-size", "32M", "--held-lock-timeout", "0"});
-    pid_t kid = fork_holder(r.cfg.socket, &Metadata::heap_lock, [](RobustMutex& lock, int ready) {
-      lock.lock();
-      if (::write(ready, "h", 1) != 1) ::_exit(3);
-      for (;;) ::usleep(1000);
-    });
+    pid_t kid = fork_holder(r.cfg.socket, &Metadata::heap_lock, hold_forever);
     CHECK(still_there_after(kid, 1500));
     stop_abuser(kid);
   }
