@@ -72,6 +72,9 @@ inline std::size_t block_size_of(Word w) { return BlockHeader::size_of(obj(w)->b
 // later cycle's kMarking is stored after that cycle's gc_started_seq bump, which the acquire
 // phase load then makes visible to the gc_started_seq load. gc/README.md, "Reads without a root".
 //
+// Java's JNI-free reads copy the two functions below (org.colors.Direct.View.windowBegin/windowOpen);
+// WindowConformanceTest checks the copy against them bit for bit: change both together.
+//
 // The window's token: 0 when a sweep may be running (take the safe way: root first); otherwise
 // a value that names the window, so that two reads in the same window have the same token (a
 // cache of what was read may be kept per token: Python's string cache).

@@ -1,7 +1,7 @@
 // The C++ side of org.colors.WordsConformanceTest: libshared's word encoding (word.hpp) and the
 // pending set's bit index (pending_bits.hpp), exported as JNI natives of the test class, so that
 // the test compares Java's copy of them (Words.java) with the definitions themselves, bit for bit.
-// A test-only library (libcolors_words_conformance.so), never loaded by the binding.
+// Part of the test-only library libcolors_conformance.so, never loaded by the binding.
 #include <jni.h>
 
 #include <cstdint>

@@ -395,7 +395,8 @@ final class Direct {
      * Opens a window of the collector's seqlock in which nothing is freed (libshared's
      * no_sweep_window_begin, objects.hpp; gc/README.md, "Reads without a root"): no cycle running,
      * or the running one still marking. Returns the window's token for {@link #windowOpen}, or 0
-     * while a sweep may run (take the rooted path).
+     * while a sweep may run (take the rooted path). A copy of the C++ function, which
+     * WindowConformanceTest pins it to bit for bit (as {@link #windowOpen}).
      */
     long windowBegin() {
       int started = loadInt(gcStartedAt);

@@ -59,6 +59,19 @@ public final class ColorsServer implements BeforeAllCallback {
     return REPO.resolve("build/bindings-java/libcolors_jni.so").toString();
   }
 
+  /**
+   * Loads the test-only library of libshared's definitions that Java copies (CMake target
+   * colors_conformance, beside the JNI library), whose natives the conformance tests declare.
+   */
+  static synchronized void loadConformanceLibrary() {
+    Path lib = Path.of(jniLibrary()).resolveSibling("libcolors_conformance.so");
+    if (!Files.exists(lib)) {
+      throw new IllegalStateException(lib + " is missing: build the CMake target colors_conformance"
+          + " (bindings-java/run-tests.sh builds every target)");
+    }
+    System.load(lib.toString());
+  }
+
   static Path serverBinary() {
     String p = System.getenv("COLORS_SERVER_BIN");
     Path bin = p != null && !p.isEmpty() ? Path.of(p) : REPO.resolve("build/colors-server/colors-server");

@@ -3,8 +3,6 @@ package org.colors;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.nio.file.Files;
-import java.nio.file.Path;
 import net.jqwik.api.Arbitraries;
 import net.jqwik.api.Arbitrary;
 import net.jqwik.api.Combinators;
@@ -22,12 +20,7 @@ import net.jqwik.api.constraints.LongRange;
  */
 class WordsConformanceTest {
   static {
-    Path lib = Path.of(ColorsServer.jniLibrary()).resolveSibling("libcolors_words_conformance.so");
-    if (!Files.exists(lib)) {
-      throw new IllegalStateException(lib + " is missing: build the CMake target colors_words_conformance"
-          + " (bindings-java/run-tests.sh builds every target)");
-    }
-    System.load(lib.toString());
+    ColorsServer.loadConformanceLibrary();
   }
 
   static native boolean cIsRef(long w);
