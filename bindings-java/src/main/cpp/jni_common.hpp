@@ -229,9 +229,15 @@ class Blocking {
 // waits for the count (and Blocking's) to reach 0. All four are seq_cst, so in their total order
 // a native either reads the raised `closing` and refuses, or its increment precedes the detach's
 // read of the count, which waits for its decrement. The detaching thread's own natives
-// (t_detaching, between begin_detach and end_detach) are neither counted nor refused. Java calls
-// begin_detach before it takes any Java lock (SharedMemory.detach), so a native waiting in an
-// upcall for a Java lock never waits for the detaching thread.
+// (ThreadSegmentUses::detaching, between begin_detach and end_detach) are neither counted nor
+// refused. Java calls begin_detach before it takes any Java lock (SharedMemory.detach), so a native
+// waiting in an upcall for a Java lock never waits for the detaching thread.
+// A thread's part in the protocol (one thread-local object, jni_sync.cpp): `detaching` between
+// its begin_detach and end_detach, `uses` its counted SegmentUses alive (nested through upcalls).
+struct ThreadSegmentUses {
+  bool detaching = false;
+  long uses = 0;
+};
 class SegmentUse {
  public:
   SegmentUse();
@@ -240,7 +246,7 @@ class SegmentUse {
   SegmentUse& operator=(const SegmentUse&) = delete;
 
  private:
-  bool counted_;
+  ThreadSegmentUses* mine_;  // this thread's, or null when this use is not counted
 };
 void begin_detach();
 void end_detach();

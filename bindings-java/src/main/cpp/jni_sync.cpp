@@ -73,23 +73,27 @@ Blocking::~Blocking() {
 
 namespace {
 std::atomic<long> g_segment_users{0};  // SegmentUses alive on non-detaching threads (jni_common.hpp)
-thread_local bool t_detaching = false;  // between this thread's begin_detach and end_detach
-thread_local long t_uses = 0;           // this thread's counted SegmentUses (nested through upcalls)
+// This thread's side of the protocol, in one thread-local object: a SegmentUse (every native) finds
+// it with one lookup of the library's dynamic TLS and keeps its address for the destructor.
+thread_local ThreadSegmentUses t_segment;
 }  // namespace
 
-SegmentUse::SegmentUse() : counted_(!t_detaching) {
-  if (!counted_) return;
+SegmentUse::SegmentUse() : mine_(&t_segment) {
+  if (mine_->detaching) {
+    mine_ = nullptr;  // not counted
+    return;
+  }
   g_segment_users.fetch_add(1, std::memory_order_seq_cst);
   if (g_closing.load(std::memory_order_seq_cst) > 0) {
     g_segment_users.fetch_sub(1, std::memory_order_seq_cst);
     throw colors::NotAttachedError("SharedMemory.detach() is detaching this process from the heap; attach again to use it");
   }
-  ++t_uses;
+  ++mine_->uses;
 }
 
 SegmentUse::~SegmentUse() {
-  if (!counted_) return;
-  --t_uses;
+  if (mine_ == nullptr) return;
+  --mine_->uses;
   g_segment_users.fetch_sub(1, std::memory_order_seq_cst);
 }
 
@@ -103,13 +107,13 @@ void begin_detach() {
                                          " shared monitor(s): exit them first; a monitor held across a detach would "
                                          "stay held for every process");
   }
-  t_detaching = true;
+  t_segment.detaching = true;
   g_closing.fetch_add(1, std::memory_order_seq_cst);
   // Blocked natives leave within one interrupt slice (50 ms) of their wait (Blocking's hook); the
   // others finish what they do. A detach called from an upcall of this thread's own native (at a
   // point where libshared holds nothing) does not wait for that native.
   while (g_blocking_in_flight.load(std::memory_order_seq_cst) > 0 ||
-         g_segment_users.load(std::memory_order_seq_cst) > t_uses)
+         g_segment_users.load(std::memory_order_seq_cst) > t_segment.uses)
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   // Other threads' monitors: natives are refused now, so each holder meets NotAttachedException
   // (a woken waiter holds its monitor again) and its finally block exits the monitor, which
@@ -132,7 +136,7 @@ void begin_detach() {
 
 void end_detach() {
   g_closing.fetch_sub(1, std::memory_order_seq_cst);
-  t_detaching = false;
+  t_segment.detaching = false;
 }
 
 void begin_closing_blocking_calls() {

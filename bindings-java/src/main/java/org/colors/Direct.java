@@ -111,11 +111,12 @@ final class Direct {
   static native void storeScoped(long slot, long w);
 
   /**
-   * Stores a new shared string into the field slot at {@code slot} of the object at {@code obj}
-   * (write_slot). {@code keep} is the proxy rooting the object that owns the slot (kept reachable
-   * by being an argument).
+   * Stores a new shared string of the first {@code n} bytes of {@code utf8} (UTF-8, as
+   * {@link BulkWriter#utf8} encodes) into the field slot at {@code slot} of the object at
+   * {@code obj} (write_slot). {@code keep} is the proxy rooting the object that owns the slot
+   * (kept reachable by being an argument). Invalid UTF-8 is refused (InvalidArgumentException).
    */
-  static native void storeString(Object keep, long obj, long slot, String s);
+  static native void storeUtf8(Object keep, long obj, long slot, byte[] utf8, int n);
 
   /**
    * Inside a transaction: the word in {@code slot} of the object at {@code obj}, read through the

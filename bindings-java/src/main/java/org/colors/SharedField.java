@@ -458,7 +458,7 @@ public final class SharedField {
       }
     } else if (Direct.UNSAFE != null && a > 0) {
       if (value instanceof String) {
-        // Direct.storeString writes with write_slot: transactional inside a transaction.
+        // Direct.storeUtf8 writes with write_slot: transactional inside a transaction.
         if (storeString(a, owner, (String) value)) return;  // owner is an argument of the native
       } else if (!Transaction.inThisThread()) {  // inside one, references take the JNI path
         Handle h = Proxies.handleOf(value);
@@ -472,8 +472,9 @@ public final class SharedField {
   }
 
   /**
-   * A string into a field that takes strings: one JNI call (allocation and store_ref), no field
-   * lookup by name. False: take the slow path.
+   * A string into a field that takes strings: encoded to UTF-8 here, then one JNI call
+   * (allocation and store_ref), no field lookup by name. False: take the slow path (which also
+   * refuses a lone surrogate, with the binding's message).
    */
   private boolean storeString(long a, Object owner, String str) {
     Direct.View v = viewOf(a);
@@ -482,7 +483,10 @@ public final class SharedField {
     if (e.slot == MISSING || (e.type != STRING && e.type != ANY)) return false;
     long s = v.slotAddress(a, e.slot, v.inlineSlots(a));
     if (s == 0) return false;
-    Direct.storeString(owner, a, s, str);  // owner, an argument, roots the object owning s for the call
+    byte[] utf8 = new byte[3 * str.length()];  // a char takes at most 3 bytes (a pair of them, 4)
+    int n = BulkWriter.utf8(str, utf8, 0);
+    if (n < 0) return false;  // a lone surrogate
+    Direct.storeUtf8(owner, a, s, utf8, n);  // owner, an argument, roots the object owning s for the call
     return true;
   }
 

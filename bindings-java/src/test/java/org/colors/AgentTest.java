@@ -169,6 +169,36 @@ class AgentTest {
     assertEquals(4, Outside.sumAges(es));
   }
 
+  /**
+   * String fields written through bound instances (encoded to UTF-8 in Java, one JNI call):
+   * every UTF-8 length, the encoding's boundaries, NUL, the empty string and strings past the
+   * native's stack buffer read back equal through the fast read and through JNI, in a field typed
+   * String and in one typed Object; a lone surrogate is refused with the binding's error and
+   * leaves the field as it was.
+   */
+  @Test
+  void stringFieldWritesOfEveryKindReadBackEqual() {
+    Employee e = SharedMemory.allocate(Employee.class);
+    StringBuilder big = new StringBuilder();
+    for (int i = 0; i < 700; i++) big.append(i % 3 == 0 ? "\u00e9" : i % 3 == 1 ? "\u65e5" : "\ud83d\ude00");
+    String[] strings = {"", "a", "node-000001", "nul\u0000inside", "\u007f\u0080\u07ff\u0800\uffff",
+        "\ud800\udc00\udbff\udfff", "x".repeat(1024), "y".repeat(1025), big.toString()};
+    for (String str : strings) {
+      e.name = str;
+      e.extra = str;
+      assertEquals(str, e.name, "fast read");
+      assertEquals(str, jni(e, "name"), "JNI read");
+      assertEquals(str, e.extra);
+      assertEquals(str, jni(e, "extra"));
+    }
+    e.name = "kept";
+    for (String lone : new String[] {"x\ud800", "\udc00", "a\ud83d b"}) {
+      InvalidArgumentException x = assertThrows(InvalidArgumentException.class, () -> e.name = lone);
+      assertTrue(x.getMessage().contains("lone surrogate"), x.getMessage());
+      assertEquals("kept", e.name);
+    }
+  }
+
   @Test
   void referencesBetweenBoundInstances() {
     Employee e = SharedMemory.allocate(Employee.class);
