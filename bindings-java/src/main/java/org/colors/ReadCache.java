@@ -173,9 +173,32 @@ final class ReadCache {
     }
   }
 
-  /** Drops every entry (heap pressure, collect, attach and detach). */
+  /**
+   * {@link #NEXT}'s value when the last {@link #dropAll()} began: places taken before it were
+   * emptied then (or by a later admit's overwrite), so the next one visits only the places taken
+   * since, not the whole ring (2^20 places by default, an atomic swap each).
+   */
+  private static final AtomicLong DROPPED_TO = new AtomicLong();
+
+  /**
+   * Drops every entry (heap pressure, collect, attach and detach): the places taken since the last
+   * drop, or the whole ring when more were taken than it has. As with a walk over the whole ring,
+   * an entry being admitted meanwhile (its places taken before this call read {@link #NEXT}, its
+   * swaps not yet done) may stay: a cached value, which nothing needs dropped for correctness (a
+   * read checks the slot still holds its object, and a handle's attachment).
+   */
   static void dropAll() {
-    dropAll(ring);
+    Proxies.Entry[] r = ring;
+    long to = NEXT.get();
+    long from = DROPPED_TO.getAndSet(to);
+    if (Long.compareUnsigned(to - from, r.length) >= 0) {  // a lap or more (or a concurrent drop ran ahead)
+      dropAll(r);
+      return;
+    }
+    for (long k = from; k != to; k++) {
+      Proxies.Entry e = (Proxies.Entry) PLACES.getAndSet(r, (int) Long.remainderUnsigned(k, r.length), null);
+      if (e != null) drop(e.get());
+    }
   }
 
   private static void dropAll(Proxies.Entry[] r) {

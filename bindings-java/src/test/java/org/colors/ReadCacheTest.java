@@ -216,6 +216,32 @@ class ReadCacheTest {
     assertEquals(4, p.next.n);
   }
 
+  /**
+   * collect() drops what the cache kept since the last drop, whether fewer places were taken
+   * since than the ring has (only those are visited) or more (the whole ring is).
+   */
+  @Test
+  void collectDropsWhatWasKeptSinceTheLastDropWithinALapOrPastIt() {
+    for (int n : new int[] {3, 1500}) {  // the ring has 1024 places
+      SharedMemory.collect();  // the last drop: from here on
+      List<Holder> holders = new ArrayList<>();
+      List<WeakReference<Holder>> children = new ArrayList<>();
+      for (int i = 0; i < n; i++) {
+        Holder h = holder(i);
+        holders.add(h);
+        children.add(weakly(() -> {
+          h.next = holder(-1);
+          return h.next;
+        }));
+      }
+      WeakReference<Holder> last = children.get(n - 1);
+      assertTrue(!cleared(last), n + " holders: the last one's cache keeps its child");
+      SharedMemory.collect();
+      for (WeakReference<Holder> c : children) assertTrue(cleared(c), n + " holders: collect() dropped every entry");
+      assertEquals(-1, holders.get(n - 1).next.n);
+    }
+  }
+
   @Test
   void aReadInsideAReadScopeIsNotKept() {
     Holder h = holder(1);
