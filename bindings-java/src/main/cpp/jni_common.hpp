@@ -223,20 +223,31 @@ class Blocking {
 // lock word, a root) into the copy, and the heap would keep it held for every process. So every
 // native that uses the segment runs inside a SegmentUse (guarded() makes one), and a detach waits
 // for them to finish first.
-// Invariants (the detach protocol, as for Blocking): g_segment_users counts the SegmentUses alive
-// on threads other than a detaching one; the constructor increments it and then reads `closing`,
-// refusing with NotAttachedError while a detach is closing; begin_detach raises `closing` and then
-// waits for the count (and Blocking's) to reach 0. All four are seq_cst, so in their total order
-// a native either reads the raised `closing` and refuses, or its increment precedes the detach's
-// read of the count, which waits for its decrement. The detaching thread's own natives
-// (ThreadSegmentUses::detaching, between begin_detach and end_detach) are neither counted nor
-// refused. Java calls begin_detach before it takes any Java lock (SharedMemory.detach), so a native
-// waiting in an upcall for a Java lock never waits for the detaching thread.
-// A thread's part in the protocol (one thread-local object, jni_sync.cpp): `detaching` between
-// its begin_detach and end_detach, `uses` its counted SegmentUses alive (nested through upcalls).
+// Invariants (the detach protocol, as for Blocking, with the count kept per thread so that
+// concurrent natives do not contend for one cache line): each thread's ThreadSegmentUses::uses
+// counts its SegmentUses alive (nested through upcalls), and only that thread writes it; the
+// constructor stores the incremented count and then reads `closing`, refusing with
+// NotAttachedError while a detach is closing; begin_detach raises `closing` and then waits until
+// every other registered thread's count (and Blocking's) is 0. The store, the raise and both reads
+// are seq_cst, so in their total order a native either reads the raised `closing` and refuses, or
+// its store precedes the detach's read of its count, which waits for its decrement. A thread
+// registers its record (under the registry's mutex) before its first count, so a record the
+// detach's walk does not see belongs to a thread whose registration followed the walk's lock,
+// hence the raise: its native refuses. The detaching thread's own natives (`detaching`, between
+// begin_detach and end_detach) are neither counted nor refused, and its own count (natives it
+// was inside when it called detach) is not waited for. Java calls begin_detach before it takes
+// any Java lock (SharedMemory.detach), so a native waiting in an upcall for a Java lock never
+// waits for the detaching thread.
 struct ThreadSegmentUses {
-  bool detaching = false;
-  long uses = 0;
+  ThreadSegmentUses();   // registers this thread's record (jni_sync.cpp)
+  ~ThreadSegmentUses();  // at thread exit (no native of the thread is running): unregisters it
+  ThreadSegmentUses(const ThreadSegmentUses&) = delete;
+  ThreadSegmentUses& operator=(const ThreadSegmentUses&) = delete;
+
+  bool detaching = false;     // this thread is between begin_detach and end_detach
+  std::atomic<long> uses{0};  // this thread's counted SegmentUses alive; written by it alone
+  ThreadSegmentUses* prev = nullptr;  // the registry's list, GUARDED_BY(its mutex)
+  ThreadSegmentUses* next = nullptr;
 };
 class SegmentUse {
  public:

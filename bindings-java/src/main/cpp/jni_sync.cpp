@@ -72,29 +72,59 @@ Blocking::~Blocking() {
 }
 
 namespace {
-std::atomic<long> g_segment_users{0};  // SegmentUses alive on non-detaching threads (jni_common.hpp)
-// This thread's side of the protocol, in one thread-local object: a SegmentUse (every native) finds
-// it with one lookup of the library's dynamic TLS and keeps its address for the destructor.
+// Every thread's record of its segment uses, for begin_detach's wait (jni_common.hpp, the detach
+// protocol). A list rather than one shared count: natives of concurrent threads then write only
+// their own cache line.
+std::mutex g_uses_registry_mu;
+ThreadSegmentUses* g_uses_registry = nullptr;  // GUARDED_BY(g_uses_registry_mu)
+
+// This thread's record: a SegmentUse (every native) finds it with one lookup of the library's
+// dynamic TLS and keeps its address for the destructor.
 thread_local ThreadSegmentUses t_segment;
+
+// The SegmentUses alive on threads other than the calling one.
+long other_threads_segment_uses() {
+  std::lock_guard<std::mutex> lk(g_uses_registry_mu);
+  long n = 0;
+  for (ThreadSegmentUses* r = g_uses_registry; r != nullptr; r = r->next) {
+    if (r != &t_segment) n += r->uses.load(std::memory_order_seq_cst);
+  }
+  return n;
+}
 }  // namespace
 
+ThreadSegmentUses::ThreadSegmentUses() {
+  std::lock_guard<std::mutex> lk(g_uses_registry_mu);
+  next = g_uses_registry;
+  if (next != nullptr) next->prev = this;
+  g_uses_registry = this;
+}
+
+ThreadSegmentUses::~ThreadSegmentUses() {
+  std::lock_guard<std::mutex> lk(g_uses_registry_mu);
+  if (prev != nullptr) prev->next = next;
+  else g_uses_registry = next;
+  if (next != nullptr) next->prev = prev;
+}
+
 SegmentUse::SegmentUse() : mine_(&t_segment) {
-  if (mine_->detaching) {
+  ThreadSegmentUses& t = *mine_;
+  if (t.detaching) {
     mine_ = nullptr;  // not counted
     return;
   }
-  g_segment_users.fetch_add(1, std::memory_order_seq_cst);
+  const long u = t.uses.load(std::memory_order_relaxed);  // this thread's own count
+  t.uses.store(u + 1, std::memory_order_seq_cst);  // before the read of closing (seq_cst: store-load)
   if (g_closing.load(std::memory_order_seq_cst) > 0) {
-    g_segment_users.fetch_sub(1, std::memory_order_seq_cst);
+    t.uses.store(u, std::memory_order_release);
     throw colors::NotAttachedError("SharedMemory.detach() is detaching this process from the heap; attach again to use it");
   }
-  ++mine_->uses;
 }
 
 SegmentUse::~SegmentUse() {
   if (mine_ == nullptr) return;
-  --mine_->uses;
-  g_segment_users.fetch_sub(1, std::memory_order_seq_cst);
+  // After every access to the segment of this use: a detach that reads the decrement unmaps after.
+  mine_->uses.store(mine_->uses.load(std::memory_order_relaxed) - 1, std::memory_order_release);
 }
 
 void begin_detach() {
@@ -112,8 +142,7 @@ void begin_detach() {
   // Blocked natives leave within one interrupt slice (50 ms) of their wait (Blocking's hook); the
   // others finish what they do. A detach called from an upcall of this thread's own native (at a
   // point where libshared holds nothing) does not wait for that native.
-  while (g_blocking_in_flight.load(std::memory_order_seq_cst) > 0 ||
-         g_segment_users.load(std::memory_order_seq_cst) > t_segment.uses)
+  while (g_blocking_in_flight.load(std::memory_order_seq_cst) > 0 || other_threads_segment_uses() > 0)
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   // Other threads' monitors: natives are refused now, so each holder meets NotAttachedException
   // (a woken waiter holds its monitor again) and its finally block exits the monitor, which
