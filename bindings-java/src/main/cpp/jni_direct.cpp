@@ -316,6 +316,32 @@ JNIEXPORT void JNICALL Java_org_colors_Direct_storeUtf8(JNIEnv* env, jclass, job
   });
 }
 
+// As storeUtf8, the `n` bytes read at `bytes`: a thread's direct buffer (Direct.Utf8Buffer), which
+// the caller keeps reachable for the call. No JNI array call. REQUIRES: as storeUtf8; `bytes`
+// holds `n` bytes.
+JNIEXPORT void JNICALL Java_org_colors_Direct_storeUtf8At(JNIEnv* env, jclass, jobject keep, jlong obj, jlong slot,
+                                                         jlong bytes, jint n) {
+  using namespace colors_jni;
+  guarded_void(env, [&] {
+    (void)keep;
+    if (bytes == 0 || n < 0) throw colors::InvalidArgumentError("storeUtf8At: no bytes");
+    cd::Metadata* m = cd::current_meta();
+    const auto* p = reinterpret_cast<const char*>(static_cast<std::uintptr_t>(bytes));
+    cd::Rooted r = cd::new_string(m, std::string_view(p, static_cast<std::size_t>(n)));  // rooted until stored
+    cd::write_slot(reinterpret_cast<const void*>(static_cast<std::uintptr_t>(obj)), slot_of(slot), r.word());
+  });
+}
+
+// The address of a direct ByteBuffer's memory (Direct.Utf8Buffer, once per thread).
+JNIEXPORT jlong JNICALL Java_org_colors_Direct_directAddress(JNIEnv* env, jclass, jobject buffer) {
+  using namespace colors_jni;
+  return guarded_attachment<jlong>(env, 0, [&] {
+    void* p = buffer == nullptr ? nullptr : env->GetDirectBufferAddress(buffer);
+    if (p == nullptr) throw colors::InvalidArgumentError("directAddress: not a direct buffer");
+    return static_cast<jlong>(reinterpret_cast<std::uintptr_t>(p));
+  });
+}
+
 // ---- the field fast path inside a transaction (org.colors.SharedField) ----
 // Java computes the slot as outside one, and reads or writes its word through libshared's
 // transactional slot functions (owner = the object: its orec), one JNI call each. Only scalar

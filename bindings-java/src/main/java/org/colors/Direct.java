@@ -119,6 +119,43 @@ final class Direct {
   static native void storeUtf8(Object keep, long obj, long slot, byte[] utf8, int n);
 
   /**
+   * As {@link #storeUtf8}, the bytes read from {@code n} bytes of memory at {@code bytes} (this
+   * thread's {@link Utf8Buffer}): no JNI array call. REQUIRES: that memory stays allocated for the
+   * call (the caller keeps the buffer reachable).
+   */
+  static native void storeUtf8At(Object keep, long obj, long slot, long bytes, int n);
+
+  /** The address of the memory of the direct buffer {@code b} (JNI's GetDirectBufferAddress). */
+  static native long directAddress(ByteBuffer b);
+
+  /**
+   * A thread's buffer for the UTF-8 of a string it stores into a field ({@link #storeUtf8At}):
+   * encoded into {@link #bytes}, copied to the direct buffer's memory, read there by the native.
+   * The direct buffer's memory is freed by the JDK once the thread and this holder are gone.
+   * Invariant: a thread stores one string through it at a time; nothing the native calls back into
+   * (the heap-pressure hook) stores a string.
+   */
+  static final class Utf8Buffer {
+    /** Longer strings take the {@code byte[]} native. */
+    static final int MAX_CHARS = 1024;
+    /** At most 3 bytes per char (a surrogate pair, two chars, takes 4). */
+    final byte[] bytes = new byte[3 * MAX_CHARS];
+    final ByteBuffer memory = ByteBuffer.allocateDirect(3 * MAX_CHARS);
+    final long address = directAddress(memory);
+
+    private static final ThreadLocal<Utf8Buffer> MINE = ThreadLocal.withInitial(Utf8Buffer::new);
+
+    static Utf8Buffer mine() {
+      return MINE.get();
+    }
+
+    /** Copies the first {@code n} bytes of {@link #bytes} to the direct memory. REQUIRES: UNSAFE. */
+    void publish(int n) {
+      UNSAFE.copyMemory(bytes, BYTE_BASE, null, address, n);
+    }
+  }
+
+  /**
    * Inside a transaction: the word in {@code slot} of the object at {@code obj}, read through the
    * transaction (read_slot_word: the object's orec checked). {@code keep} roots the object.
    */

@@ -483,6 +483,18 @@ public final class SharedField {
     if (e.slot == MISSING || (e.type != STRING && e.type != ANY)) return false;
     long s = v.slotAddress(a, e.slot, v.inlineSlots(a));
     if (s == 0) return false;
+    if (str.length() <= Direct.Utf8Buffer.MAX_CHARS) {
+      Direct.Utf8Buffer u = Direct.Utf8Buffer.mine();
+      int n = BulkWriter.utf8(str, u.bytes, 0);
+      if (n < 0) return false;  // a lone surrogate
+      u.publish(n);
+      try {
+        Direct.storeUtf8At(owner, a, s, u.address, n);  // owner, an argument, roots the object owning s
+      } finally {
+        Reference.reachabilityFence(u);  // its memory is read by the native
+      }
+      return true;
+    }
     byte[] utf8 = new byte[3 * str.length()];  // a char takes at most 3 bytes (a pair of them, 4)
     int n = BulkWriter.utf8(str, utf8, 0);
     if (n < 0) return false;  // a lone surrogate

@@ -199,6 +199,34 @@ class AgentTest {
     }
   }
 
+  /**
+   * Threads writing strings at once each store their own: the UTF-8 of a string goes through a
+   * buffer of the writing thread (Direct.Utf8Buffer), never another thread's.
+   */
+  @Test
+  void concurrentStringWritesEachStoreTheirOwnString() throws Exception {
+    int threads = 4, writes = 3000;
+    Employee[] es = new Employee[threads];
+    for (int t = 0; t < threads; t++) es[t] = SharedMemory.allocate(Employee.class);
+    List<String> wrong = java.util.Collections.synchronizedList(new ArrayList<>());
+    List<Thread> ts = new ArrayList<>();
+    for (int t = 0; t < threads; t++) {
+      final int me = t;
+      Thread w = new Thread(() -> {
+        for (int i = 0; i < writes; i++) {
+          String mine = "thread " + me + " write " + i + " \u00e9\u65e5";
+          es[me].name = mine;
+          String back = (String) jni(es[me], "name");
+          if (!mine.equals(back)) wrong.add(mine + " read back as " + back);
+        }
+      });
+      ts.add(w);
+      w.start();
+    }
+    for (Thread w : ts) w.join(60_000);
+    assertTrue(wrong.isEmpty(), wrong.size() + " writes stored another string, e.g. " + (wrong.isEmpty() ? "" : wrong.get(0)));
+  }
+
   @Test
   void referencesBetweenBoundInstances() {
     Employee e = SharedMemory.allocate(Employee.class);
