@@ -72,6 +72,14 @@ static_assert(kBase == org_colors_Direct_L_BASE && kSize == org_colors_Direct_L_
 jlong slot_bits(std::atomic<cd::Word>* slot) { return static_cast<jlong>(reinterpret_cast<std::uintptr_t>(slot)); }
 std::atomic<cd::Word>* slot_of(jlong bits) { return reinterpret_cast<std::atomic<cd::Word>*>(static_cast<std::uintptr_t>(bits)); }
 
+// A new shared string of `utf8` (checked by new_string) stored into the field slot at `slot` of
+// the object at `obj` with write_slot (store_ref, the overwritten reference flagged pending; logged
+// under the object's orec inside a transaction). The string is rooted until stored.
+void store_new_string(jlong obj, jlong slot, std::string_view utf8) {
+  cd::Rooted r = cd::new_string(cd::current_meta(), utf8);
+  cd::write_slot(reinterpret_cast<const void*>(static_cast<std::uintptr_t>(obj)), slot_of(slot), r.word());
+}
+
 constexpr jint kChunkShift = 30;  // ByteBuffers of 1 GiB (a Java buffer holds at most 2^31-1 bytes)
 
 }  // namespace
@@ -287,10 +295,9 @@ JNIEXPORT jlongArray JNICALL Java_org_colors_Direct_listWords(JNIEnv* env, jclas
 }
 
 // Stores a new shared string of the `n` UTF-8 bytes at the start of `utf8` (encoded in Java by
-// BulkWriter.utf8, checked again by new_string) into the field slot at `slot` of the object at
-// `obj` (write_slot: store_ref, the overwritten reference flagged pending; logged under the
-// object's orec inside a transaction). `keep` is the Java object whose proxy roots the object
-// owning the slot: a parameter, so it stays reachable (and the object alive) for the call.
+// BulkWriter.utf8) into the field slot at `slot` of the object at `obj` (store_new_string). `keep`
+// is the Java object whose proxy roots the object owning the slot: a parameter, so it stays
+// reachable (and the object alive) for the call.
 // The bytes are copied out of the array first (no critical region: new_string may wait for the
 // heap's lock). REQUIRES: the caller checked that the field takes strings, and computed `slot` as
 // field_slot.
@@ -301,7 +308,6 @@ JNIEXPORT void JNICALL Java_org_colors_Direct_storeUtf8(JNIEnv* env, jclass, job
     (void)keep;
     if (utf8 == nullptr || n < 0 || n > env->GetArrayLength(utf8))
       throw colors::InvalidArgumentError("storeUtf8: " + std::to_string(n) + " bytes of a shorter array");
-    cd::Metadata* m = cd::current_meta();
     constexpr jint kOnStack = 1024;
     char stack[kOnStack];
     std::unique_ptr<char[]> large;
@@ -311,8 +317,7 @@ JNIEXPORT void JNICALL Java_org_colors_Direct_storeUtf8(JNIEnv* env, jclass, job
       bytes = large.get();
     }
     env->GetByteArrayRegion(utf8, 0, n, reinterpret_cast<jbyte*>(bytes));  // in bounds: cannot throw
-    cd::Rooted r = cd::new_string(m, std::string_view(bytes, static_cast<std::size_t>(n)));  // rooted until stored
-    cd::write_slot(reinterpret_cast<const void*>(static_cast<std::uintptr_t>(obj)), slot_of(slot), r.word());
+    store_new_string(obj, slot, std::string_view(bytes, static_cast<std::size_t>(n)));
   });
 }
 
@@ -325,10 +330,8 @@ JNIEXPORT void JNICALL Java_org_colors_Direct_storeUtf8At(JNIEnv* env, jclass, j
   guarded_void(env, [&] {
     (void)keep;
     if (bytes == 0 || n < 0) throw colors::InvalidArgumentError("storeUtf8At: no bytes");
-    cd::Metadata* m = cd::current_meta();
     const auto* p = reinterpret_cast<const char*>(static_cast<std::uintptr_t>(bytes));
-    cd::Rooted r = cd::new_string(m, std::string_view(p, static_cast<std::size_t>(n)));  // rooted until stored
-    cd::write_slot(reinterpret_cast<const void*>(static_cast<std::uintptr_t>(obj)), slot_of(slot), r.word());
+    store_new_string(obj, slot, std::string_view(p, static_cast<std::size_t>(n)));
   });
 }
 

@@ -120,8 +120,8 @@ final class Direct {
 
   /**
    * As {@link #storeUtf8}, the bytes read from {@code n} bytes of memory at {@code bytes} (this
-   * thread's {@link Utf8Buffer}): no JNI array call. REQUIRES: that memory stays allocated for the
-   * call (the caller keeps the buffer reachable).
+   * thread's {@link Utf8Buffer}, which the thread's ThreadLocal keeps allocated): no JNI array
+   * call.
    */
   static native void storeUtf8At(Object keep, long obj, long slot, long bytes, int n);
 
@@ -131,7 +131,8 @@ final class Direct {
   /**
    * A thread's buffer for the UTF-8 of a string it stores into a field ({@link #storeUtf8At}):
    * encoded into {@link #bytes}, copied to the direct buffer's memory, read there by the native.
-   * The direct buffer's memory is freed by the JDK once the thread and this holder are gone.
+   * It stays reachable through its thread's ThreadLocal for as long as the thread lives (so a
+   * native reading its memory needs no fence); the JDK frees that memory once both are gone.
    * Invariant: a thread stores one string through it at a time; nothing the native calls back into
    * (the heap-pressure hook) stores a string.
    */
@@ -150,7 +151,7 @@ final class Direct {
     }
 
     /** Copies the first {@code n} bytes of {@link #bytes} to the direct memory. REQUIRES: UNSAFE. */
-    void publish(int n) {
+    void copyToMemory(int n) {
       UNSAFE.copyMemory(bytes, BYTE_BASE, null, address, n);
     }
   }

@@ -483,22 +483,19 @@ public final class SharedField {
     if (e.slot == MISSING || (e.type != STRING && e.type != ANY)) return false;
     long s = v.slotAddress(a, e.slot, v.inlineSlots(a));
     if (s == 0) return false;
-    if (str.length() <= Direct.Utf8Buffer.MAX_CHARS) {
-      Direct.Utf8Buffer u = Direct.Utf8Buffer.mine();
-      int n = BulkWriter.utf8(str, u.bytes, 0);
-      if (n < 0) return false;  // a lone surrogate
-      u.publish(n);
-      try {
-        Direct.storeUtf8At(owner, a, s, u.address, n);  // owner, an argument, roots the object owning s
-      } finally {
-        Reference.reachabilityFence(u);  // its memory is read by the native
-      }
-      return true;
-    }
-    byte[] utf8 = new byte[3 * str.length()];  // a char takes at most 3 bytes (a pair of them, 4)
+    Direct.Utf8Buffer u = Direct.Utf8Buffer.mine();
+    boolean buffered = str.length() <= Direct.Utf8Buffer.MAX_CHARS;
+    // A char takes at most 3 bytes (a surrogate pair, two chars, 4).
+    byte[] utf8 = buffered ? u.bytes : new byte[3 * str.length()];
     int n = BulkWriter.utf8(str, utf8, 0);
     if (n < 0) return false;  // a lone surrogate
-    Direct.storeUtf8(owner, a, s, utf8, n);  // owner, an argument, roots the object owning s for the call
+    // owner, an argument of either native, roots the object owning s for the call.
+    if (buffered) {
+      u.copyToMemory(n);
+      Direct.storeUtf8At(owner, a, s, u.address, n);
+    } else {
+      Direct.storeUtf8(owner, a, s, utf8, n);
+    }
     return true;
   }
 

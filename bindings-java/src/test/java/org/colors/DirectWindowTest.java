@@ -28,16 +28,24 @@ class DirectWindowTest {
     assertNotNull(Direct.UNSAFE, "the field fast path needs sun.misc.Unsafe");
     mem = Direct.UNSAFE.allocateMemory(256);
     Direct.UNSAFE.setMemory(mem, 256, (byte) 0);
+    v = viewOfCollectorWords(mem, 256, STARTED, DONE, PHASE, MARKING);
+  }
+
+  /**
+   * A view over {@code size} bytes at {@code mem} with only the collector's words laid out (at the
+   * given offsets) and {@code marking} as GcPhase::kMarking: what windowBegin/windowOpen read.
+   */
+  static Direct.View viewOfCollectorWords(long mem, long size, long started, long done, long phase, long marking) {
     long[] l = new long[Direct.L_GC_MARKING + 1];
     l[Direct.L_BASE] = mem;
-    l[Direct.L_SIZE] = 256;
+    l[Direct.L_SIZE] = size;
     l[Direct.L_WORD] = 8;
     l[Direct.L_GRANULE] = 1L << Words.GRANULE_SHIFT;
-    l[Direct.L_OFF_GC_STARTED] = STARTED;
-    l[Direct.L_OFF_GC_DONE] = DONE;
-    l[Direct.L_OFF_GC_PHASE] = PHASE;
-    l[Direct.L_GC_MARKING] = MARKING;
-    v = new Direct.View(1, 1, l, new ByteBuffer[] {ByteBuffer.allocate(8)});
+    l[Direct.L_OFF_GC_STARTED] = started;
+    l[Direct.L_OFF_GC_DONE] = done;
+    l[Direct.L_OFF_GC_PHASE] = phase;
+    l[Direct.L_GC_MARKING] = marking;
+    return new Direct.View(1, 1, l, new ByteBuffer[] {ByteBuffer.allocate(8)});
   }
 
   @AfterEach

@@ -3,7 +3,6 @@ package org.colors;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 
-import java.nio.ByteBuffer;
 import net.jqwik.api.Arbitraries;
 import net.jqwik.api.Arbitrary;
 import net.jqwik.api.Combinators;
@@ -50,16 +49,7 @@ class WindowConformanceTest {
     long size = cMetadataSize();
     mem = Direct.UNSAFE.allocateMemory(size);  // 16-aligned: malloc's alignment
     Direct.UNSAFE.setMemory(mem, size, (byte) 0);
-    long[] l = new long[Direct.L_GC_MARKING + 1];
-    l[Direct.L_BASE] = mem;
-    l[Direct.L_SIZE] = size;
-    l[Direct.L_WORD] = 8;
-    l[Direct.L_GRANULE] = 1L << Words.GRANULE_SHIFT;
-    l[Direct.L_OFF_GC_STARTED] = cOffGcStarted();
-    l[Direct.L_OFF_GC_DONE] = cOffGcDone();
-    l[Direct.L_OFF_GC_PHASE] = cOffGcPhase();
-    l[Direct.L_GC_MARKING] = cPhase(1);
-    v = new Direct.View(1, 1, l, new ByteBuffer[] {ByteBuffer.allocate(8)});
+    v = DirectWindowTest.viewOfCollectorWords(mem, size, cOffGcStarted(), cOffGcDone(), cOffGcPhase(), cPhase(1));
   }
 
   @AfterProperty
