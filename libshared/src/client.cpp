@@ -157,10 +157,10 @@ void end_attachment() {
   // The mapping goes below, and with it the record of what it wrote since the server's last scan
   // (write_tracking.hpp): the gap tells the server before it sees the connection close.
   g_segment->meta()->clients[current_client_slot()].write_tracking_gap.store(1, std::memory_order_seq_cst);
+  set_current_meta(nullptr);  // before the client id goes, the reverse of attach's order
   set_current_client(0, 0);
   stop_using_collector_barrier();
   g_segment.reset();
-  set_current_meta(nullptr);
   // Closed after the mapping went: a write that a stale thread made through it after the server
   // consumed the gap is still covered, by the departure the close reports (WrittenPages::remove).
   close_link(link_fd);
@@ -244,7 +244,6 @@ void attach(const std::string& socket) {
     start_server_watch(link.fd);
   } catch (...) {
     g_segment.reset();
-    set_current_meta(nullptr);
     close_link(link.fd);
     throw;
   }
@@ -254,6 +253,8 @@ void attach(const std::string& socket) {
   use_collector_barrier(g_segment->meta());  // before this attachment's first root
   g_attachment_epoch.fetch_add(1, std::memory_order_acq_rel);
   forget_all_tlabs();
+  // Last: a thread that sees the segment finds the attachment whole (set_current_meta).
+  set_current_meta(g_segment->meta());
 }
 
 void detach() {

@@ -25,8 +25,7 @@
 namespace colors::detail {
 
 namespace {
-Metadata* g_meta = nullptr;
-
+std::atomic<Metadata*> g_meta{nullptr};  // see set_current_meta
 }  // namespace
 
 PendingBits g_pending_bits;
@@ -43,14 +42,17 @@ PendingBits pending_bits_of(const Metadata* m) {
   return pb;
 }
 
-Metadata* current_meta_or_null() { return g_meta; }
+Metadata* current_meta_or_null() { return g_meta.load(std::memory_order_acquire); }
 Metadata* current_meta() {
-  if (g_meta == nullptr) throw NotAttachedError("not attached to a colors server: call colors::attach() first");
-  return g_meta;
+  Metadata* m = g_meta.load(std::memory_order_acquire);
+  if (m == nullptr) throw NotAttachedError("not attached to a colors server: call colors::attach() first");
+  return m;
 }
 void set_current_meta(Metadata* m) {
-  g_meta = m;
+  // The pending-bit view is whole before a thread can see the segment it belongs to.
+  if (m == nullptr) g_meta.store(nullptr, std::memory_order_release);
   g_pending_bits = pending_bits_of(m);
+  if (m != nullptr) g_meta.store(m, std::memory_order_release);
 }
 
 std::size_t metadata_size() { return round_up(sizeof(Metadata), 1 << 16); }
@@ -131,7 +133,7 @@ void Segment::privatize() {
 }
 
 Segment::~Segment() {
-  if (g_meta == meta_) set_current_meta(nullptr);
+  if (g_meta.load(std::memory_order_relaxed) == meta_) set_current_meta(nullptr);
   if (meta_ != nullptr) {
     privatize();
     if (private_)
@@ -237,8 +239,7 @@ std::unique_ptr<Segment> Segment::open_fd(int fd, std::uintptr_t address, std::s
     throw VersionMismatchError("the segment has layout version " + std::to_string(s->meta_->layout_version) +
                                " but this client expects layout version " + std::to_string(kLayoutVersion));
   }
-  set_current_meta(s->meta_);
-  return s;
+  return s;  // not yet current: attach() publishes it once the attachment is whole (set_current_meta)
 }
 
 std::unique_ptr<Segment> Segment::adopt(const SegmentConfig& cfg, std::string& refusal) {

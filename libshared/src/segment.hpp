@@ -93,10 +93,15 @@ class Segment {
   void track();
 };
 
-// The segment mapped in this process, or nullptr.
+// The segment this process uses, or nullptr.
 Metadata* current_meta_or_null();
-// The segment mapped in this process. Throws NotAttachedError otherwise.
+// The segment this process uses. Throws NotAttachedError otherwise.
 Metadata* current_meta();
+// Makes `m` the segment every thread of this process uses (nullptr: none).
+// Invariant: an attach publishes the segment here only once the attachment is whole (its client id
+// named, the collector barrier chosen, the TLABs of earlier attachments forgotten): another
+// thread that sees it allocates under this client's id, which the server reclaims, never under
+// none. The release store pairs with current_meta()'s acquire load.
 void set_current_meta(Metadata* m);
 
 // Maps `size` bytes of `fd` at exactly `address`, refusing (AddressInUseError) when any part of

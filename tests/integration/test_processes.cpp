@@ -407,3 +407,29 @@ TEST_CASE("a process that exits while another of its threads works in the heap e
     CHECK(wait_child(kid, 30000) == 0);
   }
 }
+
+TEST_CASE("a thread allocating while another thread attaches leaves no TLAB without a client") {
+  // A worker started before attach() allocates as soon as the heap is mapped. Until attach() has
+  // named the client, its carve would tag a TLAB with no client's id: one the server never
+  // reclaims, which the verifier reports. attach() publishes the segment only once it is whole.
+  Fixture f;
+  for (int round = 0; round < 40; ++round) {
+    std::atomic<bool> started{false};
+    std::thread worker([&started] {
+      started.store(true, std::memory_order_release);
+      for (int made = 0; made < 50;) {
+        try {
+          List l = new_list();
+          l.append(Value(made));
+          ++made;
+        } catch (const NotAttachedError&) {
+        }
+      }
+    });
+    while (!started.load(std::memory_order_acquire)) std::this_thread::yield();
+    attach(f.cfg.socket);
+    worker.join();
+    detach();
+  }
+  f.attach_and_verify();
+}
