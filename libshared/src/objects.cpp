@@ -185,11 +185,6 @@ std::int64_t integer_value(Word w) {
 }
 
 
-std::string_view string_value(Word w) {
-  auto* s = reinterpret_cast<StringObject*>(w);
-  return std::string_view(s->bytes, s->length);
-}
-
 // Exact comparison of an integer with a double (no rounding through either type).
 static bool int_equals_float(std::int64_t i, double d) {
   if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0)) return false;

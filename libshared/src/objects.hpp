@@ -52,7 +52,11 @@ std::int64_t integer_value(Word w);  // REQUIRES: is_integer(w)
 inline double float_value(Word w) {
   return is_small_float(w) ? small_float_value(w) : reinterpret_cast<const FloatObject*>(w)->value;
 }
-std::string_view string_value(Word w);  // REQUIRES: kind_of(w) == kString
+// REQUIRES: kind_of(w) == kString
+inline std::string_view string_value(Word w) {
+  const auto* s = reinterpret_cast<const StringObject*>(w);
+  return std::string_view(s->bytes, s->length);
+}
 inline std::size_t block_size_of(Word w) { return BlockHeader::size_of(obj(w)->block.load()); }
 
 // Reads without a root: a window of the collector's seqlock in which nothing is freed.

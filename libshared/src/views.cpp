@@ -18,14 +18,26 @@ using namespace detail;
 
 namespace {
 
-// Every view accessor starts here: a view outside any scope could name freed memory.
-inline void require_scope(const char* what) {
-  if (__builtin_expect(!in_read_scope(), 0))
-    throw InvalidArgumentError(std::string(what) + " outside a read scope (open a colors::ReadScope on this thread first)");
+// Every accessor's fast path is a few loads and compares with no stack frame: whatever throws
+// (or takes a slower path) lives in the cold, out-of-line functions below, so the compiler need
+// not save registers for it on every call. A traversal makes about a dozen accessor calls per node.
+
+[[noreturn, gnu::noinline, gnu::cold]] void outside_scope(const char* what) {
+  throw InvalidArgumentError(std::string(what) + " outside a read scope (open a colors::ReadScope on this thread first)");
 }
 
-[[noreturn]] void mismatch(Word w, const char* want) {
+// Every view accessor starts here: a view outside any scope could name freed memory.
+inline void require_scope(const char* what) {
+  if (__builtin_expect(!in_read_scope(), 0)) outside_scope(what);
+}
+
+[[noreturn, gnu::noinline, gnu::cold]] void mismatch(Word w, const char* want) {
   throw TypeMismatchError(std::string("expected a shared ") + want + ", got " + std::string(type_name(kind_of(w))));
+}
+
+// A reference of class kind `kind`, or TypeMismatchError naming `want`.
+inline void require_ref_of(Word w, TypeKind kind, const char* want) {
+  if (__builtin_expect(!is_ref(w) || class_of(w)->kind != kind, 0)) mismatch(w, want);
 }
 
 }  // namespace
@@ -67,17 +79,17 @@ std::string_view ValueView::string_view() const {
 }
 ObjectView ValueView::as_object() const {
   require_scope("ValueView::as_object");
-  if (!is_ref(word_) || class_of(word_)->kind != TypeKind::kObject) mismatch(word_, "object");
+  require_ref_of(word_, TypeKind::kObject, "object");
   return ObjectView(word_);
 }
 ListView ValueView::as_list() const {
   require_scope("ValueView::as_list");
-  if (!is_ref(word_) || class_of(word_)->kind != TypeKind::kList) mismatch(word_, "list");
+  require_ref_of(word_, TypeKind::kList, "list");
   return ListView(word_);
 }
 SortedMapView ValueView::as_sorted_map() const {
   require_scope("ValueView::as_sorted_map");
-  if (!is_ref(word_) || class_of(word_)->kind != TypeKind::kSortedMap) mismatch(word_, "sorted map");
+  require_ref_of(word_, TypeKind::kSortedMap, "sorted map");
   return SortedMapView(word_);
 }
 Value ValueView::promote() const {
@@ -137,9 +149,14 @@ Class ObjectView::cls() const {
   require_scope("ObjectView::cls");
   return Class(class_of(word_));
 }
+namespace {
+// The object has another version than the field's: by name.
+[[gnu::noinline]] ValueView get_by_name(const ObjectView& o, const Field& f) { return o.get(f.name()); }
+}  // namespace
+
 ValueView ObjectView::get(const Field& f) const {
   require_scope("ObjectView::get");
-  if (__builtin_expect(class_of(word_) != f.cls_, 0)) return get(f.name());  // another version
+  if (__builtin_expect(class_of(word_) != f.cls_, 0)) return get_by_name(*this, f);  // another version
   return ValueView(slot_or_throw(word_, *f.info_)->load(std::memory_order_acquire));
 }
 ValueView ObjectView::get(std::string_view name) const {
