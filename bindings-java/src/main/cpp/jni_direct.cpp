@@ -335,6 +335,23 @@ JNIEXPORT void JNICALL Java_org_colors_Direct_storeUtf8At(JNIEnv* env, jclass, j
   });
 }
 
+// As storeUtf8At, and the new string is also stored into the Java-held root slot `root` (seq_cst,
+// as roots.hpp fills a root) while its own Rooted still holds it, before the field store: Java
+// keeps it alive through that root afterwards (org.colors.StringWrites). REQUIRES: as storeUtf8At;
+// `root` an empty root slot of this attachment that the calling thread took.
+JNIEXPORT void JNICALL Java_org_colors_Direct_storeUtf8Rooted(JNIEnv* env, jclass, jobject keep, jlong obj, jlong slot,
+                                                             jlong bytes, jint n, jlong root) {
+  using namespace colors_jni;
+  guarded_void(env, [&] {
+    (void)keep;
+    if (bytes == 0 || n < 0 || root == 0) throw colors::InvalidArgumentError("storeUtf8Rooted: no bytes or no root");
+    const auto* p = reinterpret_cast<const char*>(static_cast<std::uintptr_t>(bytes));
+    cd::Rooted r = cd::new_string(cd::current_meta(), std::string_view(p, static_cast<std::size_t>(n)));
+    slot_of(root)->store(r.word(), std::memory_order_seq_cst);
+    cd::write_slot(reinterpret_cast<const void*>(static_cast<std::uintptr_t>(obj)), slot_of(slot), r.word());
+  });
+}
+
 // The address of a direct ByteBuffer's memory (Direct.Utf8Buffer, once per thread).
 JNIEXPORT jlong JNICALL Java_org_colors_Direct_directAddress(JNIEnv* env, jclass, jobject buffer) {
   using namespace colors_jni;

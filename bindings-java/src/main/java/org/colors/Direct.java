@@ -125,6 +125,14 @@ final class Direct {
    */
   static native void storeUtf8At(Object keep, long obj, long slot, long bytes, int n);
 
+  /**
+   * As {@link #storeUtf8At}, and the new string is also stored into the Java-held root slot
+   * {@code root} (seq_cst, as every root) before it is stored into the field, so that it stays alive
+   * for as long as Java keeps that root ({@link StringWrites}). REQUIRES: as storeUtf8At;
+   * {@code root} an empty slot this thread took ({@link Roots#take}).
+   */
+  static native void storeUtf8Rooted(Object keep, long obj, long slot, long bytes, int n, long root);
+
   /** The address of the memory of the direct buffer {@code b} (JNI's GetDirectBufferAddress). */
   static native long directAddress(ByteBuffer b);
 

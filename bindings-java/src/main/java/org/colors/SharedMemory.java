@@ -193,7 +193,7 @@ public final class SharedMemory {
    */
   public static GcStats collect() {
     ensureAttached();
-    ReadCache.dropAll();
+    dropCaches();
     return GcStats.of(Native.collect(-1));
   }
 
@@ -207,8 +207,15 @@ public final class SharedMemory {
   public static GcStats collect(Duration timeout) {
     long ms = millis(timeout);
     ensureAttached();
-    ReadCache.dropAll();
+    dropCaches();
     return GcStats.of(Native.collect(ms));
+  }
+
+  /** What a collect() lets go: the read cache, and the strings kept for writes ({@link StringWrites}). */
+  private static void dropCaches() {
+    ReadCache.dropAll();
+    Direct.View v = Direct.currentOrMake();
+    if (v != null) StringWrites.dropAll(v);
   }
 
   /**

@@ -1,6 +1,9 @@
 package oo7.shared;
 
+import java.util.ArrayList;
+import java.util.IdentityHashMap;
 import java.util.List;
+import java.util.Map;
 import oo7.Factory;
 import oo7.Schema;
 import org.colors.SharedMemory;
@@ -11,6 +14,13 @@ import org.colors.SharedMemory;
  * objects while it runs (no locks: they are not published yet).
  */
 public final class SharedFactory implements Factory {
+  // The current composite part's parts, each with the connections that end at it, in the order
+  // made: each part's from_ list is built once its composite part's connections are all made,
+  // after them, so that the lists T1 never reads lie after the objects it does, not between them
+  // (the C++ loader does the same, oo7/README.md).
+  private final Map<AtomicPart, List<Connection>> incoming = new IdentityHashMap<>();
+  private final List<AtomicPart> pending = new ArrayList<>();
+
   public SharedFactory() {
     SharedClasses.register();
   }
@@ -31,6 +41,7 @@ public final class SharedFactory implements Factory {
 
   @Override
   public CompositePart compositePart(long id, String type, long buildDate, String document) {
+    finishComposite();
     CompositePart c = SharedMemory.allocate(CompositePart.class);
     c.id = id;
     c.type = type;
@@ -50,7 +61,8 @@ public final class SharedFactory implements Factory {
     p.buildDate = buildDate;
     p.type = type;
     p.to = list(3);
-    p.from_ = list(4);
+    pending.add(p);
+    incoming.put(p, new ArrayList<>(4));
     CompositePart c = (CompositePart) partOf;
     p.partOf = c;
     c.parts.add(p);
@@ -73,12 +85,13 @@ public final class SharedFactory implements Factory {
     c.from_ = f;
     c.to = t;
     f.to.add(c);
-    t.from_.add(c);
+    incoming.get(t).add(c);
     return c;
   }
 
   @Override
   public ComplexAssembly complexAssembly(long id, String type, long buildDate, Schema.ComplexAssembly superAssembly) {
+    finishComposite();
     ComplexAssembly a = SharedMemory.allocate(ComplexAssembly.class);
     ComplexAssembly sup = (ComplexAssembly) superAssembly;
     a.id = id;
@@ -92,6 +105,7 @@ public final class SharedFactory implements Factory {
 
   @Override
   public BaseAssembly baseAssembly(long id, String type, long buildDate, Schema.ComplexAssembly superAssembly) {
+    finishComposite();
     BaseAssembly b = SharedMemory.allocate(BaseAssembly.class);
     ComplexAssembly sup = (ComplexAssembly) superAssembly;
     b.id = id;
@@ -116,6 +130,7 @@ public final class SharedFactory implements Factory {
 
   @Override
   public Database database(Schema.Module module, List<Schema.CompositePart> composites, List<Schema.Assembly> assemblies) {
+    finishComposite();
     Database d = SharedMemory.allocate(Database.class);
     d.module = (Module) module;
     List<CompositePart> cs = list(composites.size());
@@ -125,5 +140,17 @@ public final class SharedFactory implements Factory {
     for (Schema.Assembly a : assemblies) as.add(a);
     d.assemblies = as;
     return d;
+  }
+
+  /** Gives the pending parts their from_ lists (see {@link #incoming}). */
+  private void finishComposite() {
+    for (AtomicPart p : pending) {
+      List<Connection> in = incoming.get(p);
+      List<Connection> from = list(in.size());
+      from.addAll(in);
+      p.from_ = from;
+    }
+    pending.clear();
+    incoming.clear();
   }
 }
