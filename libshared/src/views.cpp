@@ -159,6 +159,49 @@ ValueView ObjectView::get(const Field& f) const {
   if (__builtin_expect(class_of(word_) != f.cls_, 0)) return get_by_name(*this, f);  // another version
   return ValueView(slot_or_throw(word_, *f.info_)->load(std::memory_order_acquire));
 }
+
+namespace {
+// The word of field f of the object o, read as ObjectView::get reads it (the caller checked the scope).
+inline Word field_word(const ObjectView& o, Word w, const Field& f, const detail::ClassRecord* cls,
+                       const detail::FieldInfo* info) {
+  if (__builtin_expect(class_of(w) != cls, 0)) return get_by_name(o, f).raw();  // another version
+  return slot_or_throw(w, *info)->load(std::memory_order_acquire);
+}
+}  // namespace
+
+std::int64_t ObjectView::get_int(const Field& f) const {
+  require_scope("ObjectView::get_int");
+  const Word w = field_word(*this, word_, f, f.cls_, f.info_);
+  if (is_small_int(w)) return small_value(w);
+  if (kind_of(w) != TypeKind::kInteger) mismatch(w, "integer");
+  return integer_value(w);
+}
+double ObjectView::get_float(const Field& f) const {
+  require_scope("ObjectView::get_float");
+  const Word w = field_word(*this, word_, f, f.cls_, f.info_);
+  const TypeKind k = kind_of(w);
+  if (k == TypeKind::kFloat) return float_value(w);
+  if (k == TypeKind::kInteger) return static_cast<double>(integer_value(w));
+  mismatch(w, "float");
+}
+bool ObjectView::get_bool(const Field& f) const {
+  require_scope("ObjectView::get_bool");
+  const Word w = field_word(*this, word_, f, f.cls_, f.info_);
+  if (!is_bool(w)) mismatch(w, "boolean");
+  return bool_value(w);
+}
+std::string_view ObjectView::get_string(const Field& f) const {
+  require_scope("ObjectView::get_string");
+  const Word w = field_word(*this, word_, f, f.cls_, f.info_);
+  if (kind_of(w) != TypeKind::kString) mismatch(w, "string");
+  return string_value(w);
+}
+ObjectView ObjectView::get_object(const Field& f) const {
+  require_scope("ObjectView::get_object");
+  const Word w = field_word(*this, word_, f, f.cls_, f.info_);
+  if (w != kNull) require_ref_of(w, TypeKind::kObject, "object");
+  return ObjectView(w);
+}
 ValueView ObjectView::get(std::string_view name) const {
   require_scope("ObjectView::get");
   return ValueView(slot_or_throw(word_, field_or_throw(word_, name))->load(std::memory_order_acquire));

@@ -162,6 +162,55 @@ TEST_CASE("views read what the rooted API reads: fields, strings, references, li
   REQUIRE(av.get(v).promote().as_int() == 1);
 }
 
+TEST_CASE("typed view getters read what get() and the conversions read, in one call") {
+  test::TestSegment seg(8 << 20);
+  Class cls = define_class("t.TypedNode", {{"i", TypeKind::kInteger, ""},
+                                           {"f", TypeKind::kFloat, ""},
+                                           {"b", TypeKind::kBoolean, ""},
+                                           {"s", TypeKind::kString, ""},
+                                           {"o", TypeKind::kObject, "t.TypedNode"},
+                                           {"any", TypeKind::kAny, ""}});
+  Field i(cls, "i"), f(cls, "f"), b(cls, "b"), s(cls, "s"), o(cls, "o"), any(cls, "any");
+  Object a = new_object(cls);
+  Object c = new_object(cls);
+  a.set(i, Value(std::int64_t{1} << 61));  // a boxed integer
+  a.set(f, Value(2.5));
+  a.set(b, Value(true));
+  a.set(s, Value("a string \u00e9"));
+  a.set(o, c);
+  a.set(any, Value(7));
+  c.set(i, Value(3));
+  c.set(f, Value(1e300));  // a boxed float
+  {
+    ReadScope scope;
+    ObjectView av(a), cv(c);
+    REQUIRE(av.get_int(i) == av.get(i).as_int());
+    REQUIRE(cv.get_int(i) == 3);
+    REQUIRE(av.get_float(f) == 2.5);
+    REQUIRE(cv.get_float(f) == 1e300);
+    REQUIRE(av.get_float(any) == 7.0);  // an integer read as a float, as as_float()
+    REQUIRE(av.get_bool(b));
+    REQUIRE(av.get_string(s) == "a string \u00e9");
+    REQUIRE(av.get_object(o).same_object(ValueView(c)));
+    REQUIRE(cv.get_object(o).is_null());  // null: a null view, not an error
+    REQUIRE_THROWS_AS(av.get_int(s), TypeMismatchError);
+    REQUIRE_THROWS_AS(av.get_string(i), TypeMismatchError);
+    REQUIRE_THROWS_AS(av.get_bool(any), TypeMismatchError);
+    REQUIRE_THROWS_AS(av.get_float(b), TypeMismatchError);
+    REQUIRE_THROWS_AS(av.get_object(any), TypeMismatchError);
+  }
+  // An object of another version of the class: the fields are found by name.
+  a.add_field(FieldSpec{"extra", TypeKind::kInteger, ""});
+  {
+    ReadScope scope;
+    ObjectView av(a);
+    REQUIRE(av.get_int(i) == std::int64_t{1} << 61);
+    REQUIRE(av.get_string(s) == "a string \u00e9");
+    REQUIRE(av.get_object(o).get_int(i) == 3);
+  }
+  REQUIRE_THROWS_AS(ObjectView(a).get_int(i), InvalidArgumentError);  // outside a scope
+}
+
 TEST_CASE("views outside a scope, and waits for the collector inside one, are refused with errors") {
   test::TestSegment seg(8 << 20);
   Class cls = node_class();

@@ -486,7 +486,7 @@ public final class SharedField {
     // A string written lately (an equal one) is stored as the shared string made for it.
     StringWrites w = StringWrites.mine();
     if (str.length() <= StringWrites.MAX_CHARS && !Transaction.inThisThread() && w.store(v, owner, a, s, str)) return true;
-    Direct.Utf8Buffer u = w.buffer;
+    Direct.Utf8Buffer u = w.buffer();
     boolean buffered = str.length() <= Direct.Utf8Buffer.MAX_CHARS;
     // A char takes at most 3 bytes (a surrogate pair, two chars, 4).
     byte[] utf8 = buffered ? u.bytes : new byte[3 * str.length()];

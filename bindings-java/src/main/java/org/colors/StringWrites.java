@@ -54,8 +54,13 @@ final class StringWrites {
   /** Entries in use: written by the owner thread, read by {@link #held()} (tests). */
   private volatile int held;
   private final WeakReference<Thread> owner = new WeakReference<>(Thread.currentThread());
-  /** This thread's UTF-8 buffer, reached through this cache: one thread-local lookup per write. */
-  final Direct.Utf8Buffer buffer = Direct.Utf8Buffer.mine();
+  /** This thread's UTF-8 buffer, reached through this cache (one thread-local lookup per write); made at first use. */
+  private Direct.Utf8Buffer buffer;
+
+  Direct.Utf8Buffer buffer() {
+    Direct.Utf8Buffer b = buffer;
+    return b != null ? b : (buffer = Direct.Utf8Buffer.mine());
+  }
 
   private StringWrites() {
     synchronized (REGISTRY) {
@@ -94,7 +99,7 @@ final class StringWrites {
       return false;  // the first write: the caller's path makes the string
     }
     seen[i] = 0;
-    Direct.Utf8Buffer u = buffer;
+    Direct.Utf8Buffer u = buffer();
     int n = BulkWriter.utf8(str, u.bytes, 0);
     if (n < 0) return false;  // a lone surrogate: the slow path refuses it
     u.copyToMemory(n);
