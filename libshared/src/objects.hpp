@@ -172,7 +172,9 @@ inline void check_field_type(const FieldInfo& f, Word v) {
   if (v == kNull || f.type == TypeKind::kAny) return;
   const TypeKind k = kind_of(v);
   if (k == f.type && (k != TypeKind::kObject || f.class_name.len == 0)) return;
-  check_field_type_slow(f, v);  // a class name to compare, or a mismatch
+  // A field's class name shares its class's name pointer when the class exists (classes.cpp).
+  if (k == TypeKind::kObject && k == f.type && class_of(v)->name.ptr == f.class_name.ptr) return;
+  check_field_type_slow(f, v);  // a class name to compare by its bytes, or a mismatch
 }
 // Switches `o` to the version of its class that also has `field` (schema evolution), in place.
 // Returns the new class. Reuses a version with that exact layout when one exists. A field of a
