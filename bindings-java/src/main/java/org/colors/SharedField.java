@@ -484,7 +484,7 @@ public final class SharedField {
     long s = v.slotAddress(a, e.slot, v.inlineSlots(a));
     if (s == 0) return false;
     // A string written lately (an equal one) is stored as the shared string made for it.
-    StringWrites w = StringWrites.mine();
+    StringWrites w = StringWrites.mine(v);
     if (str.length() <= StringWrites.MAX_CHARS && !Transaction.inThisThread() && w.store(v, owner, a, s, str)) return true;
     Direct.Utf8Buffer u = w.buffer();
     boolean buffered = str.length() <= Direct.Utf8Buffer.MAX_CHARS;

@@ -28,7 +28,8 @@ import java.util.ArrayList;
  *       {@link Roots} requires). {@link SharedMemory#collect()} empties the calling thread's cache
  *       and makes every other live thread empty its own at its next string write
  *       ({@link #dropEpoch}); the caches of threads that ended are emptied there too, by the
- *       collecting thread (their last writes happen-before {@code isAlive()} returned false).
+ *       collecting thread, and by every thread that makes its first cache (their last writes
+ *       happen-before {@code isAlive()} returned false), so they do not pile up.
  *   <li>Not used inside a transaction (its writes are logged by the native) and only for strings of
  *       at most {@link #MAX_CHARS} chars: a cache holds at most {@link #SIZE} small strings.
  * </ul>
@@ -41,7 +42,7 @@ final class StringWrites {
   private static volatile long dropEpoch = 1;
 
   private static final ArrayList<StringWrites> REGISTRY = new ArrayList<>();  // GUARDED_BY(REGISTRY)
-  private static final ThreadLocal<StringWrites> MINE = ThreadLocal.withInitial(StringWrites::new);
+  private static final ThreadLocal<StringWrites> MINE = new ThreadLocal<>();
 
   /** Per slot, the hash of the string written last and not kept (bit 32 set: a hash is there). */
   private final long[] seen = new long[SIZE];
@@ -68,9 +69,18 @@ final class StringWrites {
     }
   }
 
-  /** The calling thread's cache. */
-  static StringWrites mine() {
-    return MINE.get();
+  /**
+   * The calling thread's cache. A thread's first one also lets go of the caches of threads that
+   * ended, so that threads coming and going without a collect() do not pile up kept strings.
+   */
+  static StringWrites mine(Direct.View v) {
+    StringWrites c = MINE.get();
+    if (c == null) {
+      c = new StringWrites();
+      MINE.set(c);
+      releaseEnded(v);
+    }
+    return c;
   }
 
   /**
@@ -118,11 +128,16 @@ final class StringWrites {
     return true;
   }
 
-  /** Empties the calling thread's cache and the caches of threads that ended; others at their next write. */
+  /** Empties the calling thread's cache and the caches of threads that ended; the others at their next write. */
   static void dropAll(Direct.View v) {
     dropEpoch++;  // collect() callers; a lost increment between two of them still moves the epoch
     StringWrites mine = MINE.get();
-    mine.empty(v);
+    if (mine != null) mine.empty(v);
+    releaseEnded(v);
+  }
+
+  /** Lets go of the caches of threads that ended (their last writes happen-before isAlive() is false). */
+  private static void releaseEnded(Direct.View v) {
     synchronized (REGISTRY) {
       for (int j = REGISTRY.size() - 1; j >= 0; j--) {
         StringWrites c = REGISTRY.get(j);

@@ -123,6 +123,32 @@ class StringWritesTest {
     for (int i = 0; i < es.length; i++) assertEquals("other " + i, es[i].name);
   }
 
+  /**
+   * Threads that come and go without a collect() do not pile up kept strings: a thread's first
+   * string write lets go of what the threads that ended kept.
+   */
+  @Test
+  void threadsThatEndedLeaveNothingKeptPastTheNextThreadsFirstWrite() throws Exception {
+    Employee e = SharedMemory.allocate(Employee.class);
+    SharedMemory.collect();
+    for (int t = 0; t < 20; t++) {
+      final int me = t;
+      Thread w = new Thread(() -> {
+        for (int k = 0; k < 2; k++) for (int i = 0; i < 10; i++) e.name = "thread " + me + " value " + i;
+      });
+      w.start();
+      w.join();
+    }
+    Thread last = new Thread(() -> {
+      e.name = "last";
+      e.name = "last";
+    });
+    last.start();
+    last.join();
+    assertEquals(1, heldNow(), "only the last thread's string is kept");
+    assertEquals("last", e.name);
+  }
+
   /** Inside a transaction a string write is logged (the cache is not used): an abort restores the field. */
   @Test
   void aTransactionsStringWritesRollBack() {
