@@ -49,10 +49,10 @@ final class StringWrites {
   private final String[] keys = new String[SIZE];
   private final long[] words = new long[SIZE];
   private final long[] roots = new long[SIZE];
-  /** The attachment of the entries' roots: written by the owner thread, read by {@link #held()}. */
+  /** The attachment of the entries' roots: written by the owner thread, read by {@link #held(long)}. */
   private volatile long gen;
   private long epoch = dropEpoch;
-  /** Entries in use: written by the owner thread, read by {@link #held()} (tests). */
+  /** Entries in use: written by the owner thread, read by {@link #held(long)} (tests). */
   private volatile int held;
   private final WeakReference<Thread> owner = new WeakReference<>(Thread.currentThread());
   /** This thread's UTF-8 buffer, reached through this cache (one thread-local lookup per write); made at first use. */
