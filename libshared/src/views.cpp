@@ -35,6 +35,27 @@ inline void require_scope(const char* what) {
   throw TypeMismatchError(std::string("expected a shared ") + want + ", got " + std::string(type_name(kind_of(w))));
 }
 
+// The conversions of a word read in a scope, shared by ValueView's and ObjectView's accessors.
+inline std::int64_t int_of(Word w) {
+  if (is_small_int(w)) return small_value(w);
+  if (kind_of(w) != TypeKind::kInteger) mismatch(w, "integer");
+  return integer_value(w);
+}
+inline double float_of(Word w) {
+  const TypeKind k = kind_of(w);
+  if (k == TypeKind::kFloat) return float_value(w);
+  if (k == TypeKind::kInteger) return static_cast<double>(integer_value(w));
+  mismatch(w, "float");
+}
+inline bool bool_of(Word w) {
+  if (!is_bool(w)) mismatch(w, "boolean");
+  return bool_value(w);
+}
+inline std::string_view string_of(Word w) {
+  if (kind_of(w) != TypeKind::kString) mismatch(w, "string");
+  return string_value(w);
+}
+
 // A reference of class kind `kind`, or TypeMismatchError naming `want`.
 inline void require_ref_of(Word w, TypeKind kind, const char* want) {
   if (__builtin_expect(!is_ref(w) || class_of(w)->kind != kind, 0)) mismatch(w, want);
@@ -56,26 +77,19 @@ TypeKind ValueView::kind() const {
 }
 std::int64_t ValueView::as_int() const {
   require_scope("ValueView::as_int");
-  if (is_small_int(word_)) return small_value(word_);
-  if (kind_of(word_) != TypeKind::kInteger) mismatch(word_, "integer");
-  return integer_value(word_);
+  return int_of(word_);
 }
 double ValueView::as_float() const {
   require_scope("ValueView::as_float");
-  const TypeKind k = kind_of(word_);
-  if (k == TypeKind::kFloat) return float_value(word_);
-  if (k == TypeKind::kInteger) return static_cast<double>(integer_value(word_));
-  mismatch(word_, "float");
+  return float_of(word_);
 }
 bool ValueView::as_bool() const {
   require_scope("ValueView::as_bool");
-  if (!is_bool(word_)) mismatch(word_, "boolean");
-  return bool_value(word_);
+  return bool_of(word_);
 }
 std::string_view ValueView::string_view() const {
   require_scope("ValueView::string_view");
-  if (kind_of(word_) != TypeKind::kString) mismatch(word_, "string");
-  return string_value(word_);
+  return string_of(word_);
 }
 ObjectView ValueView::as_object() const {
   require_scope("ValueView::as_object");
@@ -152,53 +166,38 @@ Class ObjectView::cls() const {
 namespace {
 // The object has another version than the field's: by name.
 [[gnu::noinline]] ValueView get_by_name(const ObjectView& o, const Field& f) { return o.get(f.name()); }
+
+// The word of field f (resolved as `cls`, `info`) of the object o. REQUIRES: inside a scope.
+inline Word field_word(const ObjectView& o, const Field& f, const ClassRecord* cls, const FieldInfo* info) {
+  if (__builtin_expect(class_of(o.raw()) != cls, 0)) return get_by_name(o, f).raw();  // another version
+  return slot_or_throw(o.raw(), *info)->load(std::memory_order_acquire);
+}
 }  // namespace
 
 ValueView ObjectView::get(const Field& f) const {
   require_scope("ObjectView::get");
-  if (__builtin_expect(class_of(word_) != f.cls_, 0)) return get_by_name(*this, f);  // another version
-  return ValueView(slot_or_throw(word_, *f.info_)->load(std::memory_order_acquire));
+  return ValueView(field_word(*this, f, f.cls_, f.info_));
 }
-
-namespace {
-// The word of field f of the object o, read as ObjectView::get reads it (the caller checked the scope).
-inline Word field_word(const ObjectView& o, Word w, const Field& f, const detail::ClassRecord* cls,
-                       const detail::FieldInfo* info) {
-  if (__builtin_expect(class_of(w) != cls, 0)) return get_by_name(o, f).raw();  // another version
-  return slot_or_throw(w, *info)->load(std::memory_order_acquire);
-}
-}  // namespace
 
 std::int64_t ObjectView::get_int(const Field& f) const {
   require_scope("ObjectView::get_int");
-  const Word w = field_word(*this, word_, f, f.cls_, f.info_);
-  if (is_small_int(w)) return small_value(w);
-  if (kind_of(w) != TypeKind::kInteger) mismatch(w, "integer");
-  return integer_value(w);
+  return int_of(field_word(*this, f, f.cls_, f.info_));
 }
 double ObjectView::get_float(const Field& f) const {
   require_scope("ObjectView::get_float");
-  const Word w = field_word(*this, word_, f, f.cls_, f.info_);
-  const TypeKind k = kind_of(w);
-  if (k == TypeKind::kFloat) return float_value(w);
-  if (k == TypeKind::kInteger) return static_cast<double>(integer_value(w));
-  mismatch(w, "float");
+  return float_of(field_word(*this, f, f.cls_, f.info_));
 }
 bool ObjectView::get_bool(const Field& f) const {
   require_scope("ObjectView::get_bool");
-  const Word w = field_word(*this, word_, f, f.cls_, f.info_);
-  if (!is_bool(w)) mismatch(w, "boolean");
-  return bool_value(w);
+  return bool_of(field_word(*this, f, f.cls_, f.info_));
 }
 std::string_view ObjectView::get_string(const Field& f) const {
   require_scope("ObjectView::get_string");
-  const Word w = field_word(*this, word_, f, f.cls_, f.info_);
-  if (kind_of(w) != TypeKind::kString) mismatch(w, "string");
-  return string_value(w);
+  return string_of(field_word(*this, f, f.cls_, f.info_));
 }
 ObjectView ObjectView::get_object(const Field& f) const {
   require_scope("ObjectView::get_object");
-  const Word w = field_word(*this, word_, f, f.cls_, f.info_);
+  const Word w = field_word(*this, f, f.cls_, f.info_);
   if (w != kNull) require_ref_of(w, TypeKind::kObject, "object");
   return ObjectView(w);
 }

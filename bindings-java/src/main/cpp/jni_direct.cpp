@@ -74,9 +74,11 @@ std::atomic<cd::Word>* slot_of(jlong bits) { return reinterpret_cast<std::atomic
 
 // A new shared string of `utf8` (checked by new_string) stored into the field slot at `slot` of
 // the object at `obj` with write_slot (store_ref, the overwritten reference flagged pending; logged
-// under the object's orec inside a transaction). The string is rooted until stored.
-void store_new_string(jlong obj, jlong slot, std::string_view utf8) {
+// under the object's orec inside a transaction). The string is rooted until stored; with `root`
+// (a Java-held root slot), also stored there first, seq_cst as roots.hpp fills a root.
+void store_new_string(jlong obj, jlong slot, std::string_view utf8, jlong root = 0) {
   cd::Rooted r = cd::new_string(cd::current_meta(), utf8);
+  if (root != 0) slot_of(root)->store(r.word(), std::memory_order_seq_cst);
   cd::write_slot(reinterpret_cast<const void*>(static_cast<std::uintptr_t>(obj)), slot_of(slot), r.word());
 }
 
@@ -346,9 +348,7 @@ JNIEXPORT void JNICALL Java_org_colors_Direct_storeUtf8Rooted(JNIEnv* env, jclas
     (void)keep;
     if (bytes == 0 || n < 0 || root == 0) throw colors::InvalidArgumentError("storeUtf8Rooted: no bytes or no root");
     const auto* p = reinterpret_cast<const char*>(static_cast<std::uintptr_t>(bytes));
-    cd::Rooted r = cd::new_string(cd::current_meta(), std::string_view(p, static_cast<std::size_t>(n)));
-    slot_of(root)->store(r.word(), std::memory_order_seq_cst);
-    cd::write_slot(reinterpret_cast<const void*>(static_cast<std::uintptr_t>(obj)), slot_of(slot), r.word());
+    store_new_string(obj, slot, std::string_view(p, static_cast<std::size_t>(n)), root);
   });
 }
 

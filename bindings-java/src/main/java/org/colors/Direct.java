@@ -139,8 +139,9 @@ final class Direct {
   /**
    * A thread's buffer for the UTF-8 of a string it stores into a field ({@link #storeUtf8At}):
    * encoded into {@link #bytes}, copied to the direct buffer's memory, read there by the native.
-   * It stays reachable through its thread's ThreadLocal for as long as the thread lives (so a
-   * native reading its memory needs no fence); the JDK frees that memory once both are gone.
+   * It stays reachable through its thread's {@link StringWrites} (a ThreadLocal) for as long as
+   * the thread lives (so a native reading its memory needs no fence); the JDK frees that memory
+   * once both are gone.
    * Invariant: a thread stores one string through it at a time; nothing the native calls back into
    * (the heap-pressure hook) stores a string.
    */
@@ -151,12 +152,6 @@ final class Direct {
     final byte[] bytes = new byte[3 * MAX_CHARS];
     final ByteBuffer memory = ByteBuffer.allocateDirect(3 * MAX_CHARS);
     final long address = directAddress(memory);
-
-    private static final ThreadLocal<Utf8Buffer> MINE = ThreadLocal.withInitial(Utf8Buffer::new);
-
-    static Utf8Buffer mine() {
-      return MINE.get();
-    }
 
     /** Copies the first {@code n} bytes of {@link #bytes} to the direct memory. REQUIRES: UNSAFE. */
     void copyToMemory(int n) {

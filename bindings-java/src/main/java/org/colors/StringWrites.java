@@ -60,7 +60,7 @@ final class StringWrites {
 
   Direct.Utf8Buffer buffer() {
     Direct.Utf8Buffer b = buffer;
-    return b != null ? b : (buffer = Direct.Utf8Buffer.mine());
+    return b != null ? b : (buffer = new Direct.Utf8Buffer());
   }
 
   private StringWrites() {
