@@ -31,6 +31,10 @@ inline void require_scope(const char* what) {
   if (__builtin_expect(!in_read_scope(), 0)) outside_scope(what);
 }
 
+[[noreturn, gnu::noinline, gnu::cold]] void null_view() {
+  throw InvalidArgumentError("a null ObjectView (a null field's get_object(), or a default one) has no fields or class");
+}
+
 [[noreturn, gnu::noinline, gnu::cold]] void mismatch(Word w, const char* want) {
   throw TypeMismatchError(std::string("expected a shared ") + want + ", got " + std::string(type_name(kind_of(w))));
 }
@@ -154,6 +158,7 @@ ObjectView new_object_view(const Class& cls, std::initializer_list<FieldValue> v
 
 void ObjectView::set(const Field& f, const ValueView& v) {
   require_scope("ObjectView::set");
+  if (word_ == kNull) null_view();
   const FieldInfo& info = class_of(word_) == f.cls_ ? *f.info_ : field_or_throw(word_, f.name());
   check_field_type(info, v.raw());
   store_scope_reference(slot_or_throw(word_, info), v.raw());
@@ -161,6 +166,7 @@ void ObjectView::set(const Field& f, const ValueView& v) {
 
 Class ObjectView::cls() const {
   require_scope("ObjectView::cls");
+  if (word_ == kNull) null_view();
   return Class(class_of(word_));
 }
 namespace {
@@ -169,6 +175,7 @@ namespace {
 
 // The word of field f (resolved as `cls`, `info`) of the object o. REQUIRES: inside a scope.
 inline Word field_word(const ObjectView& o, const Field& f, const ClassRecord* cls, const FieldInfo* info) {
+  if (__builtin_expect(o.raw() == kNull, 0)) null_view();
   if (__builtin_expect(class_of(o.raw()) != cls, 0)) return get_by_name(o, f).raw();  // another version
   return slot_or_throw(o.raw(), *info)->load(std::memory_order_acquire);
 }
@@ -203,6 +210,7 @@ ObjectView ObjectView::get_object(const Field& f) const {
 }
 ValueView ObjectView::get(std::string_view name) const {
   require_scope("ObjectView::get");
+  if (word_ == kNull) null_view();
   return ValueView(slot_or_throw(word_, field_or_throw(word_, name))->load(std::memory_order_acquire));
 }
 Object ObjectView::promote() const { return Object(ValueView::promote()); }

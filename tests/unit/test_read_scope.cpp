@@ -193,6 +193,12 @@ TEST_CASE("typed view getters read what get() and the conversions read, in one c
     REQUIRE(av.get_string(s) == "a string \u00e9");
     REQUIRE(av.get_object(o).same_object(ValueView(c)));
     REQUIRE(cv.get_object(o).is_null());  // null: a null view, not an error
+    // Reading through that null view (or a default one) is an error, not a crash.
+    REQUIRE_THROWS_AS(cv.get_object(o).get_int(i), InvalidArgumentError);
+    REQUIRE_THROWS_AS(ObjectView().get(s), InvalidArgumentError);
+    REQUIRE_THROWS_AS(ObjectView().get("s"), InvalidArgumentError);
+    REQUIRE_THROWS_AS(ObjectView().cls(), InvalidArgumentError);
+    REQUIRE_THROWS_AS(ObjectView().set(s, ValueView()), InvalidArgumentError);
     REQUIRE_THROWS_AS(av.get_int(s), TypeMismatchError);
     REQUIRE_THROWS_AS(av.get_string(i), TypeMismatchError);
     REQUIRE_THROWS_AS(av.get_bool(any), TypeMismatchError);
