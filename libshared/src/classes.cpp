@@ -123,8 +123,6 @@ std::string_view name_view(const NameRef& n) {
   return n.len == 0 ? std::string_view() : std::string_view(reinterpret_cast<const char*>(n.ptr), n.len);
 }
 
-ClassRecord* builtin_class(Metadata* m, TypeKind k) { return m->builtin[static_cast<int>(k)]; }
-
 static ClassRecord* new_record(Metadata* m, TypeKind kind, NameRef name, std::uint32_t nfields) {
   auto* c = static_cast<ClassRecord*>(classes_alloc(m, sizeof(ClassRecord) + nfields * sizeof(FieldInfo)));
   c->magic = kClassMagic;

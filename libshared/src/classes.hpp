@@ -42,7 +42,7 @@ std::uint32_t name_hash(std::string_view s);
 // Throws InvalidArgumentError unless 1 <= length <= kMaxNameLength and valid UTF-8.
 void check_name(std::string_view s, const char* what);
 
-ClassRecord* builtin_class(Metadata* m, TypeKind k);
+inline ClassRecord* builtin_class(Metadata* m, TypeKind k) { return m->builtin[static_cast<int>(k)]; }
 
 // Exact lookup by (name, field set): a version with the same live fields (names and types), in
 // any order. Prefers a dense version (slots 0..n-1, no deleted entries). Creates a dense version

@@ -71,7 +71,9 @@ BlockHeader* reserve_block_slow(Metadata* m, std::uint32_t client_id, std::size_
 
 // Reserves a block of `bytes` (multiple of kGranule, >= 32) for a new object for the calling
 // thread of client `client_id`: payload zero-filled, header not yet published. Throws
-// OutOfMemoryError when no space is left.
+// OutOfMemoryError when no space is left. `kZeroed` false: the payload may hold old bytes (the
+// caller writes every word of it before publishing; the slow path zero-fills anyway).
+template <bool kZeroed = true>
 inline BlockHeader* reserve_block(Metadata* m, std::uint32_t client_id, std::size_t bytes) {
   TlabCursor& t = t_tlab_cursor;
   // Fast path: the object fits and leaves a non-empty rest (exact fits take the slow path).
@@ -85,8 +87,10 @@ inline BlockHeader* reserve_block(Metadata* m, std::uint32_t client_id, std::siz
     rest->word.store(BlockHeader::pack(t.end - obj - bytes, BlockKind::kTlab), std::memory_order_release);
     t.cur = obj + bytes;
     BlockHeader* h = header_at(obj);
-    auto* p = reinterpret_cast<std::uint64_t*>(h->payload());
-    for (std::size_t i = 0, n = (bytes - sizeof(BlockHeader)) / 8; i < n; ++i) p[i] = 0;
+    if constexpr (kZeroed) {
+      auto* p = reinterpret_cast<std::uint64_t*>(h->payload());
+      for (std::size_t i = 0, n = (bytes - sizeof(BlockHeader)) / 8; i < n; ++i) p[i] = 0;
+    }
     return h;
   }
   return reserve_block_slow(m, client_id, bytes);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <type_traits>
 
 #include "barrier.hpp"
 #include "classes.hpp"
@@ -24,19 +25,36 @@ namespace {
 // `body`: bytes after the ObjectHead (header + class pointer).
 // The block is rooted before it is published (roots.hpp, Rooted), unless `kRooted` is false: an
 // allocation in a read scope, which the scope keeps (read_scope.hpp, "Allocating in a scope").
-template <bool kRooted = true, class Init>
-Rooted allocate(Metadata* m, TypeKind kind, ClassRecord* cls, std::size_t body, Init&& init) {
+[[noreturn, gnu::noinline, gnu::cold]] void too_large(std::size_t bytes) {
+  throw OutOfMemoryError("object of " + std::to_string(bytes) + " bytes is too large");
+}
+
+// `kFilled`: `init` writes every byte of the body up to its end (a string's or binary's length,
+// hash and bytes), so the payload is not zero-filled first; only its last word, which holds the
+// padding after the bytes, is zeroed here.
+// Returns the object rooted (a Rooted) when kRooted, else its bare word.
+template <bool kRooted = true, bool kFilled = false, class Init>
+std::conditional_t<kRooted, Rooted, Word> allocate(Metadata* m, TypeKind kind, ClassRecord* cls, std::size_t body,
+                                                   Init&& init) {
   (void)kind;
   std::size_t bytes = round_up(sizeof(ObjectHead) + body, kGranule);
-  if (bytes > (std::size_t{1} << 40)) throw OutOfMemoryError("object of " + std::to_string(bytes) + " bytes is too large");
-  BlockHeader* h = reserve_block(m, current_client_id(), bytes);
+  if (__builtin_expect(bytes > (std::size_t{1} << 40), 0)) too_large(bytes);
+  BlockHeader* h = reserve_block<!kFilled>(m, current_client_id(), bytes);
+  if constexpr (kFilled) reinterpret_cast<std::uint64_t*>(reinterpret_cast<char*>(h) + bytes)[-1] = 0;
   Word w = reinterpret_cast<Word>(h);
-  Rooted r(w, kRooted ? root_acquire(w) : nullptr);
   auto* o = reinterpret_cast<ObjectHead*>(h);
-  o->cls.store(cls, std::memory_order_relaxed);
-  init(o);
-  publish_object(m, h, bytes);
-  return r;
+  if constexpr (kRooted) {
+    Rooted r(w, root_acquire(w));
+    o->cls.store(cls, std::memory_order_relaxed);
+    init(o);
+    publish_object(m, h, bytes);
+    return r;
+  } else {
+    o->cls.store(cls, std::memory_order_relaxed);
+    init(o);
+    publish_object(m, h, bytes);
+    return w;
+  }
 }
 
 std::uint64_t mix64(std::uint64_t x) {
@@ -100,20 +118,54 @@ Rooted new_float(Metadata* m, double v) {
 // The payload of a string or binary of n bytes (16 bytes of length and hash first). A length near
 // SIZE_MAX wrapped 16 + n to a small size: the object got a tiny block and a length beyond it,
 // which every read then followed out of the heap. No heap holds 2^48 bytes.
-static std::size_t bytes_payload(std::size_t n, const char* what) {
-  if (n > (std::size_t{1} << 48)) throw OutOfMemoryError(std::string(what) + " of " + std::to_string(n) + " bytes is too large");
+[[noreturn, gnu::noinline, gnu::cold]] static void bytes_too_large(std::size_t n, const char* what) {
+  throw OutOfMemoryError(std::string(what) + " of " + std::to_string(n) + " bytes is too large");
+}
+static inline std::size_t bytes_payload(std::size_t n, const char* what) {
+  if (__builtin_expect(n > (std::size_t{1} << 48), 0)) bytes_too_large(n, what);
   return 16 + n;
+}
+
+[[noreturn, gnu::noinline, gnu::cold]] static void not_utf8() { throw InvalidArgumentError("string is not valid UTF-8"); }
+
+// is_valid_utf8, with the common case inline: ASCII throughout (no byte with its high bit set),
+// checked eight bytes at a time, the tail by one overlapping eight-byte load.
+// memcpy of a string's bytes, inline up to 16 bytes (two overlapping loads and stores), where a
+// call would cost as much as the copy.
+static inline void copy_bytes(char* to, const char* from, std::size_t n) {
+  if (n >= 8 && n <= 16) {
+    std::uint64_t a, b;
+    std::memcpy(&a, from, 8);
+    std::memcpy(&b, from + n - 8, 8);
+    std::memcpy(to, &a, 8);
+    std::memcpy(to + n - 8, &b, 8);
+  } else if (n != 0) {
+    std::memcpy(to, from, n);
+  }
+}
+
+static inline void require_utf8(std::string_view s) {
+  const std::size_t n = s.size();
+  std::uint64_t high = 0;
+  if (n >= 8) {
+    std::size_t i = 0;
+    for (; i + 8 < n; i += 8) high |= load64(reinterpret_cast<const unsigned char*>(s.data()) + i);
+    high |= load64(reinterpret_cast<const unsigned char*>(s.data()) + n - 8);
+  } else {
+    for (std::size_t i = 0; i < n; ++i) high |= static_cast<unsigned char>(s[i]);
+  }
+  if (__builtin_expect((high & 0x8080808080808080ULL) != 0, 0) && !is_valid_utf8(s)) not_utf8();
 }
 
 Rooted new_string(Metadata* m, std::string_view s) {
   const std::size_t payload = bytes_payload(s.size(), "string");
-  if (!is_valid_utf8(s)) throw InvalidArgumentError("string is not valid UTF-8");
+  require_utf8(s);
   std::uint64_t h = bytes_hash(s.data(), s.size());
-  return allocate(m, TypeKind::kString, builtin_class(m, TypeKind::kString), payload, [&](ObjectHead* o) {
+  return allocate<true, true>(m, TypeKind::kString, builtin_class(m, TypeKind::kString), payload, [&](ObjectHead* o) {
     auto* so = reinterpret_cast<StringObject*>(o);
     so->length = s.size();
     so->hash = h;
-    if (!s.empty()) std::memcpy(so->bytes, s.data(), s.size());
+    copy_bytes(so->bytes, s.data(), s.size());
   });
 }
 
@@ -319,25 +371,25 @@ ClassRecord* remove_field(Metadata* m, Word o, std::string_view name) {
 Word new_integer_scoped(Metadata* m, std::int64_t v) {
   if (fits_small(v)) return make_small(v);
   return allocate<false>(m, TypeKind::kInteger, builtin_class(m, TypeKind::kInteger), sizeof(std::int64_t),
-                         [v](ObjectHead* o) { reinterpret_cast<IntegerObject*>(o)->value = v; }).word();
+                         [v](ObjectHead* o) { reinterpret_cast<IntegerObject*>(o)->value = v; });
 }
 
 Word new_float_scoped(Metadata* m, double v) {
   if (fits_small_float(v)) return make_small_float(v);
   return allocate<false>(m, TypeKind::kFloat, builtin_class(m, TypeKind::kFloat), sizeof(double),
-                         [v](ObjectHead* o) { reinterpret_cast<FloatObject*>(o)->value = v; }).word();
+                         [v](ObjectHead* o) { reinterpret_cast<FloatObject*>(o)->value = v; });
 }
 
 Word new_string_scoped(Metadata* m, std::string_view s) {
   const std::size_t payload = bytes_payload(s.size(), "string");
-  if (!is_valid_utf8(s)) throw InvalidArgumentError("string is not valid UTF-8");
+  require_utf8(s);
   std::uint64_t h = bytes_hash(s.data(), s.size());
-  return allocate<false>(m, TypeKind::kString, builtin_class(m, TypeKind::kString), payload, [&](ObjectHead* o) {
+  return allocate<false, true>(m, TypeKind::kString, builtin_class(m, TypeKind::kString), payload, [&](ObjectHead* o) {
     auto* so = reinterpret_cast<StringObject*>(o);
     so->length = s.size();
     so->hash = h;
-    if (!s.empty()) std::memcpy(so->bytes, s.data(), s.size());
-  }).word();
+    copy_bytes(so->bytes, s.data(), s.size());
+  });
 }
 
 Word new_user_object_scoped(Metadata* m, ClassRecord* cls, const SlotInit* init, std::size_t n) {
@@ -346,10 +398,10 @@ Word new_user_object_scoped(Metadata* m, ClassRecord* cls, const SlotInit* init,
     auto* u = reinterpret_cast<UserObject*>(o);
     // Plain stores into a block nobody else can reach: the publication (a release store) orders them.
     for (std::size_t i = 0; i < n; ++i) u->slots[init[i].slot].store(init[i].value, std::memory_order_relaxed);
-  }).word();
+  });
   // After the publication's epoch read: a new object recent in a marking cycle is not traced by its
   // pending passes, so what it holds that only the scope kept is flagged here (read_scope.hpp).
-  for (std::size_t i = 0; i < n; ++i) flag_scope_reference(init[i].value);
+  flag_scope_references(init, n);
   return w;
 }
 

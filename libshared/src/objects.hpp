@@ -170,10 +170,20 @@ inline std::atomic<Word>* slot_or_throw(Word o, const FieldInfo& f) {
 void check_field_type_slow(const FieldInfo& f, Word v);
 inline void check_field_type(const FieldInfo& f, Word v) {
   if (v == kNull || f.type == TypeKind::kAny) return;
-  const TypeKind k = kind_of(v);
-  if (k == f.type && (k != TypeKind::kObject || f.class_name.len == 0)) return;
-  // A field's class name shares its class's name pointer when the class exists (classes.cpp).
-  if (k == TypeKind::kObject && k == f.type && class_of(v)->name.ptr == f.class_name.ptr) return;
+  // kind_of's cases one by one, each compared with the field's type at once.
+  if (is_small_int(v)) {
+    if (f.type == TypeKind::kInteger) return;
+  } else if (is_small_float(v)) {
+    if (f.type == TypeKind::kFloat) return;
+  } else if (is_bool(v)) {
+    if (f.type == TypeKind::kBoolean) return;
+  } else {
+    const ClassRecord* c = class_of(v);
+    // A field's class name shares its class's name pointer when the class exists (classes.cpp).
+    if (c->kind == f.type &&
+        (f.type != TypeKind::kObject || f.class_name.len == 0 || c->name.ptr == f.class_name.ptr))
+      return;
+  }
   check_field_type_slow(f, v);  // a class name to compare by its bytes, or a mismatch
 }
 // Switches `o` to the version of its class that also has `field` (schema evolution), in place.

@@ -117,6 +117,18 @@ Rooted promote_borrowed(Word w);
 inline void flag_scope_reference(Word w) {
   if (root_release_flags(w)) set_pending_bit(g_pending_bits, static_cast<std::uintptr_t>(w));
 }
+// flag_scope_reference of every reference among `values` (n words, each after the store or
+// publication its flag covers). The phase is read once for all of them: when that read, made after
+// every one of those stores, finds no marking under unfenced roots, root_release_flags would
+// answer false for each, so none is flagged; otherwise each reference takes the per-word rule.
+template <class Init>
+inline void flag_scope_references(const Init* values, std::size_t n) {
+  const PendingBits& pb = g_pending_bits;
+  if (g_roots_unfenced.load(std::memory_order_relaxed) && pb.gc_phase != nullptr &&
+      pb.gc_phase->load(std::memory_order_acquire) != static_cast<std::uint8_t>(GcPhase::kMarking))
+    return;
+  for (std::size_t i = 0; i < n; ++i) flag_scope_reference(values[i].value);
+}
 // Stores the scope-held (or rooted) `w` into the heap slot `slot` of a published object: the write
 // barrier, then flag_scope_reference. REQUIRES: inside a read scope, outside a transaction.
 inline void store_scope_reference(std::atomic<Word>* slot, Word w) {

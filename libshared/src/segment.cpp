@@ -24,9 +24,7 @@
 
 namespace colors::detail {
 
-namespace {
-std::atomic<Metadata*> g_meta{nullptr};  // see set_current_meta
-}  // namespace
+std::atomic<Metadata*> g_current_meta{nullptr};  // see set_current_meta
 
 PendingBits g_pending_bits;
 
@@ -42,17 +40,13 @@ PendingBits pending_bits_of(const Metadata* m) {
   return pb;
 }
 
-Metadata* current_meta_or_null() { return g_meta.load(std::memory_order_acquire); }
-Metadata* current_meta() {
-  Metadata* m = g_meta.load(std::memory_order_acquire);
-  if (m == nullptr) throw NotAttachedError("not attached to a colors server: call colors::attach() first");
-  return m;
-}
+Metadata* current_meta_or_null() { return g_current_meta.load(std::memory_order_acquire); }
+void throw_not_attached() { throw NotAttachedError("not attached to a colors server: call colors::attach() first"); }
 void set_current_meta(Metadata* m) {
   // The pending-bit view is whole before a thread can see the segment it belongs to.
-  if (m == nullptr) g_meta.store(nullptr, std::memory_order_release);
+  if (m == nullptr) g_current_meta.store(nullptr, std::memory_order_release);
   g_pending_bits = pending_bits_of(m);
-  if (m != nullptr) g_meta.store(m, std::memory_order_release);
+  if (m != nullptr) g_current_meta.store(m, std::memory_order_release);
 }
 
 std::size_t metadata_size() { return round_up(sizeof(Metadata), 1 << 16); }
@@ -133,7 +127,7 @@ void Segment::privatize() {
 }
 
 Segment::~Segment() {
-  if (g_meta.load(std::memory_order_relaxed) == meta_) set_current_meta(nullptr);
+  if (g_current_meta.load(std::memory_order_relaxed) == meta_) set_current_meta(nullptr);
   if (meta_ != nullptr) {
     privatize();
     if (private_)

@@ -12,6 +12,7 @@
 #pragma once
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -95,8 +96,15 @@ class Segment {
 
 // The segment this process uses, or nullptr.
 Metadata* current_meta_or_null();
+// The segment this process uses (set_current_meta); read through current_meta*.
+extern std::atomic<Metadata*> g_current_meta;
+[[noreturn, gnu::cold]] void throw_not_attached();  // NotAttachedError
 // The segment this process uses. Throws NotAttachedError otherwise.
-Metadata* current_meta();
+inline Metadata* current_meta() {
+  Metadata* m = g_current_meta.load(std::memory_order_acquire);
+  if (__builtin_expect(m == nullptr, 0)) throw_not_attached();
+  return m;
+}
 // Makes `m` the segment every thread of this process uses (nullptr: none).
 // Invariant: an attach publishes the segment here only once the attachment is whole (its client id
 // named, the collector barrier chosen, the TLABs of earlier attachments forgotten): another

@@ -1,5 +1,6 @@
 // The public read-scope API (colors.hpp, "read scopes"): ReadScope and the views whose reads
 // borrow references instead of rooting them (read_scope.hpp has the protocol).
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -134,22 +135,32 @@ ValueView new_string_view(std::string_view utf8) {
   return ValueView(new_string_scoped(current_meta(), utf8));
 }
 
+namespace {
+
+[[noreturn, gnu::noinline, gnu::cold]] void no_class() { throw InvalidArgumentError("new_object_view needs a class"); }
+
+[[noreturn, gnu::noinline, gnu::cold]] void no_such_field(const Class& cls, const std::string& field) {
+  throw KeyError("class " + cls.name() + " version " + std::to_string(cls.version()) + " has no field '" + field + "'");
+}
+
+}  // namespace
+
 ObjectView new_object_view(const Class& cls, std::initializer_list<FieldValue> values) {
   require_scope("new_object_view");
-  if (!cls.valid()) throw InvalidArgumentError("new_object_view needs a class");
+  if (__builtin_expect(!cls.valid(), 0)) no_class();
   const ClassRecord* rec = cls.record();
   constexpr std::size_t kInline = 16;
   SlotInit inline_init[kInline];
-  std::vector<SlotInit> more;
+  std::unique_ptr<SlotInit[]> more;  // only for more values than the stack array holds
   SlotInit* init = inline_init;
-  if (values.size() > kInline) {
-    more.resize(values.size());
-    init = more.data();
+  if (__builtin_expect(values.size() > kInline, 0)) {
+    more.reset(new SlotInit[values.size()]);
+    init = more.get();
   }
   std::size_t n = 0;
   for (const FieldValue& fv : values) {
     const FieldInfo* f = fv.field.cls_ == rec ? fv.field.info_ : find_field(rec, fv.field.name());
-    if (f == nullptr) throw KeyError("class " + cls.name() + " version " + std::to_string(cls.version()) + " has no field '" + fv.field.name() + "'");
+    if (__builtin_expect(f == nullptr, 0)) no_such_field(cls, fv.field.name());
     check_field_type(*f, fv.value.raw());
     init[n++] = {f->slot, fv.value.raw()};
   }

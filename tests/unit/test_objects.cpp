@@ -95,6 +95,36 @@ TEST_CASE("invalid UTF-8 is refused with a clear error") {
   REQUIRE(Value(std::string_view("\xf0\x9f\x98\x80")).as_string() == "\xf0\x9f\x98\x80");
 }
 
+TEST_CASE("strings of every length up to 40 round-trip, and one bad byte anywhere is refused") {
+  // new_string checks ASCII eight bytes at a time (the tail by one overlapping load) and copies up
+  // to 16 bytes inline: every length crosses those boundaries, in both the rooted and the scoped
+  // allocation, and so does a byte with its high bit set at every position.
+  test::TestSegment seg;
+  for (std::size_t n = 0; n <= 40; ++n) {
+    std::string ascii;
+    for (std::size_t i = 0; i < n; ++i) ascii.push_back(static_cast<char>('a' + (i * 7 + n) % 26));
+    REQUIRE(Value(ascii).as_string() == ascii);
+    REQUIRE(Value(ascii).hash() == Value(std::string(ascii)).hash());
+    {
+      ReadScope scope;
+      REQUIRE(new_string_view(ascii).string_view() == ascii);
+    }
+    for (std::size_t at = 0; at < n; ++at) {
+      std::string bad = ascii;
+      bad[at] = static_cast<char>(0xff);  // never valid in UTF-8
+      REQUIRE_THROWS_AS(Value(std::string_view(bad)), InvalidArgumentError);
+      ReadScope scope;
+      REQUIRE_THROWS_AS(new_string_view(bad), InvalidArgumentError);
+    }
+    if (n >= 2) {
+      std::string two = ascii.substr(0, n - 2) + "\xc3\xa9";  // é as the last character: valid
+      REQUIRE(Value(two).as_string() == two);
+      ReadScope scope;
+      REQUIRE(new_string_view(two).string_view() == two);
+    }
+  }
+}
+
 TEST_CASE("neutral equality and hash") {
   test::TestSegment seg;
   REQUIRE(Value("abc") == Value("abc"));
