@@ -29,9 +29,9 @@ namespace {
   throw OutOfMemoryError("object of " + std::to_string(bytes) + " bytes is too large");
 }
 
-// `kFilled`: `init` writes every byte of the body up to its end (a string's or binary's length,
-// hash and bytes), so the payload is not zero-filled first; only its last word, which holds the
-// padding after the bytes, is zeroed here.
+// `kFilled`: `init` writes every byte of the body up to its end (a string's length, hash and
+// bytes), so the payload is not zero-filled first; only its last two words, which hold the padding
+// after the bytes (at most 15 bytes: the block is the body rounded up to kGranule), are zeroed here.
 // Returns the object rooted (a Rooted) when kRooted, else its bare word.
 template <bool kRooted = true, bool kFilled = false, class Init>
 std::conditional_t<kRooted, Rooted, Word> allocate(Metadata* m, TypeKind kind, ClassRecord* cls, std::size_t body,
@@ -40,7 +40,12 @@ std::conditional_t<kRooted, Rooted, Word> allocate(Metadata* m, TypeKind kind, C
   std::size_t bytes = round_up(sizeof(ObjectHead) + body, kGranule);
   if (__builtin_expect(bytes > (std::size_t{1} << 40), 0)) too_large(bytes);
   BlockHeader* h = reserve_block<!kFilled>(m, current_client_id(), bytes);
-  if constexpr (kFilled) reinterpret_cast<std::uint64_t*>(reinterpret_cast<char*>(h) + bytes)[-1] = 0;
+  if constexpr (kFilled) {
+    static_assert(kGranule == 16);
+    auto* end = reinterpret_cast<std::uint64_t*>(reinterpret_cast<char*>(h) + bytes);
+    end[-2] = 0;
+    end[-1] = 0;
+  }
   Word w = reinterpret_cast<Word>(h);
   auto* o = reinterpret_cast<ObjectHead*>(h);
   if constexpr (kRooted) {
