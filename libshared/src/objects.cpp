@@ -133,8 +133,6 @@ static inline std::size_t bytes_payload(std::size_t n, const char* what) {
 
 [[noreturn, gnu::noinline, gnu::cold]] static void not_utf8() { throw InvalidArgumentError("string is not valid UTF-8"); }
 
-// is_valid_utf8, with the common case inline: ASCII throughout (no byte with its high bit set),
-// checked eight bytes at a time, the tail by one overlapping eight-byte load.
 // memcpy of a string's bytes, inline up to 16 bytes (two overlapping loads and stores), where a
 // call would cost as much as the copy.
 static inline void copy_bytes(char* to, const char* from, std::size_t n) {
@@ -149,6 +147,8 @@ static inline void copy_bytes(char* to, const char* from, std::size_t n) {
   }
 }
 
+// is_valid_utf8, with the common case inline: ASCII throughout (no byte with its high bit set),
+// checked eight bytes at a time, the tail by one overlapping eight-byte load.
 static inline void require_utf8(std::string_view s) {
   const std::size_t n = s.size();
   std::uint64_t high = 0;
