@@ -282,16 +282,26 @@ final class ReadCache {
     if (v == null || v.epoch != s.epoch || v.load(s.list + v.offListVersion) != s.version) return null;
     ReadScope.State sc = ReadScope.here();
     if (sc != null && lentByScope(sc, s.items, v)) return null;
-    // The first elements' headers start loading while the caller's loop gets going.
+    // A short list's elements' headers start loading while the caller's loop gets going.
     Object[] items = s.items;
-    for (int i = 0, n = Math.min(items.length, TOUCHED); i < n; i++) {
-      if (items[i] instanceof SharedInstance) v.touch(((SharedInstance) items[i]).$colors$address());
+    if (items.length <= TOUCHED) {
+      for (Object x : items) {
+        if (x instanceof SharedInstance) v.touch(((SharedInstance) x).$colors$address());
+      }
     }
     return items;
   }
 
-  /** How many of a cached snapshot's first elements {@link #cached} touches. */
-  private static final int TOUCHED = 8;
+  /**
+   * The longest snapshot whose elements {@link #cached} touches. Short lists are what a traversal
+   * follows element by element next (OO7 T1: a part's three connections; touching them made T1
+   * 0.88x). For longer ones it cost more than it saved: with the first eight elements touched, or
+   * only two, OO7's Q2/Q3 (date lists of about ten parts spread over the heap, after T1 in the same
+   * JVM) ran 1.6x-1.9x the time without, in interleaved runs, while T1 was the same either way
+   * (doc/PERFORMANCE.md, "Java's read cache"); why those far-apart touches do not overlap with the
+   * caller's work was not established.
+   */
+  private static final int TOUCHED = 4;
 
   /**
    * The elements of {@code list} at one instant, shared with other callers (read-only), or null
