@@ -455,7 +455,10 @@ public final class SharedSortedMap extends AbstractMap<Object, Object> implement
     private boolean done;
     private Object cursor;
     private boolean cursorGiven;
-    private Object lastKey;
+    // The last key returned, as its batch held it (decoded by remove(): values() boxes no key).
+    private byte lastTag;
+    private long lastBits;
+    private Object lastObj;
     private boolean canRemove;
 
     ScanIterator(boolean reverse, Mode mode) {
@@ -491,15 +494,16 @@ public final class SharedSortedMap extends AbstractMap<Object, Object> implement
     @SuppressWarnings("unchecked")
     public T next() {
       if (!hasNext()) throw new NoSuchElementException();
-      Object k = at(pos);  // also for values: remove() needs it
-      Object v = mode == Mode.KEYS ? null : at(pos + 1);
+      int i = pos;
       pos += stride();
-      lastKey = k;
+      lastTag = tags[i];
+      lastBits = bits[i];
+      lastObj = objs[i];
       canRemove = true;
       switch (mode) {
-        case KEYS: return (T) k;
-        case VALUES: return (T) v;
-        default: return (T) new LiveEntry(SharedSortedMap.this, k, v);
+        case KEYS: return (T) at(i);
+        case VALUES: return (T) at(i + 1);
+        default: return (T) new LiveEntry(SharedSortedMap.this, at(i), at(i + 1));
       }
     }
 
@@ -507,7 +511,7 @@ public final class SharedSortedMap extends AbstractMap<Object, Object> implement
     public void remove() {
       if (!canRemove) throw new IllegalStateException("next() has not been called, or remove() was called already");
       canRemove = false;
-      SharedSortedMap.this.remove(lastKey);
+      SharedSortedMap.this.remove(SortedNative.decode(lastTag, lastBits, lastObj));
     }
   }
 

@@ -217,6 +217,44 @@ class SharedSortedMapTest {
     assertEquals(5L, m.navigableKeySet().higher(4L));
   }
 
+  /**
+   * remove() through the values and key iterators removes the key of the element last returned,
+   * also when hasNext() has loaded the next batch in between (the iterator keeps that key as its
+   * batch held it), with integer keys and string keys.
+   */
+  @Test
+  void valuesAndKeysIteratorsRemoveTheLastReturnedKeyAcrossBatches() {
+    SharedSortedMap m = SharedMemory.newSortedMap();
+    int n = 3 * SharedSortedMap.BATCH + 7;
+    for (long k = 0; k < n; k++) m.put(k, "v" + k);
+    for (Iterator<Object> it = m.values().iterator(); it.hasNext(); ) {
+      String v = (String) it.next();
+      long k = Long.parseLong(v.substring(1));
+      it.hasNext();  // at a batch's end this reads the next batch before the remove
+      if (k % 3 == 0 || (k + 1) % SharedSortedMap.BATCH == 0) it.remove();
+    }
+    for (long k = 0; k < n; k++) {
+      boolean removed = k % 3 == 0 || (k + 1) % SharedSortedMap.BATCH == 0;
+      assertEquals(!removed, m.containsKey(k), "key " + k);
+    }
+    SharedSortedMap s = SharedMemory.newSortedMap();
+    for (int k = 0; k < n; k++) s.put(String.format("k%05d", k), (long) k);
+    for (Iterator<Object> it = s.navigableKeySet().iterator(); it.hasNext(); ) {
+      String k = (String) it.next();
+      it.hasNext();
+      if (Integer.parseInt(k.substring(1)) % 2 == 1) it.remove();
+    }
+    assertEquals((n + 1) / 2, s.size());
+    assertTrue(s.containsKey("k00000"));
+    assertFalse(s.containsKey("k00001"));
+    assertThrows(IllegalStateException.class, () -> {
+      Iterator<Object> it = s.values().iterator();
+      it.next();
+      it.remove();
+      it.remove();
+    });
+  }
+
   @Test
   void allocationCopiesAndIdentity() {
     NavigableMap<?, ?> a = SharedMemory.allocate(NavigableMap.class, 0);
