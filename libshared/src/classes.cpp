@@ -62,7 +62,7 @@ std::uint32_t name_hash(std::string_view s) {
   return h;
 }
 
-static bool valid_utf8(std::string_view s) {
+bool valid_utf8_full(std::string_view s) {
   std::size_t i = 0;
   const std::size_t n = s.size();
   while (i < n) {
@@ -97,13 +97,11 @@ static bool valid_utf8(std::string_view s) {
   return true;
 }
 
-bool is_valid_utf8(std::string_view s) { return valid_utf8(s); }
-
 void check_name(std::string_view s, const char* what) {
   if (s.empty() || s.size() > kMaxNameLength)
     throw InvalidArgumentError(std::string(what) + " must be 1 to " + std::to_string(kMaxNameLength) +
                                " bytes long, got " + std::to_string(s.size()));
-  if (!valid_utf8(s)) throw InvalidArgumentError(std::string(what) + " is not valid UTF-8");
+  if (!is_valid_utf8(s)) throw InvalidArgumentError(std::string(what) + " is not valid UTF-8");
   if (s.find('\0') != std::string_view::npos) throw InvalidArgumentError(std::string(what) + " contains a NUL byte");
 }
 

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <string_view>
 #include <vector>
 
@@ -42,6 +43,26 @@ std::uint32_t name_hash(std::string_view s);
 // Throws InvalidArgumentError unless 1 <= length <= kMaxNameLength and valid UTF-8.
 void check_name(std::string_view s, const char* what);
 
+// Whether `s` is valid UTF-8 (no overlong forms, surrogates or values past U+10FFFF). The common
+// case is inline: ASCII throughout, checked eight bytes at a time (the tail by one overlapping
+// load); a byte with its high bit set takes the full check.
+bool valid_utf8_full(std::string_view s);
+inline bool is_valid_utf8(std::string_view s) {
+  const std::size_t n = s.size();
+  std::uint64_t high = 0;
+  if (n >= 8) {
+    std::uint64_t w;
+    for (std::size_t i = 0; i + 8 < n; i += 8) {
+      std::memcpy(&w, s.data() + i, 8);
+      high |= w;
+    }
+    std::memcpy(&w, s.data() + n - 8, 8);
+    high |= w;
+  } else {
+    for (std::size_t i = 0; i < n; ++i) high |= static_cast<unsigned char>(s[i]);
+  }
+  return (high & 0x8080808080808080ULL) == 0 || valid_utf8_full(s);
+}
 inline ClassRecord* builtin_class(Metadata* m, TypeKind k) { return m->builtin[static_cast<int>(k)]; }
 
 // Exact lookup by (name, field set): a version with the same live fields (names and types), in

@@ -16,7 +16,6 @@
 
 namespace colors::detail {
 
-bool is_valid_utf8(std::string_view s);
 
 std::size_t object_bytes(std::size_t payload) { return round_up(sizeof(BlockHeader) + payload, kGranule); }
 
@@ -147,24 +146,10 @@ static inline void copy_bytes(char* to, const char* from, std::size_t n) {
   }
 }
 
-// is_valid_utf8, with the common case inline: ASCII throughout (no byte with its high bit set),
-// checked eight bytes at a time, the tail by one overlapping eight-byte load.
-static inline void require_utf8(std::string_view s) {
-  const std::size_t n = s.size();
-  std::uint64_t high = 0;
-  if (n >= 8) {
-    std::size_t i = 0;
-    for (; i + 8 < n; i += 8) high |= load64(reinterpret_cast<const unsigned char*>(s.data()) + i);
-    high |= load64(reinterpret_cast<const unsigned char*>(s.data()) + n - 8);
-  } else {
-    for (std::size_t i = 0; i < n; ++i) high |= static_cast<unsigned char>(s[i]);
-  }
-  if (__builtin_expect((high & 0x8080808080808080ULL) != 0, 0) && !is_valid_utf8(s)) not_utf8();
-}
 
 Rooted new_string(Metadata* m, std::string_view s) {
   const std::size_t payload = bytes_payload(s.size(), "string");
-  require_utf8(s);
+  if (!is_valid_utf8(s)) not_utf8();
   std::uint64_t h = bytes_hash(s.data(), s.size());
   return allocate<true, true>(m, TypeKind::kString, builtin_class(m, TypeKind::kString), payload, [&](ObjectHead* o) {
     auto* so = reinterpret_cast<StringObject*>(o);
@@ -387,7 +372,7 @@ Word new_float_scoped(Metadata* m, double v) {
 
 Word new_string_scoped(Metadata* m, std::string_view s) {
   const std::size_t payload = bytes_payload(s.size(), "string");
-  require_utf8(s);
+  if (!is_valid_utf8(s)) not_utf8();
   std::uint64_t h = bytes_hash(s.data(), s.size());
   return allocate<false, true>(m, TypeKind::kString, builtin_class(m, TypeKind::kString), payload, [&](ObjectHead* o) {
     auto* so = reinterpret_cast<StringObject*>(o);
