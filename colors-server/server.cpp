@@ -74,6 +74,11 @@ constexpr std::int64_t kAcceptPauseNs = 100'000'000;
 constexpr std::size_t kMaxOutput = 64 * 1024;
 // Messages read from one connection per turn of the event loop (on_readable).
 constexpr int kMessagesPerTurn = 64;
+// Connections accepted per turn of the event loop (accept_pending). A peer that connects and
+// closes in a loop refills the listen backlog as fast as the server drains it: an accept loop
+// that ran until EAGAIN would not return to poll() while the flood lasts, and the hello of a
+// client it had accepted would wait unread.
+constexpr int kAcceptsPerTurn = 64;
 
 // Lines that peers can cause at will (log.hpp).
 LogLimiter g_log_no_hello("sent no handshake in time");
@@ -894,7 +899,7 @@ void Server::answer_busy(int fd, const PeerCred& peer, const std::string& why) {
 }
 
 void Server::accept_pending() {
-  for (;;) {
+  for (int budget = kAcceptsPerTurn; budget > 0; --budget) {
     int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
