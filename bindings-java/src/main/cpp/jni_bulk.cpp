@@ -9,27 +9,36 @@
 // one another in (tags, vals): object 0's fields/elements, then object 1's, ... Value tags are
 // those of jni_common.hpp plus colors_jni::kTagObj (vals = an object number); strings and binaries carry their
 // byte length in vals, their bytes follow one another in `blob` (strings as UTF-8 encoded by
-// Java); kTagRef values index `refs` (Handles of proxies, stored as they are). Class k is
+// Java); kTagRef values index `refs` (Handles of proxies, stored as they are). The arrays are the
+// encoder's reused buffers: only objs[0, 2 nobj), (tags, vals)[0, nvals) and blob[0, nblob) are
+// read, and classes and the field arrays may be null (no user objects). Class k is
 // `classes[k]` (a ClassRecord address), its i-th mapped field the record's field
 // `field_idx[field_start[k] + i]`.
 //
 // Invariants (GC safety, gc/README.md "transient references"):
-//  * `scratch` is an array of n slots, rooted (a Rooted) for the whole call. Pass 1 allocates the
-//    n objects in order; each comes back rooted from libshared's allocator and is stored into its
-//    scratch slot before its Rooted is dropped, so from then on it is reachable from a root.
+//  * Pass 1 allocates the n objects in order; each comes back rooted from libshared's allocator.
+//    A graph of more than kHeldRoots objects has `scratch`, an array of n slots rooted for the
+//    whole call, and each object is stored into its scratch slot before its Rooted is dropped; a
+//    smaller one (an rpc call's arguments, most replies) keeps each object's own Rooted for the
+//    whole call instead, with no scratch allocation. Either way each object is reachable from a
+//    root from its allocation on. ("Scratch-pinned" below means either.)
 //  * Pass 2 fills the objects (init_slot: their slots are null and no other thread writes them, so
 //    no deletion barrier is needed): every reference stored is either an object of scratch, the
 //    object of a proxy Java holds (its root lives: the Handle is reachable from `refs` for the
 //    whole call), or a string/binary/boxed scalar that is still rooted by its own Rooted until the
 //    store (store_ref: the write barrier) has made it reachable from its scratch-pinned parent.
 //  * So no object made here is ever unreachable-and-unrooted between two allocations (any of which
-//    may wait for a collector cycle). On a failure the scratch root is dropped: everything built
+//    may wait for a collector cycle). On a failure the roots are dropped: everything built
 //    becomes garbage that the next cycles free; nothing half-built stays reachable.
-//  * The result is rooted (a Value taken while scratch still holds it) before scratch goes.
+//  * The result is rooted (a Value taken while scratch or its own Rooted still holds it) before
+//    they go.
 //
-// Cases this copy does not reproduce exactly (a field the shared version lacks, a value the
-// field's type refuses, which the explicit path widens or reports) return null: Java then runs
-// org.colors.Copier, which gives the result or the exception of the non-bulk path.
+// The same encoding carries a copyToSharedMemory (toShared: the root's proxy), a served call's
+// reply (toSharedReply) and an rpc client's arguments (clientCall, clientSend: the root is the
+// list of arguments). Cases this copy does not reproduce exactly (a field the shared version
+// lacks, a value the field's type refuses, which the explicit path widens or reports) are
+// declined: Java then runs org.colors.Copier, which gives the result or the exception of the
+// non-bulk path.
 //
 // ---- shared -> private: Java_org_colors_Bulk_flatten ----
 // Walks the graph reachable from a root (a user object or a list) through user objects' fields
@@ -43,7 +52,10 @@
 //
 // Invariants (GC safety): see `struct Flat` (a walk without roots inside a read scope, else, inside
 // a transaction or when the scoped walk gives up, a walk that roots everything it follows).
+#include <algorithm>
+#include <array>
 #include <cstring>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -71,16 +83,38 @@ using colors_jni::guarded;
 // Thrown inside toShared for a case the Copier must do (see above).
 struct Fallback {};
 
+// Reads the first `n` elements of a Java array into `v` (resized; its capacity is kept for the
+// next call); n < 0: the whole array. A null array or n == 0 reads nothing, with no JNI call. An
+// array shorter than n raises ArrayIndexOutOfBoundsException.
 template <class T, class A>
-std::vector<T> read_array(JNIEnv* env, A arr, void (JNIEnv::*get)(A, jsize, jsize, T*)) {
-  std::vector<T> v;
-  if (arr == nullptr) return v;
-  const jsize n = env->GetArrayLength(arr);
+void read_array(JNIEnv* env, A arr, jint n, void (JNIEnv::*get)(A, jsize, jsize, T*), std::vector<T>& v) {
+  v.clear();
+  if (arr == nullptr || n == 0) return;
+  if (n < 0) n = env->GetArrayLength(arr);
   v.resize(static_cast<std::size_t>(n));
   if (n > 0) (env->*get)(arr, 0, n, v.data());
   check_pending(env);
-  return v;
 }
+
+// A graph of at most this many objects keeps each object's own root instead of a scratch array.
+constexpr std::size_t kHeldRoots = 16;
+
+// The input arrays of one build, reused by the thread's next one (most builds are small: an rpc
+// call's arguments). Nothing build_shared calls builds another graph on the same thread.
+struct BuildBuffers {
+  std::vector<jint> objs, field_start, field_idx;
+  std::vector<jlong> classes, vals;
+  std::vector<jbyte> blob, tags;
+  std::vector<cd::ClassRecord*> recs;
+  std::vector<cd::Word> made;
+  // A build that grew a buffer past this gives it back after it, instead of keeping it for life.
+  static constexpr std::size_t kKeepBytes = std::size_t{1} << 20;
+  void trim() {
+    if (vals.capacity() * sizeof(jlong) > kKeepBytes || blob.capacity() > kKeepBytes ||
+        objs.capacity() * sizeof(jint) > kKeepBytes || made.capacity() * sizeof(cd::Word) > kKeepBytes)
+      *this = BuildBuffers{};
+  }
+};
 
 // A cursor over the concatenated bytes of strings and binaries.
 struct Blob {
@@ -396,18 +430,29 @@ A new_array(JNIEnv* env, const std::vector<T>& v, A (JNIEnv::*make)(jsize),
 
 // Builds the encoded graph (see the top of this file); the root rooted by a Value of its own, or
 // nullopt when the Copier must run instead.
-std::optional<colors::Value> build_shared(JNIEnv* env, jintArray objs_a, jbyteArray tags_a, jlongArray vals_a,
-                                          jint nvals, jbyteArray blob_a, jobjectArray refs, jlongArray classes_a,
+std::optional<colors::Value> build_shared(JNIEnv* env, jintArray objs_a, jint nobj, jbyteArray tags_a, jlongArray vals_a,
+                                          jint nvals, jbyteArray blob_a, jint nblob, jobjectArray refs, jlongArray classes_a,
                                           jintArray field_start_a, jintArray field_idx_a) {
   using namespace colors_jni;
   cd::Metadata* m = cd::current_meta();
-  const std::vector<jint> objs = read_array<jint>(env, objs_a, &JNIEnv::GetIntArrayRegion);
-  const std::vector<jlong> classes = read_array<jlong>(env, classes_a, &JNIEnv::GetLongArrayRegion);
-  const std::vector<jint> field_start = read_array<jint>(env, field_start_a, &JNIEnv::GetIntArrayRegion);
-  const std::vector<jint> field_idx = read_array<jint>(env, field_idx_a, &JNIEnv::GetIntArrayRegion);
-  const std::vector<jbyte> blob_bytes = read_array<jbyte>(env, blob_a, &JNIEnv::GetByteArrayRegion);
-  std::vector<jbyte> tags(static_cast<std::size_t>(nvals));
-  std::vector<jlong> vals(static_cast<std::size_t>(nvals));
+  thread_local BuildBuffers buf;
+  struct Trim {
+    ~Trim() { buf.trim(); }
+  } trim;
+  if (nobj < 1 || nobj > std::numeric_limits<jint>::max() / 2 || nblob < 0 || nvals < 0)
+    throw colors::InvalidArgumentError("bad counts in bulk encoding (binding bug)");
+  read_array(env, objs_a, 2 * nobj, &JNIEnv::GetIntArrayRegion, buf.objs);
+  read_array(env, classes_a, -1, &JNIEnv::GetLongArrayRegion, buf.classes);
+  read_array(env, field_start_a, -1, &JNIEnv::GetIntArrayRegion, buf.field_start);
+  read_array(env, field_idx_a, -1, &JNIEnv::GetIntArrayRegion, buf.field_idx);
+  read_array(env, blob_a, nblob, &JNIEnv::GetByteArrayRegion, buf.blob);
+  const std::vector<jint>& objs = buf.objs;
+  const std::vector<jint>& field_start = buf.field_start;
+  const std::vector<jint>& field_idx = buf.field_idx;
+  std::vector<jbyte>& tags = buf.tags;
+  std::vector<jlong>& vals = buf.vals;
+  tags.resize(static_cast<std::size_t>(nvals));
+  vals.resize(tags.size());
   if (nvals > 0) {
     env->GetByteArrayRegion(tags_a, 0, nvals, tags.data());
     env->GetLongArrayRegion(vals_a, 0, nvals, vals.data());
@@ -415,13 +460,21 @@ std::optional<colors::Value> build_shared(JNIEnv* env, jintArray objs_a, jbyteAr
   }
   const std::size_t n = objs.size() / 2;
   if (n == 0) throw colors::InvalidArgumentError("bulk copy without a root object (binding bug)");
-  std::vector<cd::ClassRecord*> recs;
-  for (jlong c : classes) recs.push_back(colors_jni::user_class_record(c));
+  std::vector<cd::ClassRecord*>& recs = buf.recs;
+  recs.clear();
+  for (jlong c : buf.classes) recs.push_back(colors_jni::user_class_record(c));
 
-  // Pass 1: allocate every object, each pinned by its scratch slot before the next allocation.
-  cd::Rooted scratch = cd::new_array(m, colors::TypeKind::kArray, n);
-  auto* pin = reinterpret_cast<cd::ArrayObject*>(scratch.word());
-  std::vector<cd::Word> made(n);
+  // Pass 1: allocate every object, each rooted (by scratch or by its own Rooted, see the top of
+  // this file) before the next allocation.
+  cd::Rooted scratch;
+  cd::ArrayObject* pin = nullptr;
+  if (n > kHeldRoots) {
+    scratch = cd::new_array(m, colors::TypeKind::kArray, n);
+    pin = reinterpret_cast<cd::ArrayObject*>(scratch.word());
+  }
+  std::array<cd::Rooted, kHeldRoots> held;
+  std::vector<cd::Word>& made = buf.made;
+  made.assign(n, cd::kNull);
   for (std::size_t k = 0; k < n; ++k) {
     const jint cls = objs[2 * k];
     const jint count = objs[2 * k + 1];
@@ -434,11 +487,14 @@ std::optional<colors::Value> build_shared(JNIEnv* env, jintArray objs_a, jbyteAr
       r = cd::new_list(m, static_cast<std::size_t>(count));
     }
     made[k] = r.word();
-    cd::store_ref(&pin->slots[k], r.word());  // now reachable from the rooted scratch array
+    if (pin != nullptr)
+      cd::store_ref(&pin->slots[k], r.word());  // now reachable from the rooted scratch array
+    else
+      held[k] = std::move(r);  // keeps its root for the whole call
   }
 
-  // Pass 2: fill them. Every stored word is pinned (scratch, a proxy's root, or `hold`).
-  Blob blob{blob_bytes};
+  // Pass 2: fill them. Every stored word is pinned (scratch or `held`, a proxy's root, or `hold`).
+  Blob blob{buf.blob};
   std::size_t v = 0;
   try {
     for (std::size_t k = 0; k < n; ++k) {
@@ -472,9 +528,9 @@ std::optional<colors::Value> build_shared(JNIEnv* env, jintArray objs_a, jbyteAr
       }
     }
   } catch (const Fallback&) {
-    return std::nullopt;  // scratch's root goes with this scope: what was built is garbage
+    return std::nullopt;  // the roots go with this scope: what was built is garbage
   }
-  // The root, rooted by a Value of its own while scratch still pins it.
+  // The root, rooted by a Value of its own while scratch or `held` still pins it.
   return colors::Value::from_raw(made[0]);
 }
 
@@ -484,14 +540,14 @@ extern "C" {
 
 // Private -> shared (see the top of this file). Returns the root's proxy, or null when the Copier
 // must run instead.
-JNIEXPORT jobject JNICALL Java_org_colors_Bulk_toShared(JNIEnv* env, jclass, jintArray objs_a, jbyteArray tags_a,
-                                                        jlongArray vals_a, jint nvals, jbyteArray blob_a,
+JNIEXPORT jobject JNICALL Java_org_colors_Bulk_toShared(JNIEnv* env, jclass, jintArray objs_a, jint nobj, jbyteArray tags_a,
+                                                        jlongArray vals_a, jint nvals, jbyteArray blob_a, jint nblob,
                                                         jobjectArray refs, jlongArray classes_a,
                                                         jintArray field_start_a, jintArray field_idx_a) {
   using namespace colors_jni;
   return guarded<jobject>(env, nullptr, [&]() -> jobject {
     std::optional<colors::Value> v =
-        build_shared(env, objs_a, tags_a, vals_a, nvals, blob_a, refs, classes_a, field_start_a, field_idx_a);
+        build_shared(env, objs_a, nobj, tags_a, vals_a, nvals, blob_a, nblob, refs, classes_a, field_start_a, field_idx_a);
     return v ? to_java(env, std::move(*v)) : nullptr;
   });
 }
@@ -501,19 +557,54 @@ JNIEXPORT jobject JNICALL Java_org_colors_Bulk_toShared(JNIEnv* env, jclass, jin
 // the JVM's GC finds a proxy dead, which could pin dozens of large replies between two JVM
 // collections (rpc-bench: 100-260 MB of 1024-tree replies marked live by every cycle). False
 // (nothing replied) when the Copier must run instead.
-JNIEXPORT jboolean JNICALL Java_org_colors_Bulk_toSharedReply(JNIEnv* env, jclass, jlong worker, jintArray objs_a,
+JNIEXPORT jboolean JNICALL Java_org_colors_Bulk_toSharedReply(JNIEnv* env, jclass, jlong worker, jintArray objs_a, jint nobj,
                                                               jbyteArray tags_a, jlongArray vals_a, jint nvals,
-                                                              jbyteArray blob_a, jobjectArray refs,
+                                                              jbyteArray blob_a, jint nblob, jobjectArray refs,
                                                               jlongArray classes_a, jintArray field_start_a,
                                                               jintArray field_idx_a) {
   using namespace colors_jni;
   return guarded<jboolean>(env, JNI_FALSE, [&]() -> jboolean {
     check_own_worker(worker);
     std::optional<colors::Value> v =
-        build_shared(env, objs_a, tags_a, vals_a, nvals, blob_a, refs, classes_a, field_start_a, field_idx_a);
+        build_shared(env, objs_a, nobj, tags_a, vals_a, nvals, blob_a, nblob, refs, classes_a, field_start_a, field_idx_a);
     if (!v) return JNI_FALSE;
     worker_reply(worker, *v);
     return JNI_TRUE;
+  });
+}
+
+// A call of rpc client `client` whose arguments are the encoded graph (its root a list: the
+// arguments), built and sent in one native call (jni_rpc.cpp client_call). Returns the result, or
+// `declined` (nothing sent) when the Copier must copy the arguments instead.
+JNIEXPORT jobject JNICALL Java_org_colors_Bulk_clientCall(JNIEnv* env, jclass, jlong client, jstring method,
+                                                          jlong timeout_ms, jobject declined, jintArray objs_a, jint nobj,
+                                                          jbyteArray tags_a, jlongArray vals_a, jint nvals,
+                                                          jbyteArray blob_a, jint nblob, jobjectArray refs, jlongArray classes_a,
+                                                          jintArray field_start_a, jintArray field_idx_a) {
+  using namespace colors_jni;
+  return guarded<jobject>(env, nullptr, [&]() -> jobject {
+    check_live_client(client);  // before anything is built
+    std::optional<colors::Value> v =
+        build_shared(env, objs_a, nobj, tags_a, vals_a, nvals, blob_a, nblob, refs, classes_a, field_start_a, field_idx_a);
+    if (!v) return env->NewLocalRef(declined);
+    return client_call(env, client, method, colors::List(std::move(*v)), timeout_ms);
+  });
+}
+
+// As clientCall, sent without waiting: the pending call's handle, or 0 (nothing sent) when the
+// Copier must copy the arguments instead.
+JNIEXPORT jlong JNICALL Java_org_colors_Bulk_clientSend(JNIEnv* env, jclass, jlong client, jstring method,
+                                                        jintArray objs_a, jint nobj, jbyteArray tags_a, jlongArray vals_a,
+                                                        jint nvals, jbyteArray blob_a, jint nblob, jobjectArray refs,
+                                                        jlongArray classes_a, jintArray field_start_a,
+                                                        jintArray field_idx_a) {
+  using namespace colors_jni;
+  return guarded<jlong>(env, 0, [&]() -> jlong {
+    check_live_client(client);  // before anything is built
+    std::optional<colors::Value> v =
+        build_shared(env, objs_a, nobj, tags_a, vals_a, nvals, blob_a, nblob, refs, classes_a, field_start_a, field_idx_a);
+    if (!v) return 0;
+    return client_send(env, client, method, colors::List(std::move(*v)));
   });
 }
 

@@ -49,14 +49,13 @@ enum Tag : jint {
   kTagObj = 8,      // bulk graphs: the object of that number (jni_bulk.cpp)
   kTagProxy = 9,    // flattened shared graphs: the proxy at that index (jni_bulk.cpp)
   kTagUser = 10,    // flattened shared graphs: a user object's header, bits = its class record
-  kTagList = 11,    // a list: bits = its length, its elements follow (jni_bulk.cpp, jni_rpc.cpp)
-  kTagUtf8 = 12,    // a string in the encoding's bytes: bits = offset << 32 | length (jni_rpc.cpp)
+  kTagList = 11,    // flattened shared graphs: a list's header, bits = its length (jni_bulk.cpp)
 };
 static_assert(kTagNull == org_colors_Codec_NULL && kTagInt == org_colors_Codec_INT && kTagFloat == org_colors_Codec_FLOAT &&
               kTagBool == org_colors_Codec_BOOL && kTagString == org_colors_Codec_STRING &&
               kTagBinary == org_colors_Codec_BINARY && kTagRef == org_colors_Codec_REF);
 static_assert(kTagRooted == org_colors_Codec_ROOTED && kTagObj == org_colors_Codec_OBJ && kTagProxy == org_colors_Codec_PROXY &&
-              kTagUser == org_colors_Codec_USER && kTagList == org_colors_Codec_LIST && kTagUtf8 == org_colors_Codec_UTF8);
+              kTagUser == org_colors_Codec_USER && kTagList == org_colors_Codec_LIST);
 
 // Proxies's kinds are colors::TypeKind's.
 static_assert(int(colors::TypeKind::kInteger) == org_colors_Proxies_INTEGER && int(colors::TypeKind::kFloat) == org_colors_Proxies_FLOAT &&
@@ -198,6 +197,15 @@ void worker_reply(jlong w, const colors::Value& v);
 // reaches native code through a public Java method (RpcSupport.replyWithCopy), where user code
 // could pass any number.
 void check_own_worker(jlong w);
+// Throws InvalidArgumentError unless `client` is a live RpcNative.clientNew handle: for a client
+// that reaches native code through a public Java method (RpcSupport.callWithCopy).
+void check_live_client(jlong client);
+// A call of the client `client` (an RpcNative.clientNew handle) with `args`, as
+// RpcNative.clientCall does: the result as a Java value. For arguments built by the bulk copy
+// (jni_bulk.cpp, Bulk.clientCall).
+jobject client_call(JNIEnv* env, jlong client, jstring method, const colors::List& args, jlong timeout_ms);
+// As RpcNative.clientSend: the handle of the pending call.
+jlong client_send(JNIEnv* env, jlong client, jstring method, const colors::List& args);
 
 // ---- blocking calls (jni_sync.cpp) ----
 // Held by a native for the duration of a blocking libshared call. Installs this thread's interrupt

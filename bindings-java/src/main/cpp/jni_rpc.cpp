@@ -26,6 +26,7 @@
 #include <string_view>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "jni_common.hpp"
@@ -115,88 +116,6 @@ colors::List list_of(JNIEnv* env, jobject handle) {
   return jvalue_of(env, handle)->list();
 }
 
-// The flat encoding of org.colors.rpc.Convert.Enc: jni_common.hpp's tags, with kTagList (a
-// private list, bits = its length, its elements follow in prefix order) and kTagUtf8 (a string,
-// bits = offset << 32 | length of its UTF-8 in the encoding's byte array, read at once instead of
-// one JNI string read each; strings with a lone surrogate still come as kTagString).
-
-// Builds the shared list encoded by (tags, bits, objs)[0..n) and blob: entry 0 is the top list. One
-// native call instead of one per element and no proxies for the intermediate lists. Iterative (a
-// stack of open lists), so nesting depth costs no native stack.
-colors::List decode_flat(JNIEnv* env, jint n, jintArray tags, jlongArray bits, jobjectArray objs, jbyteArray blob) {
-  if (n < 1) throw colors::InvalidArgumentError("empty flat encoding (binding bug)");
-  std::vector<jint> t(static_cast<std::size_t>(n));
-  std::vector<jlong> b(static_cast<std::size_t>(n));
-  env->GetIntArrayRegion(tags, 0, n, t.data());
-  env->GetLongArrayRegion(bits, 0, n, b.data());
-  check_pending(env);
-  if (t[0] != kTagList) throw colors::InvalidArgumentError("flat encoding without a top list (binding bug)");
-  // Every string slice checked against the blob before anything is allocated, and only the used
-  // prefix copied out (the blob is a reused, larger array). Not pinned (GetPrimitiveArrayCritical):
-  // allocations below may wait for a collector cycle, which must not hold up the JVM's GC.
-  const std::uint64_t blob_len = blob == nullptr ? 0 : static_cast<std::uint64_t>(env->GetArrayLength(blob));
-  std::uint64_t used = 0;
-  for (jint i = 1; i < n; ++i) {
-    if (t[i] != kTagUtf8) continue;
-    const auto w = static_cast<std::uint64_t>(b[i]);
-    const std::uint64_t end = (w >> 32) + (w & 0xFFFFFFFFu);  // < 2^33: no overflow
-    if (end > blob_len)
-      throw colors::InvalidArgumentError("flat encoding: string " + std::to_string(i) + " at bytes [" +
-                                         std::to_string(w >> 32) + ", " + std::to_string(end) +
-                                         ") lies outside its blob of " + std::to_string(blob_len) +
-                                         " bytes (binding bug)");
-    used = std::max(used, end);
-  }
-  // INVARIANT: every kTagUtf8 slice [off, off + len) lies in utf8[0, used), used <= blob_len.
-  // A buffer per thread, reused: nothing this function calls decodes another flat encoding.
-  thread_local std::vector<char> utf8;
-  struct Shrink {  // one huge call does not keep its buffer for the thread's life
-    ~Shrink() {
-      if (utf8.capacity() > (std::size_t{1} << 20)) std::vector<char>().swap(utf8);
-    }
-  } shrink;
-  utf8.resize(static_cast<std::size_t>(used));
-  if (used > 0) {
-    env->GetByteArrayRegion(blob, 0, static_cast<jsize>(used), reinterpret_cast<jbyte*>(utf8.data()));
-    check_pending(env);
-  }
-  struct Open {
-    colors::List list;
-    jlong remaining;
-  };
-  std::vector<Open> open;
-  colors::List top = colors::new_list(static_cast<std::size_t>(b[0]));
-  open.push_back({top, b[0]});
-  for (jint i = 1; i < n; ++i) {
-    while (!open.empty() && open.back().remaining == 0) open.pop_back();
-    if (open.empty()) throw colors::InvalidArgumentError("flat encoding overruns its lists (binding bug)");
-    Open& f = open.back();
-    --f.remaining;
-    if (t[i] == kTagList) {
-      colors::List l = colors::new_list(static_cast<std::size_t>(b[i]));
-      f.list.append(l);
-      open.push_back({std::move(l), b[i]});
-      continue;
-    }
-    if (t[i] == kTagUtf8) {
-      const auto w = static_cast<std::uint64_t>(b[i]);
-      const std::string_view s(utf8.data() + (w >> 32), static_cast<std::size_t>(w & 0xFFFFFFFFu));
-      f.list.append(colors::Value(s));
-      continue;
-    }
-    jobject o = nullptr;
-    if (t[i] == kTagString || t[i] == kTagBinary || t[i] == kTagRef) {
-      o = env->GetObjectArrayElement(objs, i);
-      check_pending(env);
-    }
-    {
-      Arg a = decode(env, t[i], b[i], o);
-      f.list.append(a.get());
-    }
-    if (o != nullptr) env->DeleteLocalRef(o);
-  }
-  return top;
-}
 
 // ---- server ----
 
@@ -404,28 +323,31 @@ void JNICALL n_worker_fail(JNIEnv* env, jclass, jlong w, jstring type, jstring m
   });
 }
 
-// A reply whose value is element 0 of a flat encoding (a private result built in one call).
-void JNICALL n_worker_reply_flat(JNIEnv* env, jclass, jlong w, jint n, jintArray tags, jlongArray bits,
-                                 jobjectArray objs, jbyteArray blob) {
-  guarded_void(env, [&] {
-    JWorker* wk = from_ptr<JWorker>(w);
-    if (!wk->call) throw colors::InvalidArgumentError("no call to reply to");
-    colors::List top = decode_flat(env, n, tags, bits, objs, blob);  // before the call is taken (n_worker_reply)
-    finish_call(wk, "reply to", [&] { wk->call->reply(top.get(0)); });
-  });
-}
-
 // ---- client ----
+
+// The live clients (check_live_client): a client handle reaches native code through a public Java
+// method too (RpcSupport.callWithCopy), where user code could pass any number.
+std::mutex g_clients_mu;
+std::unordered_set<const JClient*> g_clients;
 
 jlong JNICALL n_client_new(JNIEnv* env, jclass, jstring name, jlong spin_ns) {
   return guarded<jlong>(env, 0, [&] {
     auto c = std::make_unique<JClient>(java_to_utf8(env, name), spin_ns);
+    std::lock_guard<std::mutex> g(g_clients_mu);
+    g_clients.insert(c.get());
     return to_ptr(c.release());
   });
 }
 
 void JNICALL n_client_free(JNIEnv* env, jclass, jlong p) {
-  guarded_void(env, [&] { delete reinterpret_cast<JClient*>(static_cast<std::intptr_t>(p)); });
+  guarded_void(env, [&] {
+    auto* c = reinterpret_cast<JClient*>(static_cast<std::intptr_t>(p));
+    {
+      std::lock_guard<std::mutex> g(g_clients_mu);
+      g_clients.erase(c);
+    }
+    delete c;
+  });
 }
 
 jboolean JNICALL n_client_alive(JNIEnv* env, jclass, jlong p) {
@@ -440,29 +362,6 @@ jobject JNICALL n_client_call(JNIEnv* env, jclass, jlong p, jstring method, jobj
     Blocking blocking(env);
     std::string m = java_to_utf8(env, method);
     return to_java(env, jc->c.call(m, list_of(env, args), timeout_ms));
-  });
-}
-
-// As n_client_call, the arguments given in the flat encoding.
-jobject JNICALL n_client_call_flat(JNIEnv* env, jclass, jlong p, jstring method, jint n, jintArray tags,
-                                   jlongArray bits, jobjectArray objs, jbyteArray blob, jlong timeout_ms) {
-  return guarded<jobject>(env, nullptr, [&] {
-    auto* jc = from_ptr<JClient>(p);
-    Blocking blocking(env);
-    std::string m = java_to_utf8(env, method);
-    return to_java(env, jc->c.call(m, decode_flat(env, n, tags, bits, objs, blob), timeout_ms));
-  });
-}
-
-jlong JNICALL n_client_send_flat(JNIEnv* env, jclass, jlong p, jstring method, jint n, jintArray tags,
-                                 jlongArray bits, jobjectArray objs, jbyteArray blob) {
-  return guarded<jlong>(env, 0, [&] {
-    auto* jc = from_ptr<JClient>(p);
-    Blocking blocking(env);
-    std::string m = java_to_utf8(env, method);
-    colors::List args = decode_flat(env, n, tags, bits, objs, blob);
-    auto pend = std::make_unique<colors::rpc::Pending>(jc->c.call_async(m, args));
-    return to_ptr(pend.release());
   });
 }
 
@@ -508,6 +407,28 @@ void worker_reply(jlong w, const colors::Value& v) {
   finish_call(wk, "reply to", [&] { wk->call->reply(v); });
 }
 
+void check_live_client(jlong client) {
+  std::lock_guard<std::mutex> g(g_clients_mu);
+  if (g_clients.count(reinterpret_cast<const JClient*>(static_cast<std::intptr_t>(client))) == 0)
+    throw colors::InvalidArgumentError("callWithCopy: " + std::to_string(client) +
+                                       " is not a live rpc client (RpcSupport is not part of the API)");
+}
+
+jobject client_call(JNIEnv* env, jlong client, jstring method, const colors::List& args, jlong timeout_ms) {
+  auto* jc = from_ptr<JClient>(client);
+  Blocking blocking(env);
+  std::string m = java_to_utf8(env, method);
+  return to_java(env, jc->c.call(m, args, timeout_ms));
+}
+
+jlong client_send(JNIEnv* env, jlong client, jstring method, const colors::List& args) {
+  auto* jc = from_ptr<JClient>(client);
+  Blocking blocking(env);
+  std::string m = java_to_utf8(env, method);
+  auto pend = std::make_unique<colors::rpc::Pending>(jc->c.call_async(m, args));
+  return to_ptr(pend.release());
+}
+
 namespace {
 
 #define N(name, sig, fn) \
@@ -528,14 +449,11 @@ bool register_rpc_natives(JNIEnv* env) {
       N("workerArg", "(JIIZ)Ljava/lang/Object;", n_worker_arg),
       N("workerBatchItem", "(JILjava/lang/Object;)[Ljava/lang/Object;", n_worker_batch_item),
       N("workerReply", "(JIJLjava/lang/Object;)V", n_worker_reply),
-      N("workerReplyFlat", "(JI[I[J[Ljava/lang/Object;[B)V", n_worker_reply_flat),
       N("workerFail", "(JLjava/lang/String;Ljava/lang/String;)V", n_worker_fail),
       N("clientNew", "(Ljava/lang/String;J)J", n_client_new),
       N("clientFree", "(J)V", n_client_free),
       N("clientAlive", "(J)Z", n_client_alive),
       N("clientCall", "(JLjava/lang/String;Ljava/lang/Object;J)Ljava/lang/Object;", n_client_call),
-      N("clientCallFlat", "(JLjava/lang/String;I[I[J[Ljava/lang/Object;[BJ)Ljava/lang/Object;", n_client_call_flat),
-      N("clientSendFlat", "(JLjava/lang/String;I[I[J[Ljava/lang/Object;[B)J", n_client_send_flat),
       N("clientSend", "(JLjava/lang/String;Ljava/lang/Object;)J", n_client_send),
       N("pendingGet", "(JJ)Ljava/lang/Object;", n_pending_get),
       N("pendingReady", "(J)Z", n_pending_ready),

@@ -5,8 +5,9 @@ import java.util.concurrent.ConcurrentHashMap;
 /**
  * The natives of the bulk copies (jni_bulk.cpp, resolved by their exported JNI names) and the
  * per-attachment caches they need: {@link BulkWriter} (private graph to shared memory in one native
- * call, {@link SharedMemory#copyToSharedMemory(Object)}) and {@link BulkReader} (shared graph to
- * private instances from one native call, {@link SharedObject#toPrivate(Class)}).
+ * call: {@link SharedMemory#copyToSharedMemory(Object)}, a served call's reply and an rpc client's
+ * arguments) and {@link BulkReader} (shared graph to private instances from one native call,
+ * {@link SharedObject#toPrivate(Class)}).
  *
  * <p>What they do not cover goes to {@link Copier} and {@link Materializer} (one native call per
  * object or field), which give the same results and exceptions; no switch chooses between them.
@@ -20,17 +21,32 @@ final class Bulk {
 
   /**
    * Builds the encoded private graph in shared memory (jni_bulk.cpp has the encoding and the GC
-   * invariants); returns the root's proxy, or null when the {@link Copier} must do the copy.
+   * invariants); returns the root's proxy, or null when the {@link Copier} must do the copy. Only
+   * {@code objs[0, 2 nobj)}, {@code tags}/{@code vals[0, nvals)} and {@code blob[0, nblob)} are
+   * read; {@code classes}, {@code fieldStart} and {@code fieldIdx} may be null (no user objects).
    */
-  static native Object toShared(int[] objs, byte[] tags, long[] vals, int nvals, byte[] blob, Object[] refs,
-      long[] classes, int[] fieldStart, int[] fieldIdx);
+  static native Object toShared(int[] objs, int nobj, byte[] tags, long[] vals, int nvals, byte[] blob, int nblob,
+      Object[] refs, long[] classes, int[] fieldStart, int[] fieldIdx);
 
   /**
    * As {@link #toShared}, but the copy becomes the reply of the call that the serving thread's
    * native worker holds, and no proxy is made (jni_bulk.cpp: why). False when the Copier must run.
    */
-  static native boolean toSharedReply(long worker, int[] objs, byte[] tags, long[] vals, int nvals, byte[] blob,
-      Object[] refs, long[] classes, int[] fieldStart, int[] fieldIdx);
+  static native boolean toSharedReply(long worker, int[] objs, int nobj, byte[] tags, long[] vals, int nvals,
+      byte[] blob, int nblob, Object[] refs, long[] classes, int[] fieldStart, int[] fieldIdx);
+
+  /**
+   * A call of the rpc client {@code client} whose arguments are the encoded graph (its root the
+   * list of arguments), built and sent in one native call; returns the result, or
+   * {@code declined} (nothing sent) when the Copier must copy the arguments.
+   */
+  static native Object clientCall(long client, String method, long timeoutMs, Object declined, int[] objs, int nobj,
+      byte[] tags, long[] vals, int nvals, byte[] blob, int nblob, Object[] refs, long[] classes, int[] fieldStart,
+      int[] fieldIdx);
+
+  /** As {@link #clientCall}, sent without waiting: the pending call's handle, or 0 (nothing sent). */
+  static native long clientSend(long client, String method, int[] objs, int nobj, byte[] tags, long[] vals,
+      int nvals, byte[] blob, int nblob, Object[] refs, long[] classes, int[] fieldStart, int[] fieldIdx);
 
   /** The graph reachable from a user object or list, flattened: {tags, vals, starts, blob, proxies}. */
   static native Object[] flatten(Handle root);

@@ -8,7 +8,9 @@ import java.util.Set;
 /**
  * {@link SharedMemory#copyToSharedMemory(Object)} in one native call: encodes a private graph in
  * Java (fields read with {@link FieldAccess}, strings encoded to UTF-8 here) and lets
- * {@code Bulk.toShared} (jni_bulk.cpp) build it. The result is the graph {@link Copier} builds: the
+ * {@code Bulk.toShared} (jni_bulk.cpp) build it. The same encoding carries a served call's reply
+ * ({@code Bulk.toSharedReply}) and an rpc client's arguments ({@code Bulk.clientCall},
+ * {@code clientSend}), each built and handed over in the same native call. The result is the graph {@link Copier} builds: the
  * same shared class versions ({@link ClassMapping#sharedClass()}), the same values, sharing and
  * cycles preserved (identity memo), no recursion (objects are encoded in the order met).
  *
@@ -82,12 +84,25 @@ final class BulkWriter {
   private ClassPlan[] plans = new ClassPlan[4];
   private int nplans;
 
+  // Where run() sends the encoded graph.
+  private static final int PROXY = 0, REPLY = 1, CALL = 2, SEND = 3;
+
   /** Returned by {@link #run} when it replied to a call instead of making a proxy. */
   private static final Object REPLIED = new Object();
 
+  // The target of REPLY (the worker), CALL and SEND (client, method, timeout) for the current run.
+  private int mode;
+  private long worker;
+  private long client;
+  private String method;
+  private long timeoutMs;
+
   /** The shared copy of {@code root}, or {@link #FALLBACK}. REQUIRES: attached. */
   static Object copy(Object root) {
-    return copy(root, 0);
+    if (Codec.tagOrNone(root) != Codec.NONE) return FALLBACK;  // scalars, strings, proxies: the Copier's roundTrip
+    BulkWriter w = LOCAL.get();
+    w.mode = PROXY;
+    return w.runAndClear(root);
   }
 
   /**
@@ -96,21 +111,50 @@ final class BulkWriter {
    * REQUIRES: attached; the worker holds a call.
    */
   static boolean reply(Object root, long worker) {
-    return copy(root, worker) == REPLIED;
+    if (worker == 0 || Codec.tagOrNone(root) != Codec.NONE) return false;  // no worker: nothing to reply to
+    BulkWriter w = LOCAL.get();
+    w.mode = REPLY;
+    w.worker = worker;
+    return w.runAndClear(root) == REPLIED;
   }
 
-  private static Object copy(Object root, long worker) {
-    if (Codec.tagOrNone(root) != Codec.NONE) return FALLBACK;  // scalars, strings, proxies: the Copier's roundTrip
+  /**
+   * Calls {@code method} on the rpc client {@code client} with the shared copy of {@code args} as
+   * its argument list, built and sent in one native call (Bulk.clientCall): the result, or
+   * {@link #FALLBACK} (nothing sent) when the Copier must copy the arguments. REQUIRES: attached.
+   */
+  static Object call(long client, String method, Object[] args, long timeoutMs) {
     BulkWriter w = LOCAL.get();
+    w.mode = CALL;
+    w.client = client;
+    w.method = method;
+    w.timeoutMs = timeoutMs;
+    return w.runAndClear(args);
+  }
+
+  /**
+   * As {@link #call}, without waiting (Bulk.clientSend): the pending call's handle, or 0 (nothing
+   * sent) when the Copier must copy the arguments. REQUIRES: attached.
+   */
+  static long send(long client, String method, Object[] args) {
+    BulkWriter w = LOCAL.get();
+    w.mode = SEND;
+    w.client = client;
+    w.method = method;
+    Object r = w.runAndClear(args);
+    return r == FALLBACK ? 0 : (Long) r;
+  }
+
+  private Object runAndClear(Object root) {
     try {
-      return w.run(root, worker);
+      return run(root);
     } finally {
-      w.clear();
+      clear();
     }
   }
 
-  /** worker == 0: the copy's proxy; else the reply to that worker's call ({@link #REPLIED}). */
-  private Object run(Object root, long worker) {
+  /** Encodes the graph of {@code root} and hands it to the native of {@link #mode}. */
+  private Object run(Object root) {
     nobj = nvals = nblob = nrefs = nplans = 0;
     lastUserClass = null;
     ids.findOrAdd(root, 0);
@@ -118,31 +162,52 @@ final class BulkWriter {
     for (int k = 0; k < nobj; k++) {
       if (!encode(k)) return FALLBACK;
     }
-    long[] classes = new long[nplans];
-    int[] fieldStart = new int[nplans];
-    int total = 0;
-    for (int i = 0; i < nplans; i++) {
-      try {
-        plans[i].resolve();
-      } catch (RuntimeException e) {
-        return FALLBACK;  // e.g. a class version that cannot be defined: the Copier reports it
+    long[] classes = null;
+    int[] fieldStart = null, fieldIdx = null;
+    if (nplans > 0) {
+      classes = new long[nplans];
+      fieldStart = new int[nplans];
+      int total = 0;
+      for (int i = 0; i < nplans; i++) {
+        try {
+          plans[i].resolve();
+        } catch (RuntimeException e) {
+          return FALLBACK;  // e.g. a class version that cannot be defined: the Copier reports it
+        }
+        classes[i] = plans[i].cls;
+        fieldStart[i] = total;
+        total += plans[i].fieldIdx.length;
       }
-      classes[i] = plans[i].cls;
-      fieldStart[i] = total;
-      total += plans[i].fieldIdx.length;
+      fieldIdx = new int[total];
+      for (int i = 0; i < nplans; i++) {
+        int[] f = plans[i].fieldIdx;
+        System.arraycopy(f, 0, fieldIdx, fieldStart[i], f.length);
+      }
     }
-    int[] fieldIdx = new int[total];
-    for (int i = 0; i < nplans; i++) {
-      int[] f = plans[i].fieldIdx;
-      System.arraycopy(f, 0, fieldIdx, fieldStart[i], f.length);
+    Object r;
+    switch (mode) {
+      case PROXY:
+        r = Bulk.toShared(objs, nobj, tags, vals, nvals, blob, nblob, refs, classes, fieldStart, fieldIdx);
+        if (r == null) return FALLBACK;
+        break;
+      case REPLY:
+        boolean replied =
+            Bulk.toSharedReply(worker, objs, nobj, tags, vals, nvals, blob, nblob, refs, classes, fieldStart, fieldIdx);
+        if (!replied) return FALLBACK;
+        r = REPLIED;
+        break;
+      case CALL:
+        r = Bulk.clientCall(client, method, timeoutMs, FALLBACK, objs, nobj, tags, vals, nvals, blob, nblob, refs,
+            classes, fieldStart, fieldIdx);
+        if (r == FALLBACK) return FALLBACK;
+        break;
+      default: {
+        long p = Bulk.clientSend(client, method, objs, nobj, tags, vals, nvals, blob, nblob, refs, classes,
+            fieldStart, fieldIdx);
+        if (p == 0) return FALLBACK;
+        r = p;
+      }
     }
-    int[] objsUsed = Arrays.copyOf(objs, 2 * nobj);
-    byte[] blobUsed = Arrays.copyOf(blob, nblob);
-    Object r = worker == 0
-        ? Bulk.toShared(objsUsed, tags, vals, nvals, blobUsed, refs, classes, fieldStart, fieldIdx)
-        : Bulk.toSharedReply(worker, objsUsed, tags, vals, nvals, blobUsed, refs, classes, fieldStart, fieldIdx)
-            ? REPLIED : null;
-    if (r == null) return FALLBACK;
     Bulk.WRITES.incrementAndGet();
     return r;
   }
@@ -152,6 +217,7 @@ final class BulkWriter {
     Arrays.fill(refs, 0, nrefs, null);
     ids.clear();
     nobj = nrefs = 0;
+    method = null;
   }
 
   /**
@@ -321,8 +387,7 @@ final class BulkWriter {
   /**
    * Writes the UTF-8 of {@code s} into {@code b} from {@code p} and returns the end, or -1 if
    * {@code s} has a lone surrogate (nothing valid to write: the callers fall back to a path whose
-   * native, jni_values.cpp java_to_utf8, reports it). The rpc flat encoding uses it too
-   * ({@link RpcSupport#utf8}), so both encode and refuse the same strings.
+   * native, jni_values.cpp java_to_utf8, reports it).
    * REQUIRES: {@code b} has room for {@code 3 * s.length()} bytes from {@code p} (a surrogate
    * pair, two chars, takes 4).
    */

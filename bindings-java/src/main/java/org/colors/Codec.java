@@ -19,8 +19,8 @@ final class Codec {
   private Codec() {}
 
   // The one tag set of every flat encoding between Java and the JNI library: a value's (tag, bits,
-  // obj) triple, the bulk copies' graphs (BulkWriter, BulkReader; jni_bulk.cpp), the rpc flat
-  // encoding (rpc.Convert.Enc; jni_rpc.cpp) and the sorted map's hand-over (SortedNative). javac -h
+  // obj) triple, the bulk copies' graphs (BulkWriter, BulkReader; jni_bulk.cpp: copies, served
+  // calls' replies and rpc clients' arguments) and the sorted map's hand-over (SortedNative). javac -h
   // writes these @Native constants into org_colors_Codec.h, and jni_common.hpp's Tag
   // static_asserts each against them, so Java and C++ cannot disagree.
   @java.lang.annotation.Native
@@ -33,10 +33,8 @@ final class Codec {
   @java.lang.annotation.Native static final int PROXY = 9;
   /** In a flattened shared graph: a user object's header (bits: its class record). */
   @java.lang.annotation.Native static final int USER = 10;
-  /** A list: its length (bits), its elements follow (flattened graphs; the rpc encoding). */
+  /** In a flattened shared graph: a list's header (bits: its length). */
   @java.lang.annotation.Native static final int LIST = 11;
-  /** A string as UTF-8 in the encoding's byte array: bits = offset << 32 | length (rpc encoding). */
-  @java.lang.annotation.Native static final int UTF8 = 12;
   /** Not storable (lookups only: such a key is never in a shared map or set). */
   static final int NONE = -1;
 

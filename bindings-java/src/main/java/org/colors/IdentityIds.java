@@ -2,11 +2,19 @@ package org.colors;
 
 
 /**
- * Object numbers by identity for the bulk copy's memo ({@link BulkWriter}): an open-addressing
- * table over {@link System#identityHashCode}, one probe sequence for lookup and insertion, ints
- * without boxing. Not thread-safe; reused between calls ({@link #clear}).
+ * Object numbers by identity for the bulk copy's memo ({@link BulkWriter}). The first
+ * {@link #SMALL} entries of a call are found by a scan: a small graph (an rpc call's arguments,
+ * most replies) takes no identity hash, whose first computation for an object is a call into the
+ * VM (a fresh varargs array per call). Past them, an open-addressing table over
+ * {@link System#identityHashCode}, one probe sequence for lookup and insertion, ints without
+ * boxing. Not thread-safe; reused between calls ({@link #clear}).
  */
 final class IdentityIds {
+  static final int SMALL = 8;
+  private final Object[] smallKeys = new Object[SMALL];
+  private final int[] smallIds = new int[SMALL];
+  // Whether this call's entries live in the table (it met more than SMALL objects).
+  private boolean hashed;
   private Object[] keys = new Object[64];
   private int[] ids = new int[64];
   private int count;
@@ -16,6 +24,25 @@ final class IdentityIds {
 
   /** The number of {@code o}, or -1 after recording {@code id} as its number. */
   int findOrAdd(Object o, int id) {
+    if (!hashed) {
+      for (int i = 0; i < count; i++) if (smallKeys[i] == o) return smallIds[i];
+      if (count < SMALL) {
+        smallKeys[count] = o;
+        smallIds[count++] = id;
+        return -1;
+      }
+      // The table takes over: the scanned entries move into it.
+      hashed = true;
+      count = 0;
+      for (int i = 0; i < SMALL; i++) {
+        hashedFindOrAdd(smallKeys[i], smallIds[i]);
+        smallKeys[i] = null;
+      }
+    }
+    return hashedFindOrAdd(o, id);
+  }
+
+  private int hashedFindOrAdd(Object o, int id) {
     if (2 * (count + 1) > keys.length) grow();
     int mask = keys.length - 1;
     for (int i = mix(System.identityHashCode(o)) & mask;; i = (i + 1) & mask) {
@@ -54,7 +81,9 @@ final class IdentityIds {
 
   /** Forgets every entry (keeps the table unless it grew very large). */
   void clear() {
-    if (keys.length > (1 << 20)) {
+    if (!hashed) {
+      for (int c = 0; c < count; c++) smallKeys[c] = null;
+    } else if (keys.length > (1 << 20)) {
       keys = new Object[64];
       ids = new int[64];
       used = new int[32];
@@ -62,5 +91,6 @@ final class IdentityIds {
       for (int c = 0; c < count; c++) keys[used[c]] = null;
     }
     count = 0;
+    hashed = false;
   }
 }

@@ -13,9 +13,8 @@ public final class RpcSupport {
   public static final int NONE = Codec.NONE;
   /** Tag of shared references (proxies). */
   public static final int REF = Codec.REF;
-  /** Tags of the rpc flat encoding (Codec's, the one tag set shared with the JNI library). */
-  public static final int TAG_NULL = Codec.NULL, TAG_INT = Codec.INT, TAG_FLOAT = Codec.FLOAT, TAG_BOOL = Codec.BOOL,
-      TAG_STRING = Codec.STRING, TAG_LIST = Codec.LIST, TAG_UTF8 = Codec.UTF8;
+  /** Returned by {@link #callWithCopy} when the arguments need the per-object copy. */
+  public static final Object DECLINED = BulkWriter.FALLBACK;
 
   /**
    * Loads the JNI library (which registers the natives of {@code org.colors.rpc} too) without
@@ -68,17 +67,34 @@ public final class RpcSupport {
   }
 
   /**
-   * Writes the UTF-8 of a string into a byte array: the encoder of the bulk copy, so the rpc flat
-   * encoding encodes and refuses exactly the strings the bulk copy does.
+   * Calls {@code method} on an rpc client with the shared copy of {@code args} as its argument
+   * list, built and sent in one native call by the bulk copy (the encoding of
+   * {@link SharedMemory#copyToSharedMemory(Object)}).
    *
-   * @param s the string
-   * @param b the destination, with room for {@code 3 * s.length()} bytes from {@code p}
-   * @param p where to start
-   * @return the end of the bytes written, or -1 if {@code s} has a lone surrogate (then what was
-   *     written is garbage)
+   * @param client the client's native handle
+   * @param method the remote method's name
+   * @param args the arguments
+   * @param timeoutMs the call's timeout, or a negative number for none
+   * @return the result, or {@link #DECLINED} (nothing sent) when the arguments need the per-object
+   *     copy: the caller then copies them with {@code copyToSharedMemory} and calls with that
    */
-  public static int utf8(String s, byte[] b, int p) {
-    return BulkWriter.utf8(s, b, p);
+  public static Object callWithCopy(long client, String method, Object[] args, long timeoutMs) {
+    SharedMemory.ensureAttached();
+    return BulkWriter.call(client, method, args, timeoutMs);
+  }
+
+  /**
+   * As {@link #callWithCopy}, sent without waiting.
+   *
+   * @param client the client's native handle
+   * @param method the remote method's name
+   * @param args the arguments
+   * @return the pending call's native handle, or 0 (nothing sent) when the arguments need the
+   *     per-object copy
+   */
+  public static long sendWithCopy(long client, String method, Object[] args) {
+    SharedMemory.ensureAttached();
+    return BulkWriter.send(client, method, args);
   }
 
   /**

@@ -13,8 +13,6 @@ import demo.Employee;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.lang.reflect.Field;
-import java.lang.reflect.InvocationTargetException;
-import java.lang.reflect.Method;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -118,6 +116,14 @@ class RpcTest {
       assertThrows(InvalidArgumentException.class, () -> RpcSupport.replyWithCopy(w, graph), "worker " + w);
     }
     assertFalse(RpcSupport.replyWithCopy(0, graph));  // no worker: nothing replied
+    // callWithCopy and sendWithCopy take the native client handle the same way.
+    for (long c : new long[] {0, 0x1234, -1, Long.MAX_VALUE}) {
+      InvalidArgumentException x = assertThrows(InvalidArgumentException.class,
+          () -> RpcSupport.callWithCopy(c, "echo", new Object[] {graph}, 1000), "client " + c);
+      assertTrue(x.getMessage().contains("not a live rpc client"), x.getMessage());
+      assertThrows(InvalidArgumentException.class, () -> RpcSupport.sendWithCopy(c, "echo", new Object[] {graph}),
+          "client " + c);
+    }
     // A reply of a private user object takes the serving thread's own worker through the same path.
     Object e = client.call("employee", "w", 2.5);
     assertEquals("w", ((SharedObject) e).get("name"));
@@ -213,7 +219,7 @@ class RpcTest {
   @Test
   void stringsBothWays() throws Exception {
     // Arguments: the server's echo returns the shared list it received (read back here by the
-    // ordinary path); privateCopy sends it back as a private value (the reply's flat encoding).
+    // ordinary path); privateCopy sends it back as a private value (a reply built by the bulk copy).
     for (String s : STRINGS) {
       assertEquals(s, client.call("echo", s));
       assertEquals(List.of(s), client.call("echo", List.of(s)));
@@ -274,32 +280,55 @@ class RpcTest {
   }
 
   @Test
-  void flatEncodingBlobIsBoundsChecked() throws Exception {
-    // A string slice outside its blob (only a binding bug could make one): a colors error, no crash.
-    Class<?> nat = Class.forName("org.colors.rpc.RpcNative");
-    Method call = nat.getDeclaredMethod("clientCallFlat", long.class, String.class, int.class, int[].class,
-        long[].class, Object[].class, byte[].class, long.class);
-    call.setAccessible(true);
+  void bulkEncodedArgumentsAreBoundsChecked() throws Exception {
+    // Arguments the bulk copy encoded wrongly (only a binding bug could): a colors error, nothing
+    // sent, no crash. The graph: object 0, the argument list, of one value.
     Field f = RpcClient.class.getDeclaredField("client");
     f.setAccessible(true);
     long c = f.getLong(client);
-    int[] tags = {Codec.LIST, Codec.UTF8};  // Convert.Enc's
+    Object declined = new Object();
     byte[] blob = "hello".getBytes(StandardCharsets.UTF_8);
-    long[][] bad = {{1, 4L << 32 | 2}, {1, 6L << 32}, {1, 0xFFFFFFFFL << 32 | 0xFFFFFFFFL}, {1, -1L}};
-    for (long[] bits : bad) {
-      InvocationTargetException e = assertThrows(InvocationTargetException.class,
-          () -> call.invoke(null, c, "echo", 2, tags, bits, new Object[2], blob, 10_000L));
-      assertInstanceOf(InvalidArgumentException.class, e.getCause());
-      assertTrue(e.getCause().getMessage().contains("outside its blob"), e.getCause().getMessage());
+    int[] oneList = {-1, 1};
+    byte[] aString = {(byte) Codec.STRING};
+    for (long len : new long[] {6, -1, Long.MAX_VALUE}) {
+      InvalidArgumentException e = assertThrows(InvalidArgumentException.class, () -> Bulk.clientCall(c, "echo",
+          10_000L, declined, oneList, 1, aString, new long[] {len}, 1, blob, 5, new Object[0], null, null, null));
+      assertTrue(e.getMessage().contains("overruns its bytes"), e.getMessage());
     }
-    InvocationTargetException e = assertThrows(InvocationTargetException.class,
-        () -> call.invoke(null, c, "echo", 2, tags, new long[] {1, 1}, new Object[2], null, 10_000L));
-    assertInstanceOf(InvalidArgumentException.class, e.getCause());
-    // In bounds: slices of the one blob, the empty one at its end included.
-    Object ok = call.invoke(null, c, "echo", 5, new int[] {Codec.LIST, Codec.LIST, Codec.UTF8, Codec.UTF8, Codec.UTF8},
-        new long[] {1, 3, 1L << 32 | 3, 0, 5L << 32}, new Object[5], blob, 10_000L);
-    assertEquals(List.of("ell", "", ""), ok);
+    InvalidArgumentException e = assertThrows(InvalidArgumentException.class, () -> Bulk.clientCall(c, "echo",
+        10_000L, declined, oneList, 1, new byte[] {(byte) Codec.OBJ}, new long[] {1}, 1, blob, 5, new Object[0], null,
+        null, null));
+    assertTrue(e.getMessage().contains("missing object"), e.getMessage());
+    // Well formed: echo gets "hello".
+    assertEquals("hello", Bulk.clientCall(c, "echo", 10_000L, declined, oneList, 1, aString, new long[] {5}, 1, blob,
+        5, new Object[0], null, null, null));
+    // Counts beyond the arrays: a blob of 5 read as 6 bytes, two objects in a pair of ints.
+    assertThrows(ArrayIndexOutOfBoundsException.class, () -> Bulk.clientCall(c, "echo", 10_000L, declined, oneList,
+        1, aString, new long[] {5}, 1, blob, 6, new Object[0], null, null, null));
+    assertThrows(ArrayIndexOutOfBoundsException.class, () -> Bulk.clientCall(c, "echo", 10_000L, declined, oneList,
+        2, aString, new long[] {5}, 1, blob, 5, new Object[0], null, null, null));
+    e = assertThrows(InvalidArgumentException.class, () -> Bulk.clientCall(c, "echo", 10_000L, declined, oneList,
+        0, aString, new long[] {5}, 1, blob, 5, new Object[0], null, null, null));
+    assertTrue(e.getMessage().contains("bad counts"), e.getMessage());
     assertEquals(3L, client.call("add", 1, 2));
+  }
+
+  @Test
+  void argumentsTakeTheBulkCopyAndWhatItDeclinesTheCopier() {
+    // One encoding for copies, replies and arguments: a call's arguments are one bulk copy, built
+    // and sent in the same native call (echo replies with the shared argument, no copy).
+    long before = Bulk.WRITES.get();
+    assertEquals(List.of(1L, 2L, 3L), client.call("echo", List.of(1, 2, 3)));
+    assertEquals(before + 1, Bulk.WRITES.get());
+    before = Bulk.WRITES.get();
+    Object back = client.call("echo", new Employee("Ann", 3));
+    assertEquals(before + 1, Bulk.WRITES.get());
+    assertEquals("Ann", ((SharedObject) back).get("name"));
+    // A set is not in the bulk encoding: the Copier copies those arguments, with the same result.
+    before = Bulk.WRITES.get();
+    Object set = client.call("echo", java.util.Set.of("a"));
+    assertEquals(before, Bulk.WRITES.get());
+    assertEquals(java.util.Set.of("a"), set);
   }
 
   @Test

@@ -14,7 +14,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
- * Java's UTF-8 encoder ({@link BulkWriter#utf8}: the bulk copies and the rpc flat encoding hand
+ * Java's UTF-8 encoder ({@link BulkWriter#utf8}: the bulk copies (rpc arguments and replies included) hand
  * its bytes to the natives as they are) against the JNI library's ({@code java_to_utf8}, every
  * other string store), byte for byte: the same bytes in the heap for every string, and the same
  * refusal of a lone surrogate.

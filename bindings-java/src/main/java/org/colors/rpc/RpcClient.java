@@ -14,6 +14,7 @@ import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Future;
 import java.util.concurrent.LinkedBlockingQueue;
+import org.colors.RpcSupport;
 import org.colors.SharedInterruptedException;
 import org.colors.SharedList;
 
@@ -200,16 +201,10 @@ public final class RpcClient implements AutoCloseable {
     checkOpen();
     Objects.requireNonNull(method, "method");
     try {
-      // One native call: request (arguments built natively when they are lists and scalars), send,
-      // wait and result.
-      Convert.Enc e = Convert.Enc.get();
-      if (e.encode(args)) {
-        try {
-          return RpcNative.clientCallFlat(client, method, e.n, e.tags, e.bits, e.objs, e.blob, timeout);
-        } finally {
-          e.clear();
-        }
-      }
+      // One native call: the arguments built by the bulk copy, the request sent, waited for and its
+      // result read.
+      Object r = RpcSupport.callWithCopy(client, method, args, timeout);
+      if (r != RpcSupport.DECLINED) return r;
       return RpcNative.clientCall(client, method, Convert.argsHandle(args), timeout);
     } finally {
       Reference.reachabilityFence(this);
@@ -248,14 +243,8 @@ public final class RpcClient implements AutoCloseable {
   }
 
   private long send(String method, Object[] args) {
-    Convert.Enc e = Convert.Enc.get();
-    if (e.encode(args)) {
-      try {
-        return RpcNative.clientSendFlat(client, method, e.n, e.tags, e.bits, e.objs, e.blob);
-      } finally {
-        e.clear();
-      }
-    }
+    long p = RpcSupport.sendWithCopy(client, method, args);
+    if (p != 0) return p;
     return RpcNative.clientSend(client, method, Convert.argsHandle(args));
   }
 

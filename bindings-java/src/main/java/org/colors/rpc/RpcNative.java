@@ -40,18 +40,12 @@ final class RpcNative {
   /** Item {@code item} of the worker's current batch as {method, args...}, as serverNext gives a call. */
   static native Object[] workerBatchItem(long worker, int item, Object lazy);
   static native void workerReply(long worker, int tag, long bits, Object obj);
-  /** Replies with element 0 of a flat encoding ({@link Convert.Enc}; {@code blob}: its strings' UTF-8). */
-  static native void workerReplyFlat(long worker, int n, int[] tags, long[] bits, Object[] objs, byte[] blob);
   static native void workerFail(long worker, String type, String message);
 
   static native long clientNew(String name, long spinNs);
   static native void clientFree(long client);
   static native boolean clientAlive(long client);
   static native Object clientCall(long client, String method, Object argsHandle, long timeoutMs);
-  static native Object clientCallFlat(long client, String method, int n, int[] tags, long[] bits, Object[] objs,
-      byte[] blob, long timeoutMs);
-  static native long clientSendFlat(long client, String method, int n, int[] tags, long[] bits, Object[] objs,
-      byte[] blob);
   static native long clientSend(long client, String method, Object argsHandle);
   static native Object pendingGet(long pending, long timeoutMs);
   static native boolean pendingReady(long pending);
