@@ -52,7 +52,7 @@ final class FuzzProgram {
   static void run(long seed, int ops, long serverPid) throws InterruptedException {
     FuzzProgram f = new FuzzProgram(seed, serverPid);
     for (int i = 0; i < ops; i++) {
-      int op = f.rnd.nextInt(serverPid > 0 ? 17 : 16);
+      int op = f.rnd.nextInt(serverPid > 0 ? 18 : 17);
       try {
         f.step(op);
         f.count(op + ":ok");
@@ -78,6 +78,11 @@ final class FuzzProgram {
         System.out.flush();
         System.exit(5);
       }
+    }
+    try {
+      f.closeRpc();
+    } catch (RuntimeException e) {
+      f.count("final-close:" + e.getClass().getSimpleName());
     }
     System.gc();
     System.out.println("outcomes " + f.outcomes);
@@ -173,8 +178,49 @@ final class FuzzProgram {
           add(SharedMemory.allocateObject(t));
         }
         break;
+      case 16: rpc(); break;
       default:
         if (rnd.nextInt(3) == 0) ProcessHandle.of(serverPid).ifPresent(ProcessHandle::destroyForcibly);
+    }
+  }
+
+  private org.colors.rpc.RpcServer rpcServer;
+  private org.colors.rpc.RpcClient rpcClient;
+
+  /**
+   * Remote calls on an endpoint this process serves, with operands from the pool (private graphs
+   * included: arguments and results are bulk copies), and the natives behind RpcSupport's public
+   * methods given forged handles. The server and client are made on first use and again, at
+   * random, after a detach or a close.
+   */
+  private void rpc() {
+    if (rpcServer == null || rpcClient == null || rnd.nextInt(20) == 0) {
+      closeRpc();
+      rpcServer = org.colors.rpc.RpcServer.serve("fuzz-rpc", new RpcTestService());
+      rpcClient = org.colors.rpc.RpcClient.connect("fuzz-rpc",
+          org.colors.rpc.RpcClient.options().timeout(Duration.ofSeconds(2)));
+    }
+    Object arg = rnd.nextBoolean() ? privateValue() : pick();
+    switch (rnd.nextInt(7)) {
+      case 0: add(rpcClient.call("echo", arg)); break;
+      case 1: add(rpcClient.call("privateCopy", arg)); break;
+      case 2: add(rpcClient.call("strings", (Object) new String[] {"a", null, "\uD800", "é"})); break;
+      case 3: rpcClient.callAsync("same", arg, pick()).orTimeout(2, java.util.concurrent.TimeUnit.SECONDS); break;
+      case 4: add(RpcSupport.callWithCopy(rnd.nextLong(), "echo", new Object[] {arg}, 100)); break;
+      case 5: add(RpcSupport.sendWithCopy(rnd.nextLong(), "echo", new Object[] {arg})); break;
+      default: add(RpcSupport.replyWithCopy(rnd.nextLong(), java.util.Collections.singletonList(arg)));
+    }
+  }
+
+  void closeRpc() {
+    org.colors.rpc.RpcClient c = rpcClient;
+    org.colors.rpc.RpcServer srv = rpcServer;
+    rpcClient = null;
+    rpcServer = null;
+    try {
+      if (c != null) c.close();
+    } finally {
+      if (srv != null) srv.close();
     }
   }
 
