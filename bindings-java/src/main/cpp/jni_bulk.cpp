@@ -5,7 +5,8 @@
 // ---- private -> shared: Java_org_colors_Bulk_toShared ----
 // Input (made by org.colors.BulkWriter): the private graph's containers and user objects numbered
 // 0..n-1 in the order Java met them (object 0 is the root), each a pair in `objs`:
-// (class index >= 0, field count) for a user object, (-1, length) for a list. Their values follow
+// (class index >= 0, field count) for a user object, (kList, length) for a list, (kSet, size)
+// for a set, (kMap, 2 * size) for a map, whose keys and values alternate. Their values follow
 // one another in (tags, vals): object 0's fields/elements, then object 1's, ... Value tags are
 // those of jni_common.hpp plus colors_jni::kTagObj (vals = an object number); strings and binaries carry their
 // byte length in vals, their bytes follow one another in `blob` (strings as UTF-8 encoded by
@@ -22,11 +23,13 @@
 //    smaller one (an rpc call's arguments, most replies) keeps each object's own Rooted for the
 //    whole call instead, with no scratch allocation. Either way each object is reachable from a
 //    root from its allocation on. ("Scratch-pinned" below means either.)
-//  * Pass 2 fills the objects (init_slot: their slots are null and no other thread writes them, so
-//    no deletion barrier is needed): every reference stored is either an object of scratch, the
-//    object of a proxy Java holds (its root lives: the Handle is reachable from `refs` for the
-//    whole call), or a string/binary/boxed scalar that is still rooted by its own Rooted until the
-//    store (store_ref: the write barrier) has made it reachable from its scratch-pinned parent.
+//  * Pass 2 fills the objects: user objects and lists by init_slot (their slots are null and no
+//    other thread writes them, so no deletion barrier is needed), sets and maps by set_add and
+//    map_put (the per-object copy's calls, barriers included). Every reference stored is either
+//    an object of scratch, the object of a proxy Java holds (its root lives: the Handle is
+//    reachable from `refs` for the whole call), or a string/binary/boxed scalar that is still
+//    rooted by its own Rooted until the store has made it reachable from its scratch-pinned
+//    parent (a map's key stays rooted while its value is made).
 //  * So no object made here is ever unreachable-and-unrooted between two allocations (any of which
 //    may wait for a collector cycle). On a failure the roots are dropped: everything built
 //    becomes garbage that the next cycles free; nothing half-built stays reachable.
@@ -64,6 +67,7 @@
 #include "barrier.hpp"
 #include "classes.hpp"
 #include "container_lock.hpp"
+#include "containers.hpp"
 #include "jni_class_record.hpp"
 #include "jni_common.hpp"
 #include "layout.hpp"
@@ -95,6 +99,9 @@ void read_array(JNIEnv* env, A arr, jint n, void (JNIEnv::*get)(A, jsize, jsize,
   if (n > 0) (env->*get)(arr, 0, n, v.data());
   check_pending(env);
 }
+
+// Container kinds in the header pair of `objs` (BulkWriter's LIST, SET, MAP).
+constexpr jint kList = -1, kSet = -2, kMap = -3;
 
 // A graph of at most this many objects keeps each object's own root instead of a scratch array.
 constexpr std::size_t kHeldRoots = 16;
@@ -483,8 +490,14 @@ std::optional<colors::Value> build_shared(JNIEnv* env, jintArray objs_a, jint no
     if (cls >= 0) {
       if (static_cast<std::size_t>(cls) >= recs.size()) throw colors::InvalidArgumentError("bad class index (binding bug)");
       r = cd::new_user_object(m, recs[static_cast<std::size_t>(cls)]);
-    } else {
+    } else if (cls == kList) {
       r = cd::new_list(m, static_cast<std::size_t>(count));
+    } else if (cls == kSet) {
+      r = cd::new_set(m, static_cast<std::size_t>(count));
+    } else if (cls == kMap && count % 2 == 0) {
+      r = cd::new_map(m, static_cast<std::size_t>(count / 2));
+    } else {
+      throw colors::InvalidArgumentError("bad object header in bulk encoding (binding bug)");
     }
     made[k] = r.word();
     if (pin != nullptr)
@@ -515,6 +528,20 @@ std::optional<colors::Value> build_shared(JNIEnv* env, jintArray objs_a, jint no
           std::atomic<cd::Word>* slot = cd::field_slot(o, fd);
           if (slot == nullptr) throw Fallback{};
           init_slot(slot, w);
+        }
+      } else if (cls == kSet) {
+        // A set or map no other thread can reach yet, filled by the calls the per-object copy
+        // makes (SharedSet.add, SharedMap.put): the same hashing, locking and barriers.
+        for (std::size_t i = 0; i < count; ++i, ++v) {
+          cd::Rooted hold;
+          cd::set_add(m, o, in_word(env, m, tags[v], vals[v], blob, refs, made, hold));
+        }
+      } else if (cls == kMap) {
+        for (std::size_t i = 0; i < count; i += 2, v += 2) {
+          cd::Rooted hold_key, hold_value;  // the key stays rooted while the value is made
+          const cd::Word key = in_word(env, m, tags[v], vals[v], blob, refs, made, hold_key);
+          const cd::Word value = in_word(env, m, tags[v + 1], vals[v + 1], blob, refs, made, hold_value);
+          cd::map_put(m, o, key, value);
         }
       } else {
         auto* l = reinterpret_cast<cd::ListObject*>(o);

@@ -3,6 +3,7 @@ package org.colors;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -27,6 +28,7 @@ import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
+import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
@@ -197,6 +199,9 @@ class BulkCopyTest {
       } else {
         assertEquals(x.getClass(), y.getClass(), at);
         assertEquals(((SharedSet) x).size(), ((SharedSet) y).size(), at);
+        for (Object e : (SharedSet) x) {
+          if (Proxies.handleOf(e) == null) assertTrue(((SharedSet) y).contains(e), at + ": no " + e);
+        }
       }
     }
   }
@@ -338,14 +343,49 @@ class BulkCopyTest {
     assertEquals(7L, SharedMemory.copyToSharedMemory(7));  // scalars: as they read back
     assertEquals("s", SharedMemory.copyToSharedMemory("s"));
     assertSame(shared, SharedMemory.copyToSharedMemory(shared));
-    // maps and sets go through the Copier, with the same result
+    // maps and sets take the bulk copy too, with the Copier's result; sorted maps the Copier
     Map<String, Object> m = new HashMap<>();
     m.put("n", n);
     m.put("set", new HashSet<>(List.of(1L, 2L)));
     before = Bulk.WRITES.get();
-    Object viaCopier = SharedMemory.copyToSharedMemory(m);
+    Object viaBulk = SharedMemory.copyToSharedMemory(m);
+    assertEquals(before + 1, Bulk.WRITES.get());
+    assertSameShared(viaBulk, new Copier().run(m));
+    java.util.TreeMap<String, Object> sorted = new java.util.TreeMap<>(Map.of("b", 2L, "a", 1L));
+    before = Bulk.WRITES.get();
+    Object viaCopier = SharedMemory.copyToSharedMemory(sorted);
     assertEquals(before, Bulk.WRITES.get());
-    assertSameShared(viaCopier, new Copier().run(m));
+    assertInstanceOf(SharedSortedMap.class, viaCopier);
+    assertEquals(sorted, viaCopier);
+  }
+
+  @Test
+  void setsAndMapsCopyInOneCallAsTheCopierCopiesThem() {
+    // Keys and elements of every kind the language-neutral equality sees (1 and 1L are one key:
+    // the later entry wins, as it does for the Copier's puts in the same order), values that are
+    // graphs, a map that holds itself, and the same private set twice (one shared set).
+    Set<Object> shared = new HashSet<>(List.of("s", 2.5, true));
+    Map<Object, Object> m = new java.util.LinkedHashMap<>();
+    m.put("str", List.of(1L, "x"));
+    m.put(7L, shared);
+    m.put(7, "int 7 after long 7");
+    m.put(-0.0, new byte[] {9});
+    m.put(false, null);
+    m.put("again", shared);
+    m.put("self", m);
+    m.put("node", new demo.Employee("e", 1.5));
+    Set<Object> s = new java.util.LinkedHashSet<>(List.of(1L, 1, "one", 2.0, 2L));
+    List<Object> root = new ArrayList<>(List.of(m, s, shared, new HashMap<>(), new HashSet<>()));
+    long before = Bulk.WRITES.get();
+    Object bulk = SharedMemory.copyToSharedMemory(root);
+    assertEquals(before + 1, Bulk.WRITES.get(), "the bulk path was not taken");
+    Object old = new Copier().run(root);
+    assertSameShared(bulk, old);
+    List<?> l = (List<?>) bulk;
+    Map<?, ?> bm = (Map<?, ?>) l.get(0);
+    assertSame(bm, bm.get("self"));
+    assertSame(bm.get("again"), l.get(2));
+    assertEquals("int 7 after long 7", bm.get(7L));
   }
 
   @Test

@@ -112,6 +112,31 @@ class TransactionTest {
 
   @Test
   @SuppressWarnings("unchecked")
+  void mapsAndSetsCopiedInsideATransactionAreComplete() {
+    // copyToSharedMemory builds them in one native call (set_add/map_put on the new containers),
+    // inside the transaction as outside; storing the copy commits or rolls back with it.
+    Map<Object, Object> holder = (Map<Object, Object>) SharedMemory.copyToSharedMemory(Map.of("k", 0L));
+    Map<String, Object> big = new java.util.HashMap<>();
+    for (int i = 0; i < 300; i++) big.put("e" + i, i % 2 == 0 ? (Object) (long) i : Set.of("s" + i, (long) i));
+    Object copy;
+    try (Transaction tx = SharedMemory.beginTransaction()) {
+      copy = SharedMemory.copyToSharedMemory(big);
+      holder.put("m", copy);
+      tx.commit();
+    }
+    Map<Object, Object> m = (Map<Object, Object>) holder.get("m");
+    assertEquals(300, m.size());
+    assertEquals(4L, m.get("e4"));
+    assertEquals(Set.of("s5", 5L), Set.copyOf((Set<Object>) m.get("e5")));
+    try (Transaction tx = SharedMemory.beginTransaction()) {
+      holder.put("m", SharedMemory.copyToSharedMemory(Map.of("other", Set.of(1L))));
+      assertEquals(Set.of(1L), Set.copyOf((Set<Object>) ((Map<Object, Object>) holder.get("m")).get("other")));
+    }  // rolled back
+    assertEquals(300, ((Map<Object, Object>) holder.get("m")).size());
+  }
+
+  @Test
+  @SuppressWarnings("unchecked")
   void containerChangesCommitOrRollBack() {
     List<Object> list = (List<Object>) SharedMemory.copyToSharedMemory(List.of(1L, 2L, 3L));
     Map<Object, Object> map = (Map<Object, Object>) SharedMemory.copyToSharedMemory(Map.of("a", 1L));
