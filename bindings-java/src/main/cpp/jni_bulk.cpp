@@ -6,7 +6,8 @@
 // Input (made by org.colors.BulkWriter): the private graph's containers and user objects numbered
 // 0..n-1 in the order Java met them (object 0 is the root), each a pair in `objs`:
 // (class index >= 0, field count) for a user object, (kList, length) for a list, (kSet, size)
-// for a set, (kMap, 2 * size) for a map, whose keys and values alternate. Their values follow
+// for a set, (kMap or kSortedMap, 2 * size) for a map or a sorted map, whose keys and values
+// alternate. Their values follow
 // one another in (tags, vals): object 0's fields/elements, then object 1's, ... Value tags are
 // those of jni_common.hpp plus colors_jni::kTagObj (vals = an object number); strings and binaries carry their
 // byte length in vals, their bytes follow one another in `blob` (strings as UTF-8 encoded by
@@ -24,8 +25,8 @@
 //    whole call instead, with no scratch allocation. Either way each object is reachable from a
 //    root from its allocation on. ("Scratch-pinned" below means either.)
 //  * Pass 2 fills the objects: user objects and lists by init_slot (their slots are null and no
-//    other thread writes them, so no deletion barrier is needed), sets and maps by set_add and
-//    map_put (the per-object copy's calls, barriers included). Every reference stored is either
+//    other thread writes them, so no deletion barrier is needed), sets and maps by set_add,
+//    map_put and sorted_put (the per-object copy's calls, barriers included). Every reference stored is either
 //    an object of scratch, the object of a proxy Java holds (its root lives: the Handle is
 //    reachable from `refs` for the whole call), or a string/binary/boxed scalar that is still
 //    rooted by its own Rooted until the store has made it reachable from its scratch-pinned
@@ -75,6 +76,7 @@
 #include "objects.hpp"
 #include "roots.hpp"
 #include "segment.hpp"
+#include "sorted_map.hpp"
 #include "transaction.hpp"
 
 namespace cd = colors::detail;
@@ -100,8 +102,8 @@ void read_array(JNIEnv* env, A arr, jint n, void (JNIEnv::*get)(A, jsize, jsize,
   check_pending(env);
 }
 
-// Container kinds in the header pair of `objs` (BulkWriter's LIST, SET, MAP).
-constexpr jint kList = -1, kSet = -2, kMap = -3;
+// Container kinds in the header pair of `objs` (BulkWriter's LIST, SET, MAP, SORTED_MAP).
+constexpr jint kList = -1, kSet = -2, kMap = -3, kSortedMap = -4;
 
 // A graph of at most this many objects keeps each object's own root instead of a scratch array.
 constexpr std::size_t kHeldRoots = 16;
@@ -496,6 +498,8 @@ std::optional<colors::Value> build_shared(JNIEnv* env, jintArray objs_a, jint no
       r = cd::new_set(m, static_cast<std::size_t>(count));
     } else if (cls == kMap && count % 2 == 0) {
       r = cd::new_map(m, static_cast<std::size_t>(count / 2));
+    } else if (cls == kSortedMap && count % 2 == 0) {
+      r = cd::new_sorted_map(m);
     } else {
       throw colors::InvalidArgumentError("bad object header in bulk encoding (binding bug)");
     }
@@ -536,12 +540,15 @@ std::optional<colors::Value> build_shared(JNIEnv* env, jintArray objs_a, jint no
           cd::Rooted hold;
           cd::set_add(m, o, in_word(env, m, tags[v], vals[v], blob, refs, made, hold));
         }
-      } else if (cls == kMap) {
+      } else if (cls == kMap || cls == kSortedMap) {
         for (std::size_t i = 0; i < count; i += 2, v += 2) {
           cd::Rooted hold_key, hold_value;  // the key stays rooted while the value is made
           const cd::Word key = in_word(env, m, tags[v], vals[v], blob, refs, made, hold_key);
           const cd::Word value = in_word(env, m, tags[v + 1], vals[v + 1], blob, refs, made, hold_value);
-          cd::map_put(m, o, key, value);
+          if (cls == kMap)
+            cd::map_put(m, o, key, value);
+          else
+            cd::sorted_put(m, o, key, value);
         }
       } else {
         auto* l = reinterpret_cast<cd::ListObject*>(o);

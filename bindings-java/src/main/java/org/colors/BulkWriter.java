@@ -15,11 +15,11 @@ import java.util.Set;
  * cycles preserved (identity memo), no recursion (objects are encoded in the order met).
  *
  * <p>Covered: user class instances (plain and private instances of mapped classes), arrays and
- * non-set {@code Collection}s (copied as lists), sets, maps other than sorted maps, boxed
- * scalars, strings, byte[], null and proxies (stored as they are). Anything else — sorted maps,
- * objects of unsupported classes, strings with lone surrogates — and every case the native side
- * declines (a value a field's type refuses, a field the version lacks) goes to the {@link Copier}
- * instead ({@link #copy} returns
+ * non-set {@code Collection}s (copied as lists), sets, maps and sorted maps, boxed scalars,
+ * strings, byte[], null and proxies (stored as they are). Anything else — objects of unsupported
+ * classes, strings with lone surrogates, a sorted map with a null key — and every case the native
+ * side declines (a value a field's type refuses, a field the version lacks) goes to the
+ * {@link Copier} instead ({@link #copy} returns
  * {@link #FALLBACK}), which gives the same results and the same exceptions. Nothing is
  * written to the heap before the encoding is complete, and a declined native build leaves only
  * unreachable garbage behind.
@@ -87,7 +87,7 @@ final class BulkWriter {
 
   // The header of a container in objs (a user object's is its class index, >= 0): its kind, then
   // its value count (a map's keys and values alternate). jni_bulk.cpp has the same numbers.
-  private static final int LIST = -1, SET = -2, MAP = -3;
+  private static final int LIST = -1, SET = -2, MAP = -3, SORTED_MAP = -4;
 
   // Where run() sends the encoded graph.
   private static final int PROXY = 0, REPLY = 1, CALL = 2, SEND = 3;
@@ -238,23 +238,23 @@ final class BulkWriter {
       item = x;
       cls = lastUserIndex;
       count = plans[cls].names.length;
-    } else if (x instanceof java.util.SortedMap) {
-      return false;  // the Copier makes a shared sorted map
-    } else if (x instanceof Set) {
-      item = ((Set<?>) x).toArray();  // a snapshot, as the Copier's
-      cls = SET;
-      count = ((Object[]) item).length;
     } else if (x instanceof Map) {
       Object[] entries = ((Map<?, ?>) x).entrySet().toArray();  // a snapshot, as the Copier's
       Object[] kv = new Object[2 * entries.length];
+      boolean sorted = x instanceof java.util.SortedMap;
       for (int i = 0; i < entries.length; i++) {
         Map.Entry<?, ?> e = (Map.Entry<?, ?>) entries[i];
         kv[2 * i] = e.getKey();
         kv[2 * i + 1] = e.getValue();
+        if (sorted && kv[2 * i] == null) return false;  // the Copier raises the sorted map's NullPointerException
       }
       item = kv;
-      cls = MAP;
+      cls = sorted ? SORTED_MAP : MAP;
       count = kv.length;
+    } else if (x instanceof Set) {
+      item = ((Set<?>) x).toArray();  // a snapshot, as the Copier's
+      cls = SET;
+      count = ((Object[]) item).length;
     } else if (x instanceof Collection) {
       item = ((Collection<?>) x).toArray();  // a snapshot, as the Copier's
       cls = LIST;

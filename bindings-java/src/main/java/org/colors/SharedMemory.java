@@ -267,10 +267,11 @@ public final class SharedMemory {
    * copy preserves sharing and cycles of the private graph (identity memo) and is iterative (no
    * recursion limit for deep graphs). The private graph is not changed.
    *
-   * <p>Cost: graphs of user objects, arrays, lists, sets, maps, scalars, strings, byte[] and
-   * proxies are encoded in Java and built in one native call (about 0.1 µs per object plus its
-   * strings); graphs holding sorted maps take the per-object path (a proxy and native calls per
-   * object and element). Both give the same result and raise the same exceptions.
+   * <p>Cost: graphs of user objects, arrays, lists, sets, maps, sorted maps, scalars, strings,
+   * byte[] and proxies are encoded in Java and built in one native call (about 0.1 µs per object
+   * plus its strings); what that copy declines (a value a field's shared type refuses, a sorted
+   * map with a null key, an error to report) takes the per-object path (a proxy and native calls
+   * per object and element). Both give the same result and raise the same exceptions.
    *
    * @param root the root of the private graph
    * @return the shared copy: a proxy, or the scalar value as it reads back (e.g. {@code Long})

@@ -343,7 +343,7 @@ class BulkCopyTest {
     assertEquals(7L, SharedMemory.copyToSharedMemory(7));  // scalars: as they read back
     assertEquals("s", SharedMemory.copyToSharedMemory("s"));
     assertSame(shared, SharedMemory.copyToSharedMemory(shared));
-    // maps and sets take the bulk copy too, with the Copier's result; sorted maps the Copier
+    // maps, sets and sorted maps take the bulk copy too, with the Copier's result
     Map<String, Object> m = new HashMap<>();
     m.put("n", n);
     m.put("set", new HashSet<>(List.of(1L, 2L)));
@@ -351,12 +351,19 @@ class BulkCopyTest {
     Object viaBulk = SharedMemory.copyToSharedMemory(m);
     assertEquals(before + 1, Bulk.WRITES.get());
     assertSameShared(viaBulk, new Copier().run(m));
-    java.util.TreeMap<String, Object> sorted = new java.util.TreeMap<>(Map.of("b", 2L, "a", 1L));
+    java.util.TreeMap<Object, Object> sorted = new java.util.TreeMap<>(Map.of("b", List.of(2L), "a", m));
     before = Bulk.WRITES.get();
-    Object viaCopier = SharedMemory.copyToSharedMemory(sorted);
-    assertEquals(before, Bulk.WRITES.get());
-    assertInstanceOf(SharedSortedMap.class, viaCopier);
-    assertEquals(sorted, viaCopier);
+    Object sortedCopy = SharedMemory.copyToSharedMemory(sorted);
+    assertEquals(before + 1, Bulk.WRITES.get());
+    assertInstanceOf(SharedSortedMap.class, sortedCopy);
+    assertEquals(List.of("a", "b"), new ArrayList<>(((SharedSortedMap) sortedCopy).keySet()));
+    assertSameShared(((SharedSortedMap) sortedCopy).get("a"), new Copier().run(m));
+    // keys of two kinds: the shared sorted map refuses them, on either path
+    java.util.TreeMap<Object, Object> mixed = new java.util.TreeMap<>((x, y) -> x.toString().compareTo(y.toString()));
+    mixed.put("a", 1L);
+    mixed.put(2L, 2L);
+    String bulkError = messageOf(() -> SharedMemory.copyToSharedMemory(mixed));
+    assertEquals(messageOf(() -> new Copier().run(mixed)), bulkError);
   }
 
   @Test

@@ -324,14 +324,24 @@ class RpcTest {
     Object back = client.call("echo", new Employee("Ann", 3));
     assertEquals(before + 1, Bulk.WRITES.get());
     assertEquals("Ann", ((SharedObject) back).get("name"));
-    // A sorted map is not in the bulk encoding: the Copier copies those arguments, with the same
-    // result.
+    // Maps, sets and sorted maps are in it too.
     before = Bulk.WRITES.get();
     java.util.TreeMap<String, Object> sorted = new java.util.TreeMap<>(Map.of("b", 2L, "a", 1L));
     Object back2 = client.call("echo", sorted);
-    assertEquals(before, Bulk.WRITES.get());
+    assertEquals(before + 1, Bulk.WRITES.get());
     assertInstanceOf(SharedSortedMap.class, back2);
     assertEquals(sorted, back2);
+    // What it declines goes to the Copier, which raises the per-object path's exception (a sorted
+    // map with a null key; an object of no storable class).
+    java.util.TreeMap<String, Object> nullKey = new java.util.TreeMap<>(java.util.Comparator.nullsFirst(
+        java.util.Comparator.<String>naturalOrder()));
+    nullKey.put(null, 1L);
+    before = Bulk.WRITES.get();
+    NullPointerException npe = assertThrows(NullPointerException.class, () -> client.call("echo", nullKey));
+    assertTrue(npe.getMessage().contains("no null keys"), npe.getMessage());
+    TypeMismatchException tm = assertThrows(TypeMismatchException.class, () -> client.call("echo", new Object()));
+    assertTrue(tm.getMessage().contains("cannot copy an object of class java.lang.Object"), tm.getMessage());
+    assertEquals(before, Bulk.WRITES.get());
   }
 
   @Test
