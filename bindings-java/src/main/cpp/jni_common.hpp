@@ -200,9 +200,9 @@ void check_own_worker(jlong w);
 // Throws InvalidArgumentError unless `client` is a live RpcNative.clientNew handle: for a client
 // that reaches native code through a public Java method (RpcSupport.callWithCopy).
 void check_live_client(jlong client);
-// A call of the client `client` (an RpcNative.clientNew handle) with `args`, as
-// RpcNative.clientCall does: the result as a Java value. For arguments built by the bulk copy
-// (jni_bulk.cpp, Bulk.clientCall).
+// A call of the client `client` (an RpcNative.clientNew handle) with `args`: the result as a Java
+// value. RpcNative.clientCall's arguments are a shared list, Bulk.clientCall's the bulk copy's
+// (jni_bulk.cpp).
 jobject client_call(JNIEnv* env, jlong client, jstring method, const colors::List& args, jlong timeout_ms);
 // As RpcNative.clientSend: the handle of the pending call.
 jlong client_send(JNIEnv* env, jlong client, jstring method, const colors::List& args);

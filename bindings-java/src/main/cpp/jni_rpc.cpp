@@ -357,22 +357,11 @@ jboolean JNICALL n_client_alive(JNIEnv* env, jclass, jlong p) {
 
 // A whole call in one native: request, send, wait, result.
 jobject JNICALL n_client_call(JNIEnv* env, jclass, jlong p, jstring method, jobject args, jlong timeout_ms) {
-  return guarded<jobject>(env, nullptr, [&] {
-    auto* jc = from_ptr<JClient>(p);
-    Blocking blocking(env);
-    std::string m = java_to_utf8(env, method);
-    return to_java(env, jc->c.call(m, list_of(env, args), timeout_ms));
-  });
+  return guarded<jobject>(env, nullptr, [&] { return client_call(env, p, method, list_of(env, args), timeout_ms); });
 }
 
 jlong JNICALL n_client_send(JNIEnv* env, jclass, jlong p, jstring method, jobject args) {
-  return guarded<jlong>(env, 0, [&] {
-    auto* jc = from_ptr<JClient>(p);
-    Blocking blocking(env);
-    std::string m = java_to_utf8(env, method);
-    auto pend = std::make_unique<colors::rpc::Pending>(jc->c.call_async(m, list_of(env, args)));
-    return to_ptr(pend.release());
-  });
+  return guarded<jlong>(env, 0, [&] { return client_send(env, p, method, list_of(env, args)); });
 }
 
 jobject JNICALL n_pending_get(JNIEnv* env, jclass, jlong p, jlong timeout_ms) {
