@@ -79,6 +79,7 @@ public final class RpcSupport {
    *     copy: the caller then copies them with {@code copyToSharedMemory} and calls with that
    */
   public static Object callWithCopy(long client, String method, Object[] args, long timeoutMs) {
+    java.util.Objects.requireNonNull(args, "args");
     SharedMemory.ensureAttached();
     return BulkWriter.call(client, method, args, timeoutMs);
   }
@@ -93,6 +94,7 @@ public final class RpcSupport {
    *     per-object copy
    */
   public static long sendWithCopy(long client, String method, Object[] args) {
+    java.util.Objects.requireNonNull(args, "args");
     SharedMemory.ensureAttached();
     return BulkWriter.send(client, method, args);
   }

@@ -116,6 +116,10 @@ class RpcTest {
       assertThrows(InvalidArgumentException.class, () -> RpcSupport.replyWithCopy(w, graph), "worker " + w);
     }
     assertFalse(RpcSupport.replyWithCopy(0, graph));  // no worker: nothing replied
+    NullPointerException npe = assertThrows(NullPointerException.class, () -> RpcSupport.callWithCopy(1, "echo", null, 1));
+    assertEquals("args", npe.getMessage());
+    npe = assertThrows(NullPointerException.class, () -> RpcSupport.sendWithCopy(1, "echo", null));
+    assertEquals("args", npe.getMessage());
     // callWithCopy and sendWithCopy take the native client handle the same way.
     for (long c : new long[] {0, 0x1234, -1, Long.MAX_VALUE}) {
       InvalidArgumentException x = assertThrows(InvalidArgumentException.class,
