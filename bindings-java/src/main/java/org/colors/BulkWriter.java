@@ -24,13 +24,25 @@ import java.util.Set;
  * written to the heap before the encoding is complete, and a declined native build leaves only
  * unreachable garbage behind.
  *
- * <p>One instance per thread, its arrays reused between calls.
+ * <p>One instance per thread, its arrays reused between calls. User code runs in the middle of an
+ * encoding (a collection's {@code toArray}, a map's {@code entrySet}) and may copy another graph
+ * on the same thread: that copy takes a fresh instance ({@link #acquire}), so the outer encoding
+ * is never reset under it.
  */
 final class BulkWriter {
   /** Returned by {@link #copy} when the Copier must run. */
   static final Object FALLBACK = new Object();
 
   private static final ThreadLocal<BulkWriter> LOCAL = ThreadLocal.withInitial(BulkWriter::new);
+
+  /** Whether this instance is encoding (between the start and the end of {@link #runAndClear}). */
+  private boolean busy;
+
+  /** This thread's instance, or a fresh one while that one is encoding (a nested copy). */
+  private static BulkWriter acquire() {
+    BulkWriter w = LOCAL.get();
+    return w.busy ? new BulkWriter() : w;
+  }
 
   /** Per mapped class: its shared class version and the record index of each mapped field. */
   private static final class ClassPlan {
@@ -105,7 +117,7 @@ final class BulkWriter {
   /** The shared copy of {@code root}, or {@link #FALLBACK}. REQUIRES: attached. */
   static Object copy(Object root) {
     if (Codec.tagOrNone(root) != Codec.NONE) return FALLBACK;  // scalars, strings, proxies: the Copier's roundTrip
-    BulkWriter w = LOCAL.get();
+    BulkWriter w = acquire();
     w.mode = PROXY;
     return w.runAndClear(root);
   }
@@ -117,7 +129,7 @@ final class BulkWriter {
    */
   static boolean reply(Object root, long worker) {
     if (worker == 0 || Codec.tagOrNone(root) != Codec.NONE) return false;  // no worker: nothing to reply to
-    BulkWriter w = LOCAL.get();
+    BulkWriter w = acquire();
     w.mode = REPLY;
     w.worker = worker;
     return w.runAndClear(root) == REPLIED;
@@ -129,7 +141,7 @@ final class BulkWriter {
    * {@link #FALLBACK} (nothing sent) when the Copier must copy the arguments. REQUIRES: attached.
    */
   static Object call(long client, String method, Object[] args, long timeoutMs) {
-    BulkWriter w = LOCAL.get();
+    BulkWriter w = acquire();
     w.mode = CALL;
     w.client = client;
     w.method = method;
@@ -142,7 +154,7 @@ final class BulkWriter {
    * sent) when the Copier must copy the arguments. REQUIRES: attached.
    */
   static long send(long client, String method, Object[] args) {
-    BulkWriter w = LOCAL.get();
+    BulkWriter w = acquire();
     w.mode = SEND;
     w.client = client;
     w.method = method;
@@ -151,10 +163,12 @@ final class BulkWriter {
   }
 
   private Object runAndClear(Object root) {
+    busy = true;
     try {
       return run(root);
     } finally {
       clear();
+      busy = false;
     }
   }
 

@@ -395,6 +395,47 @@ class BulkCopyTest {
     assertEquals("int 7 after long 7", bm.get(7L));
   }
 
+  /** A list whose toArray() itself copies a graph to shared memory, on the copying thread. */
+  static final class CopyingList extends ArrayList<Object> {
+    final List<Object> inner;
+    Object innerCopy;
+
+    CopyingList(List<Object> items, List<Object> inner) {
+      super(items);
+      this.inner = inner;
+    }
+
+    @Override
+    public Object[] toArray() {
+      innerCopy = SharedMemory.copyToSharedMemory(inner);
+      return super.toArray();
+    }
+  }
+
+  @Test
+  void aCopyMadeWhileAnotherIsEncodedOnTheSameThreadLeavesBothWhole() {
+    // The encoder is one instance per thread: a user collection whose toArray() copies another
+    // graph re-enters it in the middle of the outer encoding. Both copies must come out whole.
+    List<Object> inner = new ArrayList<>(List.of("inner", 41L, new ArrayList<>(List.of(true))));
+    Map<Object, Object> m = new HashMap<>(Map.of("k", List.of(1L, 2L)));
+    CopyingList nested = new CopyingList(List.of("a", m, 3L), inner);
+    List<Object> root = new ArrayList<>(List.of(m, "before", nested, List.of("after", 9L), m));
+    long before = Bulk.WRITES.get();
+    Object copy = SharedMemory.copyToSharedMemory(root);
+    assertEquals(before + 2, Bulk.WRITES.get(), "both copies take the bulk path");
+    assertEquals(List.of("inner", 41L, List.of(true)), nested.innerCopy);
+    List<?> l = (List<?>) copy;
+    assertEquals(5, l.size());
+    assertEquals(Map.of("k", List.of(1L, 2L)), l.get(0));
+    assertSame(l.get(0), l.get(4), "the map met twice is one shared map");
+    assertEquals("before", l.get(1));
+    List<?> n = (List<?>) l.get(2);
+    assertEquals(List.of("a", Map.of("k", List.of(1L, 2L)), 3L), n);
+    assertSame(l.get(0), n.get(1));
+    assertEquals(List.of("after", 9L), l.get(3));
+    assertSameShared(copy, new Copier().run(root));
+  }
+
   @Test
   void mappedClassesCopyToBoundInstancesAndBack() {
     MNode a = new MNode();
