@@ -395,6 +395,29 @@ Word new_user_object_scoped(Metadata* m, ClassRecord* cls, const SlotInit* init,
   return w;
 }
 
+Word new_list_scoped(Metadata* m, const Word* items, std::size_t n) {
+  if (n > (std::size_t{1} << 36)) throw OutOfMemoryError("array of " + std::to_string(n) + " slots is too large");
+  Word array = kNull;
+  if (n != 0) {
+    array = allocate<false>(m, TypeKind::kArray, builtin_class(m, TypeKind::kArray), 8 + n * sizeof(Word), [&](ObjectHead* o) {
+      auto* a = reinterpret_cast<ArrayObject*>(o);
+      a->capacity = n;
+      for (std::size_t i = 0; i < n; ++i) a->slots[i].store(items[i], std::memory_order_relaxed);
+    });
+    // The array is a new object holding what the scope holds: new_user_object_scoped's rule.
+    flag_scope_words(items, n);
+  }
+  const Word l = allocate<false>(m, TypeKind::kList, builtin_class(m, TypeKind::kList),
+                                 sizeof(ListObject) - sizeof(ObjectHead), [&](ObjectHead* o) {
+    auto* lo = reinterpret_cast<ListObject*>(o);
+    lo->size.store(n, std::memory_order_relaxed);
+    init_ref(&lo->array, array);  // version and lock stay 0: an even version, unlocked
+  });
+  // The array, allocated in the scope, is now held by the list, which may be recent.
+  if (array != kNull) flag_scope_words(&array, 1);
+  return l;
+}
+
 const FieldInfo& field_or_throw(Word o, std::string_view name) {
   const ClassRecord* c = class_of(o);
   const FieldInfo* f = find_field(c, name);

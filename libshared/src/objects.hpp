@@ -156,6 +156,9 @@ Word new_float_scoped(Metadata* m, double v);
 Word new_string_scoped(Metadata* m, std::string_view utf8);
 // A user object of `cls` with `init` stored into it before it is published.
 Word new_user_object_scoped(Metadata* m, ClassRecord* cls, const SlotInit* init, std::size_t n);
+// A list holding the n words of `items` (each a scalar, a reference the scope holds, or one rooted
+// by the caller), its array filled before it is published, of capacity n.
+Word new_list_scoped(Metadata* m, const Word* items, std::size_t n);
 
 // The field named `name` of o's current class version; KeyError naming the class otherwise.
 const FieldInfo& field_or_throw(Word o, std::string_view name);

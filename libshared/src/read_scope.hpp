@@ -16,7 +16,8 @@
 //  * A reference the scope holds (borrowed, or allocated in the scope without a root) is flagged
 //    while the collector marks, with root_release_flags's rule (roots.hpp), wherever it goes
 //    that the collector may not look at again: a root (promote_borrowed), a heap slot
-//    (store_scope_reference), a new object's fields (new_user_object_scoped, after publishing).
+//    (store_scope_reference), a new object's fields (new_user_object_scoped, after publishing),
+//    a new list's elements and array (new_list_scoped, after publishing each).
 //    The flag's phase read comes after that store.
 //  * A thread inside a scope never waits for a collector cycle (request_gc_and_wait refuses, an
 //    allocation on a full heap throws) and never starts a transaction (tx_begin refuses): the
@@ -121,13 +122,20 @@ inline void flag_scope_reference(Word w) {
 // publication its flag covers). The phase is read once for all of them: when that read, made after
 // every one of those stores, finds no marking under unfenced roots, root_release_flags would
 // answer false for each, so none is flagged; otherwise each reference takes the per-word rule.
+inline bool scope_flags_may_be_needed() {
+  const PendingBits& pb = g_pending_bits;
+  return !(g_roots_unfenced.load(std::memory_order_relaxed) && pb.gc_phase != nullptr &&
+           pb.gc_phase->load(std::memory_order_acquire) != static_cast<std::uint8_t>(GcPhase::kMarking));
+}
 template <class Init>
 inline void flag_scope_references(const Init* values, std::size_t n) {
-  const PendingBits& pb = g_pending_bits;
-  if (g_roots_unfenced.load(std::memory_order_relaxed) && pb.gc_phase != nullptr &&
-      pb.gc_phase->load(std::memory_order_acquire) != static_cast<std::uint8_t>(GcPhase::kMarking))
-    return;
+  if (!scope_flags_may_be_needed()) return;
   for (std::size_t i = 0; i < n; ++i) flag_scope_reference(values[i].value);
+}
+// The same for n words (a new list's elements, after the publication of the array holding them).
+inline void flag_scope_words(const Word* words, std::size_t n) {
+  if (!scope_flags_may_be_needed()) return;
+  for (std::size_t i = 0; i < n; ++i) flag_scope_reference(words[i]);
 }
 // Stores the scope-held (or rooted) `w` into the heap slot `slot` of a published object: the write
 // barrier, then flag_scope_reference. REQUIRES: inside a read scope, outside a transaction.

@@ -167,6 +167,20 @@ ObjectView new_object_view(const Class& cls, std::initializer_list<FieldValue> v
   return ObjectView(new_user_object_scoped(current_meta(), const_cast<ClassRecord*>(rec), init, n));
 }
 
+ListView new_list_view(std::span<const ValueView> items) {
+  require_scope("new_list_view");
+  constexpr std::size_t kInline = 32;
+  Word inline_words[kInline];
+  std::unique_ptr<Word[]> more;  // only for more items than the stack array holds
+  Word* words = inline_words;
+  if (items.size() > kInline) {
+    more.reset(new Word[items.size()]);
+    words = more.get();
+  }
+  for (std::size_t i = 0; i < items.size(); ++i) words[i] = items[i].raw();
+  return ListView(new_list_scoped(current_meta(), words, items.size()));
+}
+
 void ObjectView::set(const Field& f, const ValueView& v) {
   require_scope("ObjectView::set");
   if (word_ == kNull) null_view();

@@ -1,6 +1,6 @@
 // colors-bench: every core benchmark, each against its baseline measured in the same run.
 //
-//   colors-bench [--quick] [alloc] [trees] [sync] [gc] [containers] [sortedmap] [tx]
+//   colors-bench [--quick] [alloc] [trees] [sync] [gc] [containers] [sortedmap] [tx] [copy]
 //
 // With no names every benchmark runs. --quick (or COLORS_BENCH_QUICK=1) shortens the long ones.
 #include <cstdlib>
@@ -19,6 +19,7 @@ void bench_gc(std::ostream& out);
 void bench_containers(std::ostream& out);
 void bench_sorted_map(std::ostream& out);
 void bench_tx(std::ostream& out);
+void bench_copy(std::ostream& out);
 
 int main(int argc, char** argv) {
   std::set<std::string> only;
@@ -27,10 +28,10 @@ int main(int argc, char** argv) {
       setenv("COLORS_BENCH_QUICK", "1", 1);
     } else if (std::strcmp(argv[i], "alloc") == 0 || std::strcmp(argv[i], "trees") == 0 || std::strcmp(argv[i], "sync") == 0 || std::strcmp(argv[i], "gc") == 0 ||
                std::strcmp(argv[i], "containers") == 0 || std::strcmp(argv[i], "sortedmap") == 0 ||
-               std::strcmp(argv[i], "tx") == 0) {
+               std::strcmp(argv[i], "tx") == 0 || std::strcmp(argv[i], "copy") == 0) {
       only.insert(argv[i]);
     } else {
-      std::cerr << "usage: colors-bench [--quick] [alloc] [trees] [sync] [gc] [containers] [sortedmap] [tx]\n";
+      std::cerr << "usage: colors-bench [--quick] [alloc] [trees] [sync] [gc] [containers] [sortedmap] [tx] [copy]\n";
       return 2;
     }
   }
@@ -47,5 +48,6 @@ int main(int argc, char** argv) {
   if (want("containers")) bench_containers(std::cout);
   if (want("sortedmap")) bench_sorted_map(std::cout);
   if (want("tx")) bench_tx(std::cout);
+  if (want("copy")) bench_copy(std::cout);
   return 0;
 }

@@ -486,8 +486,19 @@ class ListView : public ValueView {
 
  private:
   friend class ValueView;
+  friend ListView new_list_view(std::span<const ValueView> items);
   explicit ListView(std::uint64_t word) : ValueView(word) {}
 };
+
+// A new list holding `items` in order, allocated in the read scope like new_object_view's objects
+// (no root: the scope keeps it; store or promote it to keep it), its elements written before
+// anything else can see it. Each item is a view read or allocated in the scope, or a ValueView of
+// a Value this thread holds. InvalidArgumentError outside a scope, OutOfMemoryError when the heap
+// is full (the scope cannot wait for the collector).
+ListView new_list_view(std::span<const ValueView> items);
+inline ListView new_list_view(std::initializer_list<ValueView> items) {
+  return new_list_view(std::span<const ValueView>(items.begin(), items.size()));
+}
 
 // A sorted map read in a read scope: lookups and ranges without the map's lock and without a root
 // per entry (SortedMap's locked reads take both). get() is linearizable like SortedMap::get. read()
@@ -685,6 +696,16 @@ class Monitor {
 
 // ---- deep copies of builtins -----------------------------------------------------------------
 
+namespace detail {
+template <class T>
+void require_fits_shared_integer(T v) {
+  if constexpr (std::is_unsigned_v<T> && sizeof(T) >= sizeof(long long)) {
+    if (v > static_cast<T>(std::numeric_limits<long long>::max()))
+      throw OverflowError("unsigned value " + std::to_string(v) + " does not fit a shared integer (64-bit signed)");
+  }
+}
+}  // namespace detail
+
 // Scalars, strings and Values; the overloads below recurse into standard containers.
 template <class T>
 Value copy_to(const T& v) {
@@ -693,10 +714,7 @@ Value copy_to(const T& v) {
   } else if constexpr (std::is_same_v<T, bool>) {
     return Value(v);
   } else if constexpr (std::is_integral_v<T>) {
-    if constexpr (std::is_unsigned_v<T> && sizeof(T) >= sizeof(long long)) {
-      if (v > static_cast<T>(std::numeric_limits<long long>::max()))
-        throw OverflowError("unsigned value " + std::to_string(v) + " does not fit a shared integer (64-bit signed)");
-    }
+    detail::require_fits_shared_integer(v);
     return Value(static_cast<long long>(v));
   } else if constexpr (std::is_floating_point_v<T>) {
     return Value(static_cast<double>(v));
@@ -708,8 +726,80 @@ template <class T> Value copy_to(const std::vector<T>& v);
 template <class T> Value copy_to(const std::set<T>& v);
 template <class K, class V> Value copy_to(const std::map<K, V>& v);
 
+namespace detail {
+// Vectors of scalars, strings, Values and such vectors are copied inside a read scope: the lists,
+// strings and boxed numbers the copy allocates take no root each and are filled before anyone can
+// see them (new_list_view, new_string_view), and the copy is rooted once, at the end. The same
+// values as the rooted copy, which sets and maps (no scoped builders) still take.
+// Only types whose conversion runs no user code (inside the scope, code that waits for the
+// collector would throw): another type convertible to std::string_view takes the rooted copy.
+template <class T>
+struct scoped_copyable
+    : std::bool_constant<std::is_arithmetic_v<T> || std::is_base_of_v<Value, T> || std::is_same_v<T, std::string> ||
+                         std::is_same_v<T, std::string_view> || std::is_same_v<T, const char*> ||
+                         std::is_same_v<T, char*>> {};
+template <class T> struct scoped_copyable<std::vector<T>> : scoped_copyable<T> {};
+
+// A copy that would allocate more objects than this is made rooted: a scope holds back every
+// collector cycle that starts while it is open (gc/README.md, "Read scopes").
+inline constexpr std::size_t kScopedCopyMax = std::size_t{1} << 16;
+
+// The objects a scoped copy of `v` allocates at most (counting stops past kScopedCopyMax).
+template <class T>
+std::size_t scoped_copy_objects(const T&) {
+  return 1;
+}
+template <class T>
+std::size_t scoped_copy_objects(const std::vector<T>& v) {
+  if constexpr (std::is_arithmetic_v<T>) {
+    return 1 + v.size();
+  } else {
+    std::size_t n = 1;
+    for (const T& x : v) {
+      n += scoped_copy_objects(x);
+      if (n > kScopedCopyMax) break;
+    }
+    return n;
+  }
+}
+
+// copy_to's value, built in the current read scope.
+template <class T>
+ValueView copy_in_scope(const T& v) {
+  if constexpr (std::is_same_v<T, Value> || std::is_base_of_v<Value, T>) {
+    return ValueView(v);
+  } else if constexpr (std::is_same_v<T, bool>) {
+    return ValueView::boolean(v);
+  } else if constexpr (std::is_integral_v<T>) {
+    require_fits_shared_integer(v);
+    return ValueView::integer(static_cast<std::int64_t>(v));
+  } else if constexpr (std::is_floating_point_v<T>) {
+    return ValueView::floating(static_cast<double>(v));
+  } else {
+    return new_string_view(std::string_view(v));
+  }
+}
+template <class T>
+ValueView copy_in_scope(const std::vector<T>& v) {
+  std::vector<ValueView> items;
+  items.reserve(v.size());
+  for (const T& x : v) items.push_back(copy_in_scope(x));
+  return new_list_view(items);
+}
+}  // namespace detail
+
 template <class T>
 Value copy_to(const std::vector<T>& v) {
+  if constexpr (detail::scoped_copyable<T>::value) {
+    if (!in_transaction() && detail::scoped_copy_objects(v) <= detail::kScopedCopyMax) {
+      try {
+        ReadScope scope;
+        return detail::copy_in_scope(v).promote();
+      } catch (const OutOfMemoryError&) {
+        // A full heap: a scope cannot wait for the collector, the rooted copy below can.
+      }
+    }
+  }
   List l = new_list(v.size());
   for (const T& x : v) l.append(copy_to(x));
   return l;
