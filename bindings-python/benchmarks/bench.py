@@ -7,6 +7,9 @@ Every row is a ratio against a baseline measured in the same run:
     receiver, vs pickle.dumps + pipe + pickle.loads + the same traversal (end to end, including a
     one-word reply so both sides time the same round trip);
   * iteration over a list of 1M ints, shared vs private;
+  * copy_to of plain data (lists of ints, strings, lists of floats): built in a read scope vs the
+    per-object copy of the same data (a list subclass at the root makes copy_to take it), and a
+    pickle.dumps + loads round trip of the same data (`--copies`: this section only);
   * uncontended single operations on a shared list and dict (append, get, set, pop, d[k], d[k] = v)
     vs the same on a private list and dict (`--containers`: this section only, and `--json` to
     print its ns per operation, which ab_containers.py uses to compare two builds).
@@ -203,6 +206,34 @@ CONTAINER_OPS = [
 ]
 
 
+class _SubList(list):
+    """Not a plain tree: copy_to copies it (and what it holds) object by object."""
+
+
+def copies(cs, quick: bool) -> None:
+    print("\ncopy_to of plain data (ns per element, median of runs; per-object: the same data under a list"
+          " subclass; pickle: dumps + loads)")
+    print(f"  {'data':<28}{'copy_to':>10}{'per-object':>12}{'pickle':>10}{'per-object/copy_to':>21}")
+    data = [("1000 ints", list(range(1000)), 1000),
+            ("1000 strings (11 chars)", ["node-%06d" % i for i in range(1000)], 1000),
+            ("100 x 10 floats", [[i + 0.25 * j for j in range(10)] for i in range(100)], 1000)]
+    number, runs = (50, 5) if quick else (300, 9)
+    for label, x, elements in data:
+        sub = _SubList(x)
+        fast, slow, pick, ratio = [], [], [], []
+        for _ in range(runs):  # interleaved: a burst of load hits all three alike
+            f = timeit.timeit(lambda: cs.copy_to(x), number=number) / number / elements * 1e9
+            s = timeit.timeit(lambda: cs.copy_to(sub), number=number) / number / elements * 1e9
+            p = timeit.timeit(lambda: pickle.loads(pickle.dumps(x, protocol=pickle.HIGHEST_PROTOCOL)),
+                              number=number) / number / elements * 1e9
+            fast.append(f)
+            slow.append(s)
+            pick.append(p)
+            ratio.append(s / f)
+        print(f"  {label:<28}{statistics.median(fast):>10.1f}{statistics.median(slow):>12.1f}"
+              f"{statistics.median(pick):>10.1f}{statistics.median(ratio):>20.2f}x")
+
+
 def container_ns(cs, quick: bool) -> dict[str, tuple[float, float]]:
     """ns per operation, (private, shared), best of runs, for CONTAINER_OPS."""
     n, rep = (20_000, 3) if quick else (100_000, 7)
@@ -231,6 +262,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="fewer repetitions (CI smoke run)")
     ap.add_argument("--containers", action="store_true", help="only the container operations section")
+    ap.add_argument("--copies", action="store_true", help="only the copy_to section")
     ap.add_argument("--json", action="store_true", help="with --containers: print {label: [private, shared]} as JSON")
     args = ap.parse_args()
     srv = Server(heap="256M")
@@ -247,10 +279,15 @@ def main() -> int:
                 containers(cs, args.quick)
             cs.detach()
             return 0
+        if args.copies:
+            copies(cs, args.quick)
+            cs.detach()
+            return 0
         cs.register(bench_types.TreeNode)
         attributes(cs, args.quick)
         trees(cs, args.quick)
         iteration(cs, args.quick)
+        copies(cs, args.quick)
         containers(cs, args.quick)
         cs.detach()
     finally:

@@ -154,3 +154,73 @@ def test_dropping_proxies_frees_objects():
     for _ in range(3):
         freed += cs.collect(timeout=30).objects_freed
     assert freed >= 2000
+
+
+# ---- plain trees (lists and tuples of scalars and strings), built in a read scope ----
+
+class _Sub(list):
+    """A list subclass: never a plain tree, so copy_to takes the per-object Copier for it."""
+
+
+PLAIN = st.recursive(
+    st.one_of(st.none(), st.booleans(), INT64, st.floats(allow_nan=False), st.text()),
+    lambda inner: st.one_of(st.lists(inner, max_size=6), st.tuples(inner, inner)),
+    max_leaves=40)
+
+
+def _as_private(v):
+    if isinstance(v, (cs.SharedList, list, tuple)):
+        return [_as_private(x) for x in v]
+    return v
+
+
+def _same_signs(a, b):
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same_signs(x, y) for x, y in zip(a, b))
+    return not isinstance(a, float) or math.copysign(1.0, a) == math.copysign(1.0, b)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(PLAIN, max_size=8))
+def test_plain_trees_copy_as_the_copier_copies_them(x):
+    fast = _as_private(cs.copy_to(x))
+    slow = _as_private(cs.copy_to(_Sub(x)))
+    assert fast == slow == _as_private(x)
+    assert _same_signs(fast, slow)
+    t = cs.copy_to(tuple(x))
+    assert isinstance(t, cs.SharedList) and _as_private(t) == _as_private(x)
+
+
+def test_plain_trees_in_every_context_and_at_every_edge():
+    inner = [1, "two"]
+    shared = cs.copy_to([inner, inner])  # sharing: kept (the Copier's memo)
+    assert shared[0] is shared[1]
+    cyc = [1]
+    cyc.append(cyc)
+    c = cs.copy_to(cyc)
+    assert c[1] is c
+    deep = [0]
+    for _ in range(5000):  # deeper than a scope builds: the Copier, without recursion
+        deep = [deep]
+    d = cs.copy_to(deep)
+    for _ in range(5000):
+        d = d[0]
+    assert list(d) == [0]
+    many = ["s%d" % i for i in range(70000)]  # more objects than one scope holds: the Copier
+    assert list(cs.copy_to(many)) == many
+    with cs.transaction():  # no scope inside a transaction
+        assert list(cs.copy_to([1, "tx", [2.5]])[2]) == [2.5]
+    with cs.read_scope():  # nested in the caller's scope; kept after it
+        kept = cs.copy_to([["in", "scope"], 2**62])
+    assert _as_private(kept) == [["in", "scope"], 2**62]
+    try:
+        cs.copy_to(["ok", "\ud800"])  # the Copier's error, not a half-made copy
+        raise AssertionError("a lone surrogate was copied")
+    except UnicodeEncodeError:
+        pass
+    try:
+        cs.copy_to([1, 2**64])
+        raise AssertionError("an int beyond 64 bits was copied")
+    except OverflowError:
+        pass
+    assert cs.copy_to([True, None, -0.0, 1e300])[3] == 1e300

@@ -199,6 +199,10 @@ def copy_to(obj):
     Sharing and cycles of the private graph are preserved: an object reachable twice is copied once. Shared objects inside the graph are referenced, not copied.
     Raises :class:`TypeMismatchError` for objects with no shared mapping and
     :class:`SharedOverflowError` for ints beyond 64 bits.
+
+    Plain data (lists and tuples of ``None``, ``bool``, ``int``, ``float``, ``str`` and such lists,
+    no list met twice) is built in one step without a GC root per object, several times faster
+    than the general copy; the result is the same.
     """
     return _ext.copy_to(obj)
 

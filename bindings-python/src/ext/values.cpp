@@ -1,5 +1,6 @@
 // Python values <-> shared values: scalar conversion, proxies and their identity cache, copy_to,
 // allocate, is_shared.
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "barrier.hpp"
 #include "containers.hpp"
 #include "objects.hpp"
+#include "read_scope.hpp"
 #include "segment.hpp"
 #include "sorted_map.hpp"
 #include "tx_state.hpp"
@@ -539,10 +541,101 @@ class Copier {
   std::uint64_t gen_ = g_generation;  // the attachment generation the copy started in
 };
 
+// ---- plain trees: copied inside a read scope ----
+//
+// A list or tuple whose elements are None, bool, exact int, exact float, exact str and such lists
+// and tuples, each container met once (no sharing, no cycle) and at most kPlainDepth deep: the
+// shape of most data handed to copy_to. Converting it runs no Python code, so it is built inside
+// a read scope (colors.hpp, "allocation in a read scope"): each list born with its elements
+// (new_list_scoped), strings and boxed numbers without a root each, one root for the result. The
+// values are the Copier's: tuples become lists, strings are copied per occurrence. Anything else
+// (sharing and cycles, which the Copier's memo keeps; dicts, sets, bytes, instances, proxies,
+// subclasses, ints beyond 64 bits, deeper trees, more objects than a scope should hold the
+// collector for), a transaction (no scope inside one), a full heap (a scope cannot wait for the
+// collector) and a string that does not encode take the Copier, which raises what it raises.
+constexpr int kPlainDepth = 64;
+
+// Whether `root` is a plain tree of at most `max_objects` allocations (lists, strings, boxes).
+bool plain_tree(PyObject* root, std::size_t max_objects) {
+  std::vector<std::pair<PyObject*, int>> todo{{root, 0}};
+  std::unordered_map<PyObject*, bool> containers;  // met once each
+  std::size_t objects = 0;
+  while (!todo.empty()) {
+    auto [o, depth] = todo.back();
+    todo.pop_back();
+    if (o == Py_None || PyBool_Check(o)) continue;
+    if (PyLong_CheckExact(o)) {
+      int overflow = 0;
+      long long x = PyLong_AsLongLongAndOverflow(o, &overflow);
+      if (overflow != 0) return false;  // the Copier raises the overflow
+      if (!cd::fits_small(x)) ++objects;
+    } else if (PyFloat_CheckExact(o)) {
+      if (!cd::fits_small_float(PyFloat_AS_DOUBLE(o))) ++objects;
+    } else if (PyUnicode_CheckExact(o)) {
+      ++objects;
+    } else if (PyList_CheckExact(o) || PyTuple_CheckExact(o)) {
+      if (depth >= kPlainDepth || !containers.emplace(o, true).second) return false;
+      Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
+      PyObject** items = PySequence_Fast_ITEMS(o);
+      for (Py_ssize_t i = 0; i < n; ++i) todo.emplace_back(items[i], depth + 1);
+      ++objects;
+    } else {
+      return false;
+    }
+    if (objects > max_objects) return false;
+  }
+  return true;
+}
+
+struct NotEncodable {};  // a str with lone surrogates: the Copier raises its UnicodeEncodeError
+
+// The plain tree `o` (plain_tree said so) built in the current read scope.
+cd::Word build_plain(cd::Metadata* m, PyObject* o) {
+  if (o == Py_None) return cd::kNull;
+  if (PyBool_Check(o)) return cd::make_bool(o == Py_True);
+  if (PyLong_CheckExact(o)) {
+    long long x = PyLong_AsLongLong(o);
+    return cd::fits_small(x) ? cd::make_small(x) : cd::new_integer_scoped(m, x);
+  }
+  if (PyFloat_CheckExact(o)) {
+    double d = PyFloat_AS_DOUBLE(o);
+    return cd::fits_small_float(d) ? cd::make_small_float(d) : cd::new_float_scoped(m, d);
+  }
+  if (PyUnicode_CheckExact(o)) {
+    Py_ssize_t n = 0;
+    const char* s = PyUnicode_AsUTF8AndSize(o, &n);
+    if (s == nullptr) throw NotEncodable{};
+    return cd::new_string_scoped(m, std::string_view(s, static_cast<std::size_t>(n)));
+  }
+  const Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
+  PyObject** items = PySequence_Fast_ITEMS(o);
+  std::vector<cd::Word> words(static_cast<std::size_t>(n));
+  for (Py_ssize_t i = 0; i < n; ++i) words[static_cast<std::size_t>(i)] = build_plain(m, items[i]);
+  return cd::new_list_scoped(m, words.data(), words.size());
+}
+
+// copy_to of a plain tree in a read scope, or nullopt: the Copier copies it.
+std::optional<colors::Value> copy_plain(PyObject* o) {
+  if (!(PyList_CheckExact(o) || PyTuple_CheckExact(o)) || in_tx()) return std::nullopt;
+  if (!plain_tree(o, colors::detail::kScopedCopyMax)) return std::nullopt;
+  try {
+    colors::ReadScope scope;
+    const cd::Word w = build_plain(cd::current_meta(), o);
+    cd::Rooted r = cd::promote_borrowed(w);
+    return colors::Value::adopt_root(w, r.take());
+  } catch (const colors::OutOfMemoryError&) {
+    return std::nullopt;
+  } catch (const NotEncodable&) {
+    PyErr_Clear();
+    return std::nullopt;
+  }
+}
+
 }  // namespace
 
 colors::Value copy_in(py::handle obj) {
   ensure_attached();
+  if (std::optional<colors::Value> plain = copy_plain(obj.ptr())) return std::move(*plain);
   return Copier().run(obj);
 }
 
