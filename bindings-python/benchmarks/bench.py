@@ -7,7 +7,7 @@ Every row is a ratio against a baseline measured in the same run:
     receiver, vs pickle.dumps + pipe + pickle.loads + the same traversal (end to end, including a
     one-word reply so both sides time the same round trip);
   * iteration over a list of 1M ints, shared vs private;
-  * copy_to of plain data (lists of ints, strings, lists of floats): built in a read scope vs the
+  * copy_to of plain data (lists of ints, strings, lists of floats, dicts): built in a read scope vs the
     per-object copy of the same data (a list subclass at the root makes copy_to take it), and a
     pickle.dumps + loads round trip of the same data (`--copies`: this section only);
   * uncontended single operations on a shared list and dict (append, get, set, pop, d[k], d[k] = v)
@@ -211,12 +211,14 @@ class _SubList(list):
 
 
 def copies(cs, quick: bool) -> None:
-    print("\ncopy_to of plain data (ns per element, median of runs; per-object: the same data under a list"
-          " subclass; pickle: dumps + loads)")
+    print("\ncopy_to of plain data (ns per element (a record: its 4 values and 2 tags), median of runs;"
+          " per-object: the same data under a list subclass; pickle: dumps + loads)")
     print(f"  {'data':<28}{'copy_to':>10}{'per-object':>12}{'pickle':>10}{'per-object/copy_to':>21}")
     data = [("1000 ints", list(range(1000)), 1000),
             ("1000 strings (11 chars)", ["node-%06d" % i for i in range(1000)], 1000),
-            ("100 x 10 floats", [[i + 0.25 * j for j in range(10)] for i in range(100)], 1000)]
+            ("100 x 10 floats", [[i + 0.25 * j for j in range(10)] for i in range(100)], 1000),
+            ("200 records (dicts of 4)", [{"id": i, "name": "n-%06d" % i, "tags": ["a", "b"], "score": i / 3}
+                                          for i in range(200)], 1200)]
     number, runs = (50, 5) if quick else (300, 9)
     for label, x, elements in data:
         sub = _SubList(x)

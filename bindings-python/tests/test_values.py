@@ -162,21 +162,30 @@ class _Sub(list):
     """A list subclass: never a plain tree, so copy_to takes the per-object Copier for it."""
 
 
+PLAIN_SCALARS = st.one_of(st.none(), st.booleans(), INT64, st.floats(allow_nan=False), st.text())
 PLAIN = st.recursive(
-    st.one_of(st.none(), st.booleans(), INT64, st.floats(allow_nan=False), st.text()),
-    lambda inner: st.one_of(st.lists(inner, max_size=6), st.tuples(inner, inner)),
+    PLAIN_SCALARS,
+    lambda inner: st.one_of(st.lists(inner, max_size=6), st.tuples(inner, inner),
+                            st.dictionaries(PLAIN_SCALARS, inner, max_size=5),
+                            st.frozensets(PLAIN_SCALARS, max_size=5), st.sets(PLAIN_SCALARS, max_size=5)),
     max_leaves=40)
 
 
 def _as_private(v):
     if isinstance(v, (cs.SharedList, list, tuple)):
         return [_as_private(x) for x in v]
+    if isinstance(v, (cs.SharedDict, dict)):
+        return {k: _as_private(x) for k, x in v.items()}
+    if isinstance(v, (cs.SharedSet, set, frozenset)):
+        return set(v)
     return v
 
 
 def _same_signs(a, b):
     if isinstance(a, list):
         return len(a) == len(b) and all(_same_signs(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same_signs(a[k], b[k]) for k in a)
     return not isinstance(a, float) or math.copysign(1.0, a) == math.copysign(1.0, b)
 
 
@@ -189,6 +198,8 @@ def test_plain_trees_copy_as_the_copier_copies_them(x):
     assert _same_signs(fast, slow)
     t = cs.copy_to(tuple(x))
     assert isinstance(t, cs.SharedList) and _as_private(t) == _as_private(x)
+    d = {i: v for i, v in enumerate(x)}
+    assert _as_private(cs.copy_to(d)) == _as_private(cs.copy_to(_Sub([d]))[0]) == _as_private(d)
 
 
 def test_plain_trees_in_every_context_and_at_every_edge():
@@ -224,3 +235,17 @@ def test_plain_trees_in_every_context_and_at_every_edge():
     except OverflowError:
         pass
     assert cs.copy_to([True, None, -0.0, 1e300])[3] == 1e300
+    # JSON-like records, and the Copier's order of puts where shared equality merges keys.
+    recs = cs.copy_to([{"id": i, "name": "n%d" % i, "tags": ["a", "b"], "score": i / 3} for i in range(100)])
+    assert isinstance(recs[5], cs.SharedDict) and recs[5]["tags"][1] == "b" and recs[99]["score"] == 33.0
+    nan1, nan2 = float("nan"), float("nan")
+    for x in ({nan1: 1, nan2: 2}, {nan1, nan2}):
+        fast, slow = cs.copy_to(x), cs.copy_to(_Sub([x]))[0]
+        assert len(fast) == len(slow)
+        if isinstance(x, dict):
+            assert list(fast.values()) == list(slow.values())
+    s = cs.copy_to({None, 1, "one", 2.5, frozenset()} - {frozenset()})
+    assert isinstance(s, cs.SharedSet) and s == {None, 1, "one", 2.5}
+    assert cs.copy_to({}) == {} and cs.copy_to(set()) == set()
+    assert cs.copy_to({1: {2: {3: [4]}}})[1][2][3] == [4]
+    assert cs.copy_to({(1, 2): "tuple key"})  # not plain (a tuple key): the Copier's copy

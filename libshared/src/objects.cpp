@@ -418,6 +418,53 @@ Word new_list_scoped(Metadata* m, const Word* items, std::size_t n) {
   return l;
 }
 
+Word new_hash_scoped(Metadata* m, TypeKind kind, const Word* keys, const Word* values, std::size_t n) {
+  if (kind != TypeKind::kSet && kind != TypeKind::kMap) throw InvalidArgumentError("not a set or map kind");
+  Word table = kNull;
+  std::size_t live = 0;
+  if (n != 0) {
+    const std::size_t cap = table_entries_for(n);  // as new_map(n): n puts then need no rehash
+    table = allocate<false>(m, TypeKind::kTable, builtin_class(m, TypeKind::kTable), 16 + cap * sizeof(TableEntry),
+                            [&](ObjectHead* o) {
+      // The probing of the containers' put (containers.cpp: find_entry, insert_new), with plain
+      // stores into a table nobody else can reach before its publication.
+      auto* t = reinterpret_cast<TableObject*>(o);
+      t->capacity = cap;
+      const std::size_t mask = cap - 1;
+      for (std::size_t i = 0; i < n; ++i) {
+        const Word key = keys[i] == kNull ? kNullKey : keys[i];
+        const std::uint64_t h = value_hash(keys[i]);
+        for (std::size_t j = h & mask;; j = (j + 1) & mask) {
+          TableEntry& e = t->entries[j];
+          const Word k = e.key.load(std::memory_order_relaxed);
+          if (k == kNull) {
+            e.hash.store(h, std::memory_order_relaxed);
+            e.value.store(values != nullptr ? values[i] : kNull, std::memory_order_relaxed);
+            e.key.store(key, std::memory_order_relaxed);
+            ++live;
+            break;
+          }
+          if (e.hash.load(std::memory_order_relaxed) == h && values_equal(k == kNullKey ? kNull : k, keys[i])) {
+            if (values != nullptr) e.value.store(values[i], std::memory_order_relaxed);
+            break;
+          }
+        }
+      }
+      t->used.store(live, std::memory_order_relaxed);
+    });
+    // The keys and values are the new table's fields: new_user_object_scoped's rule.
+    flag_scope_words(keys, n);
+    if (values != nullptr) flag_scope_words(values, n);
+  }
+  const Word h = allocate<false>(m, kind, builtin_class(m, kind), sizeof(HashObject) - sizeof(ObjectHead), [&](ObjectHead* o) {
+    auto* ho = reinterpret_cast<HashObject*>(o);
+    ho->size.store(live, std::memory_order_relaxed);
+    init_ref(&ho->table, table);  // the lock word stays 0: unlocked
+  });
+  if (table != kNull) flag_scope_words(&table, 1);
+  return h;
+}
+
 const FieldInfo& field_or_throw(Word o, std::string_view name) {
   const ClassRecord* c = class_of(o);
   const FieldInfo* f = find_field(c, name);

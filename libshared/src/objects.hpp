@@ -159,6 +159,10 @@ Word new_user_object_scoped(Metadata* m, ClassRecord* cls, const SlotInit* init,
 // A list holding the n words of `items` (each a scalar, a reference the scope holds, or one rooted
 // by the caller), its array filled before it is published, of capacity n.
 Word new_list_scoped(Metadata* m, const Word* items, std::size_t n);
+// A set (values == nullptr) or map of kind kSet / kMap holding the n keys (and values) in that
+// order, as puts in that order leave it: a key equal to an earlier one (values_equal) keeps the
+// earlier key word, and for a map takes the later value. Its table filled before it is published.
+Word new_hash_scoped(Metadata* m, TypeKind kind, const Word* keys, const Word* values, std::size_t n);
 
 // The field named `name` of o's current class version; KeyError naming the class otherwise.
 const FieldInfo& field_or_throw(Word o, std::string_view name);

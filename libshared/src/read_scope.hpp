@@ -17,7 +17,8 @@
 //    while the collector marks, with root_release_flags's rule (roots.hpp), wherever it goes
 //    that the collector may not look at again: a root (promote_borrowed), a heap slot
 //    (store_scope_reference), a new object's fields (new_user_object_scoped, after publishing),
-//    a new list's elements and array (new_list_scoped, after publishing each).
+//    a new list's elements and array (new_list_scoped, after publishing each), a new set's or
+//    map's keys, values and table (new_hash_scoped, the same way).
 //    The flag's phase read comes after that store.
 //  * A thread inside a scope never waits for a collector cycle (request_gc_and_wait refuses, an
 //    allocation on a full heap throws) and never starts a transaction (tx_begin refuses): the

@@ -200,9 +200,9 @@ def copy_to(obj):
     Raises :class:`TypeMismatchError` for objects with no shared mapping and
     :class:`SharedOverflowError` for ints beyond 64 bits.
 
-    Plain data (lists and tuples of ``None``, ``bool``, ``int``, ``float``, ``str`` and such lists,
-    no list met twice) is built in one step without a GC root per object, several times faster
-    than the general copy; the result is the same.
+    Plain data (lists, tuples and dicts of ``None``, ``bool``, ``int``, ``float``, ``str`` and such
+    containers, sets of those scalars, no container met twice) is built without a GC root per
+    object, several times faster than the general copy; the result is the same.
     """
     return _ext.copy_to(obj)
 

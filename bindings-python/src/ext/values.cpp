@@ -543,19 +543,28 @@ class Copier {
 
 // ---- plain trees: copied inside a read scope ----
 //
-// A list or tuple whose elements are None, bool, exact int, exact float, exact str and such lists
-// and tuples, each container met once (no sharing, no cycle) and at most kPlainDepth deep: the
-// shape of most data handed to copy_to. Converting it runs no Python code, so it is built inside
-// a read scope (colors.hpp, "allocation in a read scope"): each list born with its elements
-// (new_list_scoped), strings and boxed numbers without a root each, one root for the result. The
-// values are the Copier's: tuples become lists, strings are copied per occurrence. Anything else
-// (sharing and cycles, which the Copier's memo keeps; dicts, sets, bytes, instances, proxies,
-// subclasses, ints beyond 64 bits, deeper trees, more objects than a scope should hold the
-// collector for), a transaction (no scope inside one), a full heap (a scope cannot wait for the
-// collector) and a string that does not encode take the Copier, which raises what it raises.
+// A list, tuple or dict whose elements (values) are None, bool, exact int, exact float, exact str,
+// and such lists, tuples and dicts, and sets and frozensets of those scalars; dict keys those
+// scalars too; each container met once (no sharing, no cycle) and at most kPlainDepth deep: the
+// shape of most data handed to copy_to (JSON's, and more). Converting it runs no Python code (exact
+// types only: no __hash__, __eq__ or __iter__ of a user class), so it is built inside a read scope
+// (colors.hpp, "allocation in a read scope"): each container born with its elements
+// (new_list_scoped, new_hash_scoped, in the Copier's order of puts), strings and boxed numbers
+// without a root each, one root for the result. The values are the Copier's: tuples become lists,
+// strings are copied per occurrence. Anything else (sharing and cycles, which the Copier's memo
+// keeps; bytes, instances, proxies, subclasses, SortedDicts, ints beyond 64 bits, deeper trees,
+// more objects than a scope should hold the collector for), a transaction (no scope inside one),
+// a full heap (a scope cannot wait for the collector) and a string that does not encode take the
+// Copier, which raises what it raises.
 constexpr int kPlainDepth = 64;
 
-// Whether `root` is a plain tree of at most `max_objects` allocations (lists, strings, boxes).
+// A plain dict key or set element: None, bool, exact int, float or str.
+bool plain_scalar(PyObject* o) {
+  return o == Py_None || PyBool_Check(o) || PyLong_CheckExact(o) || PyFloat_CheckExact(o) || PyUnicode_CheckExact(o);
+}
+
+// Whether `root` is a plain tree of at most `max_objects` allocations (containers, their tables,
+// strings, boxed numbers).
 bool plain_tree(PyObject* root, std::size_t max_objects) {
   std::vector<std::pair<PyObject*, int>> todo{{root, 0}};
   std::unordered_map<PyObject*, bool> containers;  // met once each
@@ -579,6 +588,26 @@ bool plain_tree(PyObject* root, std::size_t max_objects) {
       PyObject** items = PySequence_Fast_ITEMS(o);
       for (Py_ssize_t i = 0; i < n; ++i) todo.emplace_back(items[i], depth + 1);
       ++objects;
+    } else if (PyDict_CheckExact(o)) {
+      if (depth >= kPlainDepth || !containers.emplace(o, true).second) return false;
+      Py_ssize_t pos = 0;
+      PyObject *k, *v;
+      while (PyDict_Next(o, &pos, &k, &v)) {
+        if (!plain_scalar(k)) return false;
+        todo.emplace_back(k, depth + 1);
+        todo.emplace_back(v, depth + 1);
+      }
+      objects += 2;  // the map and its table
+    } else if (PySet_CheckExact(o) || PyFrozenSet_CheckExact(o)) {
+      if (depth >= kPlainDepth || !containers.emplace(o, true).second) return false;
+      Py_ssize_t pos = 0;
+      PyObject* k;
+      Py_hash_t h;
+      while (_PySet_NextEntry(o, &pos, &k, &h)) {
+        if (!plain_scalar(k)) return false;
+        todo.emplace_back(k, depth + 1);
+      }
+      objects += 2;  // the set and its table
     } else {
       return false;
     }
@@ -607,6 +636,27 @@ cd::Word build_plain(cd::Metadata* m, PyObject* o) {
     if (s == nullptr) throw NotEncodable{};
     return cd::new_string_scoped(m, std::string_view(s, static_cast<std::size_t>(n)));
   }
+  if (PyDict_CheckExact(o)) {  // the Copier's order: the dict's (PyDict_Items)
+    std::vector<cd::Word> keys, values;
+    keys.reserve(static_cast<std::size_t>(PyDict_GET_SIZE(o)));
+    values.reserve(keys.capacity());
+    Py_ssize_t pos = 0;
+    PyObject *k, *v;
+    while (PyDict_Next(o, &pos, &k, &v)) {
+      keys.push_back(build_plain(m, k));
+      values.push_back(build_plain(m, v));
+    }
+    return cd::new_hash_scoped(m, colors::TypeKind::kMap, keys.data(), values.data(), keys.size());
+  }
+  if (PyAnySet_CheckExact(o)) {  // the Copier's order: the set's iteration order (PySequence_List)
+    std::vector<cd::Word> keys;
+    keys.reserve(static_cast<std::size_t>(PySet_GET_SIZE(o)));
+    Py_ssize_t pos = 0;
+    PyObject* k;
+    Py_hash_t h;
+    while (_PySet_NextEntry(o, &pos, &k, &h)) keys.push_back(build_plain(m, k));
+    return cd::new_hash_scoped(m, colors::TypeKind::kSet, keys.data(), nullptr, keys.size());
+  }
   const Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
   PyObject** items = PySequence_Fast_ITEMS(o);
   std::vector<cd::Word> words(static_cast<std::size_t>(n));
@@ -616,7 +666,8 @@ cd::Word build_plain(cd::Metadata* m, PyObject* o) {
 
 // copy_to of a plain tree in a read scope, or nullopt: the Copier copies it.
 std::optional<colors::Value> copy_plain(PyObject* o) {
-  if (!(PyList_CheckExact(o) || PyTuple_CheckExact(o)) || in_tx()) return std::nullopt;
+  if (!(PyList_CheckExact(o) || PyTuple_CheckExact(o) || PyDict_CheckExact(o) || PyAnySet_CheckExact(o)) || in_tx())
+    return std::nullopt;
   if (!plain_tree(o, colors::detail::kScopedCopyMax)) return std::nullopt;
   try {
     colors::ReadScope scope;
