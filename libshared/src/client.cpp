@@ -383,9 +383,9 @@ Value::Value(std::string_view s) { *this = adopt(new_string(meta(), s)); }
 Value::Value(const Value& o) { copy_from(o); }
 
 // A copy of a handle of an ended attachment is one too (no root in the current attachment, whose
-// heap may hold anything at that address).
+// heap may hold anything at that address), and so is a copy of that copy, which holds no root.
 void Value::copy_from(const Value& o) {
-  if (is_ref(o.word_) && o.root_ != nullptr && !o.is_current()) {
+  if (is_ref(o.word_) && !o.is_current()) {
     reset(0);
     word_ = o.word_;
     epoch_ = o.epoch_;

@@ -32,6 +32,11 @@ inline void require_scope(const char* what) {
   if (__builtin_expect(!in_read_scope(), 0)) outside_scope(what);
 }
 
+[[noreturn, gnu::noinline, gnu::cold]] void stale_value() {
+  throw NotAttachedError("a value of an ended attachment (detach, attach to another server, or a fork's child) used "
+                         "for a view: take the object again from the current attachment");
+}
+
 [[noreturn, gnu::noinline, gnu::cold]] void null_view() {
   throw InvalidArgumentError("a null ObjectView (a null field's get_object(), or a default one) has no fields or class");
 }
@@ -116,6 +121,10 @@ Value ValueView::promote() const {
   Rooted r = promote_borrowed(word_);
   const Word w = r.word();
   return Value::adopt_root(w, r.take());
+}
+
+ValueView::ValueView(const Value& v) : word_(v.raw()) {
+  if (__builtin_expect(!v.is_current(), 0)) stale_value();
 }
 
 ValueView ValueView::integer(std::int64_t v) {

@@ -868,9 +868,21 @@ TEST_CASE("handles that hold no object of the current attachment are refused, ne
   CHECK_THROWS_AS(old.size(), colors::NotAttachedError);
   colors::Value copy = old_value;  // no root of that address in this attachment
   CHECK_FALSE(copy.is_current());
+  colors::Value copy_of_copy = copy;  // nor in a copy of the copy
+  CHECK_FALSE(copy_of_copy.is_current());
   CHECK_THROWS_AS(fresh.append(old_value), colors::NotAttachedError);
   CHECK_THROWS_AS(fresh.append(copy), colors::NotAttachedError);
+  CHECK_THROWS_AS(fresh.append(copy_of_copy), colors::NotAttachedError);
   CHECK_THROWS_AS(colors::repository("hardening.stale").set(old_value), colors::NotAttachedError);
+  {
+    // Views of them, and copies holding them, which build without the checked List::append.
+    colors::ReadScope scope;
+    CHECK_THROWS_AS(colors::ValueView(old_value), colors::NotAttachedError);
+    CHECK_THROWS_AS(colors::ListView(old), colors::NotAttachedError);
+    CHECK_THROWS_AS(colors::ValueView(copy), colors::NotAttachedError);
+    CHECK(colors::ValueView(colors::Value()).is_null());
+  }
+  CHECK_THROWS_AS(colors::copy_to(std::vector<colors::Value>{colors::Value(1), old_value}), colors::NotAttachedError);
   CHECK(fresh.size() == 0);
 
   colors::Class cls = colors::define_class("hardening.ForkChild", {{"a", colors::TypeKind::kInteger, ""}});

@@ -401,7 +401,9 @@ class SortedMapView;
 class ValueView {
  public:
   ValueView() = default;
-  explicit ValueView(const Value& v) : word_(v.raw()) {}  // a view of a value this thread holds
+  // A view of a value this thread holds; NotAttachedError for one of an ended attachment (a
+  // detach, an attach to another server, a fork's child), whose word means nothing in this heap.
+  explicit ValueView(const Value& v);
   TypeKind kind() const;
   bool is_null() const { return word_ == 0; }
   std::int64_t as_int() const;           // integer; TypeMismatchError otherwise
