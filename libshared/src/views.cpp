@@ -176,18 +176,49 @@ ObjectView new_object_view(const Class& cls, std::initializer_list<FieldValue> v
   return ObjectView(new_user_object_scoped(current_meta(), const_cast<ClassRecord*>(rec), init, n));
 }
 
-ListView new_list_view(std::span<const ValueView> items) {
-  require_scope("new_list_view");
-  constexpr std::size_t kInline = 32;
-  Word inline_words[kInline];
-  std::unique_ptr<Word[]> more;  // only for more items than the stack array holds
+
+namespace {
+
+// The raw words of `views`, in `inline_words` when they fit, else in `more`.
+template <std::size_t kInline>
+Word* words_of(std::span<const ValueView> views, Word (&inline_words)[kInline], std::unique_ptr<Word[]>& more) {
   Word* words = inline_words;
-  if (items.size() > kInline) {
-    more.reset(new Word[items.size()]);
+  if (views.size() > kInline) {
+    more.reset(new Word[views.size()]);
     words = more.get();
   }
-  for (std::size_t i = 0; i < items.size(); ++i) words[i] = items[i].raw();
+  for (std::size_t i = 0; i < views.size(); ++i) words[i] = views[i].raw();
+  return words;
+}
+
+}  // namespace
+
+ListView new_list_view(std::span<const ValueView> items) {
+  require_scope("new_list_view");
+  Word inline_words[32];
+  std::unique_ptr<Word[]> more;  // only for more items than the stack array holds
+  const Word* words = words_of(items, inline_words, more);
   return ListView(new_list_scoped(current_meta(), words, items.size()));
+}
+
+ValueView new_set_view(std::span<const ValueView> keys) {
+  require_scope("new_set_view");
+  Word inline_keys[32];
+  std::unique_ptr<Word[]> more;
+  const Word* k = words_of(keys, inline_keys, more);
+  return ValueView(new_hash_scoped(current_meta(), TypeKind::kSet, k, nullptr, keys.size()));
+}
+
+ValueView new_map_view(std::span<const ValueView> keys, std::span<const ValueView> values) {
+  require_scope("new_map_view");
+  if (keys.size() != values.size())
+    throw InvalidArgumentError("new_map_view: " + std::to_string(keys.size()) + " keys and " +
+                               std::to_string(values.size()) + " values");
+  Word inline_keys[32], inline_values[32];
+  std::unique_ptr<Word[]> more_keys, more_values;
+  const Word* k = words_of(keys, inline_keys, more_keys);
+  const Word* v = words_of(values, inline_values, more_values);
+  return ValueView(new_hash_scoped(current_meta(), TypeKind::kMap, k, v, keys.size()));
 }
 
 void ObjectView::set(const Field& f, const ValueView& v) {

@@ -652,7 +652,12 @@ TEST_CASE_METHOD(ScopeAndCycles, "an object allocated in a scope before a cycle,
   verify();
 }
 
-TEST_CASE("copy_to builds vectors inside a read scope, with the rooted copy's values") {
+// A type convertible to a string by a user-defined conversion: copy_to copies it rooted.
+struct Named {
+  operator std::string_view() const { return "named"; }
+};
+
+TEST_CASE("copy_to builds vectors, sets and maps inside a read scope, with the rooted copy's values") {
   test::TestSegment seg(8 << 20);
   Value kept(std::string("a Value"));
   std::vector<std::vector<std::string>> words{{"a", "bc"}, {}, {"déjà vu"}};
@@ -690,9 +695,28 @@ TEST_CASE("copy_to builds vectors inside a read scope, with the rooted copy's va
   REQUIRE(List(copy_to(large)).get(detail::kScopedCopyMax + 9).as_int() == 7);
   STATIC_REQUIRE(detail::scoped_copyable<std::vector<std::vector<std::string>>>::value);
   STATIC_REQUIRE(detail::scoped_copyable<std::vector<Object>>::value);
-  STATIC_REQUIRE_FALSE(detail::scoped_copyable<std::vector<std::set<long long>>>::value);
+  STATIC_REQUIRE(detail::scoped_copyable<std::map<std::string, std::vector<std::set<long long>>>>::value);
+  STATIC_REQUIRE_FALSE(detail::scoped_copyable<std::vector<Named>>::value);  // its conversion is user code
+  REQUIRE(List(copy_to(std::vector<Named>{Named{}})).get(0).as_string() == "named");
   List sets(copy_to(std::vector<std::set<long long>>{{1, 2}}));
   REQUIRE(Set(sets.get(0)).contains(Value(2)));
+  // Sets and maps: as adds and puts in their order leave them.
+  Set ss(copy_to(std::set<std::string>{"x", "y"}));
+  REQUIRE(ss.size() == 2);
+  REQUIRE(ss.contains(Value("y")));
+  Map mm(copy_to(std::map<std::string, std::vector<double>>{{"a", {0.5}}, {"b", {}}}));
+  REQUIRE(mm.size() == 2);
+  REQUIRE(List(*mm.get(Value("a"))).get(0).as_float() == 0.5);
+  REQUIRE(List(*mm.get(Value("b"))).size() == 0);
+  Map boxed(copy_to(std::map<long long, std::uint64_t>{{std::int64_t{1} << 62, 1}, {-1, std::uint64_t{1} << 61}}));
+  REQUIRE(boxed.get(Value(std::int64_t{1} << 62))->as_int() == 1);
+  REQUIRE_THROWS_AS(copy_to(std::map<int, std::uint64_t>{{1, ~std::uint64_t{0}}}), OverflowError);
+  REQUIRE(Set(copy_to(std::set<long long>{})).size() == 0);
+  {
+    ReadScope scope;
+    REQUIRE_THROWS_AS(new_map_view(std::vector<ValueView>{ValueView::integer(1)}, {}), InvalidArgumentError);
+  }
+  REQUIRE_THROWS_AS(new_set_view({}), InvalidArgumentError);  // outside a scope
   VerifyReport r = verify_heap(seg.meta());
   INFO(r.summary());
   REQUIRE(r.ok());

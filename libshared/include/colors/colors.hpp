@@ -430,6 +430,8 @@ class ValueView {
   friend class ListView;
   friend class SortedMapView;
   friend ValueView new_string_view(std::string_view utf8);
+  friend ValueView new_set_view(std::span<const ValueView> keys);
+  friend ValueView new_map_view(std::span<const ValueView> keys, std::span<const ValueView> values);
   explicit ValueView(std::uint64_t word) : word_(word) {}
   std::uint64_t word_ = 0;
 };
@@ -501,6 +503,13 @@ ListView new_list_view(std::span<const ValueView> items);
 inline ListView new_list_view(std::initializer_list<ValueView> items) {
   return new_list_view(std::span<const ValueView>(items.begin(), items.size()));
 }
+// A new set holding `keys`, and a new map from keys[i] to values[i], allocated in the read scope
+// like new_list_view's lists, each born with its table filled: what adds or puts in that order
+// leave (a key equal to an earlier one keeps the earlier key; a map takes the later value).
+// InvalidArgumentError outside a scope and for spans of different lengths; OutOfMemoryError when
+// the heap is full.
+ValueView new_set_view(std::span<const ValueView> keys);
+ValueView new_map_view(std::span<const ValueView> keys, std::span<const ValueView> values);
 
 // A sorted map read in a read scope: lookups and ranges without the map's lock and without a root
 // per entry (SortedMap's locked reads take both). get() is linearizable like SortedMap::get. read()
@@ -729,10 +738,10 @@ template <class T> Value copy_to(const std::set<T>& v);
 template <class K, class V> Value copy_to(const std::map<K, V>& v);
 
 namespace detail {
-// Vectors of scalars, strings, Values and such vectors are copied inside a read scope: the lists,
-// strings and boxed numbers the copy allocates take no root each and are filled before anyone can
-// see them (new_list_view, new_string_view), and the copy is rooted once, at the end. The same
-// values as the rooted copy, which sets and maps (no scoped builders) still take.
+// Vectors, sets and maps of scalars, strings, Values and such containers are copied inside a read
+// scope: the containers, strings and boxed numbers the copy allocates take no root each and are
+// filled before anyone can see them (new_list_view, new_set_view, new_map_view, new_string_view),
+// and the copy is rooted once, at the end. The same values as the rooted copy.
 // Only types whose conversion runs no user code (inside the scope, code that waits for the
 // collector would throw): another type convertible to std::string_view takes the rooted copy.
 template <class T>
@@ -741,6 +750,9 @@ struct scoped_copyable
                          std::is_same_v<T, std::string_view> || std::is_same_v<T, const char*> ||
                          std::is_same_v<T, char*>> {};
 template <class T> struct scoped_copyable<std::vector<T>> : scoped_copyable<T> {};
+template <class T> struct scoped_copyable<std::set<T>> : scoped_copyable<T> {};
+template <class K, class V>
+struct scoped_copyable<std::map<K, V>> : std::bool_constant<scoped_copyable<K>::value && scoped_copyable<V>::value> {};
 
 // A copy that would allocate more objects than this is made rooted: a scope holds back every
 // collector cycle that starts while it is open (gc/README.md, "Read scopes").
@@ -751,6 +763,12 @@ template <class T>
 std::size_t scoped_copy_objects(const T&) {
   return 1;
 }
+template <class T>
+std::size_t scoped_copy_objects(const std::vector<T>& v);
+template <class T>
+std::size_t scoped_copy_objects(const std::set<T>& v);
+template <class K, class V>
+std::size_t scoped_copy_objects(const std::map<K, V>& v);
 template <class T>
 std::size_t scoped_copy_objects(const std::vector<T>& v) {
   if constexpr (std::is_arithmetic_v<T>) {
@@ -763,6 +781,24 @@ std::size_t scoped_copy_objects(const std::vector<T>& v) {
     }
     return n;
   }
+}
+template <class T>
+std::size_t scoped_copy_objects(const std::set<T>& v) {
+  std::size_t n = 2;  // the set and its table
+  for (const T& x : v) {
+    n += scoped_copy_objects(x);
+    if (n > kScopedCopyMax) break;
+  }
+  return n;
+}
+template <class K, class V>
+std::size_t scoped_copy_objects(const std::map<K, V>& v) {
+  std::size_t n = 2;  // the map and its table
+  for (const auto& [k, x] : v) {
+    n += scoped_copy_objects(k) + scoped_copy_objects(x);
+    if (n > kScopedCopyMax) break;
+  }
+  return n;
 }
 
 // copy_to's value, built in the current read scope.
@@ -782,38 +818,71 @@ ValueView copy_in_scope(const T& v) {
   }
 }
 template <class T>
+ValueView copy_in_scope(const std::vector<T>& v);
+template <class T>
+ValueView copy_in_scope(const std::set<T>& v);
+template <class K, class V>
+ValueView copy_in_scope(const std::map<K, V>& v);
+template <class T>
 ValueView copy_in_scope(const std::vector<T>& v) {
   std::vector<ValueView> items;
   items.reserve(v.size());
   for (const T& x : v) items.push_back(copy_in_scope(x));
   return new_list_view(items);
 }
+template <class T>
+ValueView copy_in_scope(const std::set<T>& v) {
+  std::vector<ValueView> keys;
+  keys.reserve(v.size());
+  for (const T& x : v) keys.push_back(copy_in_scope(x));
+  return new_set_view(keys);
+}
+template <class K, class V>
+ValueView copy_in_scope(const std::map<K, V>& v) {
+  std::vector<ValueView> keys, values;
+  keys.reserve(v.size());
+  values.reserve(v.size());
+  for (const auto& [k, x] : v) {
+    keys.push_back(copy_in_scope(k));
+    values.push_back(copy_in_scope(x));
+  }
+  return new_map_view(keys, values);
+}
+
+// copy_to(c) built in a read scope when it can be (above), else nullopt: the rooted copy.
+template <class C>
+std::optional<Value> copy_scoped(const C& c) {
+  if constexpr (scoped_copyable<C>::value) {
+    if (!in_transaction() && scoped_copy_objects(c) <= kScopedCopyMax) {
+      try {
+        ReadScope scope;
+        return copy_in_scope(c).promote();
+      } catch (const OutOfMemoryError&) {
+        // A full heap: a scope cannot wait for the collector, the rooted copy can.
+      }
+    }
+  }
+  return std::nullopt;
+}
 }  // namespace detail
 
 template <class T>
 Value copy_to(const std::vector<T>& v) {
-  if constexpr (detail::scoped_copyable<T>::value) {
-    if (!in_transaction() && detail::scoped_copy_objects(v) <= detail::kScopedCopyMax) {
-      try {
-        ReadScope scope;
-        return detail::copy_in_scope(v).promote();
-      } catch (const OutOfMemoryError&) {
-        // A full heap: a scope cannot wait for the collector, the rooted copy below can.
-      }
-    }
-  }
+  if (std::optional<Value> scoped = detail::copy_scoped(v)) return std::move(*scoped);
   List l = new_list(v.size());
   for (const T& x : v) l.append(copy_to(x));
   return l;
 }
 template <class T>
 Value copy_to(const std::set<T>& v) {
+  if (std::optional<Value> scoped = detail::copy_scoped(v)) return std::move(*scoped);
   Set s = new_set(v.size());
   for (const T& x : v) s.add(copy_to(x));
   return s;
 }
 template <class K, class V>
 Value copy_to(const std::map<K, V>& v) {
+  if (std::optional<Value> scoped = detail::copy_scoped(v)) return std::move(*scoped);
   Map m = new_map(v.size());
   for (const auto& [k, x] : v) m.put(copy_to(k), copy_to(x));
   return m;
