@@ -176,7 +176,6 @@ ObjectView new_object_view(const Class& cls, std::initializer_list<FieldValue> v
   return ObjectView(new_user_object_scoped(current_meta(), const_cast<ClassRecord*>(rec), init, n));
 }
 
-
 namespace {
 
 // The raw words of `views`, in `inline_words` when they fit, else in `more`.

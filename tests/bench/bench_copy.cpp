@@ -23,18 +23,10 @@ using namespace colors;
 
 namespace {
 
-double thread_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
-}
+using bench::median;
+using bench::thread_ns;
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-// The rooted copy: what copy_to does for sets and maps, and did for vectors.
+// The rooted copy: what copy_to did for these containers, and still does where a scope cannot be used.
 template <class T>
 Value rooted_copy(const T& v) {
   return copy_to(v);

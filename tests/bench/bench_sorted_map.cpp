@@ -21,10 +21,7 @@ namespace {
 
 constexpr long long kKeys = 10000;
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using bench::median;
 
 }  // namespace
 

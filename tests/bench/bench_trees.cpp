@@ -157,16 +157,8 @@ std::unique_ptr<PNode> build_private(int depth, int& k) {
 }
 
 // This thread's CPU time: the collector's threads (building makes garbage) count for neither side.
-double thread_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using bench::median;
+using bench::thread_ns;
 
 }  // namespace
 

@@ -50,10 +50,7 @@ using namespace colors;
 
 bool quick() { return std::getenv("COLORS_BENCH_QUICK") != nullptr; }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using bench::median;
 
 std::string fmt(const char* f, double a, double b = 0) {
   char buf[200];

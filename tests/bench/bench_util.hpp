@@ -1,15 +1,31 @@
 // Shared helpers of the benchmarks: timing and the ratio table.
 #pragma once
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <ostream>
 #include <string>
+#include <vector>
 
 namespace colors::bench {
 
 inline std::chrono::steady_clock::time_point now() { return std::chrono::steady_clock::now(); }
 inline double ns_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::nano>(now() - t0).count();
+}
+
+// This thread's CPU time in ns: time spent descheduled, or in the collector's threads, is not in it.
+inline double thread_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
+}
+
+// The median (the upper one of an even count).
+inline double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
 }
 
 // One table row: ours and the baseline measured in the same run, and their ratio

@@ -90,6 +90,12 @@ Object node(const Class& cls, std::int64_t v, const std::string& s) {
   return o;
 }
 
+void require_heap_verifies(Metadata* m) {
+  VerifyReport r = verify_heap(m);
+  INFO(r.summary());
+  REQUIRE(r.ok());
+}
+
 // What each case of a cycle racing a scope starts from: a segment whose roots are taken without a
 // fence, a poisoning collector run by hand, and the node class with its fields.
 struct ScopeAndCycles {
@@ -100,11 +106,7 @@ struct ScopeAndCycles {
     for (int i = 0; i < cycles; ++i) freed += c.run_cycle().objects_freed;
     return freed;
   }
-  void verify() {
-    VerifyReport r = verify_heap(seg.meta());
-    INFO(r.summary());
-    REQUIRE(r.ok());
-  }
+  void verify() { require_heap_verifies(seg.meta()); }
 
   test::TestSegment seg{16 << 20};
   UnfencedRoots unfenced;
@@ -627,9 +629,7 @@ TEST_CASE("lists allocated in a scope hold their items in order and, kept, are l
   REQUIRE(l.get(7).as_int() == 8);
   l.set(0, Value("first"));
   REQUIRE(l.get(0).as_string() == "first");
-  VerifyReport r = verify_heap(seg.meta());
-  INFO(r.summary());
-  REQUIRE(r.ok());
+  require_heap_verifies(seg.meta());
 }
 
 // x is allocated before a cycle's flip; the list born after it is recent, so that cycle's pending
@@ -717,9 +717,7 @@ TEST_CASE("copy_to builds vectors, sets and maps inside a read scope, with the r
     REQUIRE_THROWS_AS(new_map_view(std::vector<ValueView>{ValueView::integer(1)}, {}), InvalidArgumentError);
   }
   REQUIRE_THROWS_AS(new_set_view({}), InvalidArgumentError);  // outside a scope
-  VerifyReport r = verify_heap(seg.meta());
-  INFO(r.summary());
-  REQUIRE(r.ok());
+  require_heap_verifies(seg.meta());
 }
 
 // A scope cannot wait for the collector, so in a heap that only a cycle makes room in, the scoped
@@ -768,9 +766,7 @@ TEST_CASE("sets and maps built in a scope hold what puts in the same order leave
   for (long long i = 100; i < 200; ++i) m.put(Value(i), Value(i));
   REQUIRE(m.size() == 104);
   REQUIRE(m.get(Value(1))->as_int() == 30);
-  VerifyReport r = verify_heap(seg.meta());
-  INFO(r.summary());
-  REQUIRE(r.ok());
+  require_heap_verifies(seg.meta());
 }
 
 // k and v are allocated before a cycle's flip; the map born after it is recent, so that cycle's

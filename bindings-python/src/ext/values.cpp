@@ -2,6 +2,7 @@
 // allocate, is_shared.
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "common.hpp"
@@ -564,32 +565,32 @@ bool plain_scalar(PyObject* o) {
 }
 
 // Whether `root` is a plain tree of at most `max_objects` allocations (containers, their tables,
-// strings, boxed numbers).
+// strings, boxed numbers). Every value counts as one, unboxed or not, as C++'s copy_to counts
+// them: that bounds both the build's scope and this walk, which a value met late can make wasted.
 bool plain_tree(PyObject* root, std::size_t max_objects) {
   std::vector<std::pair<PyObject*, int>> todo{{root, 0}};
-  std::unordered_map<PyObject*, bool> containers;  // met once each
+  std::unordered_set<PyObject*> containers;  // met once each
   std::size_t objects = 0;
+  // Whether n more values would pass the bound, counting those still to visit: nothing is queued
+  // past it, so the walk stays O(max_objects) however large the data.
+  auto too_many = [&](Py_ssize_t n) { return objects + todo.size() + static_cast<std::size_t>(n) > max_objects; };
   while (!todo.empty()) {
     auto [o, depth] = todo.back();
     todo.pop_back();
-    if (o == Py_None || PyBool_Check(o)) continue;
+    if (++objects > max_objects) return false;
+    if (o == Py_None || PyBool_Check(o) || PyFloat_CheckExact(o) || PyUnicode_CheckExact(o)) continue;
     if (PyLong_CheckExact(o)) {
       int overflow = 0;
-      long long x = PyLong_AsLongLongAndOverflow(o, &overflow);
+      (void)PyLong_AsLongLongAndOverflow(o, &overflow);
       if (overflow != 0) return false;  // the Copier raises the overflow
-      if (!cd::fits_small(x)) ++objects;
-    } else if (PyFloat_CheckExact(o)) {
-      if (!cd::fits_small_float(PyFloat_AS_DOUBLE(o))) ++objects;
-    } else if (PyUnicode_CheckExact(o)) {
-      ++objects;
     } else if (PyList_CheckExact(o) || PyTuple_CheckExact(o)) {
-      if (depth >= kPlainDepth || !containers.emplace(o, true).second) return false;
+      if (depth >= kPlainDepth || !containers.insert(o).second) return false;
       Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
+      if (too_many(n)) return false;
       PyObject** items = PySequence_Fast_ITEMS(o);
       for (Py_ssize_t i = 0; i < n; ++i) todo.emplace_back(items[i], depth + 1);
-      ++objects;
     } else if (PyDict_CheckExact(o)) {
-      if (depth >= kPlainDepth || !containers.emplace(o, true).second) return false;
+      if (depth >= kPlainDepth || !containers.insert(o).second || too_many(2 * PyDict_GET_SIZE(o))) return false;
       Py_ssize_t pos = 0;
       PyObject *k, *v;
       while (PyDict_Next(o, &pos, &k, &v)) {
@@ -597,9 +598,9 @@ bool plain_tree(PyObject* root, std::size_t max_objects) {
         todo.emplace_back(k, depth + 1);
         todo.emplace_back(v, depth + 1);
       }
-      objects += 2;  // the map and its table
+      ++objects;  // its table
     } else if (PySet_CheckExact(o) || PyFrozenSet_CheckExact(o)) {
-      if (depth >= kPlainDepth || !containers.emplace(o, true).second) return false;
+      if (depth >= kPlainDepth || !containers.insert(o).second || too_many(PySet_GET_SIZE(o))) return false;
       Py_ssize_t pos = 0;
       PyObject* k;
       Py_hash_t h;
@@ -607,13 +608,12 @@ bool plain_tree(PyObject* root, std::size_t max_objects) {
         if (!plain_scalar(k)) return false;
         todo.emplace_back(k, depth + 1);
       }
-      objects += 2;  // the set and its table
+      ++objects;  // its table
     } else {
       return false;
     }
-    if (objects > max_objects) return false;
   }
-  return true;
+  return objects <= max_objects;
 }
 
 struct NotEncodable {};  // a str with lone surrogates: the Copier raises its UnicodeEncodeError
