@@ -58,11 +58,15 @@ class ReadPauses {
 
 // Until stop(): a writer grows a base_list() by 1..kMaxExtra strings "element k" each round (its
 // first rounds publish larger arrays, the old ones left to the collector) and pops them from the
-// end again, and a collector runs cycles meanwhile.
+// end again, and a collector runs cycles meanwhile. The collector serves the segment while it
+// runs (gc_running): a writer that finds the heap full waits for its next cycle, as it would for
+// the server's, instead of failing at once because no collector would answer; on a loaded
+// machine the writer can fill the heap before the collector thread is scheduled.
 class Churn {
  public:
-  Churn(List& l, gc::Collector& c)
-      : writer_([this, &l] {
+  Churn(Metadata* m, List& l, gc::Collector& c)
+      : m_((m->gc_running.store(1, std::memory_order_release), m)),
+        writer_([this, &l] {
           for (std::size_t round = 0; !stopped(); ++round) {
             const std::size_t extra = 1 + round % kMaxExtra;
             for (std::size_t k = 0; k < extra; ++k) l.append(Value("element " + std::to_string(kBase + k)));
@@ -70,7 +74,8 @@ class Churn {
           }
         }),
         collector_([this, &c] {
-          while (!stopped()) {
+          // Runs until the writer has ended: a writer waiting for a cycle gets one.
+          while (!writer_done_.load(std::memory_order_acquire)) {
             c.run_cycle();
             std::this_thread::sleep_for(std::chrono::milliseconds(2));
           }
@@ -80,11 +85,14 @@ class Churn {
   void stop() {
     stop_ = true;
     if (writer_.joinable()) writer_.join();
+    writer_done_.store(true, std::memory_order_release);
     if (collector_.joinable()) collector_.join();
+    m_->gc_running.store(0, std::memory_order_release);
   }
 
  private:
-  std::atomic<bool> stop_{false};
+  Metadata* m_;
+  std::atomic<bool> stop_{false}, writer_done_{false};
   std::thread writer_, collector_;
 };
 
@@ -101,7 +109,7 @@ TEST_CASE("lists read without their lock see every change whole, under writers a
   List l = base_list();
   ReadPauses pauses(16);
   std::atomic<long> nulls{0}, reads{0}, out_of_range{0}, wrong{0}, snapshots{0};
-  Churn churn(l, c);
+  Churn churn(seg.meta(), l, c);
   std::vector<std::thread> readers;
   for (int t = 0; t < 2; ++t) {
     readers.emplace_back([&, t] {
@@ -160,7 +168,7 @@ TEST_CASE("lists read in chunks inside read scopes see each chunk whole, under w
   List l = base_list();
   ReadPauses pauses(4);
   std::atomic<long> chunks{0}, short_chunks{0}, nulls{0}, wrong{0};
-  Churn churn(l, c);
+  Churn churn(seg.meta(), l, c);
   std::vector<std::thread> readers;
   for (int t = 0; t < 2; ++t) {
     readers.emplace_back([&, t] {
