@@ -76,6 +76,13 @@ void charge_client(Metadata* m, std::uint64_t want) {
     return s.live_bytes.load(std::memory_order_acquire) + s.allocated_since.load(std::memory_order_relaxed);
   };
   if (held() + want > limit) {
+    // Inside a read scope the recount's cycle would wait for this thread (read_scope.hpp): the
+    // limit is reported as a full heap is there (carve_or_collect), so that a scoped copy takes its
+    // rooted path, which may wait.
+    if (in_read_scope())
+      throw OutOfMemoryError(client_limit_message(m, slot, held() + want, limit) +
+                             " (this thread is inside a read scope, which the cycle that would count again waits "
+                             "for: leave the scope and retry)");
     // What it allocated may be garbage by now: a cycle counts again (and resets allocated_since).
     request_gc_and_wait(m, std::int64_t{10'000'000'000});
     if (held() + want > limit) throw OutOfMemoryError(client_limit_message(m, slot, held() + want, limit));

@@ -148,7 +148,9 @@ bool request_gc_and_wait(Metadata* m, std::int64_t timeout_ns);
 // slot's `live_bytes` and zeroes `allocated_since`, and every refill or medium/large allocation
 // adds its bytes to `allocated_since` (heap.cpp, charge_client). When live_bytes + allocated_since
 // would pass the limit, the allocating thread asks for one cycle (what it allocated may be garbage
-// by now) and then throws OutOfMemoryError naming the three largest holders. Bounds:
+// by now) and then throws OutOfMemoryError naming the three largest holders; inside a read scope,
+// which that cycle would wait for, it throws at once (a scoped copy then takes its rooted path,
+// which may wait). Bounds:
 //  * An object is charged to the client that allocated it, whoever keeps it alive afterwards (an
 //    object handed to another client through a repository still counts for its allocator); the
 //    objects of a client that is gone count for nobody, so a reused slot starts at 0.

@@ -21,8 +21,8 @@
 //    map's keys, values and table (new_hash_scoped, the same way).
 //    The flag's phase read comes after that store.
 //  * A thread inside a scope never waits for a collector cycle (request_gc_and_wait refuses, an
-//    allocation on a full heap throws) and never starts a transaction (tx_begin refuses): the
-//    cycle would wait for the scope.
+//    allocation on a full heap or over its client's limit throws) and never starts a transaction
+//    (tx_begin refuses): the cycle would wait for the scope.
 #pragma once
 #include <atomic>
 #include <cstdint>

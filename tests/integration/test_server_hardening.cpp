@@ -595,6 +595,45 @@ TEST_CASE("a per-client limit of live bytes (--client-live-limit) stops one clie
   ::unsetenv("COLORS_SOCKET");
 }
 
+// A copy_to builds in a read scope of its own, where the limit's recount (a collector cycle) would
+// wait for the scope: there the limit is reported as a full heap is, and the copy is made rooted,
+// after the recount, as it would be outside a scope.
+TEST_CASE("a copy_to that meets the per-client limit inside its read scope is made after a recount", "[server][abuse]") {
+  Running r({"--heap-size", "64M", "--client-live-limit", "8M"});
+  ::setenv("COLORS_SOCKET", r.cfg.socket.c_str(), 1);
+  colors::attach();
+  {
+    // 7 MB of garbage the limit still counts (no cycle has seen it go).
+    colors::List garbage = colors::new_list();
+    for (int i = 0; i < 1750; ++i) garbage.append(colors::new_binary(std::string(4000, 'g').data(), 4000));
+  }
+  std::vector<std::string> strings;
+  for (int i = 0; i < 2000; ++i) strings.push_back(std::to_string(i) + std::string(1000, 's'));
+  colors::List copy = colors::List(colors::copy_to(strings));  // ~2 MB more: over the limit until a recount
+  REQUIRE(copy.size() == strings.size());
+  CHECK(copy.get(0).as_string() == strings[0]);
+  CHECK(copy.get(1999).as_string() == strings[1999]);
+
+  // An explicit scope gets the error, naming the scope, and no wait: 5 MB held, 4 MB more asked.
+  copy = colors::List(colors::new_list());
+  {
+    colors::List garbage = colors::new_list();
+    for (int i = 0; i < 1250; ++i) garbage.append(colors::new_binary(std::string(4000, 'g').data(), 4000));
+  }
+  std::string message;
+  try {
+    colors::ReadScope scope;
+    for (int i = 0; i < 4000; ++i) (void)colors::new_string_view(strings[static_cast<std::size_t>(i) % strings.size()]);
+  } catch (const colors::OutOfMemoryError& e) {
+    message = e.what();
+  }
+  INFO(message);
+  CHECK(message.find("--client-live-limit") != std::string::npos);
+  CHECK(message.find("read scope") != std::string::npos);
+  colors::detach();
+  ::unsetenv("COLORS_SOCKET");
+}
+
 // ---- 8. A client stopped inside a heap-wide lock, or holding one for good ----------------------
 
 namespace {

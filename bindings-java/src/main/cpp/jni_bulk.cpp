@@ -17,6 +17,9 @@
 // `classes[k]` (a ClassRecord address), its i-th mapped field the record's field
 // `field_idx[field_start[k] + i]`.
 //
+// A graph whose references all point forward is built inside a read scope instead, with no root
+// per object ("private -> shared in a read scope" below, with its invariants); the rest, built
+// rooted, keeps these:
 // Invariants (GC safety, gc/README.md "transient references"):
 //  * Pass 1 allocates the n objects in order; each comes back rooted from libshared's allocator.
 //    A graph of more than kHeldRoots objects has `scratch`, an array of n slots rooted for the
@@ -58,6 +61,7 @@
 // a transaction or when the scoped walk gives up, a walk that roots everything it follows).
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstring>
 #include <limits>
 #include <optional>
@@ -74,6 +78,7 @@
 #include "layout.hpp"
 #include "list_seqlock.hpp"
 #include "objects.hpp"
+#include "read_scope.hpp"
 #include "roots.hpp"
 #include "segment.hpp"
 #include "sorted_map.hpp"
@@ -116,11 +121,16 @@ struct BuildBuffers {
   std::vector<jbyte> blob, tags;
   std::vector<cd::ClassRecord*> recs;
   std::vector<cd::Word> made;
+  // The scoped build's: where each object's values and bytes start, one object's values.
+  std::vector<std::size_t> value_start, blob_start;
+  std::vector<cd::Word> words, values;
+  std::vector<cd::SlotInit> inits;
   // A build that grew a buffer past this gives it back after it, instead of keeping it for life.
   static constexpr std::size_t kKeepBytes = std::size_t{1} << 20;
   void trim() {
     if (vals.capacity() * sizeof(jlong) > kKeepBytes || blob.capacity() > kKeepBytes ||
-        objs.capacity() * sizeof(jint) > kKeepBytes || made.capacity() * sizeof(cd::Word) > kKeepBytes)
+        objs.capacity() * sizeof(jint) > kKeepBytes || made.capacity() * sizeof(cd::Word) > kKeepBytes ||
+        words.capacity() * sizeof(cd::Word) > kKeepBytes)
       *this = BuildBuffers{};
   }
 };
@@ -201,6 +211,156 @@ bool field_takes(const cd::FieldInfo& f, cd::Word w) {
 // (it overwrites null); release, so that a collector that reads the word sees the initialised
 // object behind it. REQUIRES: w is pinned (scratch, a proxy's root, or a live Rooted).
 void init_slot(std::atomic<cd::Word>* slot, cd::Word w) { slot->store(w, std::memory_order_release); }
+
+// ---- private -> shared in a read scope ----
+//
+// A graph whose references all point forward (object k's values name only objects numbered after
+// k: a tree, as BulkWriter numbers it, and many other graphs), whose build allocates at most
+// kScopedCopyMax objects (its objects, their arrays and tables, strings and boxed numbers), with no
+// sorted map and no binary value, is built inside a read scope of its
+// own, as C++'s and Python's copy_to build theirs (colors.hpp, bindings-python values.cpp): from
+// the last object to the first, each born holding its values (new_user_object_scoped,
+// new_list_scoped, new_hash_scoped), with no root per object and plain stores before publication;
+// the root is promoted once, at the end. Otherwise (a back reference, a sorted map, a binary, a
+// larger graph, a transaction) the rooted build below runs, and it also runs when the scoped one
+// meets a full heap (a scope cannot wait for the collector, the rooted build can).
+//
+// Invariants (gc/README.md, "Allocating in a scope"):
+//  * Every word the scoped build stores is a scalar, an object this scope built (a later number,
+//    built before it in the reverse order), a string or boxed number this scope built, or a
+//    proxy's object (its Handle is reachable from `refs` for the whole call, so its root lives).
+//    The scope keeps what it built alive until it ends; the libshared builders flag what they
+//    store while the collector marks, after publishing the object that holds it.
+//  * No user code and no wait for the collector runs inside the scope: JNI array reads and
+//    libshared allocation only (an allocation that would wait throws OutOfMemoryError instead).
+//  * The result is promoted (promote_borrowed: a root, flagged while marking) before the scope ends.
+
+// The rooted build must run instead (thrown inside the scoped build).
+struct NotScoped {};
+
+// Graphs built by the scoped build since the library loaded (Bulk.scopedBuilds: tests, diagnostics).
+std::atomic<std::uint64_t> g_scoped_builds{0};
+
+// Plans the scoped build of the input in `buf`: where each object's values and string bytes
+// start. False when the graph does not qualify (see above) or its header is malformed (the rooted
+// build then reports it).
+bool plan_scoped(BuildBuffers& buf, std::size_t n, std::size_t nvals) {
+  if (n > colors::detail::kScopedCopyMax) return false;
+  buf.value_start.resize(n);
+  buf.blob_start.resize(n);
+  std::size_t v = 0, b = 0;
+  std::size_t allocations = 2 * n;  // each object, and a list's array or a set's or map's table
+  for (std::size_t k = 0; k < n; ++k) {
+    const jint cls = buf.objs[2 * k];
+    const jint count = buf.objs[2 * k + 1];
+    if (cls < kMap || count < 0 || static_cast<std::size_t>(count) > nvals - v || (cls == kMap && count % 2 != 0))
+      return false;  // a sorted map, or a malformed header
+    buf.value_start[k] = v;
+    buf.blob_start[k] = b;
+    for (std::size_t end = v + static_cast<std::size_t>(count); v < end; ++v) {
+      const jbyte tag = buf.tags[v];
+      const jlong bits = buf.vals[v];
+      if (tag == colors_jni::kTagBinary) return false;
+      if (tag == colors_jni::kTagString) {
+        if (bits < 0) return false;
+        b += static_cast<std::size_t>(bits);
+        ++allocations;
+      } else if (tag == colors_jni::kTagInt) {
+        allocations += !cd::fits_small(bits);
+      } else if (tag == colors_jni::kTagFloat) {
+        double d;
+        std::memcpy(&d, &bits, sizeof d);
+        allocations += !cd::fits_small_float(d);
+      }
+      if (tag == colors_jni::kTagObj && bits <= static_cast<jlong>(k)) return false;  // a back reference
+    }
+    if (allocations > colors::detail::kScopedCopyMax) return false;
+  }
+  return true;
+}
+
+// The word for a value inside the scope: strings and boxed numbers built unrooted.
+cd::Word in_word_scoped(JNIEnv* env, cd::Metadata* m, jbyte tag, jlong bits, Blob& blob, jobjectArray refs,
+                        const std::vector<cd::Word>& made) {
+  switch (tag) {
+    case colors_jni::kTagInt: return cd::new_integer_scoped(m, bits);
+    case colors_jni::kTagFloat: {
+      double d;
+      std::memcpy(&d, &bits, sizeof d);
+      return cd::new_float_scoped(m, d);
+    }
+    case colors_jni::kTagString: return cd::new_string_scoped(m, blob.take(bits));  // validates the UTF-8
+    default: {
+      cd::Rooted none;  // null, bool, a proxy's object or one of `made`: nothing is allocated
+      return in_word(env, m, tag, bits, blob, refs, made, none);
+    }
+  }
+}
+
+// Builds the planned graph in the current read scope; returns its root, unrooted.
+// REQUIRES: inside a read scope, plan_scoped(buf, ...) returned true.
+cd::Word build_in_scope(JNIEnv* env, cd::Metadata* m, BuildBuffers& buf, std::size_t n, jobjectArray refs) {
+  std::vector<cd::Word>& made = buf.made;
+  made.assign(n, cd::kNull);
+  for (std::size_t k = n; k-- > 0;) {
+    const jint cls = buf.objs[2 * k];
+    const auto count = static_cast<std::size_t>(buf.objs[2 * k + 1]);
+    std::size_t v = buf.value_start[k];
+    Blob blob{buf.blob, buf.blob_start[k]};
+    auto next = [&] {
+      const cd::Word w = in_word_scoped(env, m, buf.tags[v], buf.vals[v], blob, refs, made);
+      ++v;
+      return w;
+    };
+    if (cls >= 0) {
+      if (static_cast<std::size_t>(cls) >= buf.recs.size()) throw colors::InvalidArgumentError("bad class index (binding bug)");
+      cd::ClassRecord* rec = buf.recs[static_cast<std::size_t>(cls)];
+      const auto first = static_cast<std::size_t>(buf.field_start.at(static_cast<std::size_t>(cls)));
+      buf.inits.clear();
+      for (std::size_t i = 0; i < count; ++i) {
+        const jint fi = buf.field_idx.at(first + i);
+        if (fi < 0 || static_cast<std::uint32_t>(fi) >= rec->field_count) throw Fallback{};  // the version lacks it
+        const cd::FieldInfo& fd = rec->fields[fi];
+        const cd::Word w = next();
+        if (!field_takes(fd, w)) throw Fallback{};  // the explicit path widens or reports it
+        if (fd.slot >= rec->slot_count) throw NotScoped{};
+        buf.inits.push_back({fd.slot, w});
+      }
+      made[k] = cd::new_user_object_scoped(m, rec, buf.inits.data(), buf.inits.size());
+    } else if (cls == kList || cls == kSet) {
+      buf.words.clear();
+      for (std::size_t i = 0; i < count; ++i) buf.words.push_back(next());
+      made[k] = cls == kList ? cd::new_list_scoped(m, buf.words.data(), count)
+                             : cd::new_hash_scoped(m, colors::TypeKind::kSet, buf.words.data(), nullptr, count);
+    } else {  // kMap: keys and values alternate
+      buf.words.clear();
+      buf.values.clear();
+      for (std::size_t i = 0; i < count; i += 2) {
+        buf.words.push_back(next());
+        buf.values.push_back(next());
+      }
+      made[k] = cd::new_hash_scoped(m, colors::TypeKind::kMap, buf.words.data(), buf.values.data(), count / 2);
+    }
+  }
+  return made[0];
+}
+
+// The scoped build, or nullopt when the rooted build must run. Throws Fallback when the Copier must.
+std::optional<colors::Value> build_scoped(JNIEnv* env, cd::Metadata* m, BuildBuffers& buf, std::size_t n,
+                                          jobjectArray refs) {
+  if (colors::in_transaction() || !plan_scoped(buf, n, buf.tags.size())) return std::nullopt;
+  try {
+    colors::ReadScope scope;
+    const cd::Word w = build_in_scope(env, m, buf, n, refs);
+    cd::Rooted r = cd::promote_borrowed(w);
+    g_scoped_builds.fetch_add(1, std::memory_order_relaxed);
+    return colors::Value::adopt_root(w, r.take());
+  } catch (const NotScoped&) {
+    return std::nullopt;
+  } catch (const colors::OutOfMemoryError&) {
+    return std::nullopt;  // a full heap: the rooted build may wait for the collector
+  }
+}
 
 // ---- shared -> private ----
 
@@ -473,6 +633,12 @@ std::optional<colors::Value> build_shared(JNIEnv* env, jintArray objs_a, jint no
   recs.clear();
   for (jlong c : buf.classes) recs.push_back(colors_jni::user_class_record(c));
 
+  try {
+    if (std::optional<colors::Value> scoped = build_scoped(env, m, buf, n, refs)) return scoped;
+  } catch (const Fallback&) {
+    return std::nullopt;
+  }
+
   // Pass 1: allocate every object, each rooted (by scratch or by its own Rooted, see the top of
   // this file) before the next allocation.
   cd::Rooted scratch;
@@ -693,6 +859,11 @@ JNIEXPORT jobjectArray JNICALL Java_org_colors_Bulk_flatten(JNIEnv* env, jclass,
 }
 
 // The index in class record `cls` of each named field, -1 where the version lacks it.
+// Graphs the private -> shared copies built in a read scope so far.
+JNIEXPORT jlong JNICALL Java_org_colors_Bulk_scopedBuilds(JNIEnv*, jclass) {
+  return static_cast<jlong>(g_scoped_builds.load(std::memory_order_relaxed));
+}
+
 JNIEXPORT jintArray JNICALL Java_org_colors_Bulk_fieldIndices(JNIEnv* env, jclass, jlong cls, jobjectArray names) {
   using namespace colors_jni;
   return guarded<jintArray>(env, nullptr, [&]() -> jintArray {

@@ -20,6 +20,12 @@ final class Bulk {
       READS = new java.util.concurrent.atomic.AtomicLong();
 
   /**
+   * Private-to-shared copies built inside a read scope so far, with no root per object (a graph
+   * whose references all point forward, jni_bulk.cpp says which); for tests and diagnostics.
+   */
+  static native long scopedBuilds();
+
+  /**
    * Builds the encoded private graph in shared memory (jni_bulk.cpp has the encoding and the GC
    * invariants); returns the root's proxy, or null when the {@link Copier} must do the copy. Only
    * {@code objs[0, 2 nobj)}, {@code tags}/{@code vals[0, nvals)} and {@code blob[0, nblob)} are

@@ -77,6 +77,22 @@ class BulkCopyTest {
     return b;
   }
 
+  /** Random scalar fields of x (every kind, edge values), bin included. */
+  static void randomScalars(Random r, BNode x) {
+    x.l = r.nextInt(3) == 0 ? r.nextLong() : LONGS[r.nextInt(LONGS.length)];
+    x.i = r.nextInt(4) == 0 ? (r.nextBoolean() ? Integer.MIN_VALUE : Integer.MAX_VALUE) : r.nextInt();
+    x.sh = (short) r.nextInt();
+    x.by = (byte) r.nextInt();
+    x.ch = r.nextInt(4) == 0 ? Character.MAX_VALUE : (char) r.nextInt(0x10000);
+    x.d = r.nextInt(3) == 0 ? r.nextDouble() * 1e6 : DOUBLES[r.nextInt(DOUBLES.length)];
+    x.fl = FLOATS[r.nextInt(FLOATS.length)];
+    x.z = r.nextBoolean();
+    x.s = r.nextInt(8) == 0 ? null : randomString(r);
+    x.bin = r.nextInt(3) == 0 ? null : randomBytes(r);
+    x.boxed = r.nextInt(3) == 0 ? null : LONGS[r.nextInt(LONGS.length)];
+    x.boxedD = r.nextInt(3) == 0 ? null : DOUBLES[r.nextInt(DOUBLES.length)];
+  }
+
   /**
    * n nodes with random fields (every kind, edge values) and random references among them
    * (sharing and cycles). {@code lists}: also private lists (nested, with scalars, nodes and
@@ -86,18 +102,7 @@ class BulkCopyTest {
     BNode[] nodes = new BNode[n];
     for (int k = 0; k < n; k++) nodes[k] = new BNode();
     for (BNode x : nodes) {
-      x.l = r.nextInt(3) == 0 ? r.nextLong() : LONGS[r.nextInt(LONGS.length)];
-      x.i = r.nextInt(4) == 0 ? (r.nextBoolean() ? Integer.MIN_VALUE : Integer.MAX_VALUE) : r.nextInt();
-      x.sh = (short) r.nextInt();
-      x.by = (byte) r.nextInt();
-      x.ch = r.nextInt(4) == 0 ? Character.MAX_VALUE : (char) r.nextInt(0x10000);
-      x.d = r.nextInt(3) == 0 ? r.nextDouble() * 1e6 : DOUBLES[r.nextInt(DOUBLES.length)];
-      x.fl = FLOATS[r.nextInt(FLOATS.length)];
-      x.z = r.nextBoolean();
-      x.s = r.nextInt(8) == 0 ? null : randomString(r);
-      x.bin = r.nextInt(3) == 0 ? null : randomBytes(r);
-      x.boxed = r.nextInt(3) == 0 ? null : LONGS[r.nextInt(LONGS.length)];
-      x.boxedD = r.nextInt(3) == 0 ? null : DOUBLES[r.nextInt(DOUBLES.length)];
+      randomScalars(r, x);
       switch (r.nextInt(7)) {
         case 0: x.any = null; break;
         case 1: x.any = LONGS[r.nextInt(LONGS.length)]; break;
@@ -121,6 +126,75 @@ class BulkCopyTest {
       x.initialised = r.nextInt();
     }
     return nodes;
+  }
+
+  /**
+   * A random tree of depth at most {@code depth}: no node, list, map or set met twice and no
+   * binary, so every reference of its encoding points forward and it is built in a read scope
+   * (jni_bulk.cpp). Fields of every other kind, lists, and maps and sets with keys that the
+   * language-neutral equality merges (1 and 1L).
+   */
+  static BNode randomTree(Random r, int depth) {
+    BNode x = new BNode();
+    randomScalars(r, x);
+    x.bin = null;
+    switch (r.nextInt(7)) {
+      case 0: x.any = null; break;
+      case 1: x.any = LONGS[r.nextInt(LONGS.length)]; break;
+      case 2: x.any = DOUBLES[r.nextInt(DOUBLES.length)]; break;
+      case 3: x.any = r.nextBoolean(); break;
+      case 4: x.any = randomString(r); break;
+      case 5: x.any = randomMapOrSet(r, depth); break;
+      default: x.any = depth > 0 ? randomTree(r, depth - 1) : null;
+    }
+    if (depth > 0) {
+      x.a = r.nextInt(4) == 0 ? null : randomTree(r, depth - 1);
+      x.b = r.nextInt(3) == 0 ? null : randomTree(r, depth - 1);
+      if (r.nextInt(3) == 0) {
+        x.arr = new BNode[r.nextInt(4)];
+        for (int i = 0; i < x.arr.length; i++) x.arr[i] = r.nextInt(4) == 0 ? null : randomTree(r, depth - 1);
+      }
+    }
+    if (r.nextInt(3) == 0) {
+      x.longs = new long[r.nextInt(5)];
+      for (int i = 0; i < x.longs.length; i++) x.longs[i] = LONGS[r.nextInt(LONGS.length)];
+    }
+    if (r.nextInt(3) == 0) x.list = randomTreeList(r, depth);
+    return x;
+  }
+
+  static List<Object> randomTreeList(Random r, int depth) {
+    List<Object> l = new ArrayList<>();
+    int n = r.nextInt(5);
+    for (int i = 0; i < n; i++) {
+      switch (r.nextInt(8)) {
+        case 0: l.add(null); break;
+        case 1: l.add((int) LONGS[r.nextInt(LONGS.length)]); break;
+        case 2: l.add(FLOATS[r.nextInt(FLOATS.length)]); break;
+        case 3: l.add(randomString(r)); break;
+        case 4: l.add(depth > 0 ? randomTreeList(r, depth - 1) : "leaf"); break;
+        case 5: l.add(new int[] {r.nextInt(), -1}); break;
+        case 6: l.add(randomMapOrSet(r, depth)); break;
+        default: l.add(depth > 0 ? randomTree(r, depth - 1) : null);
+      }
+    }
+    return l;
+  }
+
+  static Object randomMapOrSet(Random r, int depth) {
+    int n = r.nextInt(6);
+    if (r.nextBoolean()) {
+      Set<Object> s = new java.util.LinkedHashSet<>();
+      for (int i = 0; i < n; i++) s.add(r.nextBoolean() ? (Object) (long) r.nextInt(4) : (Object) r.nextInt(4));
+      if (r.nextBoolean()) s.add(randomString(r));
+      return s;
+    }
+    Map<Object, Object> m = new java.util.LinkedHashMap<>();
+    for (int i = 0; i < n; i++) {
+      Object key = r.nextInt(3) == 0 ? randomString(r) : r.nextBoolean() ? (Object) (long) r.nextInt(4) : (Object) r.nextInt(4);
+      m.put(key, r.nextInt(3) == 0 && depth > 0 ? randomTreeList(r, depth - 1) : LONGS[r.nextInt(LONGS.length)]);
+    }
+    return m;
   }
 
   static List<Object> randomList(Random r, BNode[] nodes, int depth) {
@@ -196,6 +270,12 @@ class BulkCopyTest {
         for (Map.Entry<Object, Object> e : ((SharedMap) x).entrySet()) {
           work.push(new Object[] {e.getValue(), ((SharedMap) y).get(e.getKey()), at + "{" + e.getKey() + "}"});
         }
+      } else if (x instanceof SharedSortedMap) {
+        assertTrue(y instanceof SharedSortedMap, at);
+        SharedSortedMap sx = (SharedSortedMap) x;
+        SharedSortedMap sy = (SharedSortedMap) y;
+        assertEquals(new ArrayList<>(sx.keySet()), new ArrayList<>(sy.keySet()), at + ": sorted keys");
+        for (Object k : sx.keySet()) work.push(new Object[] {sx.get(k), sy.get(k), at + "{" + k + "}"});
       } else {
         assertEquals(x.getClass(), y.getClass(), at);
         assertEquals(((SharedSet) x).size(), ((SharedSet) y).size(), at);
@@ -684,6 +764,131 @@ class BulkCopyTest {
     stop.set(true);
     gc.join();
     if (failure.get() != null) throw new AssertionError("a worker failed", failure.get());
+    SharedMemory.collect();
+    assertHeapVerifies();
+  }
+
+  // ---- private -> shared in a read scope ----
+
+  @Test
+  void treesAreBuiltInAReadScopeAsTheCopierBuildsThem() {
+    for (int seed = 1; seed <= 12; seed++) {
+      Random r = new Random(seed);
+      List<Object> root = new ArrayList<>();
+      for (int k = 0; k < 4; k++) root.add(randomTree(r, 4));
+      root.add(randomTreeList(r, 3));
+      root.add(randomMapOrSet(r, 2));
+      root.add(new long[] {Long.MIN_VALUE, 0});
+      long scoped = Bulk.scopedBuilds();
+      long writes = Bulk.WRITES.get();
+      Object bulk = SharedMemory.copyToSharedMemory(root);
+      assertEquals(writes + 1, Bulk.WRITES.get(), "seed " + seed + ": the bulk path was not taken");
+      assertEquals(scoped + 1, Bulk.scopedBuilds(), "seed " + seed + ": not built in a read scope");
+      assertSameShared(bulk, new Copier().run(root));
+    }
+    // Keys equal across kinds, in a map and in a set: the earlier key stays, and the later value wins.
+    Map<Object, Object> m = new java.util.LinkedHashMap<>();
+    m.put(7L, "long 7");
+    m.put(7, "int 7 after long 7");
+    m.put(null, List.of("null key"));
+    Set<Object> set = new java.util.LinkedHashSet<>(List.of(1L, 1, "one", 2.0, 2L));
+    List<Object> root = new ArrayList<>(List.of(m, set, new HashMap<>(), new HashSet<>()));
+    long scoped = Bulk.scopedBuilds();
+    Object bulk = SharedMemory.copyToSharedMemory(root);
+    assertEquals(scoped + 1, Bulk.scopedBuilds());
+    assertSameShared(bulk, new Copier().run(root));
+    Map<?, ?> bm = (Map<?, ?>) ((List<?>) bulk).get(0);
+    assertEquals("int 7 after long 7", bm.get(7L));
+    assertEquals(List.of("null key"), bm.get(null));
+    assertEquals(3, ((Set<?>) ((List<?>) bulk).get(1)).size());  // 2.0 and 2L are one element
+  }
+
+  @Test
+  void graphsTheScopedBuildLeavesAreBuiltRooted() {
+    BNode node = randomTree(new Random(5), 2);
+    node.any = null;
+    BNode withBinary = randomTree(new Random(6), 1);
+    withBinary.bin = new byte[] {1, 2, 3};
+    BNode parent = new BNode();
+    parent.a = new BNode();
+    parent.a.b = parent;  // a reference back to an earlier object
+    List<Object> cycle = new ArrayList<>(List.of("self"));
+    cycle.add(cycle);
+    Object[] cases = {parent, cycle, withBinary, new java.util.TreeMap<>(Map.of("a", 1L, "b", 2L)),
+        new ArrayList<>(List.of(new java.util.TreeMap<>(Map.of(1L, "x"))))};
+    for (Object root : cases) {
+      long scoped = Bulk.scopedBuilds();
+      long writes = Bulk.WRITES.get();
+      Object bulk = SharedMemory.copyToSharedMemory(root);
+      assertEquals(writes + 1, Bulk.WRITES.get(), "the bulk path was not taken");
+      assertEquals(scoped, Bulk.scopedBuilds(), root.getClass() + " built in a read scope");
+      assertSameShared(bulk, new Copier().run(root));
+    }
+    // Inside a transaction (a scope would have to wait for it): rooted too.
+    BNode tree = randomTree(new Random(7), 3);
+    long scoped = Bulk.scopedBuilds();
+    Object inTx;
+    try (Transaction tx = SharedMemory.beginTransaction()) {
+      inTx = SharedMemory.copyToSharedMemory(tree);
+      tx.commit();
+    }
+    assertEquals(scoped, Bulk.scopedBuilds());
+    assertSameShared(inTx, new Copier().run(tree));
+    // Two references to an object numbered after both referrers point forward: built in a scope,
+    // the object met twice is one shared object.
+    List<Object> twice = new ArrayList<>(List.of(node, "between", node));
+    scoped = Bulk.scopedBuilds();
+    List<?> two = (List<?>) SharedMemory.copyToSharedMemory(twice);
+    assertEquals(scoped + 1, Bulk.scopedBuilds());
+    assertSame(two.get(0), two.get(2));
+    assertSameShared(two, new Copier().run(twice));
+    // A reference to a proxy is stored as it is, in a scoped build too.
+    Object proxy = SharedMemory.copyToSharedMemory(List.of("kept"));
+    scoped = Bulk.scopedBuilds();
+    List<?> holder = (List<?>) SharedMemory.copyToSharedMemory(new ArrayList<>(List.of(proxy, "x")));
+    assertEquals(scoped + 1, Bulk.scopedBuilds());
+    assertSame(proxy, holder.get(0));
+  }
+
+  @Test
+  void treesBuiltInReadScopesSurviveACollectorRunningAllTheTime() throws Exception {
+    AtomicBoolean stop = new AtomicBoolean();
+    AtomicReference<Throwable> failure = new AtomicReference<>();
+    Thread gc = new Thread(() -> {
+      while (!stop.get()) SharedMemory.collect();
+    }, "scoped-gc");
+    gc.start();
+    long scoped = Bulk.scopedBuilds();
+    List<Thread> workers = new ArrayList<>();
+    for (int t = 0; t < 2; t++) {
+      final int id = t;
+      Thread w = new Thread(() -> {
+        try {
+          List<Object> kept = new ArrayList<>();
+          for (int round = 0; round < 40; round++) {
+            Random r = new Random(7000L * id + round);
+            List<Object> root = new ArrayList<>();
+            for (int k = 0; k < 6; k++) root.add(randomTree(r, 4));
+            Object copy = SharedMemory.copyToSharedMemory(root);
+            kept.add(copy);
+            kept.add(root);
+            if (kept.size() > 8) {  // an older copy, read after more cycles, then let go
+              assertSameShared(kept.get(0), new Copier().run(kept.get(1)));
+              kept.subList(0, 2).clear();
+            }
+          }
+        } catch (Throwable e) {
+          failure.compareAndSet(null, e);
+        }
+      }, "scoped-worker-" + t);
+      workers.add(w);
+      w.start();
+    }
+    for (Thread w : workers) w.join();
+    stop.set(true);
+    gc.join();
+    if (failure.get() != null) throw new AssertionError("a worker failed", failure.get());
+    assertEquals(scoped + 80, Bulk.scopedBuilds(), "every copy was built in a read scope");
     SharedMemory.collect();
     assertHeapVerifies();
   }
