@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <string_view>
 
 namespace colors {
@@ -33,8 +34,14 @@ inline constexpr int kTypeKindCount = 16;
 std::string_view type_name(TypeKind k);
 
 // A field of a user class as given to define_class: a name and a shared type. For kObject,
-// `class_name` may name the expected class ("" accepts any user object).
+// `class_name` may name the expected class ("" accepts any user object). Constructed rather than
+// aggregate-initialised, so that {"balance", TypeKind::kInteger} leaves class_name empty without
+// -Wmissing-field-initializers warning in code built with -Wextra.
 struct FieldSpec {
+  FieldSpec() = default;
+  FieldSpec(std::string name, TypeKind type = TypeKind::kAny, std::string class_name = {})
+      : name(std::move(name)), type(type), class_name(std::move(class_name)) {}
+
   std::string name;
   TypeKind type = TypeKind::kAny;
   std::string class_name;
