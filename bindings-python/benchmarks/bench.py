@@ -210,15 +210,28 @@ class _SubList(list):
     """Not a plain tree: copy_to copies it (and what it holds) object by object."""
 
 
+class _Record:
+    """A private class: its instances, every field set, are plain data to copy_to."""
+
+    id: int
+    name: str
+    tags: list
+    score: float
+
+    def __init__(self, i: int):
+        self.id, self.name, self.tags, self.score = i, "n-%06d" % i, ["a", "b"], i / 3
+
+
 def copies(cs, quick: bool) -> None:
-    print("\ncopy_to of plain data (ns per element (a record: its 4 values and 2 tags), median of runs;"
+    print("\ncopy_to of plain data (ns per element (a record or instance: its 4 values and 2 tags), median of runs;"
           " per-object: the same data under a list subclass; pickle: dumps + loads)")
     print(f"  {'data':<28}{'copy_to':>10}{'per-object':>12}{'pickle':>10}{'per-object/copy_to':>21}")
     data = [("1000 ints", list(range(1000)), 1000),
             ("1000 strings (11 chars)", ["node-%06d" % i for i in range(1000)], 1000),
             ("100 x 10 floats", [[i + 0.25 * j for j in range(10)] for i in range(100)], 1000),
             ("200 records (dicts of 4)", [{"id": i, "name": "n-%06d" % i, "tags": ["a", "b"], "score": i / 3}
-                                          for i in range(200)], 1200)]
+                                          for i in range(200)], 1200),
+            ("200 instances (4 fields)", [_Record(i) for i in range(200)], 1200)]
     number, runs = (50, 5) if quick else (300, 9)
     for label, x, elements in data:
         sub = _SubList(x)

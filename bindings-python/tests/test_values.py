@@ -249,3 +249,111 @@ def test_plain_trees_in_every_context_and_at_every_edge():
     assert cs.copy_to({}) == {} and cs.copy_to(set()) == set()
     assert cs.copy_to({1: {2: {3: [4]}}})[1][2][3] == [4]
     assert cs.copy_to({(1, 2): "tuple key"})  # not plain (a tuple key): the Copier's copy
+
+
+# ---- instances of private classes in plain trees ----
+
+class _Rec:
+    """A private class whose instances, every declared field set in the instance dict, copy_to
+    builds in a read scope."""
+
+    id: int
+    name: str
+    score: float
+    tags: list
+    child: object
+
+    def __init__(self, id, name, score, tags, child=None):
+        self.id, self.name, self.score, self.tags, self.child = id, name, score, tags, child
+
+
+class _Dynamic(_Rec):
+    """Its attribute lookup runs Python code: always the Copier's."""
+
+    def __getattr__(self, name):
+        raise AttributeError(name)
+
+
+def _fields(v):
+    """A _Rec-shaped instance (private or a proxy) or plain value as plain data."""
+    if isinstance(v, _Rec) or (cs.is_shared(v) and hasattr(v, "score") and hasattr(v, "child")):
+        return ("rec", v.id, v.name, v.score, _as_private(v.tags), _fields(v.child))
+    if isinstance(v, (cs.SharedList, list, tuple)):
+        return [_fields(x) for x in v]
+    if isinstance(v, (cs.SharedDict, dict)):
+        return {k: _fields(x) for k, x in v.items()}
+    return _as_private(v)
+
+
+RECS = st.recursive(
+    st.builds(_Rec, INT64, st.text(), st.floats(allow_nan=False), st.lists(PLAIN_SCALARS, max_size=3)),
+    lambda inner: st.one_of(
+        st.builds(_Rec, INT64, st.text(), st.floats(allow_nan=False), st.lists(PLAIN_SCALARS, max_size=3), inner),
+        st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=3), inner, max_size=3)),
+    max_leaves=12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(RECS, max_size=5))
+def test_trees_of_instances_copy_in_a_scope_as_the_copier_copies_them(x):
+    before = cs._ext._scoped_copy_count()
+    fast = cs.copy_to(x)
+    assert cs._ext._scoped_copy_count() == before + 1, "not built in a read scope"
+    slow = cs.copy_to(_Sub(x))
+    assert _fields(fast) == _fields(slow) == _fields(x)
+
+
+def test_instances_the_scoped_copy_leaves_to_the_copier():
+    def scoped(x):
+        before = cs._ext._scoped_copy_count()
+        y = cs.copy_to(x)
+        return cs._ext._scoped_copy_count() == before + 1, y
+
+    done, r = scoped(_Rec(1, "a", 1.5, ["t"], _Rec(2, "b", 2.5, [])))  # a class met for the first time, nested
+    assert done and r.child.name == "b" and isinstance(r, _Rec)
+    shared = _Rec(3, "shared", 0.5, [])
+    done, r = scoped([shared, shared])  # sharing: the Copier keeps it
+    assert not done and r[0] is r[1]
+    cyc = _Rec(4, "cycle", 0.5, [])
+    cyc.child = cyc
+    done, r = scoped(cyc)
+    assert not done and r.child is r
+    done, r = scoped(_Dynamic(5, "dynamic", 0.5, []))
+    assert not done and r.name == "dynamic"
+    partial = _Rec(6, "partial", 0.5, [])
+    del partial.child  # unset: the Copier's getattr (None)
+    done, r = scoped(partial)
+    assert not done and r.child is None
+    extra = _Rec(7, "extra", 0.5, [])
+    extra.note = "not declared"  # an attribute the class does not declare: a field of its own
+    done, r = scoped(extra)
+    assert not done and r.note == "not declared"
+    done, r = scoped(_Rec(8, "int in a float field", 3, []))  # the Copier converts it
+    assert not done and r.score == 3.0 and isinstance(r.score, float)
+    for bad in (_Rec("not an int", "x", 0.5, []), [_Rec(9, "x", 0.5, "a str in a list field")]):
+        try:
+            cs.copy_to(bad)
+            raise AssertionError("a value its field refuses was copied")
+        except cs.TypeMismatchError as e:
+            try:
+                cs.copy_to(_Sub([bad]))
+            except cs.TypeMismatchError as e2:
+                assert str(e) == str(e2)
+    with cs.transaction():
+        done, r = scoped(_Rec(10, "tx", 0.5, []))
+    assert not done and r.name == "tx"
+    done, r = scoped({"point": _Rec(11, "in a dict", 0.5, [1, 2.5, None])})
+    assert done and r["point"].tags[1] == 2.5
+    # A container subclass with declared fields is a container to copy_to, in either path.
+    tagged = _Tagged([1, "two"])
+    tagged.label = "a field the list's copy does not keep"
+    for x in (tagged, [tagged]):
+        done, r = scoped(x)
+        assert not done
+        assert _as_private(r) == ([1, "two"] if x is tagged else [[1, "two"]])
+
+
+class _Tagged(list):
+    """A list subclass whose class declares a field."""
+
+    label: str

@@ -1717,6 +1717,14 @@ const UserLayout& user_layout(PyTypeObject* type, const std::vector<std::pair<st
   return e.layouts.emplace(std::move(key), std::move(l)).first->second;
 }
 
+const UserLayout* cached_user_layout(PyTypeObject* type) {
+  if (g_layouts_gen != g_generation) return nullptr;
+  auto it = g_layouts.find(type);
+  if (it == g_layouts.end()) return nullptr;
+  auto lit = it->second->layouts.find(std::vector<std::string>{});
+  return lit == it->second->layouts.end() ? nullptr : &lit->second;
+}
+
 void init_classes(py::module_& m) {
   g_handle_type = reinterpret_cast<PyTypeObject*>(PyType_FromSpec(&handle_spec));
   g_descr_type = reinterpret_cast<PyTypeObject*>(PyType_FromSpec(&descr_spec));

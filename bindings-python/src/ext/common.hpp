@@ -201,6 +201,8 @@ struct UserLayout {
   std::size_t declared = 0;       // the first `declared` fields are the class's own
 };
 const UserLayout& user_layout(PyTypeObject* type, const std::vector<std::pair<std::string, colors::TypeKind>>& extras);
+// user_layout(type, {}) if it is already made for this attachment, else nullptr: runs no Python code.
+const UserLayout* cached_user_layout(PyTypeObject* type);
 colors::TypeKind kind_for_value(PyObject* v);
 std::size_t user_cache_size();  // both identity tables
 // ---- the proxy cache (proxy_cache.hpp; proxy_cache.cpp is the Python API) ----

@@ -313,6 +313,16 @@ py::object from_value(colors::Value&& v) {
 
 namespace {
 
+// An instance of a private Python class (not a scalar, builtin container or shared proxy).
+bool is_private_instance(PyObject* o) {
+  if (o == Py_None || PyBool_Check(o) || PyLong_Check(o) || PyFloat_Check(o) || PyUnicode_Check(o) ||
+      PyBytes_Check(o) || PyByteArray_Check(o))
+    return false;
+  if (!(Py_TYPE(o)->tp_flags & Py_TPFLAGS_HEAPTYPE)) return false;
+  if (ref_of(o) != nullptr || user_value_of(o, nullptr)) return false;
+  return true;
+}
+
 // Iterative deep copy: each private container or instance gets its (empty) shared copy when first
 // met, is memoised by id() and queued; queued items are then filled. Sharing and cycles of the
 // private graph are preserved, and deep graphs do not use the C stack.
@@ -411,16 +421,6 @@ class Copier {
     if (mod == nullptr || !PyUnicode_Check(mod)) return false;
     const char* name = PyUnicode_AsUTF8(mod);
     return name != nullptr && std::string_view(name).starts_with("sortedcontainers");
-  }
-
-  // An instance of a private Python class (not a scalar, builtin container or shared proxy).
-  static bool is_private_instance(PyObject* o) {
-    if (o == Py_None || PyBool_Check(o) || PyLong_Check(o) || PyFloat_Check(o) || PyUnicode_Check(o) ||
-        PyBytes_Check(o) || PyByteArray_Check(o))
-      return false;
-    if (!(Py_TYPE(o)->tp_flags & Py_TPFLAGS_HEAPTYPE)) return false;
-    if (ref_of(o) != nullptr || user_value_of(o, nullptr)) return false;
-    return true;
   }
 
   // The layout for instance `o` and its field values in layout order (unset fields: None).
@@ -552,12 +552,67 @@ class Copier {
 // (colors.hpp, "allocation in a read scope"): each container born with its elements
 // (new_list_scoped, new_hash_scoped, in the Copier's order of puts), strings and boxed numbers
 // without a root each, one root for the result. The values are the Copier's: tuples become lists,
-// strings are copied per occurrence. Anything else (sharing and cycles, which the Copier's memo
-// keeps; bytes, instances, proxies, subclasses, SortedDicts, ints beyond 64 bits, deeper trees,
-// more objects than a scope should hold the collector for), a transaction (no scope inside one),
-// a full heap (a scope cannot wait for the collector) and a string that does not encode take the
-// Copier, which raises what it raises.
+// strings are copied per occurrence. Instances of private classes are plain too when their
+// attributes are exactly their class's declared fields, held in an instance dict of str keys, with
+// plain values (a float field's int is left to the Copier, which converts it), the class's
+// attribute lookup is the generic one (no __getattr__ or __getattribute__), and its layout is made
+// (user_layout, Python code: made before the walk that relies on it, which then starts again).
+// Anything else (sharing and cycles, which the Copier's memo keeps; bytes, other instances,
+// proxies, subclasses, SortedDicts, ints beyond 64 bits, deeper trees, more objects than a scope
+// should hold the collector for), a transaction (no scope inside one), a full heap (a scope cannot
+// wait for the collector), a value a field's type refuses and a string that does not encode take
+// the Copier, which raises what it raises.
+// Invariant: no Python code runs from the start of the walk that found the tree plain to the end
+// of its build (exact types only; Python's cyclic GC, whose finalizers could change the tree, is
+// off meanwhile, since materialising an instance's dict allocates).
 constexpr int kPlainDepth = 64;
+
+// The instances of a plain tree: each one's layout and its instance dict (held).
+struct PlainInstance {
+  const UserLayout* layout;
+  py::object dict;
+};
+using PlainInstances = std::unordered_map<PyObject*, PlainInstance>;
+
+// Why an instance is not plain: no layout made yet for its class (`unmade` says which class), or
+// anything else.
+enum class InstanceVerdict { kPlain, kNotPlain, kNoLayout };
+
+// Whether `o` is a plain instance (see above); its layout and dict go into `out`, its field values
+// onto `values`. REQUIRES: Python's cyclic GC off (the dict may be made here).
+InstanceVerdict plain_instance(PyObject* o, PlainInstances& out, std::vector<PyObject*>& values) {
+  // What the Copier copies as an instance: a container subclass is a container to it.
+  if (PyList_Check(o) || PyTuple_Check(o) || PyDict_Check(o) || PyAnySet_Check(o) || !is_private_instance(o))
+    return InstanceVerdict::kNotPlain;
+  PyTypeObject* t = Py_TYPE(o);
+  if (t->tp_getattro != PyObject_GenericGetAttr || t->tp_dictoffset == 0) return InstanceVerdict::kNotPlain;
+  const UserLayout* l = cached_user_layout(t);
+  if (l == nullptr) return InstanceVerdict::kNoLayout;
+  if (l->declared != l->names.size()) return InstanceVerdict::kNotPlain;
+  PyObject* d = PyObject_GenericGetDict(o, nullptr);
+  if (d == nullptr) {
+    PyErr_Clear();
+    return InstanceVerdict::kNotPlain;
+  }
+  py::object dict = py::reinterpret_steal<py::object>(d);
+  if (!PyDict_CheckExact(d) || PyDict_GET_SIZE(d) != static_cast<Py_ssize_t>(l->declared)) return InstanceVerdict::kNotPlain;
+  Py_ssize_t pos = 0;
+  PyObject *k, *v;
+  while (PyDict_Next(d, &pos, &k, &v))  // str keys only: the lookups below then compare no user objects
+    if (!PyUnicode_CheckExact(k)) return InstanceVerdict::kNotPlain;
+  for (std::size_t i = 0; i < l->declared; ++i) {
+    PyObject* value = PyDict_GetItemWithError(d, l->names[i].ptr());
+    if (value == nullptr) {
+      PyErr_Clear();
+      return InstanceVerdict::kNotPlain;  // unset, a class default or a property: the Copier's getattr
+    }
+    if (l->infos[i]->type == colors::TypeKind::kFloat && PyLong_Check(value) && !PyBool_Check(value))
+      return InstanceVerdict::kNotPlain;  // the Copier converts it (int_for_float_field)
+    values.push_back(value);
+  }
+  out.emplace(o, PlainInstance{l, std::move(dict)});
+  return InstanceVerdict::kPlain;
+}
 
 // A plain dict key or set element: None, bool, exact int, float or str.
 bool plain_scalar(PyObject* o) {
@@ -565,9 +620,13 @@ bool plain_scalar(PyObject* o) {
 }
 
 // Whether `root` is a plain tree of at most `max_objects` allocations (containers, their tables,
-// strings, boxed numbers). Every value counts as one, unboxed or not, as C++'s copy_to counts
-// them: that bounds both the build's scope and this walk, which a value met late can make wasted.
-bool plain_tree(PyObject* root, std::size_t max_objects) {
+// instances, strings, boxed numbers), its instances in `instances`. Every value counts as one,
+// unboxed or not, as C++'s copy_to counts them: that bounds both the build's scope and this walk,
+// which a value met late can make wasted. An instance whose class has no layout yet ends the walk
+// with false and its class in `*unmade`. REQUIRES: Python's cyclic GC off.
+bool plain_tree(PyObject* root, std::size_t max_objects, PlainInstances& instances, PyTypeObject** unmade) {
+  instances.clear();
+  std::vector<PyObject*> fields;
   std::vector<std::pair<PyObject*, int>> todo{{root, 0}};
   std::unordered_set<PyObject*> containers;  // met once each
   std::size_t objects = 0;
@@ -610,7 +669,15 @@ bool plain_tree(PyObject* root, std::size_t max_objects) {
       }
       ++objects;  // its table
     } else {
-      return false;
+      if (depth >= kPlainDepth || !containers.insert(o).second) return false;
+      fields.clear();
+      switch (plain_instance(o, instances, fields)) {
+        case InstanceVerdict::kPlain: break;
+        case InstanceVerdict::kNoLayout: *unmade = Py_TYPE(o); return false;
+        case InstanceVerdict::kNotPlain: return false;
+      }
+      if (too_many(static_cast<Py_ssize_t>(fields.size()))) return false;
+      for (PyObject* f : fields) todo.emplace_back(f, depth + 1);
     }
   }
   return objects <= max_objects;
@@ -618,8 +685,8 @@ bool plain_tree(PyObject* root, std::size_t max_objects) {
 
 struct NotEncodable {};  // a str with lone surrogates: the Copier raises its UnicodeEncodeError
 
-// The plain tree `o` (plain_tree said so) built in the current read scope.
-cd::Word build_plain(cd::Metadata* m, PyObject* o) {
+// The plain tree `o` (plain_tree said so, with `instances`) built in the current read scope.
+cd::Word build_plain(cd::Metadata* m, PyObject* o, const PlainInstances& instances) {
   if (o == Py_None) return cd::kNull;
   if (PyBool_Check(o)) return cd::make_bool(o == Py_True);
   if (PyLong_CheckExact(o)) {
@@ -643,8 +710,8 @@ cd::Word build_plain(cd::Metadata* m, PyObject* o) {
     Py_ssize_t pos = 0;
     PyObject *k, *v;
     while (PyDict_Next(o, &pos, &k, &v)) {
-      keys.push_back(build_plain(m, k));
-      values.push_back(build_plain(m, v));
+      keys.push_back(build_plain(m, k, instances));
+      values.push_back(build_plain(m, v, instances));
     }
     return cd::new_hash_scoped(m, colors::TypeKind::kMap, keys.data(), values.data(), keys.size());
   }
@@ -654,31 +721,83 @@ cd::Word build_plain(cd::Metadata* m, PyObject* o) {
     Py_ssize_t pos = 0;
     PyObject* k;
     Py_hash_t h;
-    while (_PySet_NextEntry(o, &pos, &k, &h)) keys.push_back(build_plain(m, k));
+    while (_PySet_NextEntry(o, &pos, &k, &h)) keys.push_back(build_plain(m, k, instances));
     return cd::new_hash_scoped(m, colors::TypeKind::kSet, keys.data(), nullptr, keys.size());
   }
-  const Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
-  PyObject** items = PySequence_Fast_ITEMS(o);
-  std::vector<cd::Word> words(static_cast<std::size_t>(n));
-  for (Py_ssize_t i = 0; i < n; ++i) words[static_cast<std::size_t>(i)] = build_plain(m, items[i]);
-  return cd::new_list_scoped(m, words.data(), words.size());
+  if (PyList_CheckExact(o) || PyTuple_CheckExact(o)) {
+    const Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
+    PyObject** items = PySequence_Fast_ITEMS(o);
+    std::vector<cd::Word> words(static_cast<std::size_t>(n));
+    for (Py_ssize_t i = 0; i < n; ++i) words[static_cast<std::size_t>(i)] = build_plain(m, items[i], instances);
+    return cd::new_list_scoped(m, words.data(), words.size());
+  }
+  // An instance: its fields in layout order, each checked as the Copier's fill checks it.
+  const PlainInstance& in = instances.at(o);
+  const UserLayout& l = *in.layout;
+  std::vector<cd::SlotInit> init;
+  init.reserve(l.declared);
+  for (std::size_t i = 0; i < l.declared; ++i) {
+    const cd::Word w = build_plain(m, PyDict_GetItem(in.dict.ptr(), l.names[i].ptr()), instances);
+    cd::check_field_type(*l.infos[i], w);  // TypeMismatchError: the Copier raises it
+    init.push_back({l.infos[i]->slot, w});
+  }
+  // The record is only named by the new object (its class word), never changed.
+  return cd::new_user_object_scoped(m, const_cast<cd::ClassRecord*>(l.cls.record()), init.data(), init.size());
 }
+
+// Python's cyclic GC off while it lives (as it was before otherwise).
+struct CyclicGcOff {
+  CyclicGcOff() : was_on(PyGC_Disable() != 0) {}
+  ~CyclicGcOff() {
+    if (was_on) PyGC_Enable();
+  }
+  bool was_on;
+};
+
+// At most this many classes get their layouts made for one copy_to before it gives up the walk.
+constexpr int kLayoutsPerCopy = 8;
+
+// copy_to calls built in a read scope so far (colors_shm._scoped_copy_count: tests, diagnostics).
+std::uint64_t g_scoped_copies = 0;
 
 // copy_to of a plain tree in a read scope, or nullopt: the Copier copies it.
 std::optional<colors::Value> copy_plain(PyObject* o) {
-  if (!(PyList_CheckExact(o) || PyTuple_CheckExact(o) || PyDict_CheckExact(o) || PyAnySet_CheckExact(o)) || in_tx())
+  if (PyLong_Check(o) || PyFloat_Check(o) || PyUnicode_Check(o) || PyBytes_Check(o) || o == Py_None || in_tx())
     return std::nullopt;
-  if (!plain_tree(o, colors::detail::kScopedCopyMax)) return std::nullopt;
-  try {
-    colors::ReadScope scope;
-    const cd::Word w = build_plain(cd::current_meta(), o);
-    cd::Rooted r = cd::promote_borrowed(w);
-    return colors::Value::adopt_root(w, r.take());
-  } catch (const colors::OutOfMemoryError&) {
-    return std::nullopt;
-  } catch (const NotEncodable&) {
-    PyErr_Clear();
-    return std::nullopt;
+  PlainInstances instances;
+  for (int made = 0;; ++made) {
+    PyTypeObject* unmade = nullptr;
+    {
+      CyclicGcOff gc_off;
+      if (plain_tree(o, colors::detail::kScopedCopyMax, instances, &unmade)) {
+        try {
+          colors::ReadScope scope;
+          const cd::Word w = build_plain(cd::current_meta(), o, instances);
+          cd::Rooted r = cd::promote_borrowed(w);
+          ++g_scoped_copies;
+          return colors::Value::adopt_root(w, r.take());
+        } catch (const colors::OutOfMemoryError&) {
+          return std::nullopt;
+        } catch (const colors::TypeMismatchError&) {
+          return std::nullopt;
+        } catch (const NotEncodable&) {
+          PyErr_Clear();
+          return std::nullopt;
+        }
+      }
+    }
+    if (unmade == nullptr || made == kLayoutsPerCopy) return std::nullopt;
+    // Python code (the class's field spec) may run here, so the walk starts again after it.
+    instances.clear();
+    // An error there is the Copier's to raise, in its order; KeyboardInterrupt and the like are not.
+    try {
+      (void)user_layout(unmade, {});
+    } catch (py::error_already_set& e) {
+      if (!e.matches(PyExc_Exception)) throw;
+      return std::nullopt;
+    } catch (const colors::Error&) {
+      return std::nullopt;
+    }
   }
 }
 
@@ -692,6 +811,7 @@ colors::Value copy_in(py::handle obj) {
 
 void init_values(py::module_& m) {
   g_ref_attr = PyUnicode_InternFromString("_ref");
+  m.def("_scoped_copy_count", [] { return g_scoped_copies; });
 
   init_ref_type(m);
 
