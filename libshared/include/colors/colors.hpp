@@ -372,8 +372,9 @@ Object new_object(const Class& cls);
 //
 // Inside a scope a thread may read, promote, allocate (new_object_view below: no root per
 // object either) and store, but must not wait for the collector: collect() and starting a
-// transaction throw InvalidArgumentError, an allocation that finds the heap full
-// OutOfMemoryError, instead of waiting for a cycle that waits for the scope. A scope cannot be
+// transaction throw InvalidArgumentError, an allocation that finds the heap full (or that would
+// pass the client's --client-live-limit) OutOfMemoryError, instead of waiting for a cycle that
+// waits for the scope. A scope cannot be
 // opened inside a transaction (InvalidArgumentError). Scopes nest; the outermost one counts.
 //
 //   colors::ReadScope scope;
