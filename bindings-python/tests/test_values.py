@@ -164,7 +164,7 @@ class _Sub(list):
 
 PLAIN_SCALARS = st.one_of(st.none(), st.booleans(), INT64, st.floats(allow_nan=False), st.text())
 PLAIN = st.recursive(
-    PLAIN_SCALARS,
+    st.one_of(PLAIN_SCALARS, st.binary(max_size=12)),
     lambda inner: st.one_of(st.lists(inner, max_size=6), st.tuples(inner, inner),
                             st.dictionaries(PLAIN_SCALARS, inner, max_size=5),
                             st.frozensets(PLAIN_SCALARS, max_size=5), st.sets(PLAIN_SCALARS, max_size=5)),

@@ -382,6 +382,15 @@ Word new_string_scoped(Metadata* m, std::string_view s) {
   });
 }
 
+Word new_binary_scoped(Metadata* m, const void* data, std::size_t n) {
+  return allocate<false>(m, TypeKind::kBinary, builtin_class(m, TypeKind::kBinary), bytes_payload(n, "binary"),
+                         [&](ObjectHead* o) {
+    auto* b = reinterpret_cast<BinaryObject*>(o);
+    b->length = n;
+    if (n != 0 && data != nullptr) std::memcpy(b->bytes, data, n);
+  });
+}
+
 Word new_user_object_scoped(Metadata* m, ClassRecord* cls, const SlotInit* init, std::size_t n) {
   if (cls == nullptr || cls->kind != TypeKind::kObject) throw InvalidArgumentError("not a user class");
   const Word w = allocate<false>(m, TypeKind::kObject, cls, 8 + std::size_t{cls->slot_count} * sizeof(Word), [&](ObjectHead* o) {

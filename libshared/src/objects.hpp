@@ -154,6 +154,7 @@ struct SlotInit {
 Word new_integer_scoped(Metadata* m, std::int64_t v);
 Word new_float_scoped(Metadata* m, double v);
 Word new_string_scoped(Metadata* m, std::string_view utf8);
+Word new_binary_scoped(Metadata* m, const void* data, std::size_t n);
 // A user object of `cls` with `init` stored into it before it is published.
 Word new_user_object_scoped(Metadata* m, ClassRecord* cls, const SlotInit* init, std::size_t n);
 // A list holding the n words of `items` (each a scalar, a reference the scope holds, or one rooted

@@ -545,7 +545,7 @@ class Copier {
 // ---- plain trees: copied inside a read scope ----
 //
 // A list, tuple or dict whose elements (values) are None, bool, exact int, exact float, exact str,
-// and such lists, tuples and dicts, and sets and frozensets of those scalars; dict keys those
+// exact bytes, and such lists, tuples and dicts, and sets and frozensets of those scalars; dict keys those
 // scalars too; each container met once (no sharing, no cycle) and at most kPlainDepth deep: the
 // shape of most data handed to copy_to (JSON's, and more). Converting it runs no Python code (exact
 // types only: no __hash__, __eq__ or __iter__ of a user class), so it is built inside a read scope
@@ -557,7 +557,7 @@ class Copier {
 // plain values (a float field's int is left to the Copier, which converts it), the class's
 // attribute lookup is the generic one (no __getattr__ or __getattribute__), and its layout is made
 // (user_layout, Python code: made before the walk that relies on it, which then starts again).
-// Anything else (sharing and cycles, which the Copier's memo keeps; bytes, other instances,
+// Anything else (sharing and cycles, which the Copier's memo keeps; bytearrays, other instances,
 // proxies, subclasses, SortedDicts, ints beyond 64 bits, deeper trees, more objects than a scope
 // should hold the collector for), a transaction (no scope inside one), a full heap (a scope cannot
 // wait for the collector), a value a field's type refuses and a string that does not encode take
@@ -637,7 +637,8 @@ bool plain_tree(PyObject* root, std::size_t max_objects, PlainInstances& instanc
     auto [o, depth] = todo.back();
     todo.pop_back();
     if (++objects > max_objects) return false;
-    if (o == Py_None || PyBool_Check(o) || PyFloat_CheckExact(o) || PyUnicode_CheckExact(o)) continue;
+    if (o == Py_None || PyBool_Check(o) || PyFloat_CheckExact(o) || PyUnicode_CheckExact(o) || PyBytes_CheckExact(o))
+      continue;
     if (PyLong_CheckExact(o)) {
       int overflow = 0;
       (void)PyLong_AsLongLongAndOverflow(o, &overflow);
@@ -703,6 +704,7 @@ cd::Word build_plain(cd::Metadata* m, PyObject* o, const PlainInstances& instanc
     if (s == nullptr) throw NotEncodable{};
     return cd::new_string_scoped(m, std::string_view(s, static_cast<std::size_t>(n)));
   }
+  if (PyBytes_CheckExact(o)) return cd::new_binary_scoped(m, PyBytes_AS_STRING(o), static_cast<std::size_t>(PyBytes_GET_SIZE(o)));
   if (PyDict_CheckExact(o)) {  // the Copier's order: the dict's (PyDict_Items)
     std::vector<cd::Word> keys, values;
     keys.reserve(static_cast<std::size_t>(PyDict_GET_SIZE(o)));

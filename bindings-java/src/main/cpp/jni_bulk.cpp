@@ -216,18 +216,18 @@ void init_slot(std::atomic<cd::Word>* slot, cd::Word w) { slot->store(w, std::me
 //
 // A graph whose references all point forward (object k's values name only objects numbered after
 // k: a tree, as BulkWriter numbers it, and many other graphs), whose build allocates at most
-// kScopedCopyMax objects (its objects, their arrays and tables, strings and boxed numbers), with no
-// sorted map and no binary value, is built inside a read scope of its
+// kScopedCopyMax objects (its objects, their arrays and tables, strings, binaries and boxed
+// numbers), with no sorted map, is built inside a read scope of its
 // own, as C++'s and Python's copy_to build theirs (colors.hpp, bindings-python values.cpp): from
 // the last object to the first, each born holding its values (new_user_object_scoped,
 // new_list_scoped, new_hash_scoped), with no root per object and plain stores before publication;
-// the root is promoted once, at the end. Otherwise (a back reference, a sorted map, a binary, a
-// larger graph, a transaction) the rooted build below runs, and it also runs when the scoped one
+// the root is promoted once, at the end. Otherwise (a back reference, a sorted map, a larger
+// graph, a transaction) the rooted build below runs, and it also runs when the scoped one
 // meets a full heap (a scope cannot wait for the collector, the rooted build can).
 //
 // Invariants (gc/README.md, "Allocating in a scope"):
 //  * Every word the scoped build stores is a scalar, an object this scope built (a later number,
-//    built before it in the reverse order), a string or boxed number this scope built, or a
+//    built before it in the reverse order), a string, binary or boxed number this scope built, or a
 //    proxy's object (its Handle is reachable from `refs` for the whole call, so its root lives).
 //    The scope keeps what it built alive until it ends; the libshared builders flag what they
 //    store while the collector marks, after publishing the object that holds it.
@@ -260,8 +260,7 @@ bool plan_scoped(BuildBuffers& buf, std::size_t n, std::size_t nvals) {
     for (std::size_t end = v + static_cast<std::size_t>(count); v < end; ++v) {
       const jbyte tag = buf.tags[v];
       const jlong bits = buf.vals[v];
-      if (tag == colors_jni::kTagBinary) return false;
-      if (tag == colors_jni::kTagString) {
+      if (tag == colors_jni::kTagString || tag == colors_jni::kTagBinary) {
         if (bits < 0) return false;
         b += static_cast<std::size_t>(bits);
         ++allocations;
@@ -279,7 +278,7 @@ bool plan_scoped(BuildBuffers& buf, std::size_t n, std::size_t nvals) {
   return true;
 }
 
-// The word for a value inside the scope: strings and boxed numbers built unrooted.
+// The word for a value inside the scope: strings, binaries and boxed numbers built unrooted.
 cd::Word in_word_scoped(JNIEnv* env, cd::Metadata* m, jbyte tag, jlong bits, Blob& blob, jobjectArray refs,
                         const std::vector<cd::Word>& made) {
   switch (tag) {
@@ -290,6 +289,10 @@ cd::Word in_word_scoped(JNIEnv* env, cd::Metadata* m, jbyte tag, jlong bits, Blo
       return cd::new_float_scoped(m, d);
     }
     case colors_jni::kTagString: return cd::new_string_scoped(m, blob.take(bits));  // validates the UTF-8
+    case colors_jni::kTagBinary: {
+      const std::string_view s = blob.take(bits);
+      return cd::new_binary_scoped(m, s.data(), s.size());
+    }
     default: {
       cd::Rooted none;  // null, bool, a proxy's object or one of `made`: nothing is allocated
       return in_word(env, m, tag, bits, blob, refs, made, none);
