@@ -729,41 +729,59 @@ class BulkCopyTest {
 
   // ---- a collector running all the time ----
 
-  @Test
-  void concurrentCollectorStress() throws Exception {
+  /** A worker's body: {@code id} numbers the worker. */
+  interface Worker {
+    void run(int id) throws Exception;
+  }
+
+  /**
+   * Runs {@code body} on {@code threads} threads while another thread asks for collector cycles
+   * back to back; fails with the first worker's failure.
+   */
+  static void withCyclesBackToBack(String name, int threads, Worker body) throws Exception {
     AtomicBoolean stop = new AtomicBoolean();
     AtomicReference<Throwable> failure = new AtomicReference<>();
     Thread gc = new Thread(() -> {
       while (!stop.get()) SharedMemory.collect();
-    }, "bulk-gc");
+    }, name + "-gc");
     gc.start();
-    List<Thread> workers = new ArrayList<>();
-    for (int t = 0; t < 2; t++) {
-      final int id = t;
-      Thread w = new Thread(() -> {
-        try {
-          for (int round = 0; round < 25; round++) {
-            Random r = new Random(1000L * id + round);
-            BNode[] nodes = randomGraph(r, 400, false);
-            SharedList shared = (SharedList) SharedMemory.copyToSharedMemory(nodes);
-            BNode[] back = (BNode[]) RpcSupport.toPrivateArray(shared, BNode[].class, "nodes");
-            assertSamePrivate(nodes, back);
-            SharedObject one = (SharedObject) shared.get(r.nextInt(nodes.length));
-            BNode p = one.toPrivate(BNode.class);
-            assertEquals(one.getLong("l"), p.l);
-            assertEquals(one.get("s"), p.s);
+    try {
+      List<Thread> workers = new ArrayList<>();
+      for (int t = 0; t < threads; t++) {
+        final int id = t;
+        Thread w = new Thread(() -> {
+          try {
+            body.run(id);
+          } catch (Throwable e) {
+            failure.compareAndSet(null, e);
           }
-        } catch (Throwable e) {
-          failure.compareAndSet(null, e);
-        }
-      }, "bulk-worker-" + t);
-      workers.add(w);
-      w.start();
+        }, name + "-worker-" + t);
+        workers.add(w);
+        w.start();
+      }
+      for (Thread w : workers) w.join();
+    } finally {
+      stop.set(true);
+      gc.join();
     }
-    for (Thread w : workers) w.join();
-    stop.set(true);
-    gc.join();
     if (failure.get() != null) throw new AssertionError("a worker failed", failure.get());
+  }
+
+  @Test
+  void concurrentCollectorStress() throws Exception {
+    withCyclesBackToBack("bulk", 2, id -> {
+      for (int round = 0; round < 25; round++) {
+        Random r = new Random(1000L * id + round);
+        BNode[] nodes = randomGraph(r, 400, false);
+        SharedList shared = (SharedList) SharedMemory.copyToSharedMemory(nodes);
+        BNode[] back = (BNode[]) RpcSupport.toPrivateArray(shared, BNode[].class, "nodes");
+        assertSamePrivate(nodes, back);
+        SharedObject one = (SharedObject) shared.get(r.nextInt(nodes.length));
+        BNode p = one.toPrivate(BNode.class);
+        assertEquals(one.getLong("l"), p.l);
+        assertEquals(one.get("s"), p.s);
+      }
+    });
     SharedMemory.collect();
     assertHeapVerifies();
   }
@@ -850,42 +868,22 @@ class BulkCopyTest {
 
   @Test
   void treesBuiltInReadScopesSurviveACollectorRunningAllTheTime() throws Exception {
-    AtomicBoolean stop = new AtomicBoolean();
-    AtomicReference<Throwable> failure = new AtomicReference<>();
-    Thread gc = new Thread(() -> {
-      while (!stop.get()) SharedMemory.collect();
-    }, "scoped-gc");
-    gc.start();
     long scoped = Bulk.scopedBuilds();
-    List<Thread> workers = new ArrayList<>();
-    for (int t = 0; t < 2; t++) {
-      final int id = t;
-      Thread w = new Thread(() -> {
-        try {
-          List<Object> kept = new ArrayList<>();
-          for (int round = 0; round < 40; round++) {
-            Random r = new Random(7000L * id + round);
-            List<Object> root = new ArrayList<>();
-            for (int k = 0; k < 6; k++) root.add(randomTree(r, 4));
-            Object copy = SharedMemory.copyToSharedMemory(root);
-            kept.add(copy);
-            kept.add(root);
-            if (kept.size() > 8) {  // an older copy, read after more cycles, then let go
-              assertSameShared(kept.get(0), new Copier().run(kept.get(1)));
-              kept.subList(0, 2).clear();
-            }
-          }
-        } catch (Throwable e) {
-          failure.compareAndSet(null, e);
+    withCyclesBackToBack("scoped", 2, id -> {
+      List<Object> kept = new ArrayList<>();
+      for (int round = 0; round < 40; round++) {
+        Random r = new Random(7000L * id + round);
+        List<Object> root = new ArrayList<>();
+        for (int k = 0; k < 6; k++) root.add(randomTree(r, 4));
+        Object copy = SharedMemory.copyToSharedMemory(root);
+        kept.add(copy);
+        kept.add(root);
+        if (kept.size() > 8) {  // an older copy, read after more cycles, then let go
+          assertSameShared(kept.get(0), new Copier().run(kept.get(1)));
+          kept.subList(0, 2).clear();
         }
-      }, "scoped-worker-" + t);
-      workers.add(w);
-      w.start();
-    }
-    for (Thread w : workers) w.join();
-    stop.set(true);
-    gc.join();
-    if (failure.get() != null) throw new AssertionError("a worker failed", failure.get());
+      }
+    });
     assertEquals(scoped + 80, Bulk.scopedBuilds(), "every copy was built in a read scope");
     SharedMemory.collect();
     assertHeapVerifies();
