@@ -567,20 +567,30 @@ class Copier {
 // off meanwhile, since materialising an instance's dict allocates).
 constexpr int kPlainDepth = 64;
 
-// The instances of a plain tree: each one's layout and its instance dict (held).
+// The instances of a plain tree: each one's layout and where its field values start in `values`
+// (in layout order, read once, by the walk; borrowed from the instance dicts, held in `dicts`).
 struct PlainInstance {
   const UserLayout* layout;
-  py::object dict;
+  std::size_t first;
 };
-using PlainInstances = std::unordered_map<PyObject*, PlainInstance>;
+struct PlainInstances {
+  std::unordered_map<PyObject*, PlainInstance> of;
+  std::vector<PyObject*> values;
+  std::vector<py::object> dicts;
+  void clear() {
+    of.clear();
+    values.clear();
+    dicts.clear();
+  }
+};
 
 // Why an instance is not plain: no layout made yet for its class (`unmade` says which class), or
 // anything else.
 enum class InstanceVerdict { kPlain, kNotPlain, kNoLayout };
 
-// Whether `o` is a plain instance (see above); its layout and dict go into `out`, its field values
-// onto `values`. REQUIRES: Python's cyclic GC off (the dict may be made here).
-InstanceVerdict plain_instance(PyObject* o, PlainInstances& out, std::vector<PyObject*>& values) {
+// Whether `o` is a plain instance (see above); if so it is recorded in `out`, its field values
+// appended to out.values. REQUIRES: Python's cyclic GC off (the dict may be made here).
+InstanceVerdict plain_instance(PyObject* o, PlainInstances& out) {
   // What the Copier copies as an instance: a container subclass is a container to it.
   if (PyList_Check(o) || PyTuple_Check(o) || PyDict_Check(o) || PyAnySet_Check(o) || !is_private_instance(o))
     return InstanceVerdict::kNotPlain;
@@ -588,7 +598,6 @@ InstanceVerdict plain_instance(PyObject* o, PlainInstances& out, std::vector<PyO
   if (t->tp_getattro != PyObject_GenericGetAttr || t->tp_dictoffset == 0) return InstanceVerdict::kNotPlain;
   const UserLayout* l = cached_user_layout(t);
   if (l == nullptr) return InstanceVerdict::kNoLayout;
-  if (l->declared != l->names.size()) return InstanceVerdict::kNotPlain;
   PyObject* d = PyObject_GenericGetDict(o, nullptr);
   if (d == nullptr) {
     PyErr_Clear();
@@ -600,6 +609,7 @@ InstanceVerdict plain_instance(PyObject* o, PlainInstances& out, std::vector<PyO
   PyObject *k, *v;
   while (PyDict_Next(d, &pos, &k, &v))  // str keys only: the lookups below then compare no user objects
     if (!PyUnicode_CheckExact(k)) return InstanceVerdict::kNotPlain;
+  const std::size_t first = out.values.size();
   for (std::size_t i = 0; i < l->declared; ++i) {
     PyObject* value = PyDict_GetItemWithError(d, l->names[i].ptr());
     if (value == nullptr) {
@@ -608,9 +618,10 @@ InstanceVerdict plain_instance(PyObject* o, PlainInstances& out, std::vector<PyO
     }
     if (l->infos[i]->type == colors::TypeKind::kFloat && PyLong_Check(value) && !PyBool_Check(value))
       return InstanceVerdict::kNotPlain;  // the Copier converts it (int_for_float_field)
-    values.push_back(value);
+    out.values.push_back(value);
   }
-  out.emplace(o, PlainInstance{l, std::move(dict)});
+  out.of.emplace(o, PlainInstance{l, first});
+  out.dicts.push_back(std::move(dict));
   return InstanceVerdict::kPlain;
 }
 
@@ -626,7 +637,6 @@ bool plain_scalar(PyObject* o) {
 // with false and its class in `*unmade`. REQUIRES: Python's cyclic GC off.
 bool plain_tree(PyObject* root, std::size_t max_objects, PlainInstances& instances, PyTypeObject** unmade) {
   instances.clear();
-  std::vector<PyObject*> fields;
   std::vector<std::pair<PyObject*, int>> todo{{root, 0}};
   std::unordered_set<PyObject*> containers;  // met once each
   std::size_t objects = 0;
@@ -671,14 +681,15 @@ bool plain_tree(PyObject* root, std::size_t max_objects, PlainInstances& instanc
       ++objects;  // its table
     } else {
       if (depth >= kPlainDepth || !containers.insert(o).second) return false;
-      fields.clear();
-      switch (plain_instance(o, instances, fields)) {
+      const std::size_t first = instances.values.size();
+      switch (plain_instance(o, instances)) {
         case InstanceVerdict::kPlain: break;
         case InstanceVerdict::kNoLayout: *unmade = Py_TYPE(o); return false;
         case InstanceVerdict::kNotPlain: return false;
       }
-      if (too_many(static_cast<Py_ssize_t>(fields.size()))) return false;
-      for (PyObject* f : fields) todo.emplace_back(f, depth + 1);
+      const std::size_t n = instances.values.size() - first;
+      if (too_many(static_cast<Py_ssize_t>(n))) return false;
+      for (std::size_t i = first; i < first + n; ++i) todo.emplace_back(instances.values[i], depth + 1);
     }
   }
   return objects <= max_objects;
@@ -734,12 +745,12 @@ cd::Word build_plain(cd::Metadata* m, PyObject* o, const PlainInstances& instanc
     return cd::new_list_scoped(m, words.data(), words.size());
   }
   // An instance: its fields in layout order, each checked as the Copier's fill checks it.
-  const PlainInstance& in = instances.at(o);
+  const PlainInstance& in = instances.of.at(o);
   const UserLayout& l = *in.layout;
   std::vector<cd::SlotInit> init;
   init.reserve(l.declared);
   for (std::size_t i = 0; i < l.declared; ++i) {
-    const cd::Word w = build_plain(m, PyDict_GetItem(in.dict.ptr(), l.names[i].ptr()), instances);
+    const cd::Word w = build_plain(m, instances.values[in.first + i], instances);
     cd::check_field_type(*l.infos[i], w);  // TypeMismatchError: the Copier raises it
     init.push_back({l.infos[i]->slot, w});
   }
