@@ -164,21 +164,8 @@ class BulkCopyTest {
   }
 
   static List<Object> randomTreeList(Random r, int depth) {
-    List<Object> l = new ArrayList<>();
-    int n = r.nextInt(5);
-    for (int i = 0; i < n; i++) {
-      switch (r.nextInt(8)) {
-        case 0: l.add(null); break;
-        case 1: l.add((int) LONGS[r.nextInt(LONGS.length)]); break;
-        case 2: l.add(FLOATS[r.nextInt(FLOATS.length)]); break;
-        case 3: l.add(randomString(r)); break;
-        case 4: l.add(depth > 0 ? randomTreeList(r, depth - 1) : "leaf"); break;
-        case 5: l.add(new int[] {r.nextInt(), -1}); break;
-        case 6: l.add(randomMapOrSet(r, depth)); break;
-        default: l.add(depth > 0 ? randomTree(r, depth - 1) : null);
-      }
-    }
-    return l;
+    return randomElements(r, () -> depth > 0 ? randomTreeList(r, depth - 1) : "leaf", () -> randomMapOrSet(r, depth),
+        () -> depth > 0 ? randomTree(r, depth - 1) : null);
   }
 
   static Object randomMapOrSet(Random r, int depth) {
@@ -198,6 +185,16 @@ class BulkCopyTest {
   }
 
   static List<Object> randomList(Random r, BNode[] nodes, int depth) {
+    return randomElements(r, () -> depth < 3 ? randomList(r, nodes, depth + 1) : "leaf",
+        () -> new char[] {'x', (char) 0xFFFF}, () -> nodes[r.nextInt(nodes.length)]);
+  }
+
+  /**
+   * Up to 4 random elements: null, an int, a float, a string, an int[], or what the suppliers make
+   * (a nested list, another kind of element, a node), each drawn in the same order whatever they make.
+   */
+  static List<Object> randomElements(Random r, java.util.function.Supplier<Object> nested,
+      java.util.function.Supplier<Object> other, java.util.function.Supplier<Object> node) {
     List<Object> l = new ArrayList<>();
     int n = r.nextInt(5);
     for (int i = 0; i < n; i++) {
@@ -206,10 +203,10 @@ class BulkCopyTest {
         case 1: l.add((int) LONGS[r.nextInt(LONGS.length)]); break;
         case 2: l.add(FLOATS[r.nextInt(FLOATS.length)]); break;
         case 3: l.add(randomString(r)); break;
-        case 4: l.add(depth < 3 ? randomList(r, nodes, depth + 1) : "leaf"); break;
+        case 4: l.add(nested.get()); break;
         case 5: l.add(new int[] {r.nextInt(), -1}); break;
-        case 6: l.add(new char[] {'x', (char) 0xFFFF}); break;
-        default: l.add(nodes[r.nextInt(nodes.length)]);
+        case 6: l.add(other.get()); break;
+        default: l.add(node.get());
       }
     }
     return l;
